@@ -1,0 +1,271 @@
+// Package message is evfwd's event model: the six client calls, their
+// validation and size rules, timestamps, destination selection, and a raw
+// form that carries a decoded message without touching user data.
+package message
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"strconv"
+)
+
+// Field is one top-level member of an Object; Value holds its exact JSON
+// bytes.
+type Field struct {
+	Key   string
+	Value json.RawMessage
+}
+
+// Object is a JSON object kept as its ordered top-level members with their
+// values undecoded, so numbers keep their digits and unknown fields survive
+// a round trip. Only the keys evfwd reads or writes are ever decoded.
+type Object struct {
+	Fields []Field
+	index  map[string]int // built lazily once an object grows past a few keys
+}
+
+// indexAt is the size above which lookups use a map instead of a scan.
+const indexAt = 16
+
+var errNotObject = errors.New("not a JSON object")
+
+// ParseObject splits data, which must be one valid JSON object, into its
+// top-level members. Values alias data, so data must not change afterwards.
+// A repeated key keeps its first position and its last value, as
+// encoding/json does.
+func ParseObject(data []byte) (*Object, error) {
+	if !json.Valid(data) {
+		return nil, syntaxError(data)
+	}
+	i := skipSpace(data, 0)
+	if i >= len(data) || data[i] != '{' {
+		return nil, errNotObject
+	}
+	o := &Object{}
+	i = skipSpace(data, i+1)
+	for i < len(data) && data[i] != '}' {
+		end := stringEnd(data, i)
+		key, err := unquote(data[i:end])
+		if err != nil {
+			return nil, err
+		}
+		i = skipSpace(data, end)
+		i = skipSpace(data, i+1) // ':'
+		vend, spaced := valueEnd(data, i)
+		val := json.RawMessage(data[i:vend])
+		if spaced {
+			var buf bytes.Buffer
+			json.Compact(&buf, val)
+			val = buf.Bytes()
+		}
+		o.Set(key, val)
+		i = skipSpace(data, vend)
+		if i < len(data) && data[i] == ',' {
+			i = skipSpace(data, i+1)
+		}
+	}
+	return o, nil
+}
+
+func syntaxError(data []byte) error {
+	var v any
+	if err := json.Unmarshal(data, &v); err != nil {
+		return err
+	}
+	return errors.New("invalid JSON")
+}
+
+func skipSpace(b []byte, i int) int {
+	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r') {
+		i++
+	}
+	return i
+}
+
+// stringEnd returns the index just past the string starting at b[i] == '"'.
+func stringEnd(b []byte, i int) int {
+	for i++; i < len(b); i++ {
+		switch b[i] {
+		case '\\':
+			i++
+		case '"':
+			return i + 1
+		}
+	}
+	return len(b)
+}
+
+// valueEnd returns the index just past the (already validated) value at
+// b[i], and whether it holds insignificant whitespace.
+func valueEnd(b []byte, i int) (end int, spaced bool) {
+	switch b[i] {
+	case '"':
+		return stringEnd(b, i), false
+	case '{', '[':
+		depth := 0
+		for ; i < len(b); i++ {
+			switch b[i] {
+			case '"':
+				i = stringEnd(b, i) - 1
+			case '{', '[':
+				depth++
+			case '}', ']':
+				if depth--; depth == 0 {
+					return i + 1, spaced
+				}
+			case ' ', '\t', '\n', '\r':
+				spaced = true
+			}
+		}
+		return i, spaced
+	default: // number, true, false, null
+		for i < len(b) && !isDelim(b[i]) {
+			i++
+		}
+		return i, false
+	}
+}
+
+func isDelim(c byte) bool {
+	switch c {
+	case ',', '}', ']', ' ', '\t', '\n', '\r':
+		return true
+	}
+	return false
+}
+
+func unquote(q []byte) (string, error) {
+	if bytes.IndexByte(q, '\\') < 0 {
+		return string(q[1 : len(q)-1]), nil
+	}
+	var s string
+	err := json.Unmarshal(q, &s)
+	return s, err
+}
+
+func (o *Object) find(key string) int {
+	if o.index != nil {
+		if i, ok := o.index[key]; ok {
+			return i
+		}
+		return -1
+	}
+	for i := range o.Fields {
+		if o.Fields[i].Key == key {
+			return i
+		}
+	}
+	return -1
+}
+
+// Get returns the raw value of key.
+func (o *Object) Get(key string) (json.RawMessage, bool) {
+	if i := o.find(key); i >= 0 {
+		return o.Fields[i].Value, true
+	}
+	return nil, false
+}
+
+// Has reports whether key is present.
+func (o *Object) Has(key string) bool { return o.find(key) >= 0 }
+
+// GetString returns the value of key when it is a JSON string.
+func (o *Object) GetString(key string) (string, bool) {
+	v, ok := o.Get(key)
+	if !ok || len(v) < 2 || v[0] != '"' {
+		return "", false
+	}
+	s, err := unquote(v)
+	return s, err == nil
+}
+
+// Set stores raw, which must be valid compact JSON, under key: in place
+// when key exists, else at the end.
+func (o *Object) Set(key string, raw json.RawMessage) {
+	if i := o.find(key); i >= 0 {
+		o.Fields[i].Value = raw
+		return
+	}
+	o.Fields = append(o.Fields, Field{Key: key, Value: raw})
+	if o.index != nil {
+		o.index[key] = len(o.Fields) - 1
+	} else if len(o.Fields) > indexAt {
+		o.reindex()
+	}
+}
+
+// SetString stores s as a JSON string under key.
+func (o *Object) SetString(key, s string) {
+	o.Set(key, AppendString(nil, s))
+}
+
+// Delete removes key, keeping the order of the rest.
+func (o *Object) Delete(key string) {
+	i := o.find(key)
+	if i < 0 {
+		return
+	}
+	o.Fields = append(o.Fields[:i], o.Fields[i+1:]...)
+	if o.index != nil {
+		o.reindex()
+	}
+}
+
+func (o *Object) reindex() {
+	o.index = make(map[string]int, len(o.Fields))
+	for i, f := range o.Fields {
+		o.index[f.Key] = i
+	}
+}
+
+// Len is the number of members.
+func (o *Object) Len() int { return len(o.Fields) }
+
+// AppendJSON appends the object as compact JSON, members in order.
+func (o *Object) AppendJSON(dst []byte) []byte {
+	dst = append(dst, '{')
+	for i, f := range o.Fields {
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		dst = AppendString(dst, f.Key)
+		dst = append(dst, ':')
+		dst = append(dst, f.Value...)
+	}
+	return append(dst, '}')
+}
+
+// MarshalJSON implements json.Marshaler.
+func (o *Object) MarshalJSON() ([]byte, error) { return o.AppendJSON(nil), nil }
+
+// UnmarshalJSON implements json.Unmarshaler; the object copies data.
+func (o *Object) UnmarshalJSON(data []byte) error {
+	p, err := ParseObject(bytes.Clone(data))
+	if err != nil {
+		return err
+	}
+	*o = *p
+	return nil
+}
+
+// AppendString appends s as a JSON string, escaped as encoding/json does
+// (HTML characters included, so bodies match what other encoders produce).
+func AppendString(dst []byte, s string) []byte {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' || c >= 0x80 {
+			return appendEscaped(dst, s)
+		}
+	}
+	dst = append(dst, '"')
+	dst = append(dst, s...)
+	return append(dst, '"')
+}
+
+func appendEscaped(dst []byte, s string) []byte {
+	b, _ := json.Marshal(s) // never fails for a string
+	return append(dst, b...)
+}
+
+// AppendInt appends n as a JSON number.
+func AppendInt(dst []byte, n int64) []byte { return strconv.AppendInt(dst, n, 10) }

@@ -1,0 +1,94 @@
+package message
+
+import (
+	"encoding/json"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+func TestParseObjectKeepsBytes(t *testing.T) {
+	tests := []struct {
+		name, in, want string
+	}{
+		{"exact digits", `{"n":12345678901234567890.000000001,"x":1e400}`, `{"n":12345678901234567890.000000001,"x":1e400}`},
+		{"spaces compacted", "{ \"a\" : [ 1 , { \"b\" : \"c d\" } ] ,\n\"e\":true }", `{"a":[1,{"b":"c d"}],"e":true}`},
+		{"escaped key", `{"a\"b":1,"\u00e9":null}`, `{"a\"b":1,"é":null}`},
+		{"duplicate keeps first place last value", `{"a":1,"b":2,"a":3}`, `{"a":3,"b":2}`},
+		{"empty", ` {} `, `{}`},
+		{"nested strings with braces", `{"s":"}]{[,","o":{"k":"]"}}`, `{"s":"}]{[,","o":{"k":"]"}}`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			o, err := ParseObject([]byte(tt.in))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tt.want, string(o.AppendJSON(nil))); diff != "" {
+				t.Errorf("mismatch (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestParseObjectErrors(t *testing.T) {
+	for _, in := range []string{``, `[]`, `"s"`, `{"a":}`, `{"a":1`, `{} {}`} {
+		if _, err := ParseObject([]byte(in)); err == nil {
+			t.Errorf("ParseObject(%q) = nil error", in)
+		}
+	}
+}
+
+func TestObjectEdits(t *testing.T) {
+	o, _ := ParseObject([]byte(`{"type":"track","userId":"u1"}`))
+	o.SetString("event", `Order "Completed" <b>`)
+	o.Set("type", json.RawMessage(`"page"`))
+	o.Delete("userId")
+	if s, ok := o.GetString("event"); !ok || s != `Order "Completed" <b>` {
+		t.Errorf("GetString = %q, %v", s, ok)
+	}
+	want := `{"type":"page","event":"Order \"Completed\" \u003cb\u003e"}`
+	if diff := cmp.Diff(want, string(o.AppendJSON(nil))); diff != "" {
+		t.Errorf("mismatch (-want +got):\n%s", diff)
+	}
+}
+
+func TestObjectIndexedManyKeys(t *testing.T) {
+	o := &Object{}
+	for i := range 100 {
+		o.Set(string(rune('A'+i%26))+string(rune('a'+i/26)), AppendInt(nil, int64(i)))
+	}
+	o.Delete("Aa")
+	if o.Has("Aa") || o.Len() != 99 {
+		t.Fatalf("delete with index: has=%v len=%d", o.Has("Aa"), o.Len())
+	}
+	if v, ok := o.Get("Zc"); !ok || string(v) != "77" {
+		t.Errorf("Get(Zc) = %s, %v", v, ok)
+	}
+}
+
+func FuzzParseObject(f *testing.F) {
+	for _, s := range []string{`{"a":1}`, `{"a":[1,{"b":"}"}],"c":"\""}`, `{ "x" : -1.5e3 , "y":null}`, `[]`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		o, err := ParseObject(data)
+		if err != nil {
+			return
+		}
+		out := o.AppendJSON(nil)
+		if !json.Valid(out) {
+			t.Fatalf("output not valid JSON: %s", out)
+		}
+		var want, got map[string]any
+		if err := json.Unmarshal(data, &want); err != nil {
+			t.Fatalf("input accepted but encoding/json rejects it: %v", err)
+		}
+		if err := json.Unmarshal(out, &got); err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Fatalf("round trip changed meaning (-want +got):\n%s", diff)
+		}
+	})
+}
