@@ -1,0 +1,294 @@
+package message
+
+import (
+	"encoding/json"
+	"time"
+	"unicode/utf8"
+)
+
+// Raw is a message decoded from JSON (an NDJSON line, one element of a
+// batch) kept as its top-level members with their bytes untouched: numbers
+// keep their exact digits and unknown fields survive. Only the keys the
+// rules need are read, and only messageId, timestamp and context.library
+// are ever written.
+type Raw struct {
+	obj *Object
+	typ Type
+}
+
+// ParseRaw parses data, which must be one JSON object, and checks it by the
+// same rules as the typed messages (validation errors are
+// *ValidationError). A timestamp in any accepted input form (ParseTime) is
+// rewritten in the wire form. The Raw aliases data: keep data unchanged
+// until the Raw has been encoded or enqueued.
+func ParseRaw(data []byte) (*Raw, error) {
+	obj, err := ParseObject(data)
+	if err != nil {
+		return nil, err
+	}
+	return NewRaw(obj)
+}
+
+// NewRaw checks obj as ParseRaw does and wraps it; the Raw owns obj from
+// then on.
+func NewRaw(obj *Object) (*Raw, error) {
+	r := &Raw{obj: obj}
+	t, ts, err := r.check()
+	if err != nil {
+		return nil, err
+	}
+	r.typ = t
+	if !ts.IsZero() {
+		r.setTimestamp(ts)
+	}
+	return r, nil
+}
+
+// Type is the message's type.
+func (r *Raw) Type() Type { return r.typ }
+
+// Object is the message's members; changes to it are not re-validated
+// until Validate is called.
+func (r *Raw) Object() *Object { return r.obj }
+
+// MessageId is the messageId, or "" before Fill when the input had none.
+func (r *Raw) MessageId() string {
+	s, _ := r.obj.GetString("messageId")
+	return s
+}
+
+// Timestamp is the message's timestamp, zero when it has none.
+func (r *Raw) Timestamp() time.Time {
+	s, ok := r.obj.GetString("timestamp")
+	if !ok {
+		return time.Time{}
+	}
+	t, _ := ParseTime(s)
+	return t
+}
+
+// Validate checks the message again (after changes through Object).
+func (r *Raw) Validate() error {
+	_, _, err := r.check()
+	return err
+}
+
+// Fill adds what a sender must add when the input left it out: a messageId
+// from newID and a timestamp from now. Present values are kept.
+func (r *Raw) Fill(newID func() string, now func() time.Time) {
+	if isAbsent(r.obj, "messageId") || string(mustGet(r.obj, "messageId")) == `""` {
+		r.obj.SetString("messageId", newID())
+	}
+	if isAbsent(r.obj, "timestamp") {
+		r.setTimestamp(now())
+	}
+}
+
+func (r *Raw) setTimestamp(t time.Time) {
+	b := make([]byte, 0, len(TimeLayout)+2)
+	b = append(b, '"')
+	b = AppendTime(b, t)
+	r.obj.Set("timestamp", append(b, '"'))
+}
+
+// AppendJSON appends the message as compact JSON, members in their input
+// order. With opts.Library set, context.library is replaced (or added, and
+// context too when missing); every other byte is the input's.
+func (r *Raw) AppendJSON(dst []byte, opts *EncodeOptions) ([]byte, error) {
+	if opts == nil || opts.Library == nil {
+		return r.obj.AppendJSON(dst), nil
+	}
+	dst = append(dst, '{')
+	wroteContext := false
+	for i, f := range r.obj.Fields {
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		dst = appendJSONString(dst, f.Key)
+		dst = append(dst, ':')
+		if f.Key != "context" {
+			dst = append(dst, f.Value...)
+			continue
+		}
+		wroteContext = true
+		if isNull(f.Value) {
+			dst = appendLibraryOnly(dst, opts.Library)
+			continue
+		}
+		ctx, err := ParseObject(f.Value)
+		if err != nil {
+			return dst, &ValidationError{Type: r.typ, Field: "context", Reason: "must be an object"}
+		}
+		ctx.Set("library", opts.Library)
+		dst = ctx.AppendJSON(dst)
+	}
+	if !wroteContext {
+		if len(r.obj.Fields) > 0 {
+			dst = append(dst, ',')
+		}
+		dst = append(dst, `"context":`...)
+		dst = appendLibraryOnly(dst, opts.Library)
+	}
+	return append(dst, '}'), nil
+}
+
+func appendLibraryOnly(dst []byte, lib json.RawMessage) []byte {
+	dst = append(dst, `{"library":`...)
+	dst = append(dst, lib...)
+	return append(dst, '}')
+}
+
+// MarshalJSON implements json.Marshaler: the message as it stands.
+func (r *Raw) MarshalJSON() ([]byte, error) { return r.obj.AppendJSON(nil), nil }
+
+// check applies the rules of spec 2.4 to the members and returns the type
+// and the parsed timestamp (zero when absent).
+func (r *Raw) check() (Type, time.Time, error) {
+	o := r.obj
+	typStr, err := stringMember(o, "", "type", fieldType)
+	if err != nil {
+		return "", time.Time{}, err
+	}
+	t := Type(typStr)
+	switch {
+	case typStr == "":
+		return "", time.Time{}, invalid("", fieldType, reasonRequired)
+	case !t.Valid():
+		return "", time.Time{}, invalid("", fieldType, "must be one of identify, track, page, screen, group, alias (got "+quoteShort(typStr)+")")
+	}
+
+	strs := func(keys ...string) ([]string, error) {
+		out := make([]string, len(keys)/2)
+		for i := 0; i < len(keys); i += 2 {
+			s, err := stringMember(o, t, keys[i], keys[i+1])
+			if err != nil {
+				return nil, err
+			}
+			out[i/2] = s
+		}
+		return out, nil
+	}
+
+	if t == TypeAlias {
+		v, err := strs("userId", fieldUserID, "previousId", fieldPreviousID)
+		if err != nil {
+			return "", time.Time{}, err
+		}
+		if v[0] == "" {
+			return "", time.Time{}, invalid(t, fieldUserID, reasonRequired)
+		}
+		if v[1] == "" {
+			return "", time.Time{}, invalid(t, fieldPreviousID, reasonRequired)
+		}
+	} else {
+		v, err := strs("userId", fieldUserID, "anonymousId", fieldAnonID)
+		if err != nil {
+			return "", time.Time{}, err
+		}
+		if err := checkIdentity(t, v[0], v[1]); err != nil {
+			return "", time.Time{}, err
+		}
+	}
+
+	switch t {
+	case TypeTrack:
+		v, err := strs("event", fieldEvent)
+		if err != nil {
+			return "", time.Time{}, err
+		}
+		if v[0] == "" {
+			return "", time.Time{}, invalid(t, fieldEvent, reasonRequired)
+		}
+	case TypePage, TypeScreen:
+		v, err := strs("name", fieldName, "category", fieldCategory)
+		if err != nil {
+			return "", time.Time{}, err
+		}
+		if v[1] != "" && v[0] == "" {
+			return "", time.Time{}, invalid(t, fieldName, reasonRequiredCategory)
+		}
+	case TypeGroup:
+		v, err := strs("groupId", fieldGroupID)
+		if err != nil {
+			return "", time.Time{}, err
+		}
+		if v[0] == "" {
+			return "", time.Time{}, invalid(t, fieldGroupID, reasonRequired)
+		}
+	}
+
+	id, err := stringMember(o, t, "messageId", fieldMessageID)
+	if err != nil {
+		return "", time.Time{}, err
+	}
+	if err := checkMessageID(t, id); err != nil {
+		return "", time.Time{}, err
+	}
+
+	for _, k := range [...]string{"properties", "traits", "context", "integrations"} {
+		if v, ok := o.Get(k); ok && !isNull(v) && v[0] != '{' {
+			return "", time.Time{}, invalid(t, k, "must be an object")
+		}
+	}
+
+	ts, err := timestampMember(o, t)
+	if err != nil {
+		return "", time.Time{}, err
+	}
+	return t, ts, nil
+}
+
+// stringMember reads key as a string: "" when absent or null, an error
+// naming field when it holds something else.
+func stringMember(o *Object, t Type, key, field string) (string, error) {
+	v, ok := o.Get(key)
+	if !ok || isNull(v) {
+		return "", nil
+	}
+	s, ok := o.GetString(key)
+	if !ok {
+		return "", invalid(t, field, "must be a string")
+	}
+	return s, nil
+}
+
+// timestampMember reads timestamp in any form ParseTime accepts, as a
+// string or a bare integer (Unix seconds or milliseconds).
+func timestampMember(o *Object, t Type) (time.Time, error) {
+	v, ok := o.Get("timestamp")
+	if !ok || isNull(v) {
+		return time.Time{}, nil
+	}
+	var s string
+	if v[0] == '"' {
+		s, _ = o.GetString("timestamp")
+	} else {
+		s = string(v)
+	}
+	ts, err := ParseTime(s)
+	if err != nil {
+		return time.Time{}, invalid(t, fieldTimestamp, "is not a time: "+err.Error())
+	}
+	return ts, nil
+}
+
+func isNull(v json.RawMessage) bool { return string(v) == "null" }
+
+func isAbsent(o *Object, key string) bool {
+	v, ok := o.Get(key)
+	return !ok || isNull(v)
+}
+
+func mustGet(o *Object, key string) json.RawMessage {
+	v, _ := o.Get(key)
+	return v
+}
+
+// quoteShort quotes s for an error message, cut to a readable length.
+func quoteShort(s string) string {
+	const limit = 40
+	if utf8.RuneCountInString(s) > limit {
+		s = string([]rune(s)[:limit]) + "…"
+	}
+	return string(appendJSONString(nil, s))
+}
