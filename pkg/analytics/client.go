@@ -1,0 +1,309 @@
+package analytics
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/evfwd/evfwd/pkg/message"
+	"github.com/google/uuid"
+)
+
+// Client queues messages and sends them in batches. Its methods are safe
+// for concurrent use; several clients may live side by side.
+type Client struct {
+	cfg  Config
+	url  string
+	auth string
+	ua   string
+	enc  message.EncodeOptions
+
+	scratch sync.Pool // *[]byte encode buffers
+
+	mu       sync.Mutex
+	q        ring
+	closed   bool   // no more messages accepted
+	enqueued uint64 // messages ever accepted
+	done     uint64 // messages sent or failed, in queue order
+	changed  chan struct{}
+
+	wake    chan struct{} // capacity 1: there is work, or closing
+	ctx     context.Context
+	cancel  context.CancelFunc
+	stopped chan struct{}
+
+	queued, sent, failed, refused, batches, retries atomic.Int64
+}
+
+// Stats are a client's counters since New.
+type Stats struct {
+	Queued  int64 // messages accepted into the queue
+	Sent    int64 // messages the server accepted (or Stub counted)
+	Failed  int64 // messages whose batch finally failed
+	Refused int64 // calls refused: invalid, too large, queue full, closed
+	Batches int64 // batches finished, sent or failed
+	Retries int64 // attempts after the first
+}
+
+// BatchResult is the final outcome of one batch, given to Config.OnBatch.
+type BatchResult struct {
+	// MessageIds of the batch's messages, in queue order.
+	MessageIds []string
+	// Status is the final HTTP status; -1 for a transport error or a
+	// batch dropped by Close; 200 under Stub.
+	Status int
+	// Err is nil when the server accepted the whole batch.
+	Err      error
+	Attempts int
+}
+
+// Accepted reports whether the server accepted every message of the batch.
+func (r BatchResult) Accepted() bool { return r.Err == nil }
+
+// New returns a running client; a bad config gives a *ConfigError.
+func New(cfg Config) (*Client, error) {
+	cfg, err := cfg.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	c := &Client{
+		cfg:     cfg,
+		url:     cfg.Endpoint + "/v1/batch",
+		auth:    "Basic " + base64.StdEncoding.EncodeToString([]byte(cfg.WriteKey+":")),
+		ua:      "evfwd/" + Version,
+		enc:     message.EncodeOptions{Library: message.LibraryJSON(LibraryName, Version)},
+		changed: make(chan struct{}),
+		wake:    make(chan struct{}, 1),
+		stopped: make(chan struct{}),
+	}
+	c.scratch.New = func() any { b := make([]byte, 0, 1024); return &b }
+	c.ctx, c.cancel = context.WithCancel(context.Background())
+	go c.run()
+	return c, nil
+}
+
+// fill gives a message the messageId and timestamp it lacks.
+func (c *Client) fill(id string, ts time.Time) (string, time.Time) {
+	if id == "" {
+		id = c.newID()
+	}
+	if ts.IsZero() {
+		ts = c.cfg.Now()
+	}
+	return id, ts
+}
+
+func (c *Client) newID() string {
+	if c.cfg.NewID != nil {
+		return c.cfg.NewID()
+	}
+	return uuid.NewString()
+}
+
+// Identify queues an identify message. Like every call it never blocks
+// and never makes a request: it validates, encodes and queues.
+func (c *Client) Identify(m message.Identify) error {
+	if err := m.Validate(); err != nil {
+		return c.refuse(err)
+	}
+	m.MessageId, m.Timestamp = c.fill(m.MessageId, m.Timestamp)
+	return enqueueTyped(c, m, m.MessageId)
+}
+
+// Track queues a track message.
+func (c *Client) Track(m message.Track) error {
+	if err := m.Validate(); err != nil {
+		return c.refuse(err)
+	}
+	m.MessageId, m.Timestamp = c.fill(m.MessageId, m.Timestamp)
+	return enqueueTyped(c, m, m.MessageId)
+}
+
+// Page queues a page message.
+func (c *Client) Page(m message.Page) error {
+	if err := m.Validate(); err != nil {
+		return c.refuse(err)
+	}
+	m.MessageId, m.Timestamp = c.fill(m.MessageId, m.Timestamp)
+	return enqueueTyped(c, m, m.MessageId)
+}
+
+// Screen queues a screen message.
+func (c *Client) Screen(m message.Screen) error {
+	if err := m.Validate(); err != nil {
+		return c.refuse(err)
+	}
+	m.MessageId, m.Timestamp = c.fill(m.MessageId, m.Timestamp)
+	return enqueueTyped(c, m, m.MessageId)
+}
+
+// Group queues a group message.
+func (c *Client) Group(m message.Group) error {
+	if err := m.Validate(); err != nil {
+		return c.refuse(err)
+	}
+	m.MessageId, m.Timestamp = c.fill(m.MessageId, m.Timestamp)
+	return enqueueTyped(c, m, m.MessageId)
+}
+
+// Alias queues an alias message.
+func (c *Client) Alias(m message.Alias) error {
+	if err := m.Validate(); err != nil {
+		return c.refuse(err)
+	}
+	m.MessageId, m.Timestamp = c.fill(m.MessageId, m.Timestamp)
+	return enqueueTyped(c, m, m.MessageId)
+}
+
+// enqueueTyped is generic so each message type is encoded by a direct
+// call, without boxing the struct in an interface.
+func enqueueTyped[M message.Message](c *Client, m M, id string) error {
+	bp := c.scratch.Get().(*[]byte)
+	b, err := m.AppendJSON((*bp)[:0], &c.enc)
+	err = c.push(context.Background(), b, id, err, false)
+	*bp = b[:0]
+	c.scratch.Put(bp)
+	return err
+}
+
+// Enqueue queues a raw message (one decoded from JSON, e.g. an NDJSON
+// line). It fills in r's messageId and timestamp when missing (read them
+// back from r afterwards) and copies what it keeps, so the caller may
+// reuse the bytes r was parsed from once Enqueue returns.
+func (c *Client) Enqueue(r *message.Raw) error {
+	return c.enqueueRaw(context.Background(), r, false)
+}
+
+// EnqueueWait is Enqueue that waits for room when the queue is full
+// instead of refusing with ErrQueueFull: back-pressure for bulk senders.
+// It returns ctx's error if ctx ends first.
+func (c *Client) EnqueueWait(ctx context.Context, r *message.Raw) error {
+	return c.enqueueRaw(ctx, r, true)
+}
+
+func (c *Client) enqueueRaw(ctx context.Context, r *message.Raw, wait bool) error {
+	if err := r.Validate(); err != nil {
+		return c.refuse(err)
+	}
+	r.Fill(c.newID, c.cfg.Now)
+	var id string
+	if c.cfg.OnBatch != nil {
+		id = r.MessageId()
+	}
+	bp := c.scratch.Get().(*[]byte)
+	b, err := r.AppendJSON((*bp)[:0], &c.enc)
+	err = c.push(ctx, b, id, err, wait)
+	*bp = b[:0]
+	c.scratch.Put(bp)
+	return err
+}
+
+func (c *Client) refuse(err error) error {
+	c.refused.Add(1)
+	return err
+}
+
+// push copies an encoded message into the queue. b is scratch space; the
+// queue keeps an exact-size copy.
+func (c *Client) push(ctx context.Context, b []byte, id string, encErr error, wait bool) error {
+	if encErr != nil {
+		return c.refuse(encErr)
+	}
+	if err := message.CheckSize(len(b)); err != nil {
+		return c.refuse(err)
+	}
+	data := bytes.Clone(b)
+	c.mu.Lock()
+	for {
+		if c.closed {
+			c.mu.Unlock()
+			return c.refuse(ErrClosed)
+		}
+		if c.q.len() < c.cfg.MaxQueueSize {
+			break
+		}
+		if !wait {
+			c.mu.Unlock()
+			return c.refuse(ErrQueueFull)
+		}
+		ch := c.changed
+		c.mu.Unlock()
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return c.refuse(ctx.Err())
+		}
+		c.mu.Lock()
+	}
+	c.q.push(entry{data: data, id: id})
+	c.enqueued++
+	c.mu.Unlock()
+	c.queued.Add(1)
+	select {
+	case c.wake <- struct{}{}:
+	default:
+	}
+	return nil
+}
+
+// broadcast wakes everyone waiting on c.changed; c.mu must be held.
+func (c *Client) broadcast() {
+	close(c.changed)
+	c.changed = make(chan struct{})
+}
+
+// Flush blocks until every message queued before the call has been sent
+// or has failed (after its retries). It returns ctx's error if ctx ends
+// first; failures themselves are reported through OnError and OnBatch.
+func (c *Client) Flush(ctx context.Context) error {
+	c.mu.Lock()
+	target := c.enqueued
+	for c.done < target {
+		ch := c.changed
+		c.mu.Unlock()
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+		c.mu.Lock()
+	}
+	c.mu.Unlock()
+	return nil
+}
+
+// Close refuses new messages, flushes, and stops the consumer. If ctx ends
+// first, the request in flight is abandoned and what is still queued fails
+// with ErrClosed; Close then returns ctx's error. Calling Close again is
+// harmless.
+func (c *Client) Close(ctx context.Context) error {
+	c.mu.Lock()
+	c.closed = true
+	c.mu.Unlock()
+	err := c.Flush(ctx)
+	if err != nil {
+		c.cancel()
+	}
+	select {
+	case c.wake <- struct{}{}:
+	default:
+	}
+	<-c.stopped
+	c.cancel()
+	return err
+}
+
+// Stats returns the client's counters.
+func (c *Client) Stats() Stats {
+	return Stats{
+		Queued:  c.queued.Load(),
+		Sent:    c.sent.Load(),
+		Failed:  c.failed.Load(),
+		Refused: c.refused.Load(),
+		Batches: c.batches.Load(),
+		Retries: c.retries.Load(),
+	}
+}

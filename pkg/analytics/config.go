@@ -1,0 +1,128 @@
+// Package analytics is evfwd's batching client for the Segment HTTP
+// Tracking API (the Go counterpart of the spec's Ruby client): calls
+// validate and queue a message without blocking, and one consumer per
+// client sends queued messages in batches to POST {endpoint}/v1/batch, one
+// request at a time, retrying what can be retried.
+package analytics
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+)
+
+// Version is the evfwd version sent in User-Agent and context.library; the
+// CLI sets it at start-up, before creating clients.
+var Version = "dev"
+
+// LibraryName is the context.library name of every message sent.
+const LibraryName = "evfwd"
+
+// Defaults used when a Config field is left zero.
+const (
+	DefaultEndpoint     = "http://127.0.0.1:8787" // where `evfwd serve` listens
+	DefaultMaxQueueSize = 10000
+	DefaultBatchSize    = 100
+	DefaultTimeout      = 10 * time.Second
+)
+
+// MaxBatchBytes bounds one request body (spec 8: "500 KB"). It is the
+// decimal reading, the stricter of the two, so no server refuses it.
+const MaxBatchBytes = 500_000
+
+// Config configures a Client. Zero values mean the defaults.
+type Config struct {
+	// WriteKey identifies the source; required. Sent as Basic auth user.
+	WriteKey string
+	// Endpoint is the collection API's base URL; /v1/batch is appended.
+	Endpoint string
+	// OnError is called after a batch has finally failed, with the HTTP
+	// status (-1 for a transport error) and the server's message. It runs
+	// on the client's consumer goroutine: keep it short.
+	OnError func(status int, msg string)
+	// OnBatch, when set, is called once per batch after its final outcome,
+	// in queue order, on the consumer goroutine. It must not call Flush or
+	// Close.
+	OnBatch func(BatchResult)
+	// MaxQueueSize bounds the messages waiting to be sent (default 10000).
+	MaxQueueSize int
+	// BatchSize bounds the messages in one request (default 100); a batch
+	// also stays within MaxBatchBytes.
+	BatchSize int
+	// Stub: nothing reaches the network and every batch counts as sent.
+	Stub bool
+	// HTTPClient sends the requests (default: a client with no overall
+	// timeout; Timeout bounds each attempt).
+	HTTPClient *http.Client
+	// Timeout bounds each attempt, connect to last byte (default 10s).
+	Timeout time.Duration
+	// Retry says how failed requests are retried.
+	Retry RetryPolicy
+	// Now is the clock for timestamp and sentAt (default time.Now).
+	Now func() time.Time
+	// NewID makes messageIds (default: random UUIDv4).
+	NewID func() string
+
+	// sleep waits between attempts; tests replace it to record delays.
+	sleep func(ctx context.Context, d time.Duration) error
+}
+
+// ConfigError reports an invalid Config field.
+type ConfigError struct {
+	Field  string
+	Reason string
+}
+
+func (e *ConfigError) Error() string {
+	return "analytics: config: " + e.Field + " " + e.Reason
+}
+
+// withDefaults returns c with zero fields set to their defaults, or a
+// *ConfigError.
+func (c Config) withDefaults() (Config, error) {
+	if strings.TrimSpace(c.WriteKey) == "" {
+		return c, &ConfigError{Field: "WriteKey", Reason: "is required"}
+	}
+	if c.Endpoint == "" {
+		c.Endpoint = DefaultEndpoint
+	}
+	u, err := url.Parse(c.Endpoint)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return c, &ConfigError{Field: "Endpoint", Reason: fmt.Sprintf("must be an http or https URL, got %q", c.Endpoint)}
+	}
+	c.Endpoint = strings.TrimRight(c.Endpoint, "/")
+	switch {
+	case c.MaxQueueSize < 0:
+		return c, &ConfigError{Field: "MaxQueueSize", Reason: "must not be negative"}
+	case c.MaxQueueSize == 0:
+		c.MaxQueueSize = DefaultMaxQueueSize
+	}
+	switch {
+	case c.BatchSize < 0:
+		return c, &ConfigError{Field: "BatchSize", Reason: "must not be negative"}
+	case c.BatchSize == 0:
+		c.BatchSize = DefaultBatchSize
+	}
+	switch {
+	case c.Timeout < 0:
+		return c, &ConfigError{Field: "Timeout", Reason: "must not be negative"}
+	case c.Timeout == 0:
+		c.Timeout = DefaultTimeout
+	}
+	if c.HTTPClient == nil {
+		c.HTTPClient = &http.Client{}
+	}
+	if c.Retry, err = c.Retry.withDefaults(); err != nil {
+		return c, err
+	}
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+	if c.sleep == nil {
+		c.sleep = sleepCtx
+	}
+	return c, nil
+}

@@ -1,0 +1,123 @@
+package analytics
+
+import (
+	"context"
+	"math/rand/v2"
+	"net/http"
+	"strconv"
+	"time"
+)
+
+// RetryPolicy says how a failed batch is retried: network errors,
+// timeouts, 5xx, 408 and 429 are retried with exponential backoff and
+// jitter; other statuses are final. Zero fields take the defaults.
+type RetryPolicy struct {
+	// MaxAttempts counts every attempt, the first included (default 10;
+	// 1 turns retries off).
+	MaxAttempts int
+	// BaseDelay is the wait after the first failure (default 100ms); each
+	// later wait doubles, up to MaxDelay (default 10s).
+	BaseDelay time.Duration
+	MaxDelay  time.Duration
+	// Jitter is the fraction of each wait drawn at random, so clients that
+	// failed together do not retry together: a wait d becomes a value in
+	// [d*(1-Jitter), d]. 0 means the default 0.5; negative means none.
+	Jitter float64
+	// MaxRetryAfter caps how long a server's Retry-After can hold the
+	// client (default 1 minute).
+	MaxRetryAfter time.Duration
+}
+
+// Default retry policy values.
+const (
+	DefaultMaxAttempts   = 10
+	DefaultBaseDelay     = 100 * time.Millisecond
+	DefaultMaxDelay      = 10 * time.Second
+	DefaultJitter        = 0.5
+	DefaultMaxRetryAfter = time.Minute
+)
+
+func (p RetryPolicy) withDefaults() (RetryPolicy, error) {
+	if p.MaxAttempts < 0 {
+		return p, &ConfigError{Field: "Retry.MaxAttempts", Reason: "must not be negative"}
+	}
+	if p.BaseDelay < 0 || p.MaxDelay < 0 || p.MaxRetryAfter < 0 {
+		return p, &ConfigError{Field: "Retry", Reason: "delays must not be negative"}
+	}
+	if p.Jitter > 1 {
+		return p, &ConfigError{Field: "Retry.Jitter", Reason: "must be at most 1"}
+	}
+	if p.MaxAttempts == 0 {
+		p.MaxAttempts = DefaultMaxAttempts
+	}
+	if p.BaseDelay == 0 {
+		p.BaseDelay = DefaultBaseDelay
+	}
+	if p.MaxDelay == 0 {
+		p.MaxDelay = DefaultMaxDelay
+	}
+	if p.MaxDelay < p.BaseDelay {
+		p.MaxDelay = p.BaseDelay
+	}
+	switch {
+	case p.Jitter == 0:
+		p.Jitter = DefaultJitter
+	case p.Jitter < 0:
+		p.Jitter = 0
+	}
+	if p.MaxRetryAfter == 0 {
+		p.MaxRetryAfter = DefaultMaxRetryAfter
+	}
+	return p, nil
+}
+
+// backoff is the wait before attempt n+1 after n failed attempts (n ≥ 1).
+func (p RetryPolicy) backoff(n int) time.Duration {
+	d := p.BaseDelay
+	for i := 1; i < n && d < p.MaxDelay; i++ {
+		d *= 2
+	}
+	d = min(d, p.MaxDelay)
+	if p.Jitter > 0 && d > 0 {
+		d -= time.Duration(rand.Float64() * p.Jitter * float64(d))
+	}
+	return d
+}
+
+// retryable reports whether a response status is worth another attempt.
+func retryable(status int) bool {
+	return status >= 500 || status == http.StatusRequestTimeout || status == http.StatusTooManyRequests
+}
+
+// retryAfter reads a Retry-After header (seconds or an HTTP date) as a
+// wait from now; ok is false when there is none or it cannot be read.
+func retryAfter(h string, now time.Time) (time.Duration, bool) {
+	if h == "" {
+		return 0, false
+	}
+	if s, err := strconv.Atoi(h); err == nil {
+		if s < 0 {
+			return 0, false
+		}
+		return time.Duration(s) * time.Second, true
+	}
+	t, err := http.ParseTime(h)
+	if err != nil {
+		return 0, false
+	}
+	return max(t.Sub(now), 0), true
+}
+
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	if d <= 0 {
+		return ctx.Err()
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
