@@ -1,0 +1,152 @@
+// Package cmd holds evfwd's cobra commands. Each file is one command: an
+// options struct, NewCmdX that fills it from flags, and xRun that does the
+// work through library code under pkg/.
+package cmd
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+
+	"github.com/evfwd/evfwd/internal/cli"
+	"github.com/spf13/cobra"
+)
+
+// Command groups, in the order help lists them.
+const (
+	groupClient = "client"
+	groupServer = "server"
+	groupTools  = "tools"
+)
+
+// commands are registered by each command's file, so adding a command
+// touches one file.
+var commands []func(*cli.Factory) *cobra.Command
+
+func register(newCmd func(*cli.Factory) *cobra.Command) { commands = append(commands, newCmd) }
+
+// NewRootCmd builds the evfwd command tree on f.
+func NewRootCmd(f *cli.Factory) *cobra.Command {
+	var (
+		output     string
+		configFile string
+	)
+	root := &cobra.Command{
+		Use:   "evfwd",
+		Short: "Collect analytics events and forward them to signed webhooks",
+		Long: `evfwd collects analytics events (the Segment HTTP Tracking API) and forwards
+each one as a signed HTTP POST to up to five webhook URLs. It is also the
+developer's kit around that: a batching client, a local receiver that checks
+X-Signature, and offline signing for CI.`,
+		Example: `  evfwd demo                                   # the whole pipeline on loopback
+  evfwd track --user-id u_42 --event "Order Completed" --property total=12.50
+  cat events.ndjson | evfwd send
+  evfwd listen --secret-file hook.secret
+  evfwd sign --secret-file hook.secret body.json`,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+		Version:       f.Version,
+		PersistentPreRunE: func(cmd *cobra.Command, args []string) error {
+			format, err := cli.ParseFormat(output)
+			if err != nil {
+				return err
+			}
+			f.Format = format
+			explicit := configFile != ""
+			if !explicit {
+				if configFile = f.Getenv(cli.EnvPrefix + "CONFIG"); configFile != "" {
+					explicit = true
+				} else {
+					configFile = cli.DefaultConfigFile()
+				}
+			}
+			cfg, err := cli.LoadConfig(configFile, explicit)
+			if err != nil {
+				return err
+			}
+			f.Config = cfg
+			return cfg.Apply(cmd, f.Getenv)
+		},
+	}
+	root.SetVersionTemplate("evfwd {{.Version}}\n")
+	root.PersistentFlags().StringVarP(&output, "output", "o", "text", "output format: text or json")
+	root.PersistentFlags().StringVar(&configFile, "config", "", "config `FILE` (default $XDG_CONFIG_HOME/evfwd/config.yaml; env EVFWD_CONFIG)")
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return cli.UsageError(err) })
+	root.SetIn(f.IO.In)
+	root.SetOut(f.IO.Out)
+	root.SetErr(f.IO.ErrOut)
+	root.SetHelpTemplate(root.HelpTemplate() + exitCodesHelp)
+	used := map[string]bool{}
+	for _, newCmd := range commands {
+		c := newCmd(f)
+		used[c.GroupID] = true
+		root.AddCommand(c)
+	}
+	for _, g := range []*cobra.Group{
+		{ID: groupClient, Title: "Send events (batching client):"},
+		{ID: groupServer, Title: "Collect and forward:"},
+		{ID: groupTools, Title: "Webhook developer tools:"},
+	} {
+		if used[g.ID] {
+			root.AddGroup(g)
+		}
+	}
+	return root
+}
+
+const exitCodesHelp = `
+Exit codes:
+  0    success
+  1    the job failed (invalid signature, delivery failed, events rejected)
+  2    usage or input error
+  130  interrupted
+`
+
+// Execute runs evfwd with the process's arguments and returns its exit code.
+func Execute(version string) int {
+	f := cli.NewFactory(version)
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	return run(ctx, f, os.Args[1:])
+}
+
+func run(ctx context.Context, f *cli.Factory, args []string) int {
+	root := NewRootCmd(f)
+	root.SetArgs(args)
+	err := usageFromCobra(root.ExecuteContext(ctx))
+	if err != nil && ctx.Err() != nil && cli.ExitCode(err) == cli.ExitFailure {
+		// Work that ended because of Ctrl-C exits 130, whatever error it
+		// surfaced on the way out.
+		err = &cli.ExitError{Code: cli.ExitInterrupted, Err: err}
+	}
+	if msg := errMessage(err); msg != "" {
+		fmt.Fprintln(f.IO.ErrOut, f.IO.ErrStyles().Fail.Sprint("error: ")+msg)
+	}
+	return cli.ExitCode(err)
+}
+
+// usageFromCobra gives exit 2 to the usage errors cobra reports as plain
+// errors before any command runs.
+func usageFromCobra(err error) error {
+	var ee *cli.ExitError
+	if err == nil || errors.As(err, &ee) {
+		return err
+	}
+	for _, prefix := range []string{"unknown command", "required flag", "if any flags in the group", "invalid argument", "accepts "} {
+		if strings.HasPrefix(err.Error(), prefix) {
+			return cli.UsageError(err)
+		}
+	}
+	return err
+}
+
+func errMessage(err error) string {
+	if err == nil {
+		return ""
+	}
+	return cli.Message(err)
+}

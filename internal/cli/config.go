@@ -1,0 +1,158 @@
+package cli
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+	"github.com/spf13/viper"
+)
+
+// EnvPrefix starts every environment variable evfwd reads.
+const EnvPrefix = "EVFWD_"
+
+// annotationEnv marks a flag that an EVFWD_* variable may set.
+const annotationEnv = "evfwd_env"
+
+// Config is the settings file: flag > EVFWD_* environment > file > default.
+// Keys are flag names, at the top level (shared settings such as endpoint)
+// or under a command's name (listen: {addr: ...}).
+type Config struct {
+	File string // the file read, "" when none
+	v    *viper.Viper
+}
+
+// DefaultConfigFile is $XDG_CONFIG_HOME/evfwd/config.yaml, falling back to
+// the platform's user config directory.
+func DefaultConfigFile() string {
+	dir := os.Getenv("XDG_CONFIG_HOME")
+	if dir == "" {
+		var err error
+		if dir, err = os.UserConfigDir(); err != nil {
+			return ""
+		}
+	}
+	return filepath.Join(dir, "evfwd", "config.yaml")
+}
+
+// LoadConfig reads path. A missing file is fine unless the user named it
+// (explicit); a broken one is an error naming the file and line.
+func LoadConfig(path string, explicit bool) (*Config, error) {
+	c := &Config{v: viper.New()}
+	if path == "" {
+		return c, nil
+	}
+	if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) && !explicit {
+		return c, nil
+	}
+	c.v.SetConfigFile(path)
+	if filepath.Ext(path) == "" {
+		c.v.SetConfigType("yaml")
+	}
+	if err := c.v.ReadInConfig(); err != nil {
+		var parse viper.ConfigParseError
+		if errors.As(err, &parse) {
+			// viper wraps "yaml: line N: ..." in its own prose.
+			msg := err.Error()
+			if i := strings.Index(msg, "yaml: "); i >= 0 {
+				msg = msg[i:]
+			}
+			return nil, UsageErrorf("config %s: %s", path, msg)
+		}
+		return nil, UsageErrorf("config %s: %v", path, err)
+	}
+	c.File = path
+	return c, nil
+}
+
+// Viper exposes the parsed file for commands with structured config (serve).
+func (c *Config) Viper() *viper.Viper { return c.v }
+
+// Lookup returns the file's value for key under section, else top level.
+func (c *Config) Lookup(section, key string) (string, bool) {
+	for _, k := range []string{section + "." + key, key, section + "." + underscore(key), underscore(key)} {
+		if strings.HasPrefix(k, ".") || !c.v.IsSet(k) {
+			continue
+		}
+		v := c.v.Get(k)
+		if list, ok := v.([]any); ok {
+			parts := make([]string, len(list))
+			for i, p := range list {
+				parts[i] = fmt.Sprint(p)
+			}
+			return strings.Join(parts, ","), true
+		}
+		return fmt.Sprint(v), true
+	}
+	return "", false
+}
+
+func underscore(s string) string { return strings.ReplaceAll(s, "-", "_") }
+
+// EnvName is the environment variable for a flag: --write-key is
+// EVFWD_WRITE_KEY.
+func EnvName(flag string) string { return EnvPrefix + strings.ToUpper(underscore(flag)) }
+
+// BindEnv lets EVFWD_<NAME> set each named flag, and says so in its help.
+func BindEnv(cmd *cobra.Command, names ...string) {
+	for _, name := range names {
+		f := cmd.Flags().Lookup(name)
+		if f == nil {
+			f = cmd.PersistentFlags().Lookup(name)
+		}
+		if f == nil {
+			panic("cli.BindEnv: no flag " + name)
+		}
+		if f.Annotations == nil {
+			f.Annotations = map[string][]string{}
+		}
+		f.Annotations[annotationEnv] = []string{EnvName(name)}
+		f.Usage += " (env " + EnvName(name) + ")"
+	}
+}
+
+// noConfig lists flags the file never sets: they say where the file is or
+// are resolved by their own rules (secrets).
+var noConfig = map[string]bool{"help": true, "config": true, "secret": true, "secret-file": true}
+
+// Apply fills every flag the user did not set from the environment (bound
+// flags only) and then from the file, so that options structs bound to
+// flags see the final value and commands never read viper themselves.
+func (c *Config) Apply(cmd *cobra.Command, getenv func(string) string) error {
+	var errs []error
+	cmd.Flags().VisitAll(func(f *pflag.Flag) {
+		if f.Changed || noConfig[f.Name] {
+			return
+		}
+		from, val, ok := "", "", false
+		if env := f.Annotations[annotationEnv]; len(env) > 0 {
+			if val = getenv(env[0]); val != "" {
+				from, ok = env[0], true
+			}
+		}
+		if !ok {
+			if val, ok = c.Lookup(cmd.Name(), f.Name); ok {
+				from = "config " + c.File
+			}
+		}
+		if !ok {
+			return
+		}
+		if err := setFlag(f, val); err != nil {
+			errs = append(errs, UsageErrorf("%s: invalid value %q for --%s: %v", from, val, f.Name, err))
+		}
+	})
+	return errors.Join(errs...)
+}
+
+// setFlag sets f from one string; slice flags take a comma list.
+func setFlag(f *pflag.Flag, val string) error {
+	if sv, ok := f.Value.(pflag.SliceValue); ok {
+		return sv.Replace(strings.Split(val, ","))
+	}
+	return f.Value.Set(val)
+}

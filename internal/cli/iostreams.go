@@ -1,0 +1,51 @@
+// Package cli holds what evfwd's commands share: IO streams with a TTY and
+// colour decision per stream, output formats, exit codes, configuration and
+// styles. Commands stay thin; libraries under pkg/ never import this.
+package cli
+
+import (
+	"bytes"
+	"io"
+	"os"
+
+	"golang.org/x/term"
+)
+
+// IOStreams is every byte a command reads or writes. Tests build one with
+// Test and flip the TTY flags to see both renderings.
+type IOStreams struct {
+	In     io.Reader
+	Out    io.Writer
+	ErrOut io.Writer
+
+	InTTY, OutTTY, ErrTTY bool
+	// OutColor and ErrColor are decided per stream: a TTY, NO_COLOR unset,
+	// TERM not "dumb".
+	OutColor, ErrColor bool
+}
+
+// System returns the process's standard streams.
+func System() *IOStreams {
+	s := &IOStreams{In: os.Stdin, Out: os.Stdout, ErrOut: os.Stderr}
+	s.InTTY = isTerminal(os.Stdin)
+	s.OutTTY = isTerminal(os.Stdout)
+	s.ErrTTY = isTerminal(os.Stderr)
+	colorOK := os.Getenv("NO_COLOR") == "" && os.Getenv("TERM") != "dumb"
+	s.OutColor = s.OutTTY && colorOK
+	s.ErrColor = s.ErrTTY && colorOK
+	return s
+}
+
+func isTerminal(f *os.File) bool { return term.IsTerminal(int(f.Fd())) }
+
+// Test returns streams backed by buffers, none of them a TTY.
+func Test() (s *IOStreams, in, out, errOut *bytes.Buffer) {
+	in, out, errOut = &bytes.Buffer{}, &bytes.Buffer{}, &bytes.Buffer{}
+	return &IOStreams{In: in, Out: out, ErrOut: errOut}, in, out, errOut
+}
+
+// SetTTY makes every stream a TTY (or not), colour off, for tests.
+func (s *IOStreams) SetTTY(tty bool) {
+	s.InTTY, s.OutTTY, s.ErrTTY = tty, tty, tty
+	s.OutColor, s.ErrColor = false, false
+}
