@@ -80,8 +80,14 @@ func appendValue(dst []byte, v any, depth int) ([]byte, error) {
 		if v == nil {
 			return append(dst, "null"...), nil
 		}
+		// Plain digits, as a decimal is written, unless the exponent is
+		// huge (about 1e±100), where the exponent form stays short.
+		format := byte('f')
+		if e := v.MantExp(nil); e < -332 || e > 332 {
+			format = 'g'
+		}
 		dst = append(dst, '"')
-		dst = v.Append(dst, 'g', -1)
+		dst = v.Append(dst, format, -1)
 		return append(dst, '"'), nil
 	case *big.Rat:
 		if v == nil {
