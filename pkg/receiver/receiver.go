@@ -1,0 +1,298 @@
+// Package receiver is a webhook receiver: an http.Handler that reads each
+// request's raw body, verifies its X-Signature, checks it against the
+// webhook message shapes, flags redelivered messageIds, decides the
+// answer (optionally simulating failures or relaying to another app),
+// records it, and reports it as a Request value. `evfwd listen` is a thin
+// command around it; it is usable on its own in tests and programs.
+package receiver
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strconv"
+	"time"
+
+	"github.com/evfwd/evfwd/pkg/message"
+	"github.com/evfwd/evfwd/pkg/signature"
+)
+
+// DefaultMaxBodyBytes bounds a request body: far above the 32 KB message
+// limit, so a sender's oversized message is still seen, not just refused.
+const DefaultMaxBodyBytes = 5 << 20
+
+// Options configures a Handler. The zero value answers 200 to every
+// request on any path and checks no signature.
+type Options struct {
+	// Secret, when set, makes the Handler verify X-Signature and answer
+	// 401 to a request whose signature is missing or wrong.
+	Secret []byte
+	// AcceptInvalid answers such requests normally; the verdict is still
+	// reported.
+	AcceptInvalid bool
+	// Path, when set, is the only path served; others get 404.
+	Path string
+	// Simulate injects failures for testing senders.
+	Simulate Simulation
+	// ForwardTo relays each accepted request to this URL (method, headers
+	// and body unchanged) and answers with the app's response.
+	ForwardTo string
+	// Client sends relayed requests; default has a 30 s timeout.
+	Client *http.Client
+	// Record, when set, receives one NDJSON record line per request
+	// (see Record). The Handler batches writes; Close flushes them.
+	Record io.Writer
+	// OnRequest, when set, is called with each request's report after the
+	// answer is written, on the request's goroutine.
+	OnRequest func(*Request)
+	// DedupWindow is how many recent messageIds are remembered
+	// (default DefaultDedupWindow).
+	DedupWindow int
+	// MaxBodyBytes bounds a body (default DefaultMaxBodyBytes); a larger
+	// one is answered 413.
+	MaxBodyBytes int64
+	// Now is the clock (default time.Now); tests inject one.
+	Now func() time.Time
+}
+
+// Handler is the receiver; build it with New and Close it when done.
+type Handler struct {
+	opts    Options
+	now     func() time.Time
+	sim     *simulator
+	dedup   *dedup
+	record  *LineWriter
+	forward *url.URL
+	client  *http.Client
+}
+
+// ErrConfig is matched by every configuration error from New.
+var ErrConfig = errors.New("receiver: invalid options")
+
+type configError struct{ field, reason string }
+
+func (e *configError) Error() string   { return "receiver: " + e.field + ": " + e.reason }
+func (e *configError) Is(t error) bool { return t == ErrConfig }
+
+// New checks opts and returns a Handler.
+func New(opts Options) (*Handler, error) {
+	h := &Handler{opts: opts, now: opts.Now}
+	if h.now == nil {
+		h.now = time.Now
+	}
+	sim, err := newSimulator(opts.Simulate)
+	if err != nil {
+		return nil, err
+	}
+	h.sim = sim
+	if opts.ForwardTo != "" {
+		if sim.setsStatus() {
+			return nil, &configError{"ForwardTo", "cannot be combined with a simulated status or response sequence"}
+		}
+		u, err := url.Parse(opts.ForwardTo)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return nil, &configError{"ForwardTo", fmt.Sprintf("%q is not an http(s) URL", opts.ForwardTo)}
+		}
+		h.forward = u
+		h.client = opts.Client
+		if h.client == nil {
+			h.client = &http.Client{
+				Timeout: 30 * time.Second,
+				// Relay the app's answer as is, redirects included.
+				CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+			}
+		}
+	}
+	if opts.DedupWindow < 0 {
+		return nil, &configError{"DedupWindow", "must not be negative"}
+	}
+	if opts.DedupWindow == 0 {
+		opts.DedupWindow = DefaultDedupWindow
+	}
+	h.dedup = newDedup(opts.DedupWindow)
+	if opts.MaxBodyBytes <= 0 {
+		h.opts.MaxBodyBytes = DefaultMaxBodyBytes
+	}
+	if opts.Path != "" && opts.Path[0] != '/' {
+		h.opts.Path = "/" + opts.Path
+	}
+	if opts.Record != nil {
+		h.record = NewLineWriter(opts.Record)
+	}
+	return h, nil
+}
+
+// Close writes out every recorded request. Call it after the server has
+// stopped calling the Handler (http.Server.Shutdown returned).
+func (h *Handler) Close() error {
+	if h.record == nil {
+		return nil
+	}
+	return h.record.Close()
+}
+
+// Flush waits until every request recorded so far has been written.
+func (h *Handler) Flush() error {
+	if h.record == nil {
+		return nil
+	}
+	return h.record.Flush()
+}
+
+func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	req := &Request{
+		ReceivedAt: h.now(),
+		Method:     r.Method,
+		Path:       r.URL.Path,
+		Query:      r.URL.RawQuery,
+		Header:     r.Header,
+	}
+	if h.opts.Path != "" && r.URL.Path != h.opts.Path {
+		h.answer(w, req, http.StatusNotFound, "no webhook here; listening on "+h.opts.Path)
+		return
+	}
+	body, err := readBody(r, h.opts.MaxBodyBytes)
+	req.Body, req.Size = body, len(body)
+	if err != nil {
+		status := http.StatusBadRequest
+		if errors.Is(err, errTooLarge) {
+			status = http.StatusRequestEntityTooLarge
+		}
+		req.Shape = Shape{Reason: err.Error()}
+		h.answer(w, req, status, err.Error())
+		return
+	}
+	h.inspect(req)
+
+	if req.Signature.Verdict == SigInvalid && !h.opts.AcceptInvalid {
+		h.answer(w, req, http.StatusUnauthorized, "invalid signature: "+req.Signature.Reason)
+		return
+	}
+	status, delay := h.sim.next()
+	if delay > 0 {
+		t := time.NewTimer(delay)
+		select {
+		case <-t.C:
+		case <-r.Context().Done():
+			t.Stop()
+		}
+	}
+	if status == 0 && h.forward != nil {
+		h.relay(w, r, req)
+		return
+	}
+	if status == 0 {
+		status = http.StatusOK
+	}
+	h.answer(w, req, status, "")
+}
+
+// inspect fills the verdicts and the fields read from the body.
+func (h *Handler) inspect(req *Request) {
+	req.Signature = h.verify(req.Body, req.Header.Get(signature.Header))
+	o, err := message.ParseObject(req.Body)
+	if err != nil {
+		req.Shape = Shape{Reason: parseShapeErr(req.Body).Error()}
+		req.bodyJSON = jsonNo
+		return
+	}
+	req.bodyJSON = jsonYes
+	if err := checkObject(o); err != nil {
+		req.Shape = Shape{Reason: err.Error()}
+	} else {
+		req.Shape = Shape{OK: true}
+	}
+	req.Type, _ = o.GetString("type")
+	switch message.Type(req.Type) {
+	case message.TypeTrack:
+		req.Event, _ = o.GetString("event")
+	case message.TypePage, message.TypeScreen:
+		req.Event, _ = o.GetString("name")
+	}
+	if req.Type == string(message.TypeAlias) {
+		req.UserID, _ = o.GetString("User ID")
+	} else if id, ok := o.GetString("userId"); ok {
+		req.UserID = id
+	} else {
+		req.UserID, _ = o.GetString("anonymousId")
+	}
+	if id, ok := o.GetString("messageId"); ok && id != "" {
+		req.MessageID = id
+		req.Duplicate = h.dedup.check(id)
+	}
+}
+
+func (h *Handler) verify(body []byte, sig string) Signature {
+	if len(h.opts.Secret) == 0 {
+		return Signature{Verdict: SigUnchecked}
+	}
+	if sig == "" {
+		return Signature{Verdict: SigInvalid, Reason: "missing"}
+	}
+	v := signature.NewVerifier(h.opts.Secret)
+	v.Write(body)
+	trailingNL, err := v.Check(sig)
+	switch {
+	case err == nil:
+		return Signature{Verdict: SigValid}
+	case errors.Is(err, signature.ErrMalformed):
+		return Signature{Verdict: SigInvalid, Reason: "malformed"}
+	case trailingNL:
+		return Signature{Verdict: SigInvalid, Reason: "mismatch (trailing newline)"}
+	}
+	return Signature{Verdict: SigInvalid, Reason: "mismatch"}
+}
+
+var errTooLarge = errors.New("body too large")
+
+// readBody reads the whole body, sized from Content-Length when given.
+func readBody(r *http.Request, limit int64) ([]byte, error) {
+	if r.ContentLength > limit {
+		return nil, errTooLarge
+	}
+	if r.ContentLength >= 0 {
+		b := make([]byte, r.ContentLength)
+		n, err := io.ReadFull(r.Body, b)
+		if err != nil {
+			return b[:n], fmt.Errorf("reading body: %w", err)
+		}
+		return b, nil
+	}
+	b, err := io.ReadAll(io.LimitReader(r.Body, limit+1))
+	if err != nil {
+		return b, fmt.Errorf("reading body: %w", err)
+	}
+	if int64(len(b)) > limit {
+		return b[:limit], errTooLarge
+	}
+	return b, nil
+}
+
+// answer writes a plain-text answer and finishes the report.
+func (h *Handler) answer(w http.ResponseWriter, req *Request, status int, text string) {
+	if text == "" {
+		text = http.StatusText(status)
+	}
+	hdr := w.Header()
+	hdr["Content-Type"] = textPlain
+	hdr["Content-Length"] = []string{strconv.Itoa(len(text) + 1)}
+	w.WriteHeader(status)
+	io.WriteString(w, text+"\n")
+	h.finish(req, status)
+}
+
+var textPlain = []string{"text/plain; charset=utf-8"}
+
+// finish completes the report, records it and hands it on.
+func (h *Handler) finish(req *Request, status int) {
+	req.Status = status
+	req.Latency = h.now().Sub(req.ReceivedAt)
+	if h.record != nil {
+		h.record.WriteLine(req.Line())
+	}
+	if h.opts.OnRequest != nil {
+		h.opts.OnRequest(req)
+	}
+}

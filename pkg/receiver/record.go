@@ -1,0 +1,240 @@
+package receiver
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"io"
+	"iter"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/evfwd/evfwd/pkg/message"
+)
+
+// Record is one line of a --record file (and of `listen -o json`), as
+// read back. The body's exact bytes survive: "body" holds them verbatim
+// when they are single-line JSON; otherwise "body" holds a readable form
+// and "body_raw" (UTF-8 text) or "body_base64" (anything else) the bytes.
+type Record struct {
+	ReceivedAt time.Time         `json:"received_at"`
+	Method     string            `json:"method"`
+	Path       string            `json:"path"`
+	Query      string            `json:"query,omitempty"`
+	Headers    map[string]string `json:"headers"`
+	Size       int               `json:"size"`
+	Type       string            `json:"type,omitempty"`
+	Event      string            `json:"event,omitempty"`
+	UserID     string            `json:"user_id,omitempty"`
+	MessageID  string            `json:"message_id,omitempty"`
+	Signature  Signature         `json:"signature"`
+	Shape      Shape             `json:"shape"`
+	Duplicate  bool              `json:"duplicate"`
+	Status     int               `json:"status"`
+	LatencyMS  float64           `json:"latency_ms"`
+	Forward    *ForwardRecord    `json:"forward,omitempty"`
+	Body       json.RawMessage   `json:"body"`
+	BodyRaw    *string           `json:"body_raw,omitempty"`
+	BodyBase64 []byte            `json:"body_base64,omitempty"`
+
+	// Line is the 1-based line number in the file read (not stored).
+	Line int `json:"-"`
+}
+
+// ForwardRecord is the stored form of Forwarded.
+type ForwardRecord struct {
+	URL       string          `json:"url"`
+	Status    int             `json:"status,omitempty"`
+	LatencyMS float64         `json:"latency_ms"`
+	Error     string          `json:"error,omitempty"`
+	Body      json.RawMessage `json:"body,omitempty"`
+}
+
+// RawBody returns the exact body bytes the request carried.
+func (r *Record) RawBody() []byte {
+	switch {
+	case r.BodyBase64 != nil:
+		return r.BodyBase64
+	case r.BodyRaw != nil:
+		return []byte(*r.BodyRaw)
+	}
+	return r.Body
+}
+
+// Header returns the recorded header value for key (canonical form, e.g.
+// "X-Signature"), "" when absent.
+func (r *Record) Header(key string) string {
+	return r.Headers[http.CanonicalHeaderKey(key)]
+}
+
+// LineError is a line of a record file that could not be read.
+type LineError struct {
+	Line int
+	Err  error
+}
+
+func (e *LineError) Error() string { return fmt.Sprintf("line %d: %v", e.Line, e.Err) }
+func (e *LineError) Unwrap() error { return e.Err }
+
+// MaxRecordLine bounds one record line when reading (a body at the
+// Handler's default limit, escaped, plus room).
+const MaxRecordLine = 4*DefaultMaxBodyBytes + 64<<10
+
+// ReadRecords yields the records of an NDJSON record file in order. A line
+// that is not a record yields a *LineError and reading goes on; blank
+// lines are skipped; a read error ends the sequence with that error.
+func ReadRecords(r io.Reader) iter.Seq2[*Record, error] {
+	return func(yield func(*Record, error) bool) {
+		sc := bufio.NewScanner(r)
+		sc.Buffer(make([]byte, 0, 64<<10), MaxRecordLine)
+		n := 0
+		for sc.Scan() {
+			n++
+			line := bytes.TrimSpace(sc.Bytes())
+			if len(line) == 0 {
+				continue
+			}
+			rec := &Record{}
+			if err := json.Unmarshal(line, rec); err != nil {
+				if !yield(nil, &LineError{Line: n, Err: err}) {
+					return
+				}
+				continue
+			}
+			if rec.Method == "" {
+				if !yield(nil, &LineError{Line: n, Err: fmt.Errorf("not a request record")}) {
+					return
+				}
+				continue
+			}
+			rec.Line = n
+			if !yield(rec, nil) {
+				return
+			}
+		}
+		if err := sc.Err(); err != nil {
+			yield(nil, &LineError{Line: n + 1, Err: err})
+		}
+	}
+}
+
+// AppendJSON appends the request as one record line ending in '\n'. It is
+// written by hand: it runs for every request, and encoding/json would
+// re-validate and re-compact the body it already checked.
+func (r *Request) AppendJSON(b []byte) []byte {
+	b = append(b, `{"received_at":"`...)
+	b = message.AppendTime(b, r.ReceivedAt)
+	b = append(b, `","method":`...)
+	b = message.AppendString(b, r.Method)
+	b = append(b, `,"path":`...)
+	b = message.AppendString(b, r.Path)
+	if r.Query != "" {
+		b = append(b, `,"query":`...)
+		b = message.AppendString(b, r.Query)
+	}
+	b = append(b, `,"headers":`...)
+	b = appendHeaders(b, r.Header)
+	b = append(b, `,"size":`...)
+	b = strconv.AppendInt(b, int64(r.Size), 10)
+	b = appendOptString(b, "type", r.Type)
+	b = appendOptString(b, "event", r.Event)
+	b = appendOptString(b, "user_id", r.UserID)
+	b = appendOptString(b, "message_id", r.MessageID)
+	b = append(b, `,"signature":{"verdict":"`...)
+	b = append(b, r.Signature.Verdict...)
+	b = append(b, '"')
+	b = appendOptString(b, "reason", r.Signature.Reason)
+	b = append(b, `},"shape":{"ok":`...)
+	b = strconv.AppendBool(b, r.Shape.OK)
+	b = appendOptString(b, "reason", r.Shape.Reason)
+	b = append(b, `},"duplicate":`...)
+	b = strconv.AppendBool(b, r.Duplicate)
+	b = append(b, `,"status":`...)
+	b = strconv.AppendInt(b, int64(r.Status), 10)
+	b = append(b, `,"latency_ms":`...)
+	b = appendMillis(b, r.Latency)
+	if f := r.Forward; f != nil {
+		b = append(b, `,"forward":{"url":`...)
+		b = message.AppendString(b, f.URL)
+		if f.Status != 0 {
+			b = append(b, `,"status":`...)
+			b = strconv.AppendInt(b, int64(f.Status), 10)
+		}
+		b = append(b, `,"latency_ms":`...)
+		b = appendMillis(b, f.Latency)
+		b = appendOptString(b, "error", f.Error)
+		if len(f.Body) > 0 {
+			b = append(b, `,"body":`...)
+			b, _ = appendBody(b, f.Body, jsonUnknown)
+		}
+		b = append(b, '}')
+	}
+	b = append(b, `,"body":`...)
+	b, exact := appendBody(b, r.Body, r.bodyJSON)
+	if !exact {
+		if utf8.Valid(r.Body) {
+			b = append(b, `,"body_raw":`...)
+			b = message.AppendString(b, string(r.Body))
+		} else {
+			b = append(b, `,"body_base64":"`...)
+			b = base64.StdEncoding.AppendEncode(b, r.Body)
+			b = append(b, '"')
+		}
+	}
+	return append(b, "}\n"...)
+}
+
+// appendBody appends body as JSON when it parses, else as a string, and
+// reports whether what it wrote is the exact bytes.
+func appendBody(b, body []byte, known jsonState) ([]byte, bool) {
+	if len(body) > 0 && (known == jsonYes || known == jsonUnknown && json.Valid(body)) {
+		if bytes.IndexByte(body, '\n') < 0 && bytes.IndexByte(body, '\r') < 0 {
+			return append(b, body...), true
+		}
+		var c bytes.Buffer
+		json.Compact(&c, body)
+		return append(b, c.Bytes()...), false
+	}
+	return message.AppendString(b, strings.ToValidUTF8(string(body), "\uFFFD")), false
+}
+
+func appendOptString(b []byte, key, v string) []byte {
+	if v == "" {
+		return b
+	}
+	b = append(b, ',', '"')
+	b = append(b, key...)
+	b = append(b, '"', ':')
+	return message.AppendString(b, v)
+}
+
+func appendMillis(b []byte, d time.Duration) []byte {
+	return strconv.AppendFloat(b, float64(d)/float64(time.Millisecond), 'f', 3, 64)
+}
+
+// appendHeaders writes headers as an object of strings in key order;
+// repeated values are joined with ", " as HTTP allows.
+func appendHeaders(b []byte, h http.Header) []byte {
+	var small [16]string
+	keys := small[:0]
+	for k := range h {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	b = append(b, '{')
+	for i, k := range keys {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = message.AppendString(b, k)
+		b = append(b, ':')
+		b = message.AppendString(b, strings.Join(h[k], ", "))
+	}
+	return append(b, '}')
+}

@@ -1,0 +1,118 @@
+package receiver
+
+import (
+	"bytes"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/evfwd/evfwd/pkg/signature"
+)
+
+func TestRecordKeepsRawBody(t *testing.T) {
+	bodies := []string{
+		trackBody,
+		"{\n  \"type\": \"delete\",\n  \"userId\": \"u\"\n}\n", // pretty, newline
+		"not json at all",
+		"\xff\xfe binary",
+		"",
+		`"just a string"`,
+		`{"html":"<b>&</b>","n":12345678901234567890.000000001}`,
+	}
+	var file bytes.Buffer
+	s := serve(t, Options{Secret: secret, Record: &file})
+	for _, b := range bodies {
+		s.post(t, "/hooks?x=1", b, signature.Sign(secret, []byte(b)))
+	}
+	s.Close()
+	if err := s.h.Close(); err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for rec, err := range ReadRecords(&file) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, string(rec.RawBody()))
+		if err := signature.Verify(secret, rec.RawBody(), rec.Header(signature.Header)); err != nil {
+			t.Errorf("line %d: re-verify: %v", rec.Line, err)
+		}
+		if rec.Query != "x=1" || rec.Path != "/hooks" || rec.Status != 200 {
+			t.Errorf("line %d: %+v", rec.Line, rec)
+		}
+	}
+	if diff := cmp.Diff(bodies, got); diff != "" {
+		t.Errorf("mismatch (-want +got):\n%s", diff)
+	}
+}
+
+func TestRequestJSON(t *testing.T) {
+	r := &Request{
+		ReceivedAt: time.Date(2024, 5, 1, 12, 0, 5, 123e6, time.UTC),
+		Method:     "POST", Path: "/hooks",
+		Header:    map[string][]string{"X-Signature": {"ab"}, "Content-Type": {"application/json"}},
+		Body:      []byte(`{"a":1}`),
+		Size:      7,
+		Type:      "track", Event: "E", UserID: "u",
+		Signature: Signature{Verdict: SigInvalid, Reason: "mismatch"},
+		Shape:     Shape{Reason: "missing version"},
+		Status:    401, Latency: 1234 * time.Microsecond,
+	}
+	want := `{"received_at":"2024-05-01T12:00:05.123Z","method":"POST","path":"/hooks","headers":{"Content-Type":"application/json","X-Signature":"ab"},"size":7,"type":"track","event":"E","user_id":"u","signature":{"verdict":"invalid","reason":"mismatch"},"shape":{"ok":false,"reason":"missing version"},"duplicate":false,"status":401,"latency_ms":1.234,"body":{"a":1}}` + "\n"
+	if diff := cmp.Diff(want, string(r.Line())); diff != "" {
+		t.Errorf("mismatch (-want +got):\n%s", diff)
+	}
+}
+
+func TestReadRecordsBadLines(t *testing.T) {
+	in := `{"method":"POST","path":"/","headers":{},"body":{}}
+not json
+
+{"x":1}
+{"method":"GET","path":"/b","headers":{},"body":"hi","body_raw":"hi"}
+`
+	var got []string
+	for rec, err := range ReadRecords(strings.NewReader(in)) {
+		if err != nil {
+			got = append(got, err.Error()[:6])
+			continue
+		}
+		got = append(got, fmt.Sprintf("%d %s %s", rec.Line, rec.Path, rec.RawBody()))
+	}
+	want := []string{"1 / {}", "line 2", "line 4", "5 /b hi"}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("mismatch (-want +got):\n%s", diff)
+	}
+}
+
+func TestLineWriterConcurrent(t *testing.T) {
+	var out bytes.Buffer
+	lw := NewLineWriter(&out)
+	var wg sync.WaitGroup
+	for g := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range 500 {
+				lw.WriteLine(fmt.Appendf(nil, "%d-%d\n", g, i))
+			}
+		}()
+	}
+	wg.Wait()
+	if err := lw.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if got := bytes.Count(out.Bytes(), []byte("\n")); got != 4000 {
+		t.Errorf("flushed %d lines, want 4000", got)
+	}
+	if err := lw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := lw.WriteLine([]byte("late\n")); err == nil {
+		t.Error("write after Close succeeded")
+	}
+}

@@ -1,0 +1,89 @@
+package receiver
+
+import (
+	"net/http"
+	"time"
+)
+
+// SigVerdict is the outcome of checking a request's X-Signature.
+type SigVerdict string
+
+const (
+	// SigUnchecked: no secret was configured, so nothing was checked.
+	SigUnchecked SigVerdict = "unchecked"
+	// SigValid: the signature matches the body under the secret.
+	SigValid SigVerdict = "valid"
+	// SigInvalid: missing, malformed or not matching; see the reason.
+	SigInvalid SigVerdict = "invalid"
+)
+
+// Signature is the verdict on a request's signature with, when invalid, a
+// short reason: "missing", "malformed", "mismatch" or
+// "mismatch (trailing newline)" when the body minus a final newline would
+// have verified. The expected value is never carried.
+type Signature struct {
+	Verdict SigVerdict `json:"verdict"`
+	Reason  string     `json:"reason,omitempty"`
+}
+
+// Shape is the verdict of CheckShape on the body.
+type Shape struct {
+	OK     bool   `json:"ok"`
+	Reason string `json:"reason,omitempty"`
+}
+
+// Forwarded is what came back from the app a request was relayed to.
+type Forwarded struct {
+	URL     string        `json:"url"`
+	Status  int           `json:"status,omitempty"` // 0 when Error is set
+	Header  http.Header   `json:"-"`
+	Body    []byte        `json:"-"`
+	Latency time.Duration `json:"-"`
+	Error   string        `json:"error,omitempty"`
+}
+
+// Request reports one request the Handler answered. A Request handed to
+// Options.OnRequest is the caller's to keep.
+type Request struct {
+	ReceivedAt time.Time
+	Method     string
+	Path       string
+	Query      string // raw query, without '?'
+	Header     http.Header
+	Body       []byte
+	Size       int // body bytes read
+
+	// From the body, when it is a JSON object; empty otherwise.
+	Type      string
+	Event     string // track's event, or page/screen name
+	UserID    string // userId, alias's "User ID", else anonymousId
+	MessageID string
+
+	Signature Signature
+	Shape     Shape
+	Duplicate bool // messageId seen among the recent ones
+
+	Status  int           // what the Handler answered
+	Latency time.Duration // from the body read to the answer decided
+	Forward *Forwarded    // nil unless relayed
+
+	line     []byte    // encoded record, cached between the sinks
+	bodyJSON jsonState // whether Body is known to be valid JSON
+}
+
+type jsonState uint8
+
+const (
+	jsonUnknown jsonState = iota
+	jsonYes
+	jsonNo
+)
+
+// Line returns the request as one NDJSON record line (ending in '\n'),
+// the form --record files and `-o json` hold. It is computed once.
+func (r *Request) Line() []byte {
+	if r.line == nil {
+		r.line = r.AppendJSON(make([]byte, 0, 512+2*len(r.Body)))
+	}
+	return r.line
+}
