@@ -139,6 +139,7 @@ func FuzzRaw(f *testing.F) {
 		`{"type":"page","anonymousId":"a","category":"c","name":"n","timestamp":1714564800}`,
 		`{"type":"identify","userId":"u","context":null,"timestamp":"2024-05-01"}`,
 		`{"type":"group","userId":"\u00e9","groupId":"g","type":"group"}`,
+		"{\"type\":\"identify\",\"userId\":\"0\",\"\x9c\":\"\"}", // invalid UTF-8 key
 		`[]`, `{`, `{"type":"track"}`,
 	} {
 		f.Add([]byte(s))
