@@ -150,6 +150,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		Header:     r.Header,
 	}
 	if h.opts.Path != "" && r.URL.Path != h.opts.Path {
+		req.Refused = RefusedPath
 		h.answer(w, req, http.StatusNotFound, "no webhook here; listening on "+h.opts.Path)
 		return
 	}
@@ -161,12 +162,14 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			status = http.StatusRequestEntityTooLarge
 		}
 		req.Shape = Shape{Reason: err.Error()}
+		req.Refused = RefusedBody
 		h.answer(w, req, status, err.Error())
 		return
 	}
 	h.inspect(req)
 
 	if req.Signature.Verdict == SigInvalid && !h.opts.AcceptInvalid {
+		req.Refused = RefusedSignature
 		h.answer(w, req, http.StatusUnauthorized, "invalid signature: "+req.Signature.Reason)
 		return
 	}
@@ -244,6 +247,13 @@ func (h *Handler) verify(body []byte, sig string) Signature {
 	}
 	return Signature{Verdict: SigInvalid, Reason: "mismatch"}
 }
+
+// Why a request was refused (Request.Refused).
+const (
+	RefusedPath      = "path"      // not the --path served: 404
+	RefusedBody      = "body"      // too large (413) or unreadable (400)
+	RefusedSignature = "signature" // invalid signature: 401
+)
 
 var errTooLarge = errors.New("body too large")
 

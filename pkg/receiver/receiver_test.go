@@ -209,7 +209,7 @@ func TestBodyTooLarge(t *testing.T) {
 func TestForward(t *testing.T) {
 	var got struct {
 		method, path, sig, ua string
-		body              []byte
+		body                  []byte
 	}
 	app := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		got.method, got.path = r.Method, r.URL.Path

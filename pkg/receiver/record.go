@@ -36,6 +36,7 @@ type Record struct {
 	Signature  Signature         `json:"signature"`
 	Shape      Shape             `json:"shape"`
 	Duplicate  bool              `json:"duplicate"`
+	Refused    string            `json:"refused,omitempty"`
 	Status     int               `json:"status"`
 	LatencyMS  float64           `json:"latency_ms"`
 	Forward    *ForwardRecord    `json:"forward,omitempty"`
@@ -155,6 +156,7 @@ func (r *Request) AppendJSON(b []byte) []byte {
 	b = appendOptString(b, "reason", r.Shape.Reason)
 	b = append(b, `},"duplicate":`...)
 	b = strconv.AppendBool(b, r.Duplicate)
+	b = appendOptString(b, "refused", r.Refused)
 	b = append(b, `,"status":`...)
 	b = strconv.AppendInt(b, int64(r.Status), 10)
 	b = append(b, `,"latency_ms":`...)

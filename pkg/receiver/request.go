@@ -63,6 +63,10 @@ type Request struct {
 	Shape     Shape
 	Duplicate bool // messageId seen among the recent ones
 
+	// Refused says why the request was turned away before the normal
+	// answer ("path", "body", "signature"); empty when it was accepted.
+	Refused string
+
 	Status  int           // what the Handler answered
 	Latency time.Duration // from the body read to the answer decided
 	Forward *Forwarded    // nil unless relayed

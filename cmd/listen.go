@@ -1,0 +1,360 @@
+package cmd
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/evfwd/evfwd/internal/cli"
+	"github.com/evfwd/evfwd/pkg/message"
+	"github.com/evfwd/evfwd/pkg/receiver"
+	"github.com/spf13/cobra"
+)
+
+func init() { register(func(f *cli.Factory) *cobra.Command { return NewCmdListen(f, nil) }) }
+
+// ListenOptions are the inputs of `evfwd listen`.
+type ListenOptions struct {
+	Factory       *cli.Factory
+	Secret        cli.Secret
+	Addr          string
+	Path          string
+	AcceptInvalid bool
+	Verbose       bool
+	Record        string
+	Status        int
+	Respond       []int
+	Delay         time.Duration
+	FailRate      float64
+	ForwardTo     string
+	Count         int
+	Type          string
+	Timeout       time.Duration
+	ReadyFile     string
+	TLSCert       string
+	TLSKey        string
+
+	ctx   context.Context
+	ready func(url string) // tests: called once the port is open
+	clock func() time.Time // tests: stable times and latencies
+	rand  func() float64   // tests: --fail-rate rolls
+}
+
+// NewCmdListen builds `evfwd listen`; runF replaces listenRun in tests.
+func NewCmdListen(f *cli.Factory, runF func(*ListenOptions) error) *cobra.Command {
+	opts := &ListenOptions{Factory: f}
+	cmd := &cobra.Command{
+		Use:   "listen",
+		Short: "Run a local webhook receiver that verifies X-Signature and shows what arrives",
+		Long: `Serve HTTP on --addr and show each webhook request as it arrives: its type,
+event or user, whether X-Signature verifies, whether the body has the shape of
+a webhook message, duplicates of an earlier messageId, and the answer given.
+
+With a shared secret (--secret-file, EVFWD_SECRET or --secret) requests whose
+signature is missing or wrong are answered 401 unless --accept-invalid.
+
+Failure simulation for testing senders: --status, --respond 500,500,200 (the
+last value repeats), --delay 6s (over the 5 s deadline), --fail-rate 0.3.
+--forward-to relays each request to your app and answers with its response.
+
+For CI, --count N exits 0 once N requests (of --type, if given) have been
+accepted, and --timeout exits 1 if they have not arrived in time. A line
+"listening on URL" goes to stderr, and --ready-file is written, once the
+port is open. Ctrl-C prints a summary and exits 0.
+
+-o json prints one NDJSON record per request on stdout; --record FILE appends
+the same records to FILE, body bytes kept exactly, so that
+"evfwd verify --record FILE" can re-check every signature.
+
+Exit status: 0 stopped or --count reached, 1 --timeout passed first,
+2 usage error.`,
+		Example: `  evfwd listen --secret-file hook.secret
+  evfwd listen --path /hooks --respond 500,500,200
+  evfwd listen --count 3 --type track --timeout 30s --ready-file ready &
+  evfwd listen --forward-to http://localhost:3000/webhooks --verbose
+  evfwd listen -o json --record hooks.ndjson | jq .type`,
+		GroupID: groupTools,
+		Args:    cli.Args(cobra.NoArgs),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			opts.ctx = cmd.Context()
+			if runF != nil {
+				return runF(opts)
+			}
+			return listenRun(opts)
+		},
+	}
+	opts.Secret.AddFlags(cmd)
+	fl := cmd.Flags()
+	fl.StringVar(&opts.Addr, "addr", "127.0.0.1:8788", "`HOST:PORT` to listen on (port 0 picks a free one)")
+	fl.StringVar(&opts.Path, "path", "", "serve only this `PATH`; others get 404 (default any path)")
+	fl.BoolVar(&opts.AcceptInvalid, "accept-invalid", false, "answer requests with a missing or wrong signature normally (the verdict is still shown)")
+	fl.BoolVarP(&opts.Verbose, "verbose", "v", false, "also print headers and the pretty-printed body")
+	fl.StringVar(&opts.Record, "record", "", "append every request as an NDJSON record to `FILE`")
+	fl.IntVar(&opts.Status, "status", 0, "answer every request with this status `CODE`")
+	fl.IntSliceVar(&opts.Respond, "respond", nil, "answer with this sequence of `CODES`, the last repeating (e.g. 500,500,200)")
+	fl.DurationVar(&opts.Delay, "delay", 0, "hold each answer back this long (e.g. 6s)")
+	fl.Float64Var(&opts.FailRate, "fail-rate", 0, "answer this fraction of requests 500 (0 to 1)")
+	fl.StringVar(&opts.ForwardTo, "forward-to", "", "relay each request to `URL` and answer with its response")
+	fl.IntVar(&opts.Count, "count", 0, "exit 0 after `N` accepted requests")
+	fl.StringVar(&opts.Type, "type", "", "with --count, count only messages of this `TYPE`")
+	fl.DurationVar(&opts.Timeout, "timeout", 0, "stop after this long; exit 1 if --count was not reached")
+	fl.StringVar(&opts.ReadyFile, "ready-file", "", "write the listening URL to `PATH` once the port is open")
+	fl.StringVar(&opts.TLSCert, "tls-cert", "", "serve HTTPS with this certificate `FILE` (PEM)")
+	fl.StringVar(&opts.TLSKey, "tls-key", "", "private key `FILE` (PEM) for --tls-cert")
+	return cmd
+}
+
+func (o *ListenOptions) check() error {
+	switch {
+	case o.Count < 0:
+		return cli.UsageErrorf("--count must not be negative")
+	case o.Type != "" && o.Count == 0:
+		return cli.UsageErrorf("--type counts messages for --count: give --count N too")
+	case o.Type != "" && o.Type != receiver.TypeDelete && !message.Type(o.Type).Valid():
+		return cli.UsageErrorf("--type %q: want identify, track, page, screen, group, alias or delete", o.Type)
+	case o.Timeout < 0:
+		return cli.UsageErrorf("--timeout must not be negative")
+	case (o.TLSCert == "") != (o.TLSKey == ""):
+		return cli.UsageErrorf("--tls-cert and --tls-key go together")
+	case o.Status != 0 && len(o.Respond) > 0:
+		return cli.UsageErrorf("--status and --respond: give one, not both")
+	case o.ForwardTo != "" && (o.Status != 0 || len(o.Respond) > 0):
+		return cli.UsageErrorf("--forward-to answers with the app's status: drop --status/--respond")
+	}
+	return nil
+}
+
+func listenRun(opts *ListenOptions) error {
+	f := opts.Factory
+	if err := opts.check(); err != nil {
+		return err
+	}
+	secret, err := opts.Secret.Resolve(f, "listen", false)
+	if err != nil {
+		return err
+	}
+	ctx := opts.ctx
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	now := opts.clock
+	if now == nil {
+		now = f.Now
+	}
+
+	var record *os.File
+	if opts.Record != "" {
+		// 0600: records hold whole requests, headers included.
+		if record, err = os.OpenFile(opts.Record, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600); err != nil {
+			return cli.UsageErrorf("--record: %v", err)
+		}
+		defer record.Close()
+	}
+	out := newListenPrinter(f, opts.Verbose)
+	tally := newTally(opts.Count, opts.Type)
+	ropts := receiver.Options{
+		Secret:        secret,
+		AcceptInvalid: opts.AcceptInvalid,
+		Path:          opts.Path,
+		Simulate: receiver.Simulation{
+			Status: opts.Status, Respond: opts.Respond, Delay: opts.Delay,
+			FailRate: opts.FailRate, Rand: opts.rand,
+		},
+		ForwardTo: opts.ForwardTo,
+		Now:       now,
+		OnRequest: func(r *receiver.Request) {
+			out.print(r)
+			tally.add(r)
+		},
+	}
+	if record != nil {
+		ropts.Record = record
+	}
+	h, err := receiver.New(ropts)
+	if err != nil {
+		return cli.UsageError(err)
+	}
+
+	ln, scheme, err := listen(opts)
+	if err != nil {
+		h.Close()
+		return err
+	}
+	// Cancelling base aborts --delay waits when the listener stops.
+	base, cancelBase := context.WithCancel(context.Background())
+	defer cancelBase()
+	srv := &http.Server{
+		Handler:           h,
+		ReadHeaderTimeout: 10 * time.Second,
+		BaseContext:       func(net.Listener) context.Context { return base },
+		ErrorLog:          nil,
+	}
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ln) }()
+
+	url := scheme + "://" + ln.Addr().String() + opts.Path
+	if err := announce(f, opts, url, secret != nil); err != nil {
+		srv.Close()
+		h.Close()
+		return err
+	}
+	if opts.ready != nil {
+		opts.ready(url)
+	}
+
+	var timeout <-chan time.Time
+	if opts.Timeout > 0 {
+		t := time.NewTimer(opts.Timeout)
+		defer t.Stop()
+		timeout = t.C
+	}
+	var result error
+	select {
+	case <-ctx.Done(): // Ctrl-C: a normal way to stop
+	case <-tally.reached:
+	case <-timeout:
+		if opts.Count > 0 {
+			result = &cli.ExitError{Code: cli.ExitFailure, Err: tally.shortfall(opts.Timeout)}
+		}
+	case err := <-served:
+		result = fmt.Errorf("serve: %w", err)
+	}
+
+	cancelBase()
+	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := srv.Shutdown(sctx); err != nil {
+		srv.Close()
+	}
+	if err := h.Close(); err != nil && result == nil {
+		result = fmt.Errorf("--record %s: %w", opts.Record, err)
+	}
+	if err := out.close(); err != nil && result == nil {
+		result = err
+	}
+	tally.summary(f)
+	return result
+}
+
+// listen opens the port, with TLS when asked.
+func listen(opts *ListenOptions) (net.Listener, string, error) {
+	var cfg *tls.Config
+	if opts.TLSCert != "" {
+		cert, err := tls.LoadX509KeyPair(opts.TLSCert, opts.TLSKey)
+		if err != nil {
+			return nil, "", cli.UsageErrorf("--tls-cert/--tls-key: %v", err)
+		}
+		cfg = &tls.Config{Certificates: []tls.Certificate{cert}, NextProtos: []string{"h2", "http/1.1"}}
+	}
+	ln, err := net.Listen("tcp", opts.Addr)
+	if err != nil {
+		return nil, "", cli.UsageErrorf("--addr %s: %v", opts.Addr, err)
+	}
+	if cfg != nil {
+		return tls.NewListener(ln, cfg), "https", nil
+	}
+	return ln, "http", nil
+}
+
+// announce prints the readiness line and writes --ready-file.
+func announce(f *cli.Factory, opts *ListenOptions, url string, signed bool) error {
+	st := f.IO.ErrStyles()
+	note := "no secret: signatures not checked"
+	if signed {
+		note = "verifying X-Signature"
+		if opts.AcceptInvalid {
+			note += ", accepting invalid"
+		}
+	}
+	fmt.Fprintf(f.IO.ErrOut, "listening on %s  %s\n", url, st.Muted.Sprint("("+note+")"))
+	if opts.ReadyFile == "" {
+		return nil
+	}
+	// Write then rename, so a CI step polling for the file never reads
+	// half of it.
+	tmp := filepath.Join(filepath.Dir(opts.ReadyFile), "."+filepath.Base(opts.ReadyFile)+".tmp")
+	if err := os.WriteFile(tmp, []byte(url+"\n"), 0o644); err != nil {
+		return cli.UsageErrorf("--ready-file: %v", err)
+	}
+	if err := os.Rename(tmp, opts.ReadyFile); err != nil {
+		return cli.UsageErrorf("--ready-file: %v", err)
+	}
+	return nil
+}
+
+// tally counts what arrived, for --count and the summary.
+type tally struct {
+	mu       sync.Mutex
+	want     int
+	typ      string
+	counted  int
+	total    int
+	byType   map[string]int
+	bySig    map[receiver.SigVerdict]int
+	badShape int
+	dups     int
+	byStatus map[int]int
+	refused  map[string]int
+	reached  chan struct{}
+}
+
+func newTally(want int, typ string) *tally {
+	return &tally{
+		want: want, typ: typ,
+		byType: map[string]int{}, bySig: map[receiver.SigVerdict]int{}, byStatus: map[int]int{}, refused: map[string]int{},
+		reached: make(chan struct{}),
+	}
+}
+
+// add counts r. Toward --count go the requests that were accepted: on the
+// path, readable, and not refused for their signature, so a CI job waiting
+// for N events fails when the sender signs wrong.
+func (t *tally) add(r *receiver.Request) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.total++
+	typ := r.Type
+	if typ == "" {
+		typ = "(none)"
+	}
+	t.byType[typ]++
+	t.bySig[r.Signature.Verdict]++
+	if !r.Shape.OK {
+		t.badShape++
+	}
+	if r.Duplicate {
+		t.dups++
+	}
+	t.byStatus[r.Status]++
+	if r.Refused != "" {
+		t.refused[r.Refused]++
+	}
+	if t.want == 0 || r.Refused != "" || (t.typ != "" && r.Type != t.typ) {
+		return
+	}
+	t.counted++
+	if t.counted == t.want {
+		close(t.reached)
+	}
+}
+
+func (t *tally) shortfall(d time.Duration) error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	what := "requests"
+	if t.typ != "" {
+		what = t.typ + " messages"
+	}
+	msg := fmt.Sprintf("timeout after %s: %d of %d %s arrived", d, t.counted, t.want, what)
+	if n := t.refused[receiver.RefusedSignature]; n > 0 {
+		msg += fmt.Sprintf("; %d refused for an invalid signature", n)
+	}
+	return errors.New(msg)
+}

@@ -1,0 +1,228 @@
+package cmd
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/evfwd/evfwd/internal/cli"
+	"github.com/evfwd/evfwd/pkg/receiver"
+)
+
+// listenPrinter shows each request on stdout: a line (text) or an NDJSON
+// record (json). JSON goes through a batching LineWriter because scripts
+// and benchmarks push many requests through it; text is for eyes.
+type listenPrinter struct {
+	f       *cli.Factory
+	st      *cli.Styles
+	verbose bool
+
+	json *receiver.LineWriter
+	mu   sync.Mutex // orders text lines from concurrent requests
+}
+
+func newListenPrinter(f *cli.Factory, verbose bool) *listenPrinter {
+	p := &listenPrinter{f: f, st: f.IO.OutStyles(), verbose: verbose}
+	if f.Format.JSON() {
+		p.json = receiver.NewLineWriter(f.IO.Out)
+	}
+	return p
+}
+
+func (p *listenPrinter) print(r *receiver.Request) {
+	if p.json != nil {
+		p.json.WriteLine(r.Line())
+		return
+	}
+	var b strings.Builder
+	p.line(&b, r)
+	if p.verbose {
+		p.details(&b, r)
+	}
+	p.mu.Lock()
+	io.WriteString(p.f.IO.Out, b.String())
+	p.mu.Unlock()
+}
+
+func (p *listenPrinter) close() error {
+	if p.json == nil {
+		return nil
+	}
+	return p.json.Close()
+}
+
+// line writes e.g.
+// 12:00:05.123  POST /hooks  track "Order Completed"  user=u_42  sig ✓  → 200  412 B  1.2ms
+func (p *listenPrinter) line(b *strings.Builder, r *receiver.Request) {
+	st := p.st
+	sep := func() { b.WriteString("  ") }
+	b.WriteString(st.Muted.Sprint(r.ReceivedAt.Format("15:04:05.000")))
+	sep()
+	b.WriteString(st.Bold.Sprint(r.Method) + " " + r.Path)
+	if r.Query != "" {
+		b.WriteString("?" + r.Query)
+	}
+	if r.Type != "" {
+		sep()
+		b.WriteString(st.Accent.Sprint(r.Type))
+		if r.Event != "" {
+			b.WriteString(" " + strconv.Quote(r.Event))
+		}
+	}
+	if r.UserID != "" {
+		sep()
+		b.WriteString("user=" + r.UserID)
+	}
+	if r.Refused != receiver.RefusedPath {
+		sep()
+		switch r.Signature.Verdict {
+		case receiver.SigValid:
+			b.WriteString("sig " + st.OK.Sprint(cli.SymOK))
+		case receiver.SigInvalid:
+			b.WriteString("sig " + st.Fail.Sprint(cli.SymFail+" "+r.Signature.Reason))
+		default:
+			b.WriteString("sig " + st.Muted.Sprint(cli.SymNone))
+		}
+		if !r.Shape.OK {
+			sep()
+			b.WriteString("shape " + st.Fail.Sprint(cli.SymFail+" "+r.Shape.Reason))
+		}
+	}
+	if r.Duplicate {
+		sep()
+		b.WriteString(st.Warn.Sprint("dup"))
+	}
+	sep()
+	b.WriteString("→ " + p.status(r.Status))
+	if fw := r.Forward; fw != nil {
+		if fw.Error != "" {
+			b.WriteString(" " + st.Fail.Sprint("(app unreachable)"))
+		} else {
+			b.WriteString(" " + st.Muted.Sprint("(app, "+formatLatency(fw.Latency)+")"))
+		}
+	}
+	sep()
+	b.WriteString(formatSize(r.Size))
+	sep()
+	b.WriteString(st.Muted.Sprint(formatLatency(r.Latency)))
+	b.WriteByte('\n')
+}
+
+func (p *listenPrinter) status(code int) string {
+	s := strconv.Itoa(code)
+	switch {
+	case code < 300:
+		return p.st.OK.Sprint(s)
+	case code < 500:
+		return p.st.Warn.Sprint(s)
+	}
+	return p.st.Fail.Sprint(s)
+}
+
+// details is --verbose: headers, the pretty body, and the app's answer.
+func (p *listenPrinter) details(b *strings.Builder, r *receiver.Request) {
+	keys := make([]string, 0, len(r.Header))
+	for k := range r.Header {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	for _, k := range keys {
+		b.WriteString("    " + p.st.Muted.Sprint(k+":") + " " + strings.Join(r.Header[k], ", ") + "\n")
+	}
+	if len(r.Body) > 0 {
+		b.WriteString("\n" + indent(prettyBody(r.Body)) + "\n")
+	}
+	if fw := r.Forward; fw != nil {
+		if fw.Error != "" {
+			b.WriteString("    " + p.st.Fail.Sprint("forward to "+fw.URL+" failed: "+fw.Error) + "\n")
+		} else {
+			fmt.Fprintf(b, "    %s\n", p.st.Muted.Sprintf("app %s answered %d:", fw.URL, fw.Status))
+			if len(fw.Body) > 0 {
+				b.WriteString(indent(prettyBody(fw.Body)) + "\n")
+			}
+		}
+	}
+	b.WriteByte('\n')
+}
+
+func prettyBody(body []byte) string {
+	var out bytes.Buffer
+	if json.Indent(&out, body, "", "  ") == nil {
+		return out.String()
+	}
+	return strings.TrimRight(strings.ToValidUTF8(string(body), "\uFFFD"), "\n")
+}
+
+func indent(s string) string {
+	return "    " + strings.ReplaceAll(strings.TrimRight(s, "\n"), "\n", "\n    ")
+}
+
+func formatSize(n int) string {
+	if n < 10_000 {
+		return strconv.Itoa(n) + " B"
+	}
+	return strconv.FormatFloat(float64(n)/1024, 'f', 1, 64) + " KB"
+}
+
+func formatLatency(d time.Duration) string {
+	if d < time.Second {
+		return strconv.FormatFloat(float64(d)/float64(time.Millisecond), 'f', 1, 64) + "ms"
+	}
+	return strconv.FormatFloat(d.Seconds(), 'f', 2, 64) + "s"
+}
+
+// summary prints, to stderr, what arrived while listening.
+func (t *tally) summary(f *cli.Factory) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	st := f.IO.ErrStyles()
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s %d\n", st.Bold.Sprint("requests"), t.total)
+	if t.total > 0 {
+		b.WriteString("by type   " + joinCounts(t.byType) + "\n")
+		sig := map[string]int{}
+		for v, n := range t.bySig {
+			sig[string(v)] = n
+		}
+		b.WriteString("signature " + joinCounts(sig) + "\n")
+		fmt.Fprintf(&b, "shape     %d ok, %d invalid\n", t.total-t.badShape, t.badShape)
+		if t.dups > 0 {
+			fmt.Fprintf(&b, "duplicate %d\n", t.dups)
+		}
+		status := map[string]int{}
+		for c, n := range t.byStatus {
+			status[strconv.Itoa(c)] = n
+		}
+		b.WriteString("answered  " + joinCounts(status) + "\n")
+	}
+	out := b.String()
+	if f.IO.ErrTTY {
+		out = st.Box.Render(strings.TrimRight(out, "\n")) + "\n"
+	}
+	io.WriteString(f.IO.ErrOut, out)
+}
+
+// joinCounts renders {"track":3,"page":1} as "track 3, page 1", most first.
+func joinCounts(m map[string]int) string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.SortFunc(keys, func(a, b string) int {
+		if m[a] != m[b] {
+			return m[b] - m[a]
+		}
+		return strings.Compare(a, b)
+	})
+	parts := make([]string, len(keys))
+	for i, k := range keys {
+		parts[i] = k + " " + strconv.Itoa(m[k])
+	}
+	return strings.Join(parts, ", ")
+}
