@@ -42,15 +42,7 @@ func testFactory(t *testing.T, stdin string, tty bool, env map[string]string) *c
 	f, io := cli.TestFactory()
 	io.In = bytes.NewBufferString(stdin)
 	io.SetTTY(tty)
-	f.Getenv = func(k string) string {
-		if k == cli.EnvPrefix+"CONFIG" {
-			if v, ok := env[k]; ok {
-				return v
-			}
-			return filepath.Join(t.TempDir(), "none.yaml") // never the developer's own
-		}
-		return env[k]
-	}
+	f.Getenv = func(k string) string { return env[k] }
 	return f
 }
 

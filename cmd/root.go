@@ -61,7 +61,7 @@ X-Signature, and offline signing for CI.`,
 				if configFile = f.Getenv(cli.EnvPrefix + "CONFIG"); configFile != "" {
 					explicit = true
 				} else {
-					configFile = cli.DefaultConfigFile()
+					configFile = f.DefaultConfig
 				}
 			}
 			cfg, err := cli.LoadConfig(configFile, explicit)

@@ -13,6 +13,9 @@ type Factory struct {
 	Getenv  func(string) string
 	Now     func() time.Time
 	Version string // evfwd's version, for User-Agent headers and `version`
+	// DefaultConfig is the config file read when neither --config nor
+	// EVFWD_CONFIG names one; "" reads none.
+	DefaultConfig string
 
 	// Format is the root --output value, set before any command runs.
 	Format Format
@@ -28,6 +31,8 @@ func NewFactory(version string) *Factory {
 		Now:     time.Now,
 		Version: version,
 		Format:  FormatText,
+
+		DefaultConfig: DefaultConfigFile(),
 	}
 }
 
@@ -36,6 +41,7 @@ func TestFactory() (*Factory, *IOStreams) {
 	io, _, _, _ := Test()
 	f := NewFactory("0.0.0-test")
 	f.IO = io
+	f.DefaultConfig = ""
 	f.Getenv = func(string) string { return "" }
 	return f, io
 }
