@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -162,5 +163,22 @@ func BenchmarkBody(b *testing.B) {
 		if buf, err = AppendBody(buf[:0], msg); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+func TestSampleBodies(t *testing.T) {
+	at := time.Date(2024, 5, 1, 12, 0, 0, 123_000_000, time.UTC)
+	for _, typ := range Types {
+		t.Run(string(typ), func(t *testing.T) {
+			msg, err := Sample(typ, at, "00000000-0000-4000-8000-000000000042")
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := Body(msg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			golden(t, filepath.Join("sample", string(typ)+".json"), append(got, '\n'))
+		})
 	}
 }
