@@ -1,0 +1,119 @@
+package cli
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/spf13/cobra"
+)
+
+func TestConfigPrecedence(t *testing.T) {
+	dir := t.TempDir()
+	cfgPath := filepath.Join(dir, "config.yaml")
+	os.WriteFile(cfgPath, []byte("endpoint: http://from-file\nlisten:\n  addr: 127.0.0.1:9999\n  respond: [500, 200]\nbatch_size: 7\n"), 0o600)
+	cfg, err := LoadConfig(cfgPath, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name string
+		args []string
+		env  map[string]string
+		want []string // endpoint, addr, respond, batch-size
+	}{
+		{"file", nil, nil, []string{"http://from-file", "127.0.0.1:9999", "[500,200]", "7"}},
+		{"env beats file", nil, map[string]string{"EVFWD_ENDPOINT": "http://from-env"}, []string{"http://from-env", "127.0.0.1:9999", "[500,200]", "7"}},
+		{"flag beats env", []string{"--endpoint", "http://from-flag", "--addr", ":1"}, map[string]string{"EVFWD_ENDPOINT": "http://from-env"},
+			[]string{"http://from-flag", ":1", "[500,200]", "7"}},
+		{"unbound flag ignores env", nil, map[string]string{"EVFWD_ADDR": "x"}, []string{"http://from-file", "127.0.0.1:9999", "[500,200]", "7"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var endpoint, addr string
+			var respond []int
+			var batch int
+			cmd := &cobra.Command{Use: "listen", RunE: func(*cobra.Command, []string) error { return nil }}
+			cmd.Flags().StringVar(&endpoint, "endpoint", "http://default", "")
+			cmd.Flags().StringVar(&addr, "addr", "127.0.0.1:8788", "")
+			cmd.Flags().IntSliceVar(&respond, "respond", nil, "")
+			cmd.Flags().IntVar(&batch, "batch-size", 100, "")
+			BindEnv(cmd, "endpoint")
+			cmd.SetArgs(tt.args)
+			cmd.PreRunE = func(c *cobra.Command, _ []string) error {
+				return cfg.Apply(c, func(k string) string { return tt.env[k] })
+			}
+			if err := cmd.Execute(); err != nil {
+				t.Fatal(err)
+			}
+			got := []string{endpoint, addr, strings.ReplaceAll(cmd.Flags().Lookup("respond").Value.String(), " ", ""), cmd.Flags().Lookup("batch-size").Value.String()}
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("mismatch (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestConfigErrors(t *testing.T) {
+	dir := t.TempDir()
+	if _, err := LoadConfig(filepath.Join(dir, "absent.yaml"), false); err != nil {
+		t.Errorf("missing default file: %v", err)
+	}
+	if _, err := LoadConfig(filepath.Join(dir, "absent.yaml"), true); ExitCode(err) != ExitUsage {
+		t.Errorf("missing named file: %v, want a usage error", err)
+	}
+	broken := filepath.Join(dir, "broken.yaml")
+	os.WriteFile(broken, []byte("a: 1\nb: [\n  c: d\n"), 0o600)
+	_, err := LoadConfig(broken, false)
+	if err == nil || !strings.HasPrefix(err.Error(), "config "+broken+": yaml: line ") || ExitCode(err) != ExitUsage {
+		t.Errorf("broken file: %v, want a usage error naming file and line", err)
+	}
+
+	cfgPath := filepath.Join(dir, "bad-value.yaml")
+	os.WriteFile(cfgPath, []byte("count: lots\n"), 0o600)
+	cfg, _ := LoadConfig(cfgPath, false)
+	cmd := &cobra.Command{Use: "listen"}
+	cmd.Flags().Int("count", 0, "")
+	err = cfg.Apply(cmd, func(string) string { return "" })
+	if err == nil || !strings.Contains(err.Error(), `config `+cfgPath+`: invalid value "lots" for --count`) {
+		t.Errorf("bad value: %v", err)
+	}
+}
+
+func TestExitCode(t *testing.T) {
+	tests := []struct {
+		err  error
+		code int
+		msg  string
+	}{
+		{nil, 0, ""},
+		{errors.New("boom"), 1, "boom"},
+		{UsageErrorf("bad %s", "flag"), 2, "bad flag"},
+		{Silent(1), 1, ""},
+		{Silent(130), 130, ""},
+	}
+	for _, tt := range tests {
+		if got := ExitCode(tt.err); got != tt.code {
+			t.Errorf("ExitCode(%v) = %d, want %d", tt.err, got, tt.code)
+		}
+		if tt.err != nil {
+			if got := Message(tt.err); got != tt.msg {
+				t.Errorf("Message(%v) = %q, want %q", tt.err, got, tt.msg)
+			}
+		}
+	}
+}
+
+func TestStylesPlainWithoutColour(t *testing.T) {
+	var b strings.Builder
+	st := NewStyles(&b, false)
+	if got := st.OK.Sprint("✓") + st.Box.Render("x"); strings.Contains(got, "\x1b[") {
+		t.Errorf("escape codes without colour: %q", got)
+	}
+	if got := NewStyles(&b, true).OK.Sprint("✓"); !strings.Contains(got, "\x1b[") {
+		t.Errorf("no escape codes with colour: %q", got)
+	}
+}
