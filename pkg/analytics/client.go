@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/evfwd/evfwd/pkg/message"
-	"github.com/google/uuid"
 )
 
 // Client queues messages and sends them in batches. Its methods are safe
@@ -100,7 +99,7 @@ func (c *Client) newID() string {
 	if c.cfg.NewID != nil {
 		return c.cfg.NewID()
 	}
-	return uuid.NewString()
+	return message.NewID()
 }
 
 // Identify queues an identify message. Like every call it never blocks

@@ -63,7 +63,7 @@ type Config struct {
 	Retry RetryPolicy
 	// Now is the clock for timestamp and sentAt (default time.Now).
 	Now func() time.Time
-	// NewID makes messageIds (default: random UUIDv4).
+	// NewID makes messageIds (default: message.NewID, a random UUIDv4).
 	NewID func() string
 
 	// sleep waits between attempts; tests replace it to record delays.

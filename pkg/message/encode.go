@@ -133,7 +133,8 @@ func appendContext(dst []byte, context map[string]any, opts *EncodeOptions) ([]b
 		dst = append(dst, lib...)
 		n++
 	}
-	for _, k := range sortedKeys(context) {
+	var buf [16]string
+	for _, k := range appendSortedKeys(buf[:0], context) {
 		if lib != nil && k == "library" {
 			continue
 		}

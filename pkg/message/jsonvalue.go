@@ -113,7 +113,8 @@ func appendValue(dst []byte, v any, depth int) ([]byte, error) {
 		}
 		return append(dst, ']'), nil
 	case map[string]string:
-		keys := sortedKeys(v)
+		var buf [16]string
+		keys := appendSortedKeys(buf[:0], v)
 		dst = append(dst, '{')
 		for i, k := range keys {
 			if i > 0 {
@@ -144,7 +145,8 @@ func appendValue(dst []byte, v any, depth int) ([]byte, error) {
 }
 
 func appendMap(dst []byte, m map[string]any, depth int) ([]byte, error) {
-	keys := sortedKeys(m)
+	var buf [16]string // keys of small maps stay on the stack
+	keys := appendSortedKeys(buf[:0], m)
 	dst = append(dst, '{')
 	for i, k := range keys {
 		if i > 0 {
@@ -160,10 +162,8 @@ func appendMap(dst []byte, m map[string]any, depth int) ([]byte, error) {
 	return append(dst, '}'), nil
 }
 
-// sortedKeys returns the keys of m in order; small maps use a stack array.
-func sortedKeys[V any](m map[string]V) []string {
-	var buf [16]string
-	keys := buf[:0]
+// appendSortedKeys appends the keys of m to keys and sorts them.
+func appendSortedKeys[V any](keys []string, m map[string]V) []string {
 	for k := range m {
 		keys = append(keys, k)
 	}
