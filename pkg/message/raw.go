@@ -142,87 +142,88 @@ func appendLibraryOnly(dst []byte, lib json.RawMessage) []byte {
 func (r *Raw) MarshalJSON() ([]byte, error) { return r.obj.AppendJSON(nil), nil }
 
 // check applies the rules of spec 2.4 to the members and returns the type
-// and the parsed timestamp (zero when absent).
+// and the parsed timestamp (zero when absent). It reads the raw bytes and
+// decodes no string it does not have to, so it does not allocate.
 func (r *Raw) check() (Type, time.Time, error) {
 	o := r.obj
-	typStr, err := stringMember(o, "", "type", fieldType)
+	t, err := typeMember(o)
 	if err != nil {
 		return "", time.Time{}, err
 	}
-	t := Type(typStr)
-	switch {
-	case typStr == "":
-		return "", time.Time{}, invalid("", fieldType, reasonRequired)
-	case !t.Valid():
-		return "", time.Time{}, invalid("", fieldType, "must be one of identify, track, page, screen, group, alias (got "+quoteShort(typStr)+")")
-	}
-
-	strs := func(keys ...string) ([]string, error) {
-		out := make([]string, len(keys)/2)
-		for i := 0; i < len(keys); i += 2 {
-			s, err := stringMember(o, t, keys[i], keys[i+1])
-			if err != nil {
-				return nil, err
-			}
-			out[i/2] = s
+	// has reports whether key holds a non-empty string; a non-string
+	// (other than null) is an error naming field.
+	has := func(key, field string) (bool, error) {
+		v, ok := o.Get(key)
+		if !ok || isNull(v) {
+			return false, nil
 		}
-		return out, nil
+		if v[0] != '"' {
+			return false, invalid(t, field, "must be a string")
+		}
+		return len(v) > 2, nil
+	}
+	require := func(key, field, reason string) error {
+		ok, err := has(key, field)
+		if err == nil && !ok {
+			err = invalid(t, field, reason)
+		}
+		return err
 	}
 
 	if t == TypeAlias {
-		v, err := strs("userId", fieldUserID, "previousId", fieldPreviousID)
-		if err != nil {
+		if err := require("userId", fieldUserID, reasonRequired); err != nil {
 			return "", time.Time{}, err
 		}
-		if v[0] == "" {
-			return "", time.Time{}, invalid(t, fieldUserID, reasonRequired)
-		}
-		if v[1] == "" {
-			return "", time.Time{}, invalid(t, fieldPreviousID, reasonRequired)
+		if err := require("previousId", fieldPreviousID, reasonRequired); err != nil {
+			return "", time.Time{}, err
 		}
 	} else {
-		v, err := strs("userId", fieldUserID, "anonymousId", fieldAnonID)
+		user, err := has("userId", fieldUserID)
 		if err != nil {
 			return "", time.Time{}, err
 		}
-		if err := checkIdentity(t, v[0], v[1]); err != nil {
+		anon, err := has("anonymousId", fieldAnonID)
+		if err != nil {
 			return "", time.Time{}, err
+		}
+		if !user && !anon {
+			return "", time.Time{}, invalid(t, fieldIdentity, reasonRequired)
 		}
 	}
 
 	switch t {
 	case TypeTrack:
-		v, err := strs("event", fieldEvent)
-		if err != nil {
+		if err := require("event", fieldEvent, reasonRequired); err != nil {
 			return "", time.Time{}, err
-		}
-		if v[0] == "" {
-			return "", time.Time{}, invalid(t, fieldEvent, reasonRequired)
 		}
 	case TypePage, TypeScreen:
-		v, err := strs("name", fieldName, "category", fieldCategory)
+		name, err := has("name", fieldName)
 		if err != nil {
 			return "", time.Time{}, err
 		}
-		if v[1] != "" && v[0] == "" {
+		category, err := has("category", fieldCategory)
+		if err != nil {
+			return "", time.Time{}, err
+		}
+		if category && !name {
 			return "", time.Time{}, invalid(t, fieldName, reasonRequiredCategory)
 		}
 	case TypeGroup:
-		v, err := strs("groupId", fieldGroupID)
-		if err != nil {
+		if err := require("groupId", fieldGroupID, reasonRequired); err != nil {
 			return "", time.Time{}, err
-		}
-		if v[0] == "" {
-			return "", time.Time{}, invalid(t, fieldGroupID, reasonRequired)
 		}
 	}
 
-	id, err := stringMember(o, t, "messageId", fieldMessageID)
-	if err != nil {
+	if _, err := has("messageId", fieldMessageID); err != nil {
 		return "", time.Time{}, err
 	}
-	if err := checkMessageID(t, id); err != nil {
-		return "", time.Time{}, err
+	// A JSON string never has fewer bytes than characters, so only a long
+	// one needs decoding to be measured.
+	if v, _ := o.Get("messageId"); len(v) > MaxMessageIDLength+2 {
+		id, _ := o.GetString("messageId")
+		if err := checkMessageID(t, id); err != nil {
+			return "", time.Time{}, err
+		}
 	}
 
 	for _, k := range [...]string{"properties", "traits", "context", "integrations"} {
@@ -238,18 +239,38 @@ func (r *Raw) check() (Type, time.Time, error) {
 	return t, ts, nil
 }
 
-// stringMember reads key as a string: "" when absent or null, an error
-// naming field when it holds something else.
-func stringMember(o *Object, t Type, key, field string) (string, error) {
-	v, ok := o.Get(key)
+// typeMember reads and checks "type" without decoding the common case.
+func typeMember(o *Object) (Type, error) {
+	v, ok := o.Get("type")
 	if !ok || isNull(v) {
-		return "", nil
+		return "", invalid("", fieldType, reasonRequired)
 	}
-	s, ok := o.GetString(key)
-	if !ok {
-		return "", invalid(t, field, "must be a string")
+	if v[0] != '"' {
+		return "", invalid("", fieldType, "must be a string")
 	}
-	return s, nil
+	switch string(v) { // the common, unescaped spellings, without allocating
+	case `"identify"`:
+		return TypeIdentify, nil
+	case `"track"`:
+		return TypeTrack, nil
+	case `"page"`:
+		return TypePage, nil
+	case `"screen"`:
+		return TypeScreen, nil
+	case `"group"`:
+		return TypeGroup, nil
+	case `"alias"`:
+		return TypeAlias, nil
+	}
+	s, _ := o.GetString("type")
+	switch t := Type(s); {
+	case s == "":
+		return "", invalid("", fieldType, reasonRequired)
+	case !t.Valid():
+		return "", invalid("", fieldType, "must be one of identify, track, page, screen, group, alias (got "+quoteShort(s)+")")
+	default:
+		return t, nil
+	}
 }
 
 // timestampMember reads timestamp in any form ParseTime accepts, as a
