@@ -15,9 +15,9 @@ type EncodeOptions struct {
 // LibraryJSON returns the context.library value {"name":...,"version":...}.
 func LibraryJSON(name, version string) json.RawMessage {
 	b := []byte(`{"name":`)
-	b = appendJSONString(b, name)
+	b = AppendString(b, name)
 	b = append(b, `,"version":`...)
-	b = appendJSONString(b, version)
+	b = AppendString(b, version)
 	return append(b, '}')
 }
 
@@ -91,7 +91,7 @@ func appendStringField(dst []byte, key, value string) []byte {
 	dst = append(dst, ',', '"')
 	dst = append(dst, key...)
 	dst = append(dst, '"', ':')
-	return appendJSONString(dst, value)
+	return AppendString(dst, value)
 }
 
 func appendTail(dst []byte, dataKey string, data, context, integrations map[string]any, opts *EncodeOptions) ([]byte, error) {
@@ -142,7 +142,7 @@ func appendContext(dst []byte, context map[string]any, opts *EncodeOptions) ([]b
 			dst = append(dst, ',')
 		}
 		n++
-		dst = appendJSONString(dst, k)
+		dst = AppendString(dst, k)
 		dst = append(dst, ':')
 		var err error
 		if dst, err = appendValue(dst, context[k], 1); err != nil {

@@ -35,7 +35,7 @@ func appendValue(dst []byte, v any, depth int) ([]byte, error) {
 	case nil:
 		return append(dst, "null"...), nil
 	case string:
-		return appendJSONString(dst, v), nil
+		return AppendString(dst, v), nil
 	case bool:
 		return strconv.AppendBool(dst, v), nil
 	case int:
@@ -93,7 +93,7 @@ func appendValue(dst []byte, v any, depth int) ([]byte, error) {
 		if v == nil {
 			return append(dst, "null"...), nil
 		}
-		return appendJSONString(dst, ratString(v)), nil
+		return AppendString(dst, ratString(v)), nil
 	case time.Time:
 		dst = append(dst, '"')
 		dst = AppendTime(dst, v)
@@ -120,9 +120,9 @@ func appendValue(dst []byte, v any, depth int) ([]byte, error) {
 			if i > 0 {
 				dst = append(dst, ',')
 			}
-			dst = appendJSONString(dst, k)
+			dst = AppendString(dst, k)
 			dst = append(dst, ':')
-			dst = appendJSONString(dst, v[k])
+			dst = AppendString(dst, v[k])
 		}
 		return append(dst, '}'), nil
 	case []string:
@@ -131,7 +131,7 @@ func appendValue(dst []byte, v any, depth int) ([]byte, error) {
 			if i > 0 {
 				dst = append(dst, ',')
 			}
-			dst = appendJSONString(dst, s)
+			dst = AppendString(dst, s)
 		}
 		return append(dst, ']'), nil
 	default:
@@ -152,7 +152,7 @@ func appendMap(dst []byte, m map[string]any, depth int) ([]byte, error) {
 		if i > 0 {
 			dst = append(dst, ',')
 		}
-		dst = appendJSONString(dst, k)
+		dst = AppendString(dst, k)
 		dst = append(dst, ':')
 		var err error
 		if dst, err = appendValue(dst, m[k], depth+1); err != nil {
@@ -301,10 +301,10 @@ func validNumber(s string) bool {
 
 const hexDigits = "0123456789abcdef"
 
-// appendJSONString writes s as a JSON string byte for byte as encoding/json
+// AppendString appends s as a JSON string byte for byte as encoding/json
 // does (control characters, quotes, backslashes and <, >, & escaped, invalid
 // UTF-8 replaced by U+FFFD, U+2028/U+2029 escaped), without allocating.
-func appendJSONString(dst []byte, s string) []byte {
+func AppendString(dst []byte, s string) []byte {
 	dst = append(dst, '"')
 	start := 0
 	for i := 0; i < len(s); {

@@ -42,7 +42,7 @@ func ParseObject(data []byte) (*Object, error) {
 	if i >= len(data) || data[i] != '{' {
 		return nil, errNotObject
 	}
-	o := &Object{}
+	o := &Object{Fields: make([]Field, 0, 12)}
 	i = skipSpace(data, i+1)
 	for i < len(data) && data[i] != '}' {
 		end := stringEnd(data, i)
@@ -137,11 +137,55 @@ func isDelim(c byte) bool {
 
 func unquote(q []byte) (string, error) {
 	if bytes.IndexByte(q, '\\') < 0 {
-		return string(q[1 : len(q)-1]), nil
+		return internKey(q[1 : len(q)-1]), nil
 	}
 	var s string
 	err := json.Unmarshal(q, &s)
 	return s, err
+}
+
+// internKey returns the message keys evfwd meets on every line without
+// allocating; other keys are copied.
+func internKey(b []byte) string {
+	switch string(b) { // no allocation: the compiler compares in place
+	case "type":
+		return "type"
+	case "userId":
+		return "userId"
+	case "anonymousId":
+		return "anonymousId"
+	case "messageId":
+		return "messageId"
+	case "timestamp":
+		return "timestamp"
+	case "event":
+		return "event"
+	case "name":
+		return "name"
+	case "properties":
+		return "properties"
+	case "traits":
+		return "traits"
+	case "context":
+		return "context"
+	case "integrations":
+		return "integrations"
+	case "groupId":
+		return "groupId"
+	case "previousId":
+		return "previousId"
+	case "category":
+		return "category"
+	case "sentAt":
+		return "sentAt"
+	case "receivedAt":
+		return "receivedAt"
+	case "version":
+		return "version"
+	case "library":
+		return "library"
+	}
+	return string(b)
 }
 
 func (o *Object) find(key string) int {
@@ -247,24 +291,6 @@ func (o *Object) UnmarshalJSON(data []byte) error {
 	}
 	*o = *p
 	return nil
-}
-
-// AppendString appends s as a JSON string, escaped as encoding/json does
-// (HTML characters included, so bodies match what other encoders produce).
-func AppendString(dst []byte, s string) []byte {
-	for i := 0; i < len(s); i++ {
-		if c := s[i]; c < 0x20 || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' || c >= 0x80 {
-			return appendEscaped(dst, s)
-		}
-	}
-	dst = append(dst, '"')
-	dst = append(dst, s...)
-	return append(dst, '"')
-}
-
-func appendEscaped(dst []byte, s string) []byte {
-	b, _ := json.Marshal(s) // never fails for a string
-	return append(dst, b...)
 }
 
 // AppendInt appends n as a JSON number.

@@ -92,3 +92,14 @@ func FuzzParseObject(f *testing.F) {
 		}
 	})
 }
+
+func BenchmarkParseObject(b *testing.B) {
+	line := []byte(`{"type":"track","userId":"user_8f14e45f","event":"Order Completed","properties":{"order_id":"ord_0042","total":129.95,"currency":"EUR","products":[{"sku":"SKU-1","price":129.95,"quantity":1}]},"context":{"ip":"203.0.113.7","locale":"en-US"},"timestamp":"2024-05-01T12:00:00.000Z","messageId":"0b1c4b2e-7d1f-4f67-a3c4-5d2b8e0f9a11"}`)
+	b.SetBytes(int64(len(line)))
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := ParseObject(line); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

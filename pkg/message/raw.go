@@ -104,7 +104,7 @@ func (r *Raw) AppendJSON(dst []byte, opts *EncodeOptions) ([]byte, error) {
 		if i > 0 {
 			dst = append(dst, ',')
 		}
-		dst = appendJSONString(dst, f.Key)
+		dst = AppendString(dst, f.Key)
 		dst = append(dst, ':')
 		if f.Key != "context" {
 			dst = append(dst, f.Value...)
@@ -311,5 +311,5 @@ func quoteShort(s string) string {
 	if utf8.RuneCountInString(s) > limit {
 		s = string([]rune(s)[:limit]) + "…"
 	}
-	return string(appendJSONString(nil, s))
+	return string(AppendString(nil, s))
 }

@@ -209,7 +209,7 @@ func FuzzAppendJSONString(f *testing.F) {
 
 func checkStringEncoding(t *testing.T, s string) {
 	want, _ := json.Marshal(s)
-	if diff := cmp.Diff(string(want), string(appendJSONString(nil, s))); diff != "" {
+	if diff := cmp.Diff(string(want), string(AppendString(nil, s))); diff != "" {
 		t.Errorf("%q: mismatch (-want +got):\n%s", s, diff)
 	}
 }
