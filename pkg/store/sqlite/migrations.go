@@ -1,0 +1,97 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"time"
+)
+
+// migrations are applied in order, each once, each in its own transaction;
+// schema_migrations records the versions applied. Append, never edit.
+var migrations = []string{
+	1: `
+CREATE TABLE messages (
+	id          INTEGER PRIMARY KEY,
+	source      TEXT    NOT NULL,
+	message_id  TEXT    NOT NULL,
+	type        TEXT    NOT NULL,
+	user_id     TEXT    NOT NULL DEFAULT '',
+	received_at INTEGER NOT NULL,
+	body        BLOB    NOT NULL,
+	UNIQUE (source, message_id)
+);
+CREATE TABLE deliveries (
+	id               INTEGER PRIMARY KEY,
+	message          INTEGER NOT NULL REFERENCES messages (id),
+	source           TEXT    NOT NULL,
+	destination      TEXT    NOT NULL,
+	status           TEXT    NOT NULL,
+	attempts         INTEGER NOT NULL DEFAULT 0,
+	first_attempt_at INTEGER NOT NULL DEFAULT 0,
+	next_attempt_at  INTEGER NOT NULL,
+	lease_owner      TEXT,
+	lease_expires_at INTEGER NOT NULL DEFAULT 0,
+	last_error       TEXT    NOT NULL DEFAULT '',
+	created_at       INTEGER NOT NULL,
+	updated_at       INTEGER NOT NULL
+);
+CREATE INDEX deliveries_due ON deliveries (source, next_attempt_at) WHERE status = 'pending';
+CREATE INDEX deliveries_status ON deliveries (status, source);
+CREATE INDEX deliveries_message ON deliveries (message);
+CREATE TABLE attempts (
+	id          INTEGER PRIMARY KEY,
+	delivery    INTEGER NOT NULL REFERENCES deliveries (id),
+	delivery_no INTEGER NOT NULL,
+	endpoint    INTEGER NOT NULL,
+	url         TEXT    NOT NULL,
+	started_at  INTEGER NOT NULL,
+	latency_us  INTEGER NOT NULL,
+	status      INTEGER NOT NULL,
+	class       TEXT    NOT NULL,
+	error       TEXT    NOT NULL DEFAULT '',
+	excerpt     BLOB,
+	outcome     TEXT    NOT NULL
+);
+CREATE INDEX attempts_delivery ON attempts (delivery);
+`,
+}
+
+// migrate brings the schema to the newest version.
+func migrate(ctx context.Context, db *sql.DB) error {
+	if _, err := db.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (
+		version INTEGER PRIMARY KEY, applied_at INTEGER NOT NULL)`); err != nil {
+		return fmt.Errorf("migrate: %w", err)
+	}
+	for v := 1; v < len(migrations); v++ {
+		if err := apply(ctx, db, v); err != nil {
+			return fmt.Errorf("migrate to version %d: %w", v, err)
+		}
+	}
+	return nil
+}
+
+func apply(ctx context.Context, db *sql.DB, v int) error {
+	tx, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback()
+	var n int
+	if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM schema_migrations WHERE version = ?`, v).Scan(&n); err != nil {
+		return err
+	}
+	if n > 0 {
+		return nil
+	}
+	if _, err := tx.ExecContext(ctx, migrations[v]); err != nil {
+		return err
+	}
+	if _, err := tx.ExecContext(ctx, `INSERT INTO schema_migrations (version, applied_at) VALUES (?, ?)`, v, time.Now().UnixMilli()); err != nil {
+		return err
+	}
+	return tx.Commit()
+}
+
+// SchemaVersion is the newest schema version this build knows.
+func SchemaVersion() int { return len(migrations) - 1 }

@@ -1,0 +1,500 @@
+// Package sqlite is the embedded store: one SQLite file in WAL mode with
+// synchronous=FULL, so a committed transaction survives power loss.
+//
+// Every write goes through one writer goroutine that gathers whatever
+// concurrent callers have asked for (ingests, leases, completions) into one
+// transaction: one fsync acknowledges many requests (group commit). Each
+// caller's part runs in a savepoint, so one failing part does not fail the
+// others. Reads use a separate pool of connections and never wait for the
+// writer.
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/evfwd/evfwd/pkg/store"
+	_ "modernc.org/sqlite" // registers the "sqlite" driver
+)
+
+// Defaults of Options.
+const (
+	DefaultMaxPending = 100_000
+	DefaultMaxGroup   = 256
+)
+
+// Options tune a Store; zero values take the defaults.
+type Options struct {
+	// MaxPending bounds the messages waiting for the writer; past it
+	// Ingest returns store.ErrBusy (back-pressure, answered 429).
+	MaxPending int
+	// MaxGroup bounds the calls committed in one transaction.
+	MaxGroup int
+	// Now is the clock for created/updated times (default time.Now).
+	Now func() time.Time
+}
+
+// Store is the SQLite implementation of store.Store.
+type Store struct {
+	path    string
+	read    *sql.DB
+	write   *sql.DB
+	opts    Options
+	ops     chan *op
+	pending atomic.Int64 // messages queued for the writer
+	closing chan struct{}
+	done    chan struct{}
+	once    sync.Once
+	mu      sync.RWMutex // held for reading while queueing; Close takes it to stop queueing
+	closed  bool
+}
+
+var _ store.Store = (*Store)(nil)
+
+// op is one caller's part of a group transaction.
+type op struct {
+	msgs  int // counted against MaxPending
+	apply func(ctx context.Context, tx *sql.Tx) error
+	done  chan error
+}
+
+// Open opens (creating when missing) the database file at path and brings
+// its schema up to date.
+func Open(ctx context.Context, path string, opts Options) (*Store, error) {
+	if opts.MaxPending <= 0 {
+		opts.MaxPending = DefaultMaxPending
+	}
+	if opts.MaxGroup <= 0 {
+		opts.MaxGroup = DefaultMaxGroup
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	if dir := filepath.Dir(path); dir != "" {
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			return nil, fmt.Errorf("store %s: %w", path, err)
+		}
+	}
+	q := url.Values{}
+	for _, p := range []string{"journal_mode(WAL)", "synchronous(FULL)", "busy_timeout(10000)", "foreign_keys(ON)"} {
+		q.Add("_pragma", p)
+	}
+	q.Set("_txlock", "immediate")
+	dsn := "file:" + path + "?" + q.Encode()
+	write, err := sql.Open("sqlite", dsn)
+	if err != nil {
+		return nil, fmt.Errorf("store %s: %w", path, err)
+	}
+	write.SetMaxOpenConns(1)
+	write.SetMaxIdleConns(1)
+	write.SetConnMaxLifetime(0)
+	if err := write.PingContext(ctx); err != nil {
+		write.Close()
+		return nil, fmt.Errorf("store %s: %w", path, err)
+	}
+	if err := migrate(ctx, write); err != nil {
+		write.Close()
+		return nil, fmt.Errorf("store %s: %w", path, err)
+	}
+	read, err := sql.Open("sqlite", dsn)
+	if err != nil {
+		write.Close()
+		return nil, fmt.Errorf("store %s: %w", path, err)
+	}
+	read.SetMaxOpenConns(4)
+	s := &Store{
+		path: path, read: read, write: write, opts: opts,
+		ops:     make(chan *op, 4096),
+		closing: make(chan struct{}),
+		done:    make(chan struct{}),
+	}
+	go s.writer()
+	return s, nil
+}
+
+// Path is the database file.
+func (s *Store) Path() string { return s.path }
+
+// Close stops the writer after the calls already queued and closes the
+// database.
+func (s *Store) Close() error {
+	s.once.Do(func() {
+		s.mu.Lock()
+		s.closed = true
+		close(s.closing)
+		s.mu.Unlock()
+	})
+	<-s.done
+	return errors.Join(s.write.Close(), s.read.Close())
+}
+
+// do queues fn for the next group transaction and waits for its commit.
+func (s *Store) do(ctx context.Context, msgs int, fn func(context.Context, *sql.Tx) error) error {
+	o := &op{msgs: msgs, apply: fn, done: make(chan error, 1)}
+	s.mu.RLock()
+	if s.closed {
+		s.mu.RUnlock()
+		return store.ErrClosed
+	}
+	if msgs > 0 {
+		if s.pending.Add(int64(msgs)) > int64(s.opts.MaxPending) {
+			s.pending.Add(-int64(msgs))
+			s.mu.RUnlock()
+			return store.ErrBusy
+		}
+	}
+	select {
+	case s.ops <- o:
+	case <-ctx.Done():
+		s.pending.Add(-int64(msgs))
+		s.mu.RUnlock()
+		return ctx.Err()
+	}
+	s.mu.RUnlock()
+	// Once queued, the op is committed or failed by the writer; waiting for
+	// that even after ctx ends keeps "returned nil" meaning "on disk".
+	return <-o.done
+}
+
+// writer runs group transactions until Close, then drains what is queued.
+func (s *Store) writer() {
+	defer close(s.done)
+	group := make([]*op, 0, s.opts.MaxGroup)
+	for {
+		group = group[:0]
+		select {
+		case o := <-s.ops:
+			group = append(group, o)
+		case <-s.closing:
+			// Close holds mu while closing, so no op is queued after this.
+			for {
+				select {
+				case o := <-s.ops:
+					s.commit([]*op{o})
+				default:
+					return
+				}
+			}
+		}
+	gather:
+		for len(group) < s.opts.MaxGroup {
+			select {
+			case o := <-s.ops:
+				group = append(group, o)
+			default:
+				break gather
+			}
+		}
+		s.commit(group)
+	}
+}
+
+// commit runs group in one transaction and answers every op.
+func (s *Store) commit(group []*op) {
+	errs := make([]error, len(group))
+	err := func() error {
+		ctx := context.Background()
+		tx, err := s.write.BeginTx(ctx, nil)
+		if err != nil {
+			return err
+		}
+		defer tx.Rollback()
+		for i, o := range group {
+			if _, err := tx.ExecContext(ctx, "SAVEPOINT op"); err != nil {
+				return err
+			}
+			if errs[i] = o.apply(ctx, tx); errs[i] != nil {
+				if _, err := tx.ExecContext(ctx, "ROLLBACK TO op"); err != nil {
+					return err
+				}
+			}
+			if _, err := tx.ExecContext(ctx, "RELEASE op"); err != nil {
+				return err
+			}
+		}
+		return tx.Commit()
+	}()
+	for i, o := range group {
+		if o.msgs > 0 {
+			s.pending.Add(-int64(o.msgs))
+		}
+		if err != nil {
+			o.done <- fmt.Errorf("store: commit: %w", err)
+		} else {
+			o.done <- errs[i]
+		}
+	}
+}
+
+// Ingest implements store.Store.
+func (s *Store) Ingest(ctx context.Context, msgs []store.Message) error {
+	if len(msgs) == 0 {
+		return nil
+	}
+	now := store.Millis(s.opts.Now())
+	return s.do(ctx, len(msgs), func(ctx context.Context, tx *sql.Tx) error {
+		insMsg, err := tx.PrepareContext(ctx, `INSERT INTO messages (source, message_id, type, user_id, received_at, body)
+			VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (source, message_id) DO NOTHING`)
+		if err != nil {
+			return err
+		}
+		defer insMsg.Close()
+		insDel, err := tx.PrepareContext(ctx, `INSERT INTO deliveries (message, source, destination, status, next_attempt_at, created_at, updated_at)
+			VALUES (?, ?, ?, 'pending', ?, ?, ?)`)
+		if err != nil {
+			return err
+		}
+		defer insDel.Close()
+		for i := range msgs {
+			m := &msgs[i]
+			res, err := insMsg.ExecContext(ctx, m.Source, m.MessageID, m.Type, m.UserID, store.Millis(m.ReceivedAt), m.Body)
+			if err != nil {
+				return err
+			}
+			if n, _ := res.RowsAffected(); n == 0 {
+				continue // already stored: a client's retry
+			}
+			id, err := res.LastInsertId()
+			if err != nil {
+				return err
+			}
+			for _, dest := range m.Destinations {
+				if _, err := insDel.ExecContext(ctx, id, m.Source, dest, store.Millis(m.ReceivedAt), now, now); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	})
+}
+
+const deliveryColumns = `d.id, d.source, d.destination, m.message_id, m.type, m.user_id, d.status, d.attempts,
+	d.first_attempt_at, d.next_attempt_at, d.last_error, d.created_at, d.updated_at`
+
+func scanDelivery(sc interface{ Scan(...any) error }, d *store.Delivery, extra ...any) error {
+	var first, next, created, updated int64
+	var status string
+	dst := append([]any{&d.ID, &d.Source, &d.Destination, &d.MessageID, &d.Type, &d.UserID, &status, &d.Attempts,
+		&first, &next, &d.LastError, &created, &updated}, extra...)
+	if err := sc.Scan(dst...); err != nil {
+		return err
+	}
+	d.Status = store.Status(status)
+	d.FirstAttempt, d.NextAttempt = store.FromMillis(first), store.FromMillis(next)
+	d.CreatedAt, d.UpdatedAt = store.FromMillis(created), store.FromMillis(updated)
+	return nil
+}
+
+// Lease implements store.Store.
+func (s *Store) Lease(ctx context.Context, r store.LeaseRequest) ([]store.Delivery, error) {
+	if r.Limit <= 0 {
+		return nil, nil
+	}
+	now := store.Millis(r.Now)
+	until := store.Millis(r.Now.Add(r.TTL))
+	var out []store.Delivery
+	err := s.do(ctx, 0, func(ctx context.Context, tx *sql.Tx) error {
+		out = out[:0]
+		rows, err := tx.QueryContext(ctx, `SELECT `+deliveryColumns+`, m.body
+			FROM deliveries d JOIN messages m ON m.id = d.message
+			WHERE d.status = 'pending' AND d.source = ? AND d.next_attempt_at <= ? AND d.lease_expires_at < ?
+			ORDER BY d.next_attempt_at, d.id LIMIT ?`, r.Source, now, now, r.Limit)
+		if err != nil {
+			return err
+		}
+		for rows.Next() {
+			var d store.Delivery
+			if err := scanDelivery(rows, &d, &d.Body); err != nil {
+				rows.Close()
+				return err
+			}
+			out = append(out, d)
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		for _, d := range out {
+			if _, err := tx.ExecContext(ctx, `UPDATE deliveries SET lease_owner = ?, lease_expires_at = ? WHERE id = ?`, r.Owner, until, d.ID); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// Complete implements store.Store.
+func (s *Store) Complete(ctx context.Context, cs []store.Completion) error {
+	if len(cs) == 0 {
+		return nil
+	}
+	now := store.Millis(s.opts.Now())
+	// A completion is applied even when ctx has ended: the attempts were
+	// made and must be on record.
+	return s.do(context.WithoutCancel(ctx), 0, func(ctx context.Context, tx *sql.Tx) error {
+		for _, c := range cs {
+			if _, err := tx.ExecContext(ctx, `UPDATE deliveries SET status = ?, attempts = ?, first_attempt_at = ?,
+				next_attempt_at = ?, last_error = ?, lease_owner = NULL, lease_expires_at = 0, updated_at = ?
+				WHERE id = ? AND lease_owner = ? AND status = 'pending'`,
+				string(c.Status), c.Attempts, store.Millis(c.FirstAttempt), store.Millis(c.NextAttempt), c.LastError, now,
+				c.ID, c.Owner); err != nil {
+				return err
+			}
+			for _, a := range c.Records {
+				if _, err := tx.ExecContext(ctx, `INSERT INTO attempts (delivery, delivery_no, endpoint, url, started_at,
+					latency_us, status, class, error, excerpt, outcome) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+					c.ID, a.Delivery, a.Endpoint, a.URL, store.Millis(a.Start), a.Latency.Microseconds(), a.Status,
+					a.Class, a.Error, a.Excerpt, a.Outcome); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	})
+}
+
+// Reclaim implements store.Store: one process uses the file at a time (see
+// Lock), so every lease left behind belongs to a process that is gone.
+func (s *Store) Reclaim(ctx context.Context, now time.Time) (int, error) {
+	var n int64
+	err := s.do(ctx, 0, func(ctx context.Context, tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, `UPDATE deliveries SET lease_owner = NULL, lease_expires_at = 0
+			WHERE lease_owner IS NOT NULL`)
+		if err != nil {
+			return err
+		}
+		n, err = res.RowsAffected()
+		return err
+	})
+	return int(n), err
+}
+
+// where builds the WHERE clause of a filter on deliveries d.
+func where(f store.Filter) (string, []any) {
+	clause, args := " WHERE d.id > ?", []any{f.After}
+	if f.Status != "" {
+		clause += " AND d.status = ?"
+		args = append(args, string(f.Status))
+	}
+	if f.Source != "" {
+		clause += " AND d.source = ?"
+		args = append(args, f.Source)
+	}
+	return clause, args
+}
+
+// List implements store.Store.
+func (s *Store) List(ctx context.Context, f store.Filter) ([]store.Delivery, error) {
+	clause, args := where(f)
+	q := `SELECT ` + deliveryColumns + ` FROM deliveries d JOIN messages m ON m.id = d.message` + clause + ` ORDER BY d.id`
+	if f.Limit > 0 {
+		q += " LIMIT ?"
+		args = append(args, f.Limit)
+	}
+	rows, err := s.read.QueryContext(ctx, q, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []store.Delivery
+	for rows.Next() {
+		var d store.Delivery
+		if err := scanDelivery(rows, &d); err != nil {
+			return nil, err
+		}
+		out = append(out, d)
+	}
+	return out, rows.Err()
+}
+
+// Get implements store.Store.
+func (s *Store) Get(ctx context.Context, id int64) (*store.Detail, error) {
+	var d store.Detail
+	row := s.read.QueryRowContext(ctx, `SELECT `+deliveryColumns+`, m.body FROM deliveries d
+		JOIN messages m ON m.id = d.message WHERE d.id = ?`, id)
+	if err := scanDelivery(row, &d.Delivery, &d.Body); err != nil {
+		if errors.Is(err, sql.ErrNoRows) {
+			return nil, fmt.Errorf("delivery %d: %w", id, store.ErrNotFound)
+		}
+		return nil, err
+	}
+	rows, err := s.read.QueryContext(ctx, `SELECT delivery_no, endpoint, url, started_at, latency_us, status, class,
+		error, excerpt, outcome FROM attempts WHERE delivery = ? ORDER BY id`, id)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var a store.Attempt
+		var start, lat int64
+		if err := rows.Scan(&a.Delivery, &a.Endpoint, &a.URL, &start, &lat, &a.Status, &a.Class, &a.Error, &a.Excerpt, &a.Outcome); err != nil {
+			return nil, err
+		}
+		a.Start, a.Latency = store.FromMillis(start), time.Duration(lat)*time.Microsecond
+		d.Records = append(d.Records, a)
+	}
+	return &d, rows.Err()
+}
+
+// Retry implements store.Store. A pending delivery under a live lease is
+// left to its holder.
+func (s *Store) Retry(ctx context.Context, ids []int64, f store.Filter, now time.Time) (int, error) {
+	var n int64
+	at := store.Millis(now)
+	err := s.do(ctx, 0, func(ctx context.Context, tx *sql.Tx) error {
+		const set = `UPDATE deliveries SET status = 'pending', attempts = 0, first_attempt_at = 0, next_attempt_at = ?,
+			last_error = '', updated_at = ? WHERE id IN (SELECT d.id FROM deliveries d`
+		const keep = ` AND d.status != 'delivered' AND NOT (d.status = 'pending' AND d.lease_expires_at >= ?))`
+		if len(ids) > 0 {
+			for _, id := range ids {
+				res, err := tx.ExecContext(ctx, set+` WHERE d.id = ?`+keep, at, at, id, at)
+				if err != nil {
+					return err
+				}
+				k, _ := res.RowsAffected()
+				n += k
+			}
+			return nil
+		}
+		clause, args := where(f)
+		res, err := tx.ExecContext(ctx, set+clause+keep, append(append([]any{at, at}, args...), at)...)
+		if err != nil {
+			return err
+		}
+		n, err = res.RowsAffected()
+		return err
+	})
+	return int(n), err
+}
+
+// Counts implements store.Store.
+func (s *Store) Counts(ctx context.Context) ([]store.Count, error) {
+	rows, err := s.read.QueryContext(ctx, `SELECT source, status, count(*) FROM deliveries GROUP BY source, status ORDER BY source, status`)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []store.Count
+	for rows.Next() {
+		var c store.Count
+		var status string
+		if err := rows.Scan(&c.Source, &status, &c.N); err != nil {
+			return nil, err
+		}
+		c.Status = store.Status(status)
+		out = append(out, c)
+	}
+	return out, rows.Err()
+}

@@ -1,0 +1,193 @@
+// Package store is evfwd's durable queue: collected messages, one delivery
+// per message and destination, and every attempt made. One interface, several
+// implementations (store/sqlite embedded; PostgreSQL for many nodes), all
+// held to the same behaviour by the conformance suite in store/storetest.
+//
+// Times are kept in milliseconds since the Unix epoch, UTC, so every engine
+// stores and compares them the same way.
+package store
+
+import (
+	"context"
+	"errors"
+	"time"
+)
+
+// Status is where a delivery stands.
+type Status string
+
+const (
+	Pending   Status = "pending"   // waiting for its next attempt (or in flight under a lease)
+	Delivered Status = "delivered" // an endpoint answered 2xx
+	Failed    Status = "failed"    // a final failure (4xx, 3xx, TLS, unusable message)
+	Dead      Status = "dead"      // the retry window closed without success
+)
+
+// Statuses lists every status, in lifecycle order.
+var Statuses = []Status{Pending, Delivered, Failed, Dead}
+
+// Valid reports whether s is a known status.
+func (s Status) Valid() bool {
+	for _, v := range Statuses {
+		if s == v {
+			return true
+		}
+	}
+	return false
+}
+
+// DestinationWebhooks is the destination name of the webhook destination,
+// the one destination a source has today.
+const DestinationWebhooks = "webhooks"
+
+var (
+	// ErrBusy is back-pressure: the store has more waiting than it takes;
+	// the collector answers 429 and the client retries.
+	ErrBusy = errors.New("store: busy")
+	// ErrClosed is returned by calls after Close.
+	ErrClosed = errors.New("store: closed")
+	// ErrNotFound is returned for an unknown delivery id.
+	ErrNotFound = errors.New("store: not found")
+)
+
+// Message is one collected message to store. Body is the collected JSON
+// (context and integrations merged, receivedAt added) that the forwarder
+// turns into a webhook body.
+type Message struct {
+	Source     string
+	MessageID  string
+	Type       string
+	UserID     string
+	ReceivedAt time.Time
+	Body       []byte
+	// Destinations get one pending delivery each, due at ReceivedAt; none
+	// means the message is stored but not forwarded.
+	Destinations []string
+}
+
+// Delivery is one message on its way to one destination.
+type Delivery struct {
+	ID          int64
+	Source      string
+	Destination string
+	MessageID   string
+	Type        string
+	UserID      string
+	Status      Status
+	// Attempts is the number of deliveries made (each tries the
+	// destination's endpoints in order), what webhook.Policy counts.
+	Attempts     int
+	FirstAttempt time.Time // zero before the first
+	NextAttempt  time.Time
+	LastError    string
+	CreatedAt    time.Time
+	UpdatedAt    time.Time
+	// Body is the stored message; set by Lease and Get, nil from List.
+	Body []byte
+}
+
+// Attempt is one POST to one URL, as recorded.
+type Attempt struct {
+	Delivery int // 1-based delivery number it belonged to
+	Endpoint int // index of the endpoint
+	URL      string
+	Start    time.Time
+	Latency  time.Duration
+	Status   int    // HTTP status, 0 when none
+	Class    string // webhook.Class
+	Error    string // transport error text
+	Excerpt  []byte // start of the response body
+	Outcome  string // webhook.Outcome
+}
+
+// Completion is the end of one leased delivery: the attempts it made and
+// what follows. It applies only while Owner still holds the lease; the
+// attempts are recorded either way.
+type Completion struct {
+	ID           int64
+	Owner        string
+	Status       Status
+	Attempts     int
+	FirstAttempt time.Time
+	NextAttempt  time.Time // when Status is Pending
+	LastError    string
+	Records      []Attempt
+}
+
+// LeaseRequest asks for up to Limit due deliveries of one source. Leases
+// are per source so that each source's deliveries move at their own pace.
+type LeaseRequest struct {
+	Owner  string
+	Source string
+	Limit  int
+	Now    time.Time
+	TTL    time.Duration // the lease lasts until Now+TTL unless completed
+}
+
+// Filter selects deliveries to list or retry; zero fields select all.
+type Filter struct {
+	Status Status
+	Source string
+	Limit  int   // 0: no limit
+	After  int64 // only ids greater than this (paging)
+}
+
+// Count is the number of deliveries of one source in one status.
+type Count struct {
+	Source string
+	Status Status
+	N      int64
+}
+
+// Detail is a delivery with its message and every attempt, oldest first.
+type Detail struct {
+	Delivery
+	Records []Attempt
+}
+
+// Store is the durable queue. Implementations are safe for concurrent use.
+type Store interface {
+	// Ingest stores msgs and their deliveries atomically and durably: when
+	// it returns nil they survive a crash. A message whose (Source,
+	// MessageID) is already stored is skipped: a client retrying a batch
+	// whose answer it lost does not cause a second delivery.
+	Ingest(ctx context.Context, msgs []Message) error
+	// Lease takes up to r.Limit pending deliveries of r.Source that are
+	// due and not leased (or whose lease expired), oldest due first, and
+	// leases them to r.Owner.
+	Lease(ctx context.Context, r LeaseRequest) ([]Delivery, error)
+	// Complete records each completion (see Completion).
+	Complete(ctx context.Context, cs []Completion) error
+	// Reclaim makes the leases of processes that are gone available now
+	// and reports how many it released. A store used by one process at a
+	// time (SQLite) releases every lease; a shared one only expired leases.
+	Reclaim(ctx context.Context, now time.Time) (int, error)
+	// List returns deliveries by id, without bodies.
+	List(ctx context.Context, f Filter) ([]Delivery, error)
+	// Get returns one delivery with its message and attempts.
+	Get(ctx context.Context, id int64) (*Detail, error)
+	// Retry makes the selected deliveries (ids, or every one f selects
+	// when ids is empty) pending and due at now, keeping their history and
+	// starting a new retry window. Delivered ones are left alone. It
+	// reports how many changed.
+	Retry(ctx context.Context, ids []int64, f Filter, now time.Time) (int, error)
+	// Counts returns the number of deliveries per source and status.
+	Counts(ctx context.Context) ([]Count, error)
+	Close() error
+}
+
+// Millis converts t to the stored form; the zero time is 0.
+func Millis(t time.Time) int64 {
+	if t.IsZero() {
+		return 0
+	}
+	return t.UnixMilli()
+}
+
+// FromMillis converts a stored time back; 0 is the zero time.
+func FromMillis(ms int64) time.Time {
+	if ms == 0 {
+		return time.Time{}
+	}
+	return time.UnixMilli(ms).UTC()
+}
