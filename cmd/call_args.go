@@ -1,0 +1,87 @@
+package cmd
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/evfwd/evfwd/internal/cli"
+	"github.com/evfwd/evfwd/pkg/message"
+)
+
+// stdinOnce hands stdin to at most one JSON argument.
+type stdinOnce struct {
+	io   *cli.IOStreams
+	used string // the flag that took it
+}
+
+// jsonArg reads a JSON-object flag value: inline JSON, @FILE, or - for
+// stdin. "" gives nil. Numbers keep their digits; whitespace is dropped.
+func jsonArg(stdin *stdinOnce, flag, val string) (*message.Object, error) {
+	var data []byte
+	switch {
+	case val == "":
+		return nil, nil
+	case val == "-":
+		if stdin.used != "" {
+			return nil, cli.UsageErrorf("%s -: stdin is already read by %s", flag, stdin.used)
+		}
+		stdin.used = flag
+		b, err := io.ReadAll(stdin.io.In)
+		if err != nil {
+			return nil, cli.UsageErrorf("%s: read stdin: %v", flag, err)
+		}
+		data = b
+	case strings.HasPrefix(val, "@"):
+		b, err := os.ReadFile(val[1:])
+		if err != nil {
+			return nil, cli.UsageErrorf("%s: %v", flag, err)
+		}
+		data = b
+	default:
+		data = []byte(val)
+	}
+	var compact bytes.Buffer
+	if err := json.Compact(&compact, data); err != nil {
+		return nil, cli.UsageErrorf("%s: invalid JSON: %v", flag, err)
+	}
+	obj, err := message.ParseObject(compact.Bytes())
+	if err != nil {
+		return nil, cli.UsageErrorf("%s: want a JSON object: %v", flag, err)
+	}
+	return obj, nil
+}
+
+// parsePair reads key=value or key:=JSON. A value that is a JSON number
+// (exact digits kept) or true/false is sent as that; anything else as a
+// string.
+func parsePair(p string) (string, json.RawMessage, error) {
+	i := strings.IndexByte(p, '=')
+	if i <= 0 || (i == 1 && p[0] == ':') {
+		return "", nil, errors.New("want key=value or key:=JSON")
+	}
+	key, val := p[:i], p[i+1:]
+	if k, ok := strings.CutSuffix(key, ":"); ok {
+		var b bytes.Buffer
+		if err := json.Compact(&b, []byte(val)); err != nil {
+			return "", nil, fmt.Errorf("invalid JSON after :=: %v", err)
+		}
+		return k, b.Bytes(), nil
+	}
+	if val == "true" || val == "false" || isJSONNumber(val) {
+		return key, json.RawMessage(val), nil
+	}
+	return key, message.AppendString(nil, val), nil
+}
+
+// isJSONNumber reports whether s is exactly one JSON number literal.
+func isJSONNumber(s string) bool {
+	if s == "" || (s[0] != '-' && (s[0] < '0' || s[0] > '9')) {
+		return false
+	}
+	return strings.TrimSpace(s) == s && json.Valid([]byte(s))
+}

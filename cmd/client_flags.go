@@ -1,0 +1,62 @@
+package cmd
+
+import (
+	"errors"
+	"time"
+
+	"github.com/evfwd/evfwd/internal/cli"
+	"github.com/evfwd/evfwd/pkg/analytics"
+	"github.com/spf13/cobra"
+)
+
+// clientFlags are the batching-client settings shared by the call
+// commands and send.
+type clientFlags struct {
+	WriteKey string
+	Endpoint string
+	// RetryBase is the first retry's backoff (hidden: tests shorten it).
+	RetryBase time.Duration
+}
+
+func (c *clientFlags) add(cmd *cobra.Command) {
+	cmd.Flags().StringVar(&c.WriteKey, "write-key", "", "the source's write `KEY` (sent as Basic auth)")
+	cmd.Flags().StringVar(&c.Endpoint, "endpoint", analytics.DefaultEndpoint, "collection API base `URL` (/v1/batch is appended)")
+	cli.BindEnv(cmd, "write-key", "endpoint")
+	cmd.Flags().DurationVar(&c.RetryBase, "retry-base", 0, "first retry backoff")
+	cmd.Flags().MarkHidden("retry-base")
+}
+
+// config returns the client config, or a usage error for a missing write
+// key (required unless the client is a stub).
+func (c *clientFlags) config(f *cli.Factory, stub bool) (analytics.Config, error) {
+	analytics.Version = f.Version
+	key := c.WriteKey
+	if key == "" {
+		if !stub {
+			return analytics.Config{}, cli.UsageErrorf("a write key is required: use --write-key or %s", cli.EnvName("write-key"))
+		}
+		key = "stub"
+	}
+	return analytics.Config{
+		WriteKey: key, Endpoint: c.Endpoint, Stub: stub, Now: f.Now,
+		Retry: analytics.RetryPolicy{BaseDelay: c.RetryBase},
+	}, nil
+}
+
+// configFlags names the flag behind each client config field.
+var configFlags = map[string]string{"Endpoint": "--endpoint", "BatchSize": "--batch-size", "MaxQueueSize": "--max-queue-size"}
+
+// newClient wraps analytics.New so a bad setting is a usage error naming
+// its flag.
+func newClient(cfg analytics.Config) (*analytics.Client, error) {
+	c, err := analytics.New(cfg)
+	var ce *analytics.ConfigError
+	if errors.As(err, &ce) {
+		name := configFlags[ce.Field]
+		if name == "" {
+			name = ce.Field
+		}
+		return nil, cli.UsageErrorf("%s %s", name, ce.Reason)
+	}
+	return c, err
+}

@@ -1,0 +1,187 @@
+package cmd
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/evfwd/evfwd/internal/cli"
+	"github.com/evfwd/evfwd/pkg/analytics"
+	"github.com/spf13/cobra"
+)
+
+func init() { register(func(f *cli.Factory) *cobra.Command { return NewCmdSend(f, nil) }) }
+
+// SendOptions are the inputs of `evfwd send`.
+type SendOptions struct {
+	Factory *cli.Factory
+	Context context.Context
+	Client  clientFlags
+
+	Files        []string
+	ErrorsFile   string
+	BatchSize    int
+	MaxQueueSize int
+	Workers      int
+	Rate         float64
+
+	// Test hooks: a second interrupt source (default: SIGINT, SIGTERM),
+	// and the pacer's sleep (default: a timer).
+	interrupts <-chan os.Signal
+	sleep      func(context.Context, time.Duration) error
+}
+
+// NewCmdSend builds `evfwd send`; runF replaces sendRun in tests.
+func NewCmdSend(f *cli.Factory, runF func(*SendOptions) error) *cobra.Command {
+	opts := &SendOptions{Factory: f}
+	cmd := &cobra.Command{
+		Use:   "send [FILE...]",
+		Short: "Import NDJSON calls through the batching client",
+		Long: `Read NDJSON, one call per line with its "type" (identify, track, page,
+screen, group, alias), and send every line through the batching client to
+POST {endpoint}/v1/batch. FILEs are read in order; no FILE or "-" reads stdin;
+gzip input (.gz, or gzip bytes on stdin) is decompressed on the fly. Memory
+stays flat whatever the input size.
+
+Lines keep their exact bytes: numbers keep their digits and unknown fields
+survive; only a missing messageId or timestamp is added (and context.library),
+and a timestamp in another accepted form is rewritten as UTC with
+milliseconds. Blank lines are skipped.
+
+A bad line (invalid JSON, unknown type, a missing required field, over 32 KB)
+is reported as FILE:LINE: reason on stderr and, with --errors-file, written
+there as the original line so it can be fixed and sent again; every other line
+still goes. Lines the API rejects or that cannot be delivered after retries
+are reported and written the same way.
+
+When the queue is full, reading waits (back-pressure). --workers N runs N
+independent clients, each with one request in flight; lines go to workers in
+fixed blocks, so the same input always splits the same way. --rate caps
+events per second.
+
+On a terminal a progress line shows lines read, sent, failed, events/s,
+bytes and the ETA; a summary follows at the end (-o json: one JSON object).
+Ctrl-C stops reading, flushes what is queued and prints the summary with the
+last line fully accepted, so an import can resume after it; a second Ctrl-C
+stops at once.
+
+Exit status: 0 every line accepted, 1 some line rejected or not delivered,
+2 usage error (nothing sent), 130 interrupted.`,
+		Example: `  cat events.ndjson | evfwd send --write-key $KEY
+  evfwd send history-2023.ndjson.gz history-2024.ndjson.gz --errors-file rejected.ndjson
+  evfwd send big.ndjson --workers 4 --batch-size 500
+  evfwd send events.ndjson --rate 200 --endpoint https://api.segment.io -o json`,
+		GroupID: groupClient,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			opts.Context = cmd.Context()
+			opts.Files = args
+			if runF != nil {
+				return runF(opts)
+			}
+			return sendRun(opts)
+		},
+	}
+	fl := cmd.Flags()
+	opts.Client.add(cmd)
+	fl.StringVar(&opts.ErrorsFile, "errors-file", "", "write rejected and undelivered lines, as read, to `FILE`")
+	fl.IntVar(&opts.BatchSize, "batch-size", analytics.DefaultBatchSize, "most messages in one request (a request also stays under 500 KB)")
+	fl.IntVar(&opts.MaxQueueSize, "max-queue-size", analytics.DefaultMaxQueueSize, "most messages waiting per worker; reading waits when full")
+	fl.IntVar(&opts.Workers, "workers", 1, "independent clients sending in parallel")
+	fl.Float64Var(&opts.Rate, "rate", 0, "at most `N` events per second (0: no limit)")
+	return cmd
+}
+
+func sendRun(opts *SendOptions) error {
+	f := opts.Factory
+	switch {
+	case opts.Workers < 1:
+		return cli.UsageErrorf("--workers must be at least 1")
+	case opts.BatchSize < 1:
+		return cli.UsageErrorf("--batch-size must be at least 1")
+	case opts.MaxQueueSize < 1:
+		return cli.UsageErrorf("--max-queue-size must be at least 1")
+	case opts.Rate < 0:
+		return cli.UsageErrorf("--rate must not be negative")
+	}
+	cfg, err := opts.Client.config(f, false)
+	if err != nil {
+		return err
+	}
+	cfg.BatchSize, cfg.MaxQueueSize = opts.BatchSize, opts.MaxQueueSize
+	inputs, err := statInputs(f.IO, opts.Files)
+	if err != nil {
+		return err
+	}
+	var errorsOut *bufio.Writer
+	if opts.ErrorsFile != "" {
+		ef, err := os.Create(opts.ErrorsFile)
+		if err != nil {
+			return cli.UsageErrorf("--errors-file: %v", err)
+		}
+		defer ef.Close()
+		errorsOut = bufio.NewWriter(ef)
+	}
+
+	ctx := opts.Context
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	// The first Ctrl-C (root's context, or our own signal) stops reading;
+	// the second abandons the flush.
+	readCtx, stopReading := context.WithCancel(ctx)
+	defer stopReading()
+	drainCtx, abandon := context.WithCancel(context.Background())
+	defer abandon()
+	sigs := opts.interrupts
+	if sigs == nil {
+		ch := make(chan os.Signal, 2)
+		signal.Notify(ch, os.Interrupt, syscall.SIGTERM)
+		defer signal.Stop(ch)
+		sigs = ch
+	}
+	go watchInterrupts(sigs, stopReading, abandon)
+
+	s := newSendRun(f, opts, inputs, errorsOut, readCtx, drainCtx)
+	if err := s.start(cfg); err != nil {
+		return err
+	}
+	s.read()
+	s.finish(drainCtx)
+	if errorsOut != nil {
+		if err := errorsOut.Flush(); err != nil {
+			s.console.line("error: --errors-file: " + err.Error())
+		}
+	}
+	interrupted := readCtx.Err() != nil
+	if err := s.printSummary(interrupted); err != nil {
+		return err
+	}
+	sum := s.summary(interrupted)
+	switch {
+	case interrupted:
+		return cli.Silent(cli.ExitInterrupted)
+	case sum.Rejected+sum.Failed+sum.Unsent > 0 || s.readErrors.Load() > 0:
+		return &cli.ExitError{Code: cli.ExitFailure, Err: fmt.Errorf("%d of %d lines not accepted (%d rejected as bad input, %d not delivered)",
+			sum.Rejected+sum.Failed+sum.Unsent, sum.Lines-sum.Blank, sum.Rejected, sum.Failed+sum.Unsent)}
+	}
+	return nil
+}
+
+// watchInterrupts turns signals into the two stages of Ctrl-C. The root's
+// context sees the first Ctrl-C too, so only this channel counts them.
+func watchInterrupts(sigs <-chan os.Signal, stopReading, abandon context.CancelFunc) {
+	first := false
+	for range sigs {
+		if !first {
+			first = true
+			stopReading()
+			continue
+		}
+		abandon()
+		return
+	}
+}
