@@ -1,0 +1,240 @@
+// Package collector is the collection API of `evfwd serve`: an http.Handler
+// that speaks the Segment HTTP Tracking API (DESIGN §2) — /v1/batch,
+// /v1/import and /v1/{identify,track,page,screen,group,alias} — checks and
+// completes each message, and answers 200 only once the store has committed
+// every message of the request.
+package collector
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/evfwd/evfwd/pkg/message"
+	"github.com/evfwd/evfwd/pkg/store"
+)
+
+// Body limits (DESIGN §2). A batch limit a little over the client's
+// 500,000 bytes, so that no batch the client builds is refused.
+const (
+	MaxBatchBytes   = 500 << 10
+	MaxMessageBytes = message.MaxMessageBytes
+)
+
+// RetryAfter is what a 429 asks the client to wait, in seconds.
+const RetryAfter = 1
+
+// Source is one configured source.
+type Source struct {
+	Name     string
+	WriteKey string
+	// Destinations are the destinations enabled for the source by name
+	// (message.Webhooks); a message gets a delivery for each one its
+	// integrations also enable.
+	Destinations []string
+}
+
+// Ingester is the part of the store the collector needs.
+type Ingester interface {
+	Ingest(ctx context.Context, msgs []store.Message) error
+}
+
+// Config configures a Handler.
+type Config struct {
+	Sources []Source
+	Store   Ingester
+	// Now is the clock for receivedAt (default time.Now).
+	Now func() time.Time
+	// NewID makes a messageId for a message without one (default
+	// message.NewID).
+	NewID func() string
+	// OnStored, when set, is called after each committed request with the
+	// source and the messages stored (metrics, waking the forwarder).
+	OnStored func(source string, msgs []store.Message)
+	// OnError, when set, is told about every request refused with a 5xx
+	// or a 429 (logging).
+	OnError func(status int, err error)
+}
+
+// Handler serves the collection API.
+type Handler struct {
+	cfg      Config
+	keys     map[string]*Source
+	draining atomic.Bool
+	mux      *http.ServeMux
+}
+
+// New checks cfg and returns a Handler.
+func New(cfg Config) (*Handler, error) {
+	if cfg.Store == nil {
+		return nil, errors.New("collector: no store")
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.NewID == nil {
+		cfg.NewID = message.NewID
+	}
+	h := &Handler{cfg: cfg, keys: map[string]*Source{}, mux: http.NewServeMux()}
+	for i := range cfg.Sources {
+		s := &cfg.Sources[i]
+		if s.WriteKey == "" {
+			return nil, fmt.Errorf("collector: source %q has no write key", s.Name)
+		}
+		if other, ok := h.keys[s.WriteKey]; ok {
+			return nil, fmt.Errorf("collector: sources %q and %q share a write key", other.Name, s.Name)
+		}
+		h.keys[s.WriteKey] = s
+	}
+	h.mux.HandleFunc("POST /v1/batch", h.batch)
+	h.mux.HandleFunc("POST /v1/import", h.batch)
+	for _, t := range message.Types {
+		h.mux.HandleFunc("POST /v1/"+string(t), h.single(t))
+	}
+	return h, nil
+}
+
+// Drain makes the Handler answer 503 to every new request (shutdown).
+func (h *Handler) Drain() { h.draining.Store(true) }
+
+// ServeHTTP implements http.Handler.
+func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if h.draining.Load() {
+		w.Header().Set("Connection", "close")
+		writeError(w, http.StatusServiceUnavailable, "server is shutting down", nil)
+		return
+	}
+	h.mux.ServeHTTP(w, r)
+}
+
+// batch serves /v1/batch and /v1/import.
+func (h *Handler) batch(w http.ResponseWriter, r *http.Request) {
+	src, ok := h.headerSource(w, r)
+	if !ok {
+		return
+	}
+	body, ok := readBody(w, r, MaxBatchBytes)
+	if !ok {
+		return
+	}
+	b, err := parseBatch(body)
+	if err != nil {
+		writeError(w, http.StatusBadRequest, err.Error(), nil)
+		return
+	}
+	if src == nil {
+		if src = h.keys[b.writeKey]; src == nil {
+			writeAuthError(w, b.writeKey != "")
+			return
+		}
+	}
+	h.store(w, r, src, b, "")
+}
+
+// single serves /v1/{type}: one message whose type the path fixes.
+func (h *Handler) single(t message.Type) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		src, ok := h.headerSource(w, r)
+		if !ok {
+			return
+		}
+		body, ok := readBody(w, r, MaxMessageBytes)
+		if !ok {
+			return
+		}
+		b, err := parseSingle(body)
+		if err != nil {
+			writeError(w, http.StatusBadRequest, err.Error(), nil)
+			return
+		}
+		if src == nil {
+			if src = h.keys[b.writeKey]; src == nil {
+				writeAuthError(w, b.writeKey != "")
+				return
+			}
+		}
+		h.store(w, r, src, b, t)
+	}
+}
+
+// headerSource resolves Basic auth. It answers 401 itself for an unknown
+// key; with no Authorization header it returns nil, true and the body's
+// writeKey decides.
+func (h *Handler) headerSource(w http.ResponseWriter, r *http.Request) (*Source, bool) {
+	if r.Header.Get("Authorization") == "" {
+		return nil, true
+	}
+	key, _, ok := r.BasicAuth()
+	if ok {
+		if src := h.keys[key]; src != nil {
+			return src, true
+		}
+	}
+	writeAuthError(w, true)
+	return nil, false
+}
+
+// store completes the batch's messages, commits them, and answers.
+func (h *Handler) store(w http.ResponseWriter, r *http.Request, src *Source, b *batch, pathType message.Type) {
+	now := h.cfg.Now()
+	msgs, details, tooLarge := b.messages(src, pathType, now, h.cfg.NewID)
+	switch {
+	case tooLarge:
+		writeError(w, http.StatusRequestEntityTooLarge, "message too large", details)
+		return
+	case len(details) > 0:
+		writeError(w, http.StatusBadRequest, "invalid message", details)
+		return
+	}
+	if err := h.cfg.Store.Ingest(r.Context(), msgs); err != nil {
+		switch {
+		case errors.Is(err, store.ErrBusy):
+			w.Header().Set("Retry-After", fmt.Sprint(RetryAfter))
+			writeError(w, http.StatusTooManyRequests, "store is busy, retry later", nil)
+			h.onError(http.StatusTooManyRequests, err)
+		case errors.Is(err, store.ErrClosed), errors.Is(err, context.Canceled):
+			writeError(w, http.StatusServiceUnavailable, "server is shutting down", nil)
+			h.onError(http.StatusServiceUnavailable, err)
+		default:
+			writeError(w, http.StatusInternalServerError, "could not store messages", nil)
+			h.onError(http.StatusInternalServerError, err)
+		}
+		return
+	}
+	if h.cfg.OnStored != nil {
+		h.cfg.OnStored(src.Name, msgs)
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusOK)
+	w.Write([]byte(`{"success":true}` + "\n"))
+}
+
+func (h *Handler) onError(status int, err error) {
+	if h.cfg.OnError != nil {
+		h.cfg.OnError(status, err)
+	}
+}
+
+func writeAuthError(w http.ResponseWriter, given bool) {
+	w.Header().Set("WWW-Authenticate", `Basic realm="evfwd"`)
+	msg := "missing write key"
+	if given {
+		msg = "unknown write key"
+	}
+	writeError(w, http.StatusUnauthorized, msg, nil)
+}
+
+// Detail says what is wrong with one message of a request.
+type Detail struct {
+	Index  int    `json:"index"`
+	Field  string `json:"field,omitempty"`
+	Reason string `json:"reason"`
+}
+
+func (d Detail) String() string {
+	return strings.TrimSpace(fmt.Sprintf("message %d: %s %s", d.Index, d.Field, d.Reason))
+}
