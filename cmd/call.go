@@ -41,7 +41,7 @@ var callKinds = []callKind{
   evfwd track --user-id u_42 --event Signup --timestamp 1714564800 --properties '{"plan":"pro"}'
   evfwd track --user-id u_42 --event Refund --property 'items:=[1,2]' --dry-run`},
 	{typ: message.TypePage, short: "Record a web page view", data: "properties", anonymous: true,
-		fields: []callField{{"name", "name", "the page's `NAME`"}, {"category", "category", "the page's `CATEGORY` (needs --name)"}},
+		fields:  []callField{{"name", "name", "the page's `NAME`"}, {"category", "category", "the page's `CATEGORY` (needs --name)"}},
 		example: `  evfwd page --anonymous-id a_1 --name Pricing --property url=https://example.com/pricing`},
 	{typ: message.TypeScreen, short: "Record a mobile screen view", data: "properties", anonymous: true,
 		fields:  []callField{{"name", "name", "the screen's `NAME`"}, {"category", "category", "the screen's `CATEGORY` (needs --name)"}},
