@@ -1,0 +1,744 @@
+package cmd
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/evfwd/evfwd/internal/cli"
+	"github.com/evfwd/evfwd/pkg/message"
+	"github.com/evfwd/evfwd/pkg/signature"
+	"github.com/evfwd/evfwd/pkg/webhook"
+	"github.com/google/uuid"
+	"github.com/spf13/cobra"
+)
+
+func init() { register(func(f *cli.Factory) *cobra.Command { return NewCmdTrigger(f, nil) }) }
+
+// TriggerOptions are the inputs of `evfwd trigger`.
+type TriggerOptions struct {
+	Factory *cli.Factory
+	Context context.Context
+
+	Type        string
+	URLs        []string
+	Data        string // JSON, @file or "-"
+	UserID      string
+	Event       string
+	Secret      cli.Secret
+	Headers     []string // "Name: value"
+	CAFile      string
+	RetryWindow time.Duration
+	Timeout     time.Duration
+	Count       int
+	Concurrency int
+
+	// RetryInitial is the first backoff (hidden flag: tests shorten it).
+	RetryInitial time.Duration
+}
+
+// NewCmdTrigger builds `evfwd trigger`; runF replaces triggerRun in tests.
+func NewCmdTrigger(f *cli.Factory, runF func(*TriggerOptions) error) *cobra.Command {
+	opts := &TriggerOptions{Factory: f}
+	typeNames := make([]string, len(webhook.Types))
+	for i, t := range webhook.Types {
+		typeNames[i] = string(t)
+	}
+	cmd := &cobra.Command{
+		Use:   "trigger TYPE --url URL [--url URL ...]",
+		Short: "Send a webhook to your endpoint exactly as the destination would",
+		Long: `Send one message of TYPE (` + strings.Join(typeNames, ", ") + `) to up to five
+webhook URLs as the webhook destination does: the body of spec 2.1, headers
+User-Agent, Content-Type, your --header lines and X-Signature when a secret is
+given (--secret-file, EVFWD_SECRET or --secret). URLs are tried in order; the
+first 2xx ends delivery. Each attempt is printed as it happens with what
+follows: the next URL, a retry (exponential backoff from 1s to 10m, for at most
+--retry-window), or the end. Each attempt has a 5s deadline; redirects are not
+followed; an untrusted certificate is an error (--ca-file trusts a private CA).
+
+The message is a realistic sample of TYPE, or yours with --data (JSON, @FILE
+or - for stdin); --user-id and --event override fields, and a missing
+messageId or timestamp is filled in.
+
+With --count N the message is sent N times (fresh messageId each, no retries)
+by --concurrency workers, and a latency histogram (p50/p90/p99), status counts
+and throughput are printed: a quick load test of your endpoint.
+
+Exit status: 0 delivered (every message with --count), 1 failed, 2 usage
+error, 130 interrupted.`,
+		Example: `  evfwd trigger track --url http://localhost:8080/hooks
+  evfwd trigger identify --url https://hooks.example/a --url https://hooks.example/b --secret-file hook.secret
+  evfwd trigger track --data @order.json --event "Order Refunded" --header 'Authorization: Bearer t0k'
+  evfwd trigger page --url http://127.0.0.1:9000/ --count 10000 --concurrency 32
+  evfwd trigger delete --user-id u_42 --url https://hooks.example/gdpr -o json`,
+		GroupID:   groupTools,
+		Args:      cli.Args(cobra.ExactArgs(1)),
+		ValidArgs: typeNames,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			opts.Type = args[0]
+			opts.Context = cmd.Context()
+			if runF != nil {
+				return runF(opts)
+			}
+			return triggerRun(opts)
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringArrayVar(&opts.URLs, "url", nil, "webhook `URL` (http or https; repeat for up to 5, tried in order)")
+	fl.StringVar(&opts.Data, "data", "", "the message: JSON, @FILE, or - for stdin (default: a sample of TYPE)")
+	fl.StringVar(&opts.UserID, "user-id", "", "set the message's userId")
+	fl.StringVar(&opts.Event, "event", "", "set the event name (track)")
+	opts.Secret.AddFlags(cmd)
+	fl.StringArrayVarP(&opts.Headers, "header", "H", nil, "static header `'Name: value'` sent to every URL (repeatable)")
+	fl.StringVar(&opts.CAFile, "ca-file", "", "PEM `FILE` of a CA to trust besides the system roots")
+	fl.DurationVar(&opts.RetryWindow, "retry-window", webhook.DefaultWindow, "retry for at most this long after the first attempt (0: no retries)")
+	fl.DurationVar(&opts.Timeout, "timeout", webhook.DefaultTimeout, "deadline of each attempt, connect to last byte")
+	fl.IntVarP(&opts.Count, "count", "n", 1, "send the message N times (load test; no retries)")
+	fl.IntVarP(&opts.Concurrency, "concurrency", "c", 1, "deliveries in flight with --count")
+	fl.DurationVar(&opts.RetryInitial, "retry-initial", webhook.DefaultInitial, "first retry delay")
+	_ = fl.MarkHidden("retry-initial")
+	_ = cmd.MarkFlagRequired("url")
+	return cmd
+}
+
+// trigger is one run: the checked inputs and what prints the results.
+type trigger struct {
+	opts   *TriggerOptions
+	f      *cli.Factory
+	ctx    context.Context
+	typ    message.Type
+	msg    *message.Object
+	dest   *webhook.Destination
+	sender *webhook.Sender
+	out    *attemptPrinter
+}
+
+func triggerRun(opts *TriggerOptions) error {
+	tr, err := newTrigger(opts)
+	if err != nil {
+		return err
+	}
+	defer tr.sender.CloseIdleConnections()
+	if opts.Count > 1 {
+		return tr.load()
+	}
+	return tr.once()
+}
+
+func newTrigger(opts *TriggerOptions) (*trigger, error) {
+	f := opts.Factory
+	tr := &trigger{opts: opts, f: f, ctx: opts.Context, typ: message.Type(opts.Type)}
+	if tr.ctx == nil {
+		tr.ctx = context.Background()
+	}
+	if !webhook.ValidType(tr.typ) {
+		return nil, cli.UsageErrorf("unknown type %q: want one of page, screen, identify, track, alias, group, delete", opts.Type)
+	}
+	switch {
+	case opts.Count < 1:
+		return nil, cli.UsageErrorf("--count must be at least 1")
+	case opts.Concurrency < 1:
+		return nil, cli.UsageErrorf("--concurrency must be at least 1")
+	case opts.RetryWindow < 0:
+		return nil, cli.UsageErrorf("--retry-window must not be negative")
+	case opts.Timeout <= 0:
+		return nil, cli.UsageErrorf("--timeout must be positive")
+	}
+
+	headers := map[string]string{}
+	for _, h := range opts.Headers {
+		name, value, err := parseHeader(h)
+		if err != nil {
+			return nil, cli.UsageError(err)
+		}
+		canon := http.CanonicalHeaderKey(name)
+		for k := range headers {
+			if http.CanonicalHeaderKey(k) == canon {
+				return nil, cli.UsageErrorf("--header %q: %s given twice", h, canon)
+			}
+		}
+		headers[name] = value
+	}
+	secret, err := opts.Secret.Resolve(f, "trigger", false)
+	if err != nil {
+		return nil, err
+	}
+	tr.dest = &webhook.Destination{SharedSecret: string(secret)}
+	for _, u := range opts.URLs {
+		tr.dest.Endpoints = append(tr.dest.Endpoints, webhook.Endpoint{URL: u, Headers: headers})
+	}
+	if err := tr.dest.Validate(); err != nil {
+		return nil, cli.UsageError(flagConfigError(err))
+	}
+
+	if tr.msg, err = tr.message(); err != nil {
+		return nil, err
+	}
+	if _, err := webhook.Body(tr.msg); err != nil {
+		return nil, cli.UsageErrorf("--data: %v", err)
+	}
+
+	tr.sender, err = webhook.NewSender(webhook.Options{
+		UserAgent:       webhook.UserAgent(f.Version),
+		Timeout:         opts.Timeout,
+		CAFile:          opts.CAFile,
+		Now:             f.Now,
+		MaxConnsPerHost: 0,
+	})
+	if err != nil {
+		return nil, cli.UsageErrorf("--ca-file: %v", err)
+	}
+	tr.out = newAttemptPrinter(f, len(tr.dest.Endpoints))
+	return tr, nil
+}
+
+// parseHeader splits a --header value "Name: value". The name must be a
+// header token; surrounding spaces of the value are dropped as HTTP does.
+func parseHeader(s string) (name, value string, err error) {
+	name, value, ok := strings.Cut(s, ":")
+	name = strings.TrimSpace(name)
+	if !ok || name == "" {
+		return "", "", fmt.Errorf("--header %q: want 'Name: value'", s)
+	}
+	return name, strings.Trim(value, " \t"), nil
+}
+
+// flagConfigError restates destination errors in terms of the flags.
+func flagConfigError(err error) error {
+	var errs []error
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		errs = j.Unwrap()
+	} else {
+		errs = []error{err}
+	}
+	var lines []string
+	for _, e := range errs {
+		var ce *webhook.ConfigError
+		switch {
+		case errors.As(e, &ce) && ce.Index < 0:
+			lines = append(lines, "--url: "+strings.Replace(ce.Reason, "webhook URLs", "URLs", 1))
+		case errors.As(e, &ce) && strings.HasPrefix(ce.Reason, "header "):
+			lines = append(lines, "--"+ce.Reason)
+		case errors.As(e, &ce):
+			lines = append(lines, fmt.Sprintf("--url %q: %s", ce.URL, ce.Reason))
+		default:
+			lines = append(lines, e.Error())
+		}
+	}
+	// Static headers apply to every URL: say each problem once.
+	return errors.New(strings.Join(slices.Compact(lines), "\n"))
+}
+
+// message builds the collected message: the sample, or --data, with the
+// overrides applied and messageId/timestamp filled in when missing.
+func (tr *trigger) message() (*message.Object, error) {
+	opts, now := tr.opts, tr.f.Now()
+	var msg *message.Object
+	if opts.Data == "" {
+		var err error
+		if msg, err = webhook.Sample(tr.typ, now, uuid.NewString()); err != nil {
+			return nil, err
+		}
+	} else {
+		raw, name, err := readData(tr.f.IO, opts.Data)
+		if err != nil {
+			return nil, err
+		}
+		if msg, err = message.ParseObject(raw); err != nil {
+			return nil, cli.UsageErrorf("--data %s: %v", name, err)
+		}
+		if t, ok := msg.GetString("type"); ok && t != opts.Type {
+			return nil, cli.UsageErrorf("--data %s has type %q but TYPE is %q", name, t, opts.Type)
+		}
+		msg.SetString("type", opts.Type)
+		if !msg.Has("messageId") && tr.typ != webhook.TypeDelete {
+			msg.SetString("messageId", uuid.NewString())
+		}
+		if !msg.Has("timestamp") {
+			msg.SetString("timestamp", message.FormatTime(now))
+		}
+	}
+	if opts.UserID != "" {
+		msg.SetString("userId", opts.UserID)
+	}
+	if opts.Event != "" {
+		if tr.typ != message.TypeTrack {
+			return nil, cli.UsageErrorf("--event applies to track messages, not %s", opts.Type)
+		}
+		msg.SetString("event", opts.Event)
+	}
+	return msg, nil
+}
+
+// readData reads --data: inline JSON, @FILE, or - for stdin.
+func readData(s *cli.IOStreams, data string) ([]byte, string, error) {
+	var (
+		raw  []byte
+		name = "argument"
+		err  error
+	)
+	switch {
+	case data == "-":
+		name = "stdin"
+		raw, err = io.ReadAll(s.In)
+	case strings.HasPrefix(data, "@"):
+		name = data[1:]
+		raw, err = os.ReadFile(name)
+	default:
+		raw = []byte(data)
+	}
+	if err != nil {
+		return nil, name, cli.UsageErrorf("--data: %v", err)
+	}
+	return raw, name, nil
+}
+
+// once delivers the message with retries and reports each attempt.
+func (tr *trigger) once() error {
+	body, _ := webhook.Body(tr.msg)
+	tr.out.intro(tr.typ, tr.msg, body, tr.dest.SharedSecret)
+	p := webhook.Policy{
+		Initial: tr.opts.RetryInitial,
+		// No attempt starts after the window; a zero window therefore
+		// means one delivery.
+		Window: max(tr.opts.RetryWindow, time.Nanosecond),
+		Now:    tr.f.Now,
+	}
+	attempts := 0
+	res, deliveries := tr.sender.Retry(tr.ctx, tr.dest, body, p, func(a webhook.Attempt) {
+		attempts++
+		tr.out.attempt(a, tr.msg)
+	})
+	return tr.out.verdict(res, deliveries, attempts, tr.msg, body)
+}
+
+// attemptPrinter writes attempts and summaries in the chosen format.
+type attemptPrinter struct {
+	f         *cli.Factory
+	w         io.Writer
+	st        *cli.Styles
+	json      bool
+	endpoints int
+	mu        sync.Mutex // load mode prints from many workers
+}
+
+func newAttemptPrinter(f *cli.Factory, endpoints int) *attemptPrinter {
+	return &attemptPrinter{f: f, w: f.IO.Out, st: f.IO.OutStyles(), json: f.Format.JSON(), endpoints: endpoints}
+}
+
+func (p *attemptPrinter) intro(t message.Type, msg *message.Object, body []byte, secret string) {
+	if p.json {
+		return
+	}
+	id, _ := msg.GetString("messageId")
+	signed := p.st.Muted.Sprint("unsigned")
+	if secret != "" {
+		signed = "signed " + p.st.Muted.Sprint(signature.Header+": "+signature.Sign([]byte(secret), body))
+	}
+	fmt.Fprintf(p.w, "%s %s  %d bytes  %s\n%s\n\n", p.st.Bold.Sprint(string(t)), p.st.Muted.Sprint(id), len(body), signed, body)
+}
+
+// attempt prints one attempt line, or one NDJSON record.
+func (p *attemptPrinter) attempt(a webhook.Attempt, msg *message.Object) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.json {
+		b, _ := json.Marshal(a)
+		id, _ := msg.GetString("messageId")
+		rec := append([]byte(`{"record":"attempt","message_id":`), message.AppendString(nil, id)...)
+		rec = append(append(rec, ','), b[1:]...)
+		p.w.Write(append(rec, '\n'))
+		return
+	}
+	st := p.st
+	var answer string
+	switch {
+	case a.Status != 0 && a.Outcome == webhook.Delivered:
+		answer = st.OK.Sprintf("%d %s", a.Status, http.StatusText(a.Status))
+	case a.Status != 0:
+		answer = st.Fail.Sprintf("%d %s", a.Status, http.StatusText(a.Status))
+	default:
+		answer = st.Fail.Sprint(string(a.Class))
+	}
+	fmt.Fprintf(p.w, "%s  #%d  %s  → %s  %s  %s\n",
+		st.Muted.Sprint(a.Start.Local().Format("15:04:05.000")), a.Delivery, a.URL, answer,
+		fmtLatency(a.Latency), p.next(a))
+	if a.Err != nil {
+		fmt.Fprintf(p.w, "    %s\n", st.Muted.Sprint(a.Err.Error()))
+	} else if a.Outcome != webhook.Delivered && len(a.Body) > 0 {
+		fmt.Fprintf(p.w, "    %s\n", st.Muted.Sprint(excerptLine(a.Body)))
+	}
+}
+
+// next says what follows an attempt, in words.
+func (p *attemptPrinter) next(a webhook.Attempt) string {
+	st := p.st
+	why := a.Outcome.String()
+	if a.Outcome == webhook.TLSError {
+		why = "TLS error"
+	}
+	switch a.Then {
+	case webhook.ThenDone:
+		return st.OK.Sprint("delivered")
+	case webhook.ThenNextURL:
+		return st.Warn.Sprintf("%s, trying the next URL", why)
+	case webhook.ThenRetry:
+		wait := a.RetryAt.Sub(p.f.Now()).Round(10 * time.Millisecond)
+		s := fmt.Sprintf("retryable, retry in %s at %s", wait, a.RetryAt.Local().Format("15:04:05"))
+		if a.RetryAfter > 0 {
+			s += fmt.Sprintf(" (Retry-After %s)", a.RetryAfter)
+		}
+		return st.Warn.Sprint(s)
+	case webhook.ThenGiveUp:
+		if a.Outcome == webhook.Retryable {
+			return st.Fail.Sprint("retryable, but the retry window is over: giving up")
+		}
+		return st.Fail.Sprintf("%s, not retried", why)
+	case webhook.ThenStop:
+		return st.Warn.Sprint("interrupted")
+	}
+	return st.Fail.Sprint(why)
+}
+
+func excerptLine(b []byte) string {
+	s := strings.Join(strings.Fields(string(b)), " ")
+	if len(s) > 120 {
+		s = s[:117] + "..."
+	}
+	return s
+}
+
+func fmtLatency(d time.Duration) string {
+	switch {
+	case d < time.Millisecond:
+		return fmt.Sprintf("%dµs", d.Microseconds())
+	case d < time.Second:
+		return fmt.Sprintf("%.1fms", float64(d.Microseconds())/1000)
+	}
+	return d.Round(10 * time.Millisecond).String()
+}
+
+// onceSummary is the -o json summary of a single message.
+type onceSummary struct {
+	Record      string          `json:"record"`
+	Type        string          `json:"type"`
+	MessageID   string          `json:"message_id,omitempty"`
+	Outcome     webhook.Outcome `json:"outcome"`
+	DeliveredTo string          `json:"delivered_to,omitempty"`
+	Deliveries  int             `json:"deliveries"`
+	Attempts    int             `json:"attempts"`
+	Body        json.RawMessage `json:"body"`
+}
+
+// verdict prints the end of a single delivery and picks the exit code.
+func (p *attemptPrinter) verdict(res webhook.Result, deliveries, attempts int, msg *message.Object, body []byte) error {
+	last := res.Last()
+	if p.json {
+		id, _ := msg.GetString("messageId")
+		typ, _ := msg.GetString("type")
+		s := onceSummary{Record: "summary", Type: typ, MessageID: id, Outcome: res.Outcome,
+			Deliveries: deliveries, Attempts: attempts, Body: body}
+		if res.Delivered() {
+			s.DeliveredTo = last.URL
+		}
+		if err := cli.WriteJSON(p.w, s); err != nil {
+			return err
+		}
+	} else {
+		st := p.st
+		tries := plural(deliveries, "delivery", "deliveries") + ", " + plural(attempts, "attempt", "attempts")
+		switch res.Outcome {
+		case webhook.Delivered:
+			fmt.Fprintf(p.w, "\n%s delivered to %s (%s)\n", st.OK.Sprint(cli.SymOK), last.URL, tries)
+		case webhook.Interrupted:
+			fmt.Fprintf(p.w, "\n%s interrupted, not delivered (%s)\n", st.Warn.Sprint(cli.SymNone), tries)
+		default:
+			fmt.Fprintf(p.w, "\n%s not delivered: %s (%s)\n", st.Fail.Sprint(cli.SymFail), res.Outcome, tries)
+		}
+	}
+	switch res.Outcome {
+	case webhook.Delivered:
+		return nil
+	case webhook.Interrupted:
+		return cli.Silent(cli.ExitInterrupted)
+	}
+	return cli.Silent(cli.ExitFailure)
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	return strconv.Itoa(n) + " " + many
+}
+
+// loadStats is what one load worker saw; merged at the end, so workers
+// share nothing while they run.
+type loadStats struct {
+	latencies   []time.Duration
+	statuses    map[int]int
+	errors      map[webhook.Class]int
+	delivered   int
+	failed      int
+	interrupted int
+}
+
+// load sends the message Count times from Concurrency workers, each with a
+// fresh messageId, one delivery each (no retries), and reports latency
+// percentiles, a histogram, status counts and throughput.
+func (tr *trigger) load() error {
+	opts := tr.opts
+	n, c := opts.Count, min(opts.Concurrency, opts.Count)
+	ctx := tr.ctx
+	var (
+		next  atomic.Int64
+		done  atomic.Int64
+		wg    sync.WaitGroup
+		stats = make([]loadStats, c)
+	)
+	var onAttempt func(webhook.Attempt)
+	start := time.Now()
+	for w := range c {
+		wg.Go(func() {
+			st := &stats[w]
+			st.latencies = make([]time.Duration, 0, n/c+1)
+			st.statuses, st.errors = map[int]int{}, map[webhook.Class]int{}
+			msg := &message.Object{Fields: slices.Clone(tr.msg.Fields)}
+			size := 256
+			for ctx.Err() == nil && next.Add(1) <= int64(n) {
+				if tr.typ != webhook.TypeDelete {
+					msg.SetString("messageId", uuid.NewString())
+				}
+				// A fresh body per message: the transport may still hold
+				// the last one after Deliver returns.
+				body, _ := webhook.AppendBody(make([]byte, 0, size), msg)
+				size = len(body) + 64
+				cb := onAttempt
+				if tr.out.json {
+					cb = func(a webhook.Attempt) { tr.out.attempt(a, msg) }
+				}
+				t0 := time.Now()
+				res := tr.sender.DeliverFunc(ctx, tr.dest, body, cb)
+				lat := time.Since(t0)
+				if res.Outcome == webhook.Interrupted {
+					st.interrupted++
+					break
+				}
+				for _, a := range res.Attempts {
+					if a.Status != 0 {
+						st.statuses[a.Status]++
+					} else {
+						st.errors[a.Class]++
+					}
+				}
+				st.latencies = append(st.latencies, lat)
+				if res.Delivered() {
+					st.delivered++
+				} else {
+					st.failed++
+				}
+				done.Add(1)
+			}
+		})
+	}
+	stop := tr.progress(&done, n, start)
+	wg.Wait()
+	stop()
+	elapsed := time.Since(start)
+
+	total := loadStats{statuses: map[int]int{}, errors: map[webhook.Class]int{}}
+	for _, st := range stats {
+		total.latencies = append(total.latencies, st.latencies...)
+		for k, v := range st.statuses {
+			total.statuses[k] += v
+		}
+		for k, v := range st.errors {
+			total.errors[k] += v
+		}
+		total.delivered += st.delivered
+		total.failed += st.failed
+		total.interrupted += st.interrupted
+	}
+	slices.Sort(total.latencies)
+	if err := tr.out.loadSummary(tr.typ, n, c, elapsed, &total); err != nil {
+		return err
+	}
+	switch {
+	case ctx.Err() != nil:
+		return cli.Silent(cli.ExitInterrupted)
+	case total.failed > 0:
+		return cli.Silent(cli.ExitFailure)
+	}
+	return nil
+}
+
+// progress shows a live count and rate on a terminal's stderr.
+func (tr *trigger) progress(done *atomic.Int64, n int, start time.Time) (stop func()) {
+	if !tr.f.IO.ErrTTY {
+		return func() {}
+	}
+	quit, finished := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(finished)
+		tick := time.NewTicker(250 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			select {
+			case <-quit:
+				fmt.Fprint(tr.f.IO.ErrOut, "\r\033[K")
+				return
+			case <-tick.C:
+				d := done.Load()
+				rate := float64(d) / time.Since(start).Seconds()
+				fmt.Fprintf(tr.f.IO.ErrOut, "\r\033[K  %d/%d  %.0f/s", d, n, rate)
+			}
+		}
+	}()
+	return func() { close(quit); <-finished }
+}
+
+// histogramBounds are the upper bounds of the latency buckets.
+var histogramBounds = []time.Duration{
+	500 * time.Microsecond, time.Millisecond, 2 * time.Millisecond, 5 * time.Millisecond,
+	10 * time.Millisecond, 20 * time.Millisecond, 50 * time.Millisecond, 100 * time.Millisecond,
+	250 * time.Millisecond, 500 * time.Millisecond, time.Second, 2500 * time.Millisecond,
+	5 * time.Second,
+}
+
+type bucket struct {
+	LE    *float64 `json:"le_ms"` // nil: above the last bound
+	Count int      `json:"count"`
+}
+
+// histogram counts sorted latencies per bucket, dropping empty ones.
+func histogram(sorted []time.Duration) []bucket {
+	var out []bucket
+	i := 0
+	for _, b := range histogramBounds {
+		j := i
+		for j < len(sorted) && sorted[j] <= b {
+			j++
+		}
+		if j > i {
+			le := float64(b.Microseconds()) / 1000
+			out = append(out, bucket{LE: &le, Count: j - i})
+		}
+		i = j
+	}
+	if i < len(sorted) {
+		out = append(out, bucket{Count: len(sorted) - i})
+	}
+	return out
+}
+
+// percentile of sorted latencies, nearest rank.
+func percentile(sorted []time.Duration, p float64) time.Duration {
+	if len(sorted) == 0 {
+		return 0
+	}
+	k := int(float64(len(sorted))*p+0.999999) - 1
+	return sorted[min(max(k, 0), len(sorted)-1)]
+}
+
+type loadSummaryJSON struct {
+	Record      string             `json:"record"`
+	Type        string             `json:"type"`
+	Count       int                `json:"count"`
+	Sent        int                `json:"sent"`
+	Delivered   int                `json:"delivered"`
+	Failed      int                `json:"failed"`
+	Interrupted bool               `json:"interrupted,omitempty"`
+	Concurrency int                `json:"concurrency"`
+	ElapsedMS   float64            `json:"elapsed_ms"`
+	PerSecond   float64            `json:"per_second"`
+	LatencyMS   map[string]float64 `json:"latency_ms"`
+	Status      map[string]int     `json:"status"`
+	Histogram   []bucket           `json:"histogram"`
+}
+
+func (p *attemptPrinter) loadSummary(t message.Type, n, c int, elapsed time.Duration, s *loadStats) error {
+	sent := len(s.latencies)
+	rate := float64(sent) / elapsed.Seconds()
+	lat := s.latencies
+	pcts := []struct {
+		name string
+		d    time.Duration
+	}{
+		{"p50", percentile(lat, 0.50)}, {"p90", percentile(lat, 0.90)}, {"p99", percentile(lat, 0.99)}, {"max", percentile(lat, 1)},
+	}
+	status := map[string]int{}
+	for k, v := range s.statuses {
+		status[strconv.Itoa(k)] = v
+	}
+	for k, v := range s.errors {
+		status[string(k)] = v
+	}
+	hist := histogram(lat)
+	if p.json {
+		ms := map[string]float64{}
+		for _, q := range pcts {
+			ms[q.name] = float64(q.d.Microseconds()) / 1000
+		}
+		return cli.WriteJSON(p.w, loadSummaryJSON{
+			Record: "summary", Type: string(t), Count: n, Sent: sent, Delivered: s.delivered, Failed: s.failed,
+			Interrupted: s.interrupted > 0 || sent < n, Concurrency: c,
+			ElapsedMS: float64(elapsed.Microseconds()) / 1000, PerSecond: rate,
+			LatencyMS: ms, Status: status, Histogram: hist,
+		})
+	}
+	st := p.st
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s  %d of %d sent by %d workers in %s: %s deliveries/s\n",
+		st.Bold.Sprint(string(t)), sent, n, c, elapsed.Round(time.Millisecond), st.Bold.Sprintf("%.0f", rate))
+	verdict := st.OK.Sprint(cli.SymOK)
+	if s.failed > 0 {
+		verdict = st.Fail.Sprint(cli.SymFail)
+	}
+	fmt.Fprintf(&b, "%s delivered %d  failed %d", verdict, s.delivered, s.failed)
+	if sent < n {
+		fmt.Fprintf(&b, "  %s", st.Warn.Sprintf("interrupted, %d not sent", n-sent))
+	}
+	b.WriteString("\nstatus  ")
+	keys := slices.Sorted(func(yield func(string) bool) {
+		for k := range status {
+			if !yield(k) {
+				return
+			}
+		}
+	})
+	for i, k := range keys {
+		if i > 0 {
+			b.WriteString("  ")
+		}
+		fmt.Fprintf(&b, "%s ×%d", k, status[k])
+	}
+	b.WriteString("\nlatency ")
+	for _, q := range pcts {
+		fmt.Fprintf(&b, " %s %s", q.name, fmtLatency(q.d))
+	}
+	b.WriteString("\n")
+	most := 0
+	for _, h := range hist {
+		most = max(most, h.Count)
+	}
+	for _, h := range hist {
+		label := "> 5s"
+		if h.LE != nil {
+			label = "≤ " + fmtLatency(time.Duration(*h.LE*1000)*time.Microsecond)
+		}
+		bar := strings.Repeat("█", max(1, h.Count*40/max(most, 1)))
+		fmt.Fprintf(&b, "  %9s %s %d\n", label, st.Accent.Sprint(bar), h.Count)
+	}
+	_, err := io.WriteString(p.w, b.String())
+	return err
+}
