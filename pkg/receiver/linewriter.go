@@ -3,14 +3,23 @@ package receiver
 import (
 	"io"
 	"sync"
+	"time"
+)
+
+// FlushInterval is the longest a line waits in a LineWriter; FlushSize
+// the batch size that is written without waiting.
+const (
+	FlushInterval = 20 * time.Millisecond
+	FlushSize     = 64 << 10
 )
 
 // LineWriter collects whole lines from many goroutines and writes them to
-// an underlying writer from one goroutine, in batches: while a write is in
-// progress new lines gather in a second buffer and go out together with
-// the next write. One line alone is written at once (no timer delay), a
-// burst costs one syscall per batch, and a slow disk or pipe never holds
-// the mutex that request handlers take.
+// an underlying writer from one goroutine, in batches. A batch goes out
+// FlushInterval after its first line, or as soon as FlushSize bytes wait,
+// so under load a write syscall carries hundreds of lines instead of one
+// (per-line writes and wake-ups cost more than the rest of a request), and
+// a quiet listener still shows a line within the interval. A slow disk or
+// pipe never holds the mutex that request handlers take.
 type LineWriter struct {
 	w io.Writer
 
@@ -19,6 +28,7 @@ type LineWriter struct {
 	err     error // first write error; later lines are dropped
 	closed  bool
 	wake    chan struct{}
+	armed   bool       // a flush timer is pending
 	writing bool       // a batch is out of buf and being written
 	flushed *sync.Cond // signalled when buf has drained
 	done    chan struct{}
@@ -50,9 +60,25 @@ func (lw *LineWriter) Append(fn func([]byte) []byte) error {
 	if lw.closed {
 		return io.ErrClosedPipe
 	}
+	wasEmpty := len(lw.buf) == 0
 	lw.buf = fn(lw.buf)
-	lw.signal()
+	switch {
+	case len(lw.buf) >= FlushSize:
+		lw.signal()
+	case wasEmpty && !lw.armed:
+		lw.armed = true
+		time.AfterFunc(FlushInterval, lw.timerFired)
+	}
 	return nil
+}
+
+func (lw *LineWriter) timerFired() {
+	lw.mu.Lock()
+	defer lw.mu.Unlock()
+	lw.armed = false
+	if !lw.closed {
+		lw.signal()
+	}
 }
 
 // signal wakes the writing goroutine; mu must be held, so it never races

@@ -7,12 +7,15 @@
 package receiver
 
 import (
+	"crypto/hmac"
 	"errors"
 	"fmt"
+	"hash"
 	"io"
 	"net/http"
 	"net/url"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/evfwd/evfwd/pkg/message"
@@ -66,6 +69,7 @@ type Handler struct {
 	record  *LineWriter
 	forward *url.URL
 	client  *http.Client
+	macs    sync.Pool // of hash.Hash keyed by Secret
 }
 
 // ErrConfig is matched by every configuration error from New.
@@ -79,6 +83,7 @@ func (e *configError) Is(t error) bool { return t == ErrConfig }
 // New checks opts and returns a Handler.
 func New(opts Options) (*Handler, error) {
 	h := &Handler{opts: opts, now: opts.Now}
+	h.macs.New = func() any { return signature.New(opts.Secret) }
 	if h.now == nil {
 		h.now = time.Now
 	}
@@ -234,15 +239,24 @@ func (h *Handler) verify(body []byte, sig string) Signature {
 	if sig == "" {
 		return Signature{Verdict: SigInvalid, Reason: "missing"}
 	}
+	want, err := signature.Decode(sig)
+	if err != nil {
+		return Signature{Verdict: SigInvalid, Reason: "malformed"}
+	}
+	// A keyed MAC from the pool saves building one per request.
+	mac := h.macs.Get().(hash.Hash)
+	mac.Reset()
+	mac.Write(body)
+	var sum [signature.Size]byte
+	ok := hmac.Equal(mac.Sum(sum[:0]), want)
+	h.macs.Put(mac)
+	if ok {
+		return Signature{Verdict: SigValid}
+	}
+	// Only a failure pays for the diagnosis of a trailing newline.
 	v := signature.NewVerifier(h.opts.Secret)
 	v.Write(body)
-	trailingNL, err := v.Check(sig)
-	switch {
-	case err == nil:
-		return Signature{Verdict: SigValid}
-	case errors.Is(err, signature.ErrMalformed):
-		return Signature{Verdict: SigInvalid, Reason: "malformed"}
-	case trailingNL:
+	if trailingNL, _ := v.Check(sig); trailingNL {
 		return Signature{Verdict: SigInvalid, Reason: "mismatch (trailing newline)"}
 	}
 	return Signature{Verdict: SigInvalid, Reason: "mismatch"}
@@ -282,18 +296,43 @@ func readBody(r *http.Request, limit int64) ([]byte, error) {
 
 // answer writes a plain-text answer and finishes the report.
 func (h *Handler) answer(w http.ResponseWriter, req *Request, status int, text string) {
-	if text == "" {
-		text = http.StatusText(status)
-	}
 	hdr := w.Header()
 	hdr["Content-Type"] = textPlain
-	hdr["Content-Length"] = []string{strconv.Itoa(len(text) + 1)}
-	w.WriteHeader(status)
-	io.WriteString(w, text+"\n")
+	if text == "" {
+		a := cannedAnswer(status)
+		hdr["Content-Length"] = a.length
+		w.WriteHeader(status)
+		w.Write(a.body)
+	} else {
+		hdr["Content-Length"] = []string{strconv.Itoa(len(text) + 1)}
+		w.WriteHeader(status)
+		io.WriteString(w, text+"\n")
+	}
 	h.finish(req, status)
 }
 
 var textPlain = []string{"text/plain; charset=utf-8"}
+
+// canned is a status's plain answer, built once: every request gets one.
+type canned struct {
+	body   []byte
+	length []string
+}
+
+var cannedAnswers sync.Map // int -> *canned
+
+func cannedAnswer(status int) *canned {
+	if a, ok := cannedAnswers.Load(status); ok {
+		return a.(*canned)
+	}
+	text := http.StatusText(status)
+	if text == "" {
+		text = "Status " + strconv.Itoa(status)
+	}
+	a := &canned{body: []byte(text + "\n"), length: []string{strconv.Itoa(len(text) + 1)}}
+	cannedAnswers.Store(status, a)
+	return a
+}
 
 // finish completes the report, records it and hands it on.
 func (h *Handler) finish(req *Request, status int) {
@@ -305,4 +344,5 @@ func (h *Handler) finish(req *Request, status int) {
 	if h.opts.OnRequest != nil {
 		h.opts.OnRequest(req)
 	}
+	req.releaseLine()
 }

@@ -236,7 +236,11 @@ func appendHeaders(b []byte, h http.Header) []byte {
 		}
 		b = message.AppendString(b, k)
 		b = append(b, ':')
-		b = message.AppendString(b, strings.Join(h[k], ", "))
+		if v := h[k]; len(v) == 1 {
+			b = message.AppendString(b, v[0])
+		} else {
+			b = message.AppendString(b, strings.Join(v, ", "))
+		}
 	}
 	return append(b, '}')
 }

@@ -2,6 +2,7 @@ package receiver
 
 import (
 	"net/http"
+	"sync"
 	"time"
 )
 
@@ -72,6 +73,7 @@ type Request struct {
 	Forward *Forwarded    // nil unless relayed
 
 	line     []byte    // encoded record, cached between the sinks
+	pooled   bool      // line came from linePool
 	bodyJSON jsonState // whether Body is known to be valid JSON
 }
 
@@ -85,9 +87,27 @@ const (
 
 // Line returns the request as one NDJSON record line (ending in '\n'),
 // the form --record files and `-o json` hold. It is computed once.
+//
+// Within OnRequest the line is shared and must not be kept or changed;
+// once OnRequest returns its buffer is reused, and a later Line encodes
+// anew into a fresh one.
 func (r *Request) Line() []byte {
 	if r.line == nil {
-		r.line = r.AppendJSON(make([]byte, 0, 512+2*len(r.Body)))
+		buf := linePool.Get().(*[]byte)
+		r.line = r.AppendJSON((*buf)[:0])
+		r.pooled = true
 	}
 	return r.line
+}
+
+// linePool recycles record buffers: each request needs one, briefly.
+var linePool = sync.Pool{New: func() any { b := make([]byte, 0, 2048); return &b }}
+
+// releaseLine returns a pooled line buffer once every sink has used it.
+func (r *Request) releaseLine() {
+	if r.pooled && cap(r.line) <= 64<<10 {
+		b := r.line[:0]
+		linePool.Put(&b)
+	}
+	r.line, r.pooled = nil, false
 }
