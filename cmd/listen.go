@@ -145,10 +145,6 @@ func listenRun(opts *ListenOptions) error {
 	if ctx == nil {
 		ctx = context.Background()
 	}
-	now := opts.clock
-	if now == nil {
-		now = f.Now
-	}
 
 	// Requests make short-lived garbage at a high rate; a larger heap
 	// target halves the GC work for a few MB (GOGC still wins if set).
@@ -175,7 +171,7 @@ func listenRun(opts *ListenOptions) error {
 			FailRate: opts.FailRate, Rand: opts.rand,
 		},
 		ForwardTo: opts.ForwardTo,
-		Now:       now,
+		Now:       f.Now,
 		OnRequest: func(r *receiver.Request) {
 			out.print(r)
 			tally.add(r)
@@ -331,10 +327,14 @@ func (t *tally) add(r *receiver.Request) {
 	if typ == "" {
 		typ = "(none)"
 	}
-	t.byType[typ]++
-	t.bySig[r.Signature.Verdict]++
-	if !r.Shape.OK {
-		t.badShape++
+	if r.Refused != receiver.RefusedPath {
+		t.byType[typ]++
+	}
+	if r.Refused != receiver.RefusedPath { // nothing was checked
+		t.bySig[r.Signature.Verdict]++
+		if !r.Shape.OK {
+			t.badShape++
+		}
 	}
 	if r.Duplicate {
 		t.dups++

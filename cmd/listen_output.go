@@ -191,7 +191,8 @@ func (t *tally) summary(f *cli.Factory) {
 			sig[string(v)] = n
 		}
 		b.WriteString("signature " + joinCounts(sig) + "\n")
-		fmt.Fprintf(&b, "shape     %d ok, %d invalid\n", t.total-t.badShape, t.badShape)
+		checked := t.total - t.refused[receiver.RefusedPath]
+		fmt.Fprintf(&b, "shape     %d ok, %d invalid\n", checked-t.badShape, t.badShape)
 		if t.dups > 0 {
 			fmt.Fprintf(&b, "duplicate %d\n", t.dups)
 		}

@@ -20,6 +20,7 @@ type VerifyOptions struct {
 	File      string
 	Signature string
 	Request   string
+	Record    string // see verify_record.go
 }
 
 // NewCmdVerify builds `evfwd verify`; runF replaces verifyRun in tests.
@@ -54,6 +55,7 @@ Exit status: 0 valid, 1 invalid, 2 usage or input error.`,
 	}
 	opts.Secret.AddFlags(cmd)
 	cmd.Flags().StringVar(&opts.Signature, "signature", "", "expected signature, 40 hex digits")
+	cmd.Flags().StringVar(&opts.Record, "record", "", "re-check every request in `FILE`, as written by evfwd listen --record")
 	cmd.Flags().StringVar(&opts.Request, "request", "", "raw HTTP request `FILE` (request line, headers, blank line, body)")
 	return cmd
 }
@@ -69,6 +71,9 @@ type Verdict struct {
 
 func verifyRun(opts *VerifyOptions) error {
 	f := opts.Factory
+	if opts.Record != "" {
+		return verifyRecordRun(opts)
+	}
 	switch {
 	case opts.Request != "" && (opts.File != "" || opts.Signature != ""):
 		return cli.UsageErrorf("--request takes the body and signature from the request file: give no FILE or --signature")

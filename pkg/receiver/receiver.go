@@ -156,6 +156,8 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	if h.opts.Path != "" && r.URL.Path != h.opts.Path {
 		req.Refused = RefusedPath
+		req.Signature = Signature{Verdict: SigUnchecked}
+		req.Shape = Shape{Reason: "not checked"}
 		h.answer(w, req, http.StatusNotFound, "no webhook here; listening on "+h.opts.Path)
 		return
 	}

@@ -1,0 +1,497 @@
+package cmd
+
+import (
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"io"
+	"math/big"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/evfwd/evfwd/internal/cli"
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+)
+
+const (
+	listenSecret = "s3cret"
+	trackMsg     = `{"type":"track","version":1,"userId":"u_42","event":"Order Completed","messageId":"m1","timestamp":"2024-05-01T12:00:05.000Z"}`
+	identifyMsg  = `{"type":"identify","version":1,"userId":"u_7","traits":{"plan":"pro"},"messageId":"m2","timestamp":"2024-05-01T12:00:05.000Z"}`
+	badTrackMsg  = `{"type":"track","userId":"u_42","messageId":"m3","timestamp":"2024-05-01T12:00:05.000Z"}`
+)
+
+// tickingClock starts at 12:00:05.123 UTC and moves 1.2ms per reading:
+// the Handler reads it when a request arrives and when it is answered, so
+// with requests sent one at a time every latency reads 1.2ms.
+func tickingClock() func() time.Time {
+	var mu sync.Mutex
+	t := time.Date(2024, 5, 1, 12, 0, 5, 123e6, time.UTC)
+	return func() time.Time {
+		mu.Lock()
+		defer mu.Unlock()
+		now := t
+		t = t.Add(1200 * time.Microsecond)
+		return now
+	}
+}
+
+// listening is an `evfwd listen` running on a free loopback port.
+type listening struct {
+	URL    string // as announced, --path included
+	base   string // scheme://host:port
+	f      *cli.Factory
+	stop   context.CancelFunc // Ctrl-C
+	done   chan error
+	client *http.Client
+}
+
+// startListen runs listen with args on f and returns once the port is
+// open (the readiness hook, not a sleep).
+func startListen(t *testing.T, f *cli.Factory, args ...string) *listening {
+	t.Helper()
+	return startListenWith(t, f, nil, args...)
+}
+
+func startListenWith(t *testing.T, f *cli.Factory, rolls []float64, args ...string) *listening {
+	t.Helper()
+	f.Now = tickingClock()
+	ready := make(chan string, 1)
+	ctx, cancel := context.WithCancel(context.Background())
+	l := &listening{f: f, stop: cancel, done: make(chan error, 1), client: &http.Client{}}
+	cmd := NewCmdListen(f, func(o *ListenOptions) error {
+		o.ready = func(url string) { ready <- url }
+		if rolls != nil {
+			var mu sync.Mutex
+			o.rand = func() float64 {
+				mu.Lock()
+				defer mu.Unlock()
+				r := rolls[0]
+				rolls = rolls[1:]
+				return r
+			}
+		}
+		return listenRun(o)
+	})
+	cmd.SetArgs(append([]string{"--addr", "127.0.0.1:0"}, args...))
+	cmd.SilenceErrors, cmd.SilenceUsage = true, true // as under root
+	go func() { l.done <- cmd.ExecuteContext(ctx) }()
+	select {
+	case l.URL = <-ready:
+		l.base = portRE.FindString(l.URL)
+		l.base = l.URL[:strings.Index(l.URL, l.base)+len(l.base)]
+	case err := <-l.done:
+		t.Fatalf("listen ended before it was ready: %v", err)
+	}
+	t.Cleanup(func() {
+		cancel()
+		<-l.done
+	})
+	return l
+}
+
+// post sends body to path with X-Signature sig ("" for none) and returns
+// the status; the request's line is printed before the answer is read.
+func (l *listening) post(t *testing.T, path, body, sig string) int {
+	t.Helper()
+	req, err := http.NewRequest("POST", l.base+path, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("User-Agent", "evfwd-webhooks/test")
+	if sig != "" {
+		req.Header.Set("X-Signature", sig)
+	}
+	resp, err := l.client.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	return resp.StatusCode
+}
+
+// interrupt presses Ctrl-C and returns the exit code and what was printed.
+func (l *listening) interrupt(t *testing.T) result {
+	t.Helper()
+	l.stop()
+	return l.wait(t)
+}
+
+func (l *listening) wait(t *testing.T) result {
+	t.Helper()
+	err := <-l.done
+	l.done <- err // for Cleanup
+	msg := ""
+	if err != nil {
+		msg = cli.Message(err)
+	}
+	return result{
+		Stdout: l.f.IO.Out.(interface{ String() string }).String(),
+		Stderr: l.f.IO.ErrOut.(interface{ String() string }).String() + msg,
+		Code:   cli.ExitCode(err),
+	}
+}
+
+var portRE = regexp.MustCompile(`127\.0\.0\.1:\d+`)
+
+// stable hides the port the test happened to get.
+func stable(s string) string { return portRE.ReplaceAllString(s, "127.0.0.1:PORT") }
+
+func TestListenFlags(t *testing.T) {
+	tests := []struct {
+		args []string
+		want ListenOptions
+	}{
+		{nil, ListenOptions{Addr: "127.0.0.1:8788"}},
+		{
+			[]string{"--addr", ":9000", "--path", "/hooks", "--secret-file", "s", "--accept-invalid", "-v", "--record", "r.ndjson"},
+			ListenOptions{Addr: ":9000", Path: "/hooks", Secret: cli.Secret{File: "s"}, AcceptInvalid: true, Verbose: true, Record: "r.ndjson"},
+		},
+		{
+			[]string{"--respond", "500,500,200", "--delay", "6s", "--fail-rate", "0.3"},
+			ListenOptions{Addr: "127.0.0.1:8788", Respond: []int{500, 500, 200}, Delay: 6 * time.Second, FailRate: 0.3},
+		},
+		{
+			[]string{"--count", "3", "--type", "track", "--timeout", "30s", "--ready-file", "ready", "--status", "503"},
+			ListenOptions{Addr: "127.0.0.1:8788", Count: 3, Type: "track", Timeout: 30 * time.Second, ReadyFile: "ready", Status: 503},
+		},
+		{
+			[]string{"--forward-to", "http://localhost:3000/hooks", "--tls-cert", "c.pem", "--tls-key", "k.pem"},
+			ListenOptions{Addr: "127.0.0.1:8788", ForwardTo: "http://localhost:3000/hooks", TLSCert: "c.pem", TLSKey: "k.pem"},
+		},
+	}
+	for _, tt := range tests {
+		f := testFactory(t, "", false, nil)
+		var got *ListenOptions
+		cmd := NewCmdListen(f, func(o *ListenOptions) error { got = o; return nil })
+		cmd.SetArgs(append([]string{}, tt.args...)) // nil would mean os.Args
+		if err := cmd.Execute(); err != nil {
+			t.Fatalf("%v: %v", tt.args, err)
+		}
+		if got.Factory != f {
+			t.Errorf("%v: options not built on the factory", tt.args)
+		}
+		got.Factory = nil
+		if diff := cmp.Diff(&tt.want, got, cmpopts.IgnoreUnexported(ListenOptions{})); diff != "" {
+			t.Errorf("%v mismatch (-want +got):\n%s", tt.args, diff)
+		}
+	}
+}
+
+func TestListenUsageErrors(t *testing.T) {
+	tests := [][]string{
+		{"--type", "track"},
+		{"--count", "1", "--type", "purchase"},
+		{"--tls-cert", "c.pem"},
+		{"--status", "500", "--respond", "200"},
+		{"--forward-to", "http://localhost:1", "--status", "500"},
+		{"--forward-to", "localhost:3000"},
+		{"--fail-rate", "2"},
+		{"--addr", "256.0.0.1:1"},
+		{"--secret", "a", "--secret-file", "b"},
+	}
+	for _, args := range tests {
+		f := testFactory(t, "", false, nil)
+		got := execute(t, f, append([]string{"listen"}, args...)...)
+		if got.Code != cli.ExitUsage || !strings.Contains(got.Stderr, "error: ") {
+			t.Errorf("%v: exit %d, stderr %q; want a usage error (exit 2)", args, got.Code, got.Stderr)
+		}
+	}
+}
+
+func TestListenSignatures(t *testing.T) {
+	good := signHex(t, listenSecret, trackMsg)
+	tests := []struct {
+		name, body, sig string
+		want            int
+	}{
+		{"signed", trackMsg, good, 200},
+		{"uppercase hex", trackMsg, strings.ToUpper(good), 200},
+		{"unsigned", trackMsg, "", 401},
+		{"tampered", strings.Replace(trackMsg, "u_42", "u_43", 1), good, 401},
+		{"wrong secret", trackMsg, signHex(t, "other", trackMsg), 401},
+	}
+	for _, accept := range []bool{false, true} {
+		f := testFactory(t, "", false, nil)
+		args := []string{"--secret", listenSecret}
+		if accept {
+			args = append(args, "--accept-invalid")
+		}
+		l := startListen(t, f, args...)
+		for _, tt := range tests {
+			want := tt.want
+			if accept {
+				want = 200
+			}
+			if got := l.post(t, "/hooks", tt.body, tt.sig); got != want {
+				t.Errorf("accept-invalid=%v %s: status %d, want %d", accept, tt.name, got, want)
+			}
+		}
+		res := l.interrupt(t)
+		if res.Code != 0 {
+			t.Errorf("Ctrl-C: exit %d, want 0", res.Code)
+		}
+		// The verdict is shown either way.
+		if n := strings.Count(res.Stdout, "sig ✗ mismatch"); n != 2 {
+			t.Errorf("accept-invalid=%v: %d mismatch verdicts in\n%s", accept, n, res.Stdout)
+		}
+	}
+}
+
+// sendMix sends the requests every output golden shows.
+func sendMix(t *testing.T, l *listening) {
+	t.Helper()
+	l.post(t, "/hooks", trackMsg, signHex(t, listenSecret, trackMsg))
+	l.post(t, "/hooks", trackMsg, signHex(t, listenSecret, trackMsg)) // redelivery
+	l.post(t, "/hooks", identifyMsg, "")
+	l.post(t, "/hooks", badTrackMsg, signHex(t, "wrong", badTrackMsg))
+	l.post(t, "/other", "not json", "")
+}
+
+func TestListenOutput(t *testing.T) {
+	tests := []struct {
+		name    string
+		tty     bool
+		format  cli.Format
+		verbose bool
+	}{
+		{"tty", true, cli.FormatText, false},
+		{"notty", false, cli.FormatText, false},
+		{"verbose", false, cli.FormatText, true},
+		{"json", false, cli.FormatJSON, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := testFactory(t, "", tt.tty, nil)
+			f.Format = tt.format
+			args := []string{"--secret", listenSecret, "--path", "/hooks"}
+			if tt.verbose {
+				args = append(args, "--verbose")
+			}
+			l := startListen(t, f, args...)
+			sendMix(t, l)
+			res := l.interrupt(t)
+			if res.Code != 0 {
+				t.Errorf("exit %d, want 0", res.Code)
+			}
+			golden(t, "listen/"+tt.name+".stdout", res.Stdout)
+			golden(t, "listen/"+tt.name+".stderr", stable(res.Stderr))
+		})
+	}
+}
+
+func TestListenColour(t *testing.T) {
+	f := testFactory(t, "", true, nil)
+	f.IO.OutColor = true
+	l := startListen(t, f, "--secret", listenSecret)
+	l.post(t, "/", trackMsg, signHex(t, listenSecret, trackMsg))
+	if res := l.interrupt(t); !strings.Contains(res.Stdout, "\x1b[") {
+		t.Errorf("no colour on a colour TTY:\n%q", res.Stdout)
+	}
+}
+
+func TestListenSimulation(t *testing.T) {
+	tests := []struct {
+		name  string
+		args  []string
+		rolls []float64
+		want  []int
+	}{
+		{"status", []string{"--status", "503"}, nil, []int{503, 503, 503}},
+		{"respond", []string{"--respond", "500,500,200"}, nil, []int{500, 500, 200, 200}},
+		{"fail rate", []string{"--fail-rate", "0.3"}, []float64{0.1, 0.9, 0.29, 0.3}, []int{500, 200, 500, 200}},
+		{"path", []string{"--path", "/hooks"}, nil, []int{200}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			l := startListenWith(t, testFactory(t, "", false, nil), tt.rolls, tt.args...)
+			var got []int
+			for range tt.want {
+				got = append(got, l.post(t, "/hooks", trackMsg, ""))
+			}
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("mismatch (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestListenDelay(t *testing.T) {
+	const delay = 50 * time.Millisecond
+	l := startListen(t, testFactory(t, "", false, nil), "--delay", delay.String())
+	start := time.Now()
+	l.post(t, "/", trackMsg, "")
+	if got := time.Since(start); got < delay {
+		t.Errorf("answered after %v, want at least %v", got, delay)
+	}
+}
+
+func TestListenCount(t *testing.T) {
+	tests := []struct {
+		name     string
+		args     []string
+		send     []string
+		wantCode int
+		wantErr  string
+	}{
+		{"reached", []string{"--count", "2"}, []string{trackMsg, identifyMsg}, 0, ""},
+		{"by type", []string{"--count", "2", "--type", "track", "--timeout", "1m"}, []string{trackMsg, identifyMsg, trackMsg}, 0, ""},
+		{"timeout", []string{"--count", "3", "--type", "track", "--timeout", "50ms"}, []string{trackMsg, identifyMsg}, 1, "timeout after 50ms: 1 of 3 track messages arrived"},
+		{"refused do not count", []string{"--count", "1", "--timeout", "50ms", "--secret", listenSecret}, []string{trackMsg}, 1, "timeout after 50ms: 0 of 1 requests arrived; 1 refused for an invalid signature"},
+		{"timeout without count", []string{"--timeout", "10ms"}, nil, 0, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			l := startListen(t, testFactory(t, "", false, nil), tt.args...)
+			for _, b := range tt.send {
+				l.post(t, "/", b, "")
+			}
+			res := l.wait(t) // no Ctrl-C: the command ends by itself
+			if res.Code != tt.wantCode {
+				t.Errorf("exit %d, want %d; stderr:\n%s", res.Code, tt.wantCode, res.Stderr)
+			}
+			if tt.wantErr != "" && !strings.HasSuffix(res.Stderr, tt.wantErr) {
+				t.Errorf("stderr ends %q, want %q", res.Stderr, tt.wantErr)
+			}
+		})
+	}
+}
+
+func TestListenReadyFile(t *testing.T) {
+	ready := filepath.Join(t.TempDir(), "ready")
+	f := testFactory(t, "", false, nil)
+	l := startListen(t, f, "--ready-file", ready)
+	b, err := os.ReadFile(ready)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(l.URL+"\n", string(b)); diff != "" {
+		t.Errorf("mismatch (-want +got):\n%s", diff)
+	}
+	if got := l.f.IO.ErrOut.(interface{ String() string }).String(); !strings.HasPrefix(got, "listening on "+l.URL) {
+		t.Errorf("stderr %q, want the readiness line", got)
+	}
+}
+
+func TestListenForward(t *testing.T) {
+	var mu sync.Mutex
+	var got []string
+	app := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		mu.Lock()
+		got = append(got, r.Method+" "+r.URL.Path+" "+r.Header.Get("X-Signature")+" "+string(body))
+		mu.Unlock()
+		w.WriteHeader(http.StatusAccepted)
+		io.WriteString(w, `{"ok":true}`)
+	}))
+	defer app.Close()
+	f := testFactory(t, "", false, nil)
+	sig := signHex(t, listenSecret, trackMsg)
+	l := startListen(t, f, "--secret", listenSecret, "--forward-to", app.URL+"/webhooks", "-v")
+	if status := l.post(t, "/hooks", trackMsg, sig); status != http.StatusAccepted {
+		t.Errorf("status %d, want the app's 202", status)
+	}
+	// An invalid signature is refused here and never reaches the app.
+	l.post(t, "/hooks", trackMsg, "")
+	res := l.interrupt(t)
+	if diff := cmp.Diff([]string{"POST /webhooks " + sig + " " + trackMsg}, got); diff != "" {
+		t.Errorf("app mismatch (-want +got):\n%s", diff)
+	}
+	for _, want := range []string{"→ 202 (app, ", "answered 202:", `"ok": true`} {
+		if !strings.Contains(res.Stdout, want) {
+			t.Errorf("output lacks %q:\n%s", want, res.Stdout)
+		}
+	}
+}
+
+func TestListenRecordThenVerify(t *testing.T) {
+	record := filepath.Join(t.TempDir(), "hooks.ndjson")
+	f := testFactory(t, "", false, nil)
+	l := startListen(t, f, "--secret", listenSecret, "--accept-invalid", "--record", record)
+	pretty := "{\n  \"type\": \"delete\",\n  \"userId\": \"u_42\",\n  \"timestamp\": \"2024-05-01T12:00:05.000Z\"\n}\n"
+	l.post(t, "/hooks", trackMsg, signHex(t, listenSecret, trackMsg))
+	l.post(t, "/hooks", pretty, signHex(t, listenSecret, pretty))
+	l.post(t, "/hooks", identifyMsg, signHex(t, "wrong", identifyMsg))
+	l.interrupt(t)
+
+	tests := []struct {
+		name   string
+		args   []string
+		format cli.Format
+		want   result
+	}{
+		{"one invalid", []string{"--secret", listenSecret}, cli.FormatText, result{Code: 1}},
+		{"json", []string{"--secret", listenSecret, "-o", "json"}, cli.FormatJSON, result{Code: 1}},
+		{"wrong secret", []string{"--secret", "wrong"}, cli.FormatText, result{Code: 1}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := testFactory(t, "", false, nil)
+			got := execute(t, f, append([]string{"verify", "--record", record}, tt.args...)...)
+			if got.Code != tt.want.Code {
+				t.Errorf("exit %d, want %d\n%s%s", got.Code, tt.want.Code, got.Stdout, got.Stderr)
+			}
+			golden(t, "listen/verify-record-"+strings.ReplaceAll(tt.name, " ", "-")+".stdout", strings.ReplaceAll(got.Stdout, record, "hooks.ndjson"))
+		})
+	}
+}
+
+func TestListenTLS(t *testing.T) {
+	certFile, keyFile, pool := selfSigned(t)
+	f := testFactory(t, "", false, nil)
+	l := startListen(t, f, "--tls-cert", certFile, "--tls-key", keyFile)
+	if !strings.HasPrefix(l.URL, "https://") {
+		t.Fatalf("URL %s, want https", l.URL)
+	}
+	l.client = &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}}}
+	if got := l.post(t, "/", trackMsg, ""); got != 200 {
+		t.Errorf("status %d, want 200", got)
+	}
+}
+
+// selfSigned writes a certificate for 127.0.0.1 and its key as PEM files.
+func selfSigned(t *testing.T) (certFile, keyFile string, pool *x509.CertPool) {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(1),
+		Subject:      pkix.Name{CommonName: "evfwd test"},
+		NotBefore:    time.Now().Add(-time.Hour),
+		NotAfter:     time.Now().Add(time.Hour),
+		IPAddresses:  []net.IP{net.ParseIP("127.0.0.1")},
+		KeyUsage:     x509.KeyUsageDigitalSignature,
+		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	keyDER, err := x509.MarshalECPrivateKey(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	certFile = writeFile(t, "cert.pem", string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})))
+	keyFile = writeFile(t, "key.pem", string(pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER})))
+	cert, _ := x509.ParseCertificate(der)
+	pool = x509.NewCertPool()
+	pool.AddCert(cert)
+	return certFile, keyFile, pool
+}
