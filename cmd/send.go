@@ -145,7 +145,7 @@ func sendRun(opts *SendOptions) error {
 	}
 	go watchInterrupts(sigs, stopReading, abandon)
 
-	s := newSendRun(f, opts, inputs, errorsOut, readCtx, drainCtx)
+	s := newSendJob(f, opts, inputs, errorsOut, readCtx, drainCtx)
 	if err := s.start(cfg); err != nil {
 		return err
 	}

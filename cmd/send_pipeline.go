@@ -128,7 +128,7 @@ type sendJob struct {
 	lastSeq                  int64 // the last line handed to a worker
 }
 
-func newSendRun(f *cli.Factory, opts *SendOptions, inputs []sendInput, errOut *bufio.Writer, readCtx, drainCtx context.Context) *sendJob {
+func newSendJob(f *cli.Factory, opts *SendOptions, inputs []sendInput, errOut *bufio.Writer, readCtx, drainCtx context.Context) *sendJob {
 	s := &sendJob{f: f, opts: opts, inputs: inputs, errOut: errOut, console: newConsole(f.IO), readCtx: readCtx, drainCtx: drainCtx}
 	s.chunks.New = func() any { return &chunk{data: make([]byte, 0, chunkBytes)} }
 	if opts.Rate > 0 {
@@ -173,12 +173,13 @@ func (s *sendJob) read() {
 		if len(c.lines) == 0 {
 			return true
 		}
+		last := c.lines[len(c.lines)-1].seq // c belongs to the worker once sent
 		select {
 		case s.workers[n%len(s.workers)].in <- c:
 		case <-ctx.Done():
 			return false
 		}
-		s.lastSeq = c.lines[len(c.lines)-1].seq
+		s.lastSeq = last
 		n++
 		c = s.chunks.Get().(*chunk)
 		return true

@@ -205,7 +205,9 @@ func (s *sendJob) printSummary(interrupted bool) error {
 		row("abandoned", groupDigits(sum.Unsent), "queued at the second Ctrl-C")
 	}
 	row("blank", groupDigits(sum.Blank), "")
-	row("batches", groupDigits(sum.Batches), groupDigits(sum.Retries)+" retries")
+	if sum.Retries > 0 {
+		row("retries", groupDigits(sum.Retries), "requests tried again")
+	}
 	row("bytes", humanBytes(sum.Bytes), "")
 	row("events/s", groupDigits(int64(sum.EventsPerSecond)), "")
 	last := sum.LastAccepted

@@ -1,0 +1,503 @@
+package cmd
+
+import (
+	"bufio"
+	"bytes"
+	"compress/gzip"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/evfwd/evfwd/internal/cli"
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+)
+
+func TestSendFlags(t *testing.T) {
+	f := testFactory(t, "", false, nil)
+	var got *SendOptions
+	cmd := NewCmdSend(f, func(o *SendOptions) error { got = o; return nil })
+	cmd.SetArgs([]string{"a.ndjson", "b.gz", "--errors-file", "e", "--batch-size", "7", "--max-queue-size", "9", "--workers", "3", "--rate", "2.5", "--write-key", "k", "--endpoint", "http://x"})
+	if err := cmd.Execute(); err != nil {
+		t.Fatal(err)
+	}
+	want := &SendOptions{Files: []string{"a.ndjson", "b.gz"}, ErrorsFile: "e", BatchSize: 7, MaxQueueSize: 9, Workers: 3, Rate: 2.5, Client: clientFlags{WriteKey: "k", Endpoint: "http://x"}}
+	if diff := cmp.Diff(want, got, cmpopts.IgnoreFields(SendOptions{}, "Factory", "Context"), cmp.AllowUnexported(SendOptions{})); diff != "" {
+		t.Errorf("mismatch (-want +got):\n%s", diff)
+	}
+}
+
+// lines reads testdata/events.ndjson, the shared sample.
+func sampleLines(t *testing.T) []string {
+	b, err := os.ReadFile("../testdata/events.ndjson")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.Split(strings.TrimSuffix(string(b), "\n"), "\n")
+}
+
+// Every line arrives with its own bytes: each member of the input is sent
+// unchanged except timestamp (wire form) and context (library added).
+func TestSendExactBytes(t *testing.T) {
+	srv := newCollectServer(t, nil)
+	res := execute(t, clientFactory(t, "", srv), "send", "../testdata/events.ndjson", "--batch-size", "7")
+	if res.Code != 0 || res.Stderr != "" {
+		t.Fatalf("%+v", res)
+	}
+	golden(t, "send/summary.golden", res.Stdout)
+	got := srv.accepted()
+	lines := sampleLines(t)
+	if len(got) != len(lines) {
+		t.Fatalf("%d messages, want %d", len(got), len(lines))
+	}
+	for i, line := range lines {
+		var in map[string]json.RawMessage
+		if err := json.Unmarshal([]byte(line), &in); err != nil {
+			t.Fatal(err)
+		}
+		for k, v := range in {
+			if k == "timestamp" || k == "context" {
+				continue
+			}
+			if string(got[i][k]) != string(v) {
+				t.Errorf("line %d: %s sent as %s, read %s", i+1, k, got[i][k], v)
+			}
+		}
+		if str(got[i], "messageId") == "" || !strings.HasSuffix(str(got[i], "timestamp"), "Z") {
+			t.Errorf("line %d: messageId %s timestamp %s", i+1, got[i]["messageId"], got[i]["timestamp"])
+		}
+	}
+	all := ""
+	for _, r := range srv.requests() {
+		all += string(r.Body)
+	}
+	if !strings.Contains(all, `"ledger_amount":12345678901234567890.000000001,`) {
+		t.Error("12345678901234567890.000000001 did not arrive byte for byte")
+	}
+	// Timestamp forms: offset, Unix seconds, Unix ms, a date.
+	for line, want := range map[int]string{6: "2024-05-01T07:05:00.000Z", 7: "2024-05-01T09:06:40.000Z", 8: "2024-05-01T00:00:00.000Z", 16: "2024-05-01T10:14:09.871Z"} {
+		if got := str(got[line-1], "timestamp"); got != want {
+			t.Errorf("line %d timestamp %s, want %s", line, got, want)
+		}
+	}
+	for _, r := range srv.requests() {
+		if len(r.Msgs) > 7 {
+			t.Errorf("%d messages in a request at --batch-size 7", len(r.Msgs))
+		}
+	}
+}
+
+const mixed = `{"type":"track","userId":"u1","event":"A"}
+{"type":"track","userId":"u1"}
+not json at all
+
+{"type":"teleport","userId":"u1"}
+{"type":"identify","userId":"u2","traits":{"n":1.50}}
+{"type":"alias","userId":"u3"}
+{"type":"page","userId":"u4","timestamp":"last tuesday"}
+[1,2,3]
+{"type":"group","userId":"u5","groupId":"g","traits":{"pad":"` + "PAD" + `"}}
+{"type":"screen","anonymousId":"a6","name":"Home"}
+`
+
+func TestSendBadLines(t *testing.T) {
+	in := strings.Replace(mixed, "PAD", strings.Repeat("x", 33<<10), 1)
+	file := writeFile(t, "mixed.ndjson", in)
+	errFile := filepath.Join(t.TempDir(), "rejected.ndjson")
+	srv := newCollectServer(t, nil)
+	res := execute(t, clientFactory(t, "", srv), "send", file, "--errors-file", errFile, "-o", "json")
+	wantErr := strings.ReplaceAll(`F:2: track: event is required
+F:3: invalid JSON: invalid character 'o' in literal null (expecting 'u')
+F:5: type must be one of identify, track, page, screen, group, alias (got "teleport")
+F:7: alias: previous_id is required
+F:8: page: timestamp is not a time: invalid timestamp "last tuesday": want RFC 3339 (2024-05-01T12:00:00Z), a date (2024-05-01) or Unix seconds/milliseconds
+F:9: invalid JSON: not a JSON object
+F:10: message is 34008 bytes, over the 32768-byte limit
+error: 7 of 10 lines not accepted (7 rejected as bad input, 0 not delivered)
+`, "F:", file+":")
+	if res.Stderr != wantErr || res.Code != 1 {
+		t.Errorf("exit %d, stderr:\n%s\nwant:\n%s", res.Code, res.Stderr, wantErr)
+	}
+	var sum sendSummary
+	json.Unmarshal([]byte(res.Stdout), &sum)
+	wantSum := sendSummary{Files: []string{file}, Lines: 11, Accepted: 3, Rejected: 7, Blank: 1, Bytes: int64(len(in)), Batches: 1, LastAccepted: file + ":11"}
+	if diff := cmp.Diff(wantSum, sum, cmpopts.IgnoreFields(sendSummary{}, "Batches")); diff != "" {
+		t.Errorf("summary mismatch (-want +got):\n%s", diff)
+	}
+	inLines := strings.Split(in, "\n")
+	var wantRejected string
+	for _, n := range []int{2, 3, 5, 7, 8, 9, 10} {
+		wantRejected += inLines[n-1] + "\n"
+	}
+	gotRejected, _ := os.ReadFile(errFile)
+	if string(gotRejected) != wantRejected {
+		t.Errorf("errors file:\n%.500s\nwant:\n%.500s", gotRejected, wantRejected)
+	}
+	var users []string
+	for _, m := range srv.accepted() {
+		users = append(users, str(m, "userId")+str(m, "anonymousId"))
+	}
+	if diff := cmp.Diff([]string{"u1", "u2", "a6"}, users); diff != "" {
+		t.Errorf("sent mismatch (-want +got):\n%s", diff)
+	}
+}
+
+func gzipFile(t *testing.T, name, content string) string {
+	var b bytes.Buffer
+	w := gzip.NewWriter(&b)
+	w.Write([]byte(content))
+	w.Close()
+	return writeFile(t, name, b.String())
+}
+
+func TestSendGzipAndSeveralInputs(t *testing.T) {
+	lines := sampleLines(t)
+	gz := gzipFile(t, "a.ndjson.gz", strings.Join(lines[:10], "\n")+"\n")
+	plain := writeFile(t, "b.ndjson", strings.Join(lines[10:15], "\n"))
+	stdinGz := func() string {
+		var b bytes.Buffer
+		w := gzip.NewWriter(&b)
+		w.Write([]byte(strings.Join(lines[15:], "\n")))
+		w.Close()
+		return b.String()
+	}()
+	srv := newCollectServer(t, nil)
+	res := execute(t, clientFactory(t, stdinGz, srv), "send", gz, plain, "-", "-o", "json")
+	var sum sendSummary
+	json.Unmarshal([]byte(res.Stdout), &sum)
+	if res.Code != 0 || sum.Accepted != 20 || sum.LastAccepted != "stdin:5" {
+		t.Fatalf("%+v\n%+v", res, sum)
+	}
+	for i, m := range srv.accepted() {
+		var in map[string]json.RawMessage
+		json.Unmarshal([]byte(lines[i]), &in)
+		if string(m["type"]) != string(in["type"]) || string(m["properties"]) != string(in["properties"]) {
+			t.Errorf("message %d out of order or changed", i)
+		}
+	}
+}
+
+// genLines makes n valid track lines with line numbers in them.
+func genLines(n int) string {
+	var b strings.Builder
+	for i := 1; i <= n; i++ {
+		fmt.Fprintf(&b, `{"type":"track","userId":"u%d","event":"E","properties":{"line":%d}}`+"\n", i%7, i)
+	}
+	return b.String()
+}
+
+func lineOf(m map[string]json.RawMessage) int {
+	var p struct{ Line int }
+	json.Unmarshal(m["properties"], &p)
+	return p.Line
+}
+
+// A server failing a third of its requests still gets every line, once
+// accepted.
+func TestSendRetriesEveryLineArrives(t *testing.T) {
+	const n = 500
+	srv := newCollectServer(t, func(i int, _ []map[string]json.RawMessage, w http.ResponseWriter) {
+		if i%3 == 1 {
+			w.WriteHeader(503)
+			return
+		}
+		w.Write([]byte(`{"success":true}`))
+	})
+	res := execute(t, clientFactory(t, genLines(n), srv), "send", "--batch-size", "10", "--retry-base", "1ms", "-o", "json")
+	if res.Code != 0 {
+		t.Fatalf("%+v", res)
+	}
+	seen := map[int]int{}
+	for _, m := range srv.accepted() {
+		seen[lineOf(m)]++
+	}
+	for i := 1; i <= n; i++ {
+		if seen[i] != 1 {
+			t.Errorf("line %d accepted %d times", i, seen[i])
+		}
+	}
+	var sum sendSummary
+	json.Unmarshal([]byte(res.Stdout), &sum)
+	if sum.Accepted != n || sum.Retries == 0 || sum.LastAccepted != fmt.Sprintf("stdin:%d", n) {
+		t.Errorf("summary %+v", sum)
+	}
+}
+
+// Lines the API refuses are reported one by one and kept for resending.
+func TestSendUndeliverable(t *testing.T) {
+	in := genLines(6)
+	srv := newCollectServer(t, func(i int, _ []map[string]json.RawMessage, w http.ResponseWriter) {
+		if i == 2 || i == 3 {
+			w.WriteHeader(400)
+			w.Write([]byte(`{"error":"invalid batch"}`))
+			return
+		}
+		w.Write([]byte(`{"success":true}`))
+	})
+	errFile := filepath.Join(t.TempDir(), "e.ndjson")
+	res := execute(t, clientFactory(t, in, srv), "send", "--batch-size", "1", "--errors-file", errFile)
+	want := `stdin:3: not delivered: server answered 400: invalid batch
+stdin:4: not delivered: server answered 400: invalid batch
+error: 2 of 6 lines not accepted (0 rejected as bad input, 2 not delivered)
+`
+	if res.Code != 1 || res.Stderr != want {
+		t.Errorf("exit %d stderr\n%s\nwant\n%s", res.Code, res.Stderr, want)
+	}
+	golden(t, "send/undeliverable.golden", res.Stdout)
+	lines := strings.SplitAfter(in, "\n")
+	if b, _ := os.ReadFile(errFile); string(b) != lines[2]+lines[3] {
+		t.Errorf("errors file %q", b)
+	}
+}
+
+func TestSendWorkers(t *testing.T) {
+	const n = 3000
+	var inflight, maxInflight atomic.Int32
+	srv := newCollectServer(t, func(_ int, _ []map[string]json.RawMessage, w http.ResponseWriter) {
+		c := inflight.Add(1)
+		for {
+			m := maxInflight.Load()
+			if c <= m || maxInflight.CompareAndSwap(m, c) {
+				break
+			}
+		}
+		time.Sleep(time.Millisecond) // let requests overlap; not waiting for an outcome
+		inflight.Add(-1)
+		w.Write([]byte(`{"success":true}`))
+	})
+	res := execute(t, clientFactory(t, genLines(n), srv), "send", "--workers", "4", "--batch-size", "50", "-o", "json")
+	if res.Code != 0 {
+		t.Fatalf("%+v", res)
+	}
+	seen := map[int]int{}
+	for _, m := range srv.accepted() {
+		seen[lineOf(m)]++
+	}
+	if len(seen) != n {
+		t.Errorf("%d distinct lines arrived, want %d", len(seen), n)
+	}
+	for l, c := range seen {
+		if c != 1 {
+			t.Errorf("line %d arrived %d times", l, c)
+		}
+	}
+	if m := maxInflight.Load(); m < 2 || m > 4 {
+		t.Errorf("at most %d requests in flight, want 2..4 (one per worker)", m)
+	}
+	// Each chunk of 256 lines goes to one worker, so the order within a
+	// chunk is kept.
+	for _, r := range srv.requests() {
+		for i := 1; i < len(r.Msgs); i++ {
+			a, b := lineOf(r.Msgs[i-1]), lineOf(r.Msgs[i])
+			if b != a+1 && (a-1)/chunkLines == (b-1)/chunkLines {
+				t.Fatalf("lines %d then %d in one batch", a, b)
+			}
+		}
+	}
+}
+
+// fakeClock advances only when something sleeps on it.
+type fakeClock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func (c *fakeClock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.now }
+func (c *fakeClock) Sleep(_ context.Context, d time.Duration) error {
+	c.mu.Lock()
+	c.now = c.now.Add(d)
+	c.mu.Unlock()
+	return nil
+}
+
+func TestSendRate(t *testing.T) {
+	const n, rate = 50, 100
+	srv := newCollectServer(t, nil)
+	f := clientFactory(t, genLines(n), srv)
+	clock := &fakeClock{now: fixedNow}
+	f.Now = clock.Now
+	cmd := NewCmdSend(f, func(o *SendOptions) error {
+		o.sleep = clock.Sleep
+		return sendRun(o)
+	})
+	cmd.SetArgs([]string{"--rate", fmt.Sprint(rate), "--write-key", "k", "--endpoint", srv.URL()})
+	if err := cmd.Execute(); err != nil {
+		t.Fatal(err)
+	}
+	// n events at 100/s: the first at once, the last 49 intervals later.
+	if got, want := clock.Now().Sub(fixedNow), (n-1)*time.Second/rate; got != want {
+		t.Errorf("paced over %v, want %v", got, want)
+	}
+	if got := len(srv.accepted()); got != n {
+		t.Errorf("%d arrived", got)
+	}
+}
+
+// Ctrl-C mid-file: reading stops, what was queued is flushed, nothing
+// accepted is lost or sent twice, and the summary names the last line up
+// to which everything was accepted.
+func TestSendInterrupted(t *testing.T) {
+	const n = 20000
+	ctx, cancel := context.WithCancel(context.Background())
+	var once sync.Once
+	accepted := atomic.Int32{}
+	srv := newCollectServer(t, func(_ int, msgs []map[string]json.RawMessage, w http.ResponseWriter) {
+		if accepted.Add(int32(len(msgs))) >= 1000 {
+			once.Do(cancel)
+		}
+		w.Write([]byte(`{"success":true}`))
+	})
+	res := executeCtx(t, ctx, clientFactory(t, genLines(n), srv), "send", "--batch-size", "50", "--max-queue-size", "200", "-o", "json")
+	if res.Code != 130 {
+		t.Fatalf("exit %d: %s", res.Code, res.Stderr)
+	}
+	var sum sendSummary
+	if err := json.Unmarshal([]byte(res.Stdout), &sum); err != nil {
+		t.Fatal(err, res.Stdout)
+	}
+	seen := map[int]int{}
+	maxLine := 0
+	for _, m := range srv.accepted() {
+		l := lineOf(m)
+		seen[l]++
+		maxLine = max(maxLine, l)
+	}
+	var last int
+	fmt.Sscanf(sum.LastAccepted, "stdin:%d", &last)
+	if !sum.Interrupted || sum.Accepted != int64(len(seen)) || last < 1000 || last >= n {
+		t.Errorf("summary %+v, %d distinct lines arrived", sum, len(seen))
+	}
+	for l, c := range seen {
+		if c != 1 {
+			t.Errorf("line %d sent %d times", l, c)
+		}
+	}
+	for l := 1; l <= last; l++ {
+		if seen[l] != 1 {
+			t.Fatalf("line %d ≤ last accepted %d never arrived", l, last)
+		}
+	}
+	if last != maxLine || len(seen) != last {
+		t.Errorf("last accepted %d, but lines up to %d arrived (%d distinct)", last, maxLine, len(seen))
+	}
+}
+
+// A second Ctrl-C abandons the flush: the command returns while a request
+// still hangs.
+func TestSendSecondInterrupt(t *testing.T) {
+	release := make(chan struct{})
+	arrived := make(chan struct{}, 100)
+	srv := newCollectServer(t, func(_ int, _ []map[string]json.RawMessage, w http.ResponseWriter) {
+		arrived <- struct{}{}
+		<-release
+	})
+	defer close(release)
+	f := clientFactory(t, genLines(50), srv)
+	sigs := make(chan os.Signal, 2)
+	cmd := NewCmdSend(f, func(o *SendOptions) error {
+		o.interrupts = sigs
+		return sendRun(o)
+	})
+	f.Format = cli.FormatJSON
+	cmd.SilenceErrors, cmd.SilenceUsage = true, true
+	cmd.SetArgs([]string{"--write-key", "k", "--endpoint", srv.URL(), "--batch-size", "10"})
+	done := make(chan error, 1)
+	go func() { done <- cmd.Execute() }()
+	select {
+	case <-arrived:
+	case err := <-done:
+		t.Fatalf("ended before a request: %v", err)
+	}
+	sigs <- syscall.SIGINT
+	sigs <- syscall.SIGINT
+	err := <-done
+	if cli.ExitCode(err) != 130 {
+		t.Fatalf("err %v", err)
+	}
+	var sum sendSummary
+	json.Unmarshal(f.IO.Out.(*bytes.Buffer).Bytes(), &sum)
+	if sum.Accepted != 0 || sum.Unsent == 0 || sum.LastAccepted != "" {
+		t.Errorf("summary %+v", sum)
+	}
+}
+
+func TestSendUsageErrors(t *testing.T) {
+	tests := []struct {
+		args []string
+		env  map[string]string
+		want string
+	}{
+		{[]string{"send", "/nonexistent.ndjson"}, nil, "stat /nonexistent.ndjson: no such file or directory"},
+		{[]string{"send", "--workers", "0"}, nil, "--workers must be at least 1"},
+		{[]string{"send", "--batch-size", "0"}, nil, "--batch-size must be at least 1"},
+		{[]string{"send", "--max-queue-size", "-1"}, nil, "--max-queue-size must be at least 1"},
+		{[]string{"send", "--rate", "-1"}, nil, "--rate must not be negative"},
+		{[]string{"send", "-", "-"}, nil, "stdin (-) given twice"},
+		{[]string{"send", "."}, nil, ". is a directory"},
+		{[]string{"send"}, map[string]string{}, "a write key is required: use --write-key or EVFWD_WRITE_KEY"},
+		{[]string{"send", "--errors-file", "/nonexistent/dir/e"}, nil, "--errors-file: open /nonexistent/dir/e: no such file or directory"},
+	}
+	for _, tt := range tests {
+		srv := newCollectServer(t, nil)
+		f := clientFactory(t, genLines(3), srv)
+		if tt.env != nil {
+			f.Getenv = func(k string) string { return tt.env[k] }
+		}
+		got := execute(t, f, tt.args...)
+		if diff := cmp.Diff(result{Stderr: "error: " + tt.want + "\n", Code: 2}, got); diff != "" {
+			t.Errorf("%v mismatch (-want +got):\n%s", tt.args, diff)
+		}
+	}
+}
+
+// The text summary and the progress line read at a glance.
+func TestSendProgressLine(t *testing.T) {
+	f := clientFactory(t, "", nil)
+	clock := &fakeClock{now: fixedNow}
+	f.Now = clock.Now
+	s := newSendJob(f, &SendOptions{Workers: 1}, []sendInput{{name: "a", size: 10_000_000}}, nil, context.Background(), context.Background())
+	s.began = fixedNow
+	clock.Sleep(nil, 2*time.Second)
+	s.lines.Store(12345)
+	s.accepted.Store(12000)
+	s.rejected.Store(3)
+	s.bytesDone.Store(2_500_000)
+	want := "read 12,345 · sent 12,000 · failed 3 · 6,000 ev/s · 2.5 MB of 10.0 MB · ETA 6s"
+	if got := s.progress(); got != want {
+		t.Errorf("progress %q, want %q", got, want)
+	}
+	// On a TTY the line is drawn in place and cleared before other lines.
+	var b bytes.Buffer
+	c := &console{w: &b}
+	c.draw("read 1")
+	c.line("x:1: bad")
+	c.draw("read 2")
+	if got, want := b.String(), "\r\x1b[Kread 1\r\x1b[Kx:1: bad\n\r\x1b[Kread 2"; got != want {
+		t.Errorf("console %q, want %q", got, want)
+	}
+}
+
+// On a TTY, send still ends with a clean stderr (progress cleared).
+func TestSendTTY(t *testing.T) {
+	srv := newCollectServer(t, nil)
+	f := clientFactory(t, genLines(10), srv)
+	f.IO.SetTTY(true)
+	res := execute(t, f, "send")
+	if res.Code != 0 || strings.Contains(strings.ReplaceAll(res.Stderr, "\r\x1b[K", ""), "error") {
+		t.Errorf("%+v", res)
+	}
+	sc := bufio.NewScanner(strings.NewReader(res.Stdout))
+	sc.Scan()
+	if !strings.HasPrefix(sc.Text(), "✓ sent: 10 lines from stdin") {
+		t.Errorf("summary %q", res.Stdout)
+	}
+}
