@@ -244,7 +244,7 @@ func testList(t *testing.T, s store.Store) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []store.Count{{"app", store.Pending, 1}, {"web", store.Dead, 1}, {"web", store.Pending, 1}}
+	want := []store.Count{{Source: "app", Status: store.Pending, N: 1}, {Source: "web", Status: store.Dead, N: 1}, {Source: "web", Status: store.Pending, N: 1}}
 	if diff := cmp.Diff(want, counts); diff != "" {
 		t.Errorf("Counts mismatch (-want +got):\n%s", diff)
 	}

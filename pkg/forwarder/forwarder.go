@@ -1,0 +1,326 @@
+// Package forwarder moves deliveries from the store to webhook endpoints:
+// it leases due deliveries, sends each through pkg/webhook, records every
+// attempt, and stores what follows — delivered, the next attempt from the
+// retry policy, failed, or dead once the retry window is over.
+//
+// Each source has its own lane with its own bound on deliveries in flight,
+// under a bound for the whole process, so a slow or dead endpoint fills only
+// its own lane and never holds back other sources' deliveries.
+package forwarder
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/evfwd/evfwd/pkg/message"
+	"github.com/evfwd/evfwd/pkg/store"
+	"github.com/evfwd/evfwd/pkg/webhook"
+)
+
+// Defaults of Config.
+const (
+	DefaultMaxInFlight = 256
+	DefaultPerSource   = 64
+	// DefaultLeaseTTL outlasts the longest delivery: five endpoints that
+	// each use their whole attempt deadline.
+	DefaultLeaseTTL = 2 * time.Minute
+	DefaultPoll     = 250 * time.Millisecond
+	DefaultGrace    = 10 * time.Second
+)
+
+// Observer is told what the forwarder does (metrics). Calls come from many
+// goroutines.
+type Observer interface {
+	Attempt(source string, a webhook.Attempt)
+	// Finished reports the status a delivery took after one delivery
+	// attempt; retry is true when another attempt is scheduled.
+	Finished(source string, status store.Status, retry bool)
+}
+
+// Config configures a Forwarder.
+type Config struct {
+	Store  store.Store
+	Sender *webhook.Sender
+	// Destinations maps each source with a webhook destination to it;
+	// deliveries of other sources stay pending.
+	Destinations map[string]*webhook.Destination
+	// Policy is the retry schedule; its Now defaults to Config.Now.
+	Policy webhook.Policy
+	// Owner names this process's leases; unique per process.
+	Owner       string
+	MaxInFlight int           // deliveries in flight in total
+	PerSource   int           // deliveries in flight per source
+	LeaseTTL    time.Duration // how long a lease lasts
+	Poll        time.Duration // how often an idle lane looks for due work
+	// Grace is how long Run waits, after its context ends, for deliveries
+	// in flight before it interrupts them (they stay pending).
+	Grace    time.Duration
+	Now      func() time.Time
+	Logger   *slog.Logger
+	Observer Observer
+}
+
+// Forwarder runs the lanes; make one with New and call Run.
+type Forwarder struct {
+	cfg   Config
+	lanes map[string]*lane
+	sem   chan struct{} // a token per delivery in flight
+	wg    sync.WaitGroup
+}
+
+// lane is one source's share of the work.
+type lane struct {
+	source   string
+	dest     *webhook.Destination
+	wake     chan struct{}
+	mu       sync.Mutex
+	inflight int
+}
+
+// New checks cfg and returns a Forwarder.
+func New(cfg Config) (*Forwarder, error) {
+	if cfg.Store == nil || cfg.Sender == nil {
+		return nil, errors.New("forwarder: store and sender are required")
+	}
+	if cfg.Owner == "" {
+		return nil, errors.New("forwarder: owner is required")
+	}
+	if cfg.MaxInFlight <= 0 {
+		cfg.MaxInFlight = DefaultMaxInFlight
+	}
+	if cfg.PerSource <= 0 {
+		cfg.PerSource = DefaultPerSource
+	}
+	if cfg.LeaseTTL <= 0 {
+		cfg.LeaseTTL = DefaultLeaseTTL
+	}
+	if cfg.Poll <= 0 {
+		cfg.Poll = DefaultPoll
+	}
+	if cfg.Grace <= 0 {
+		cfg.Grace = DefaultGrace
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.Policy.Now == nil {
+		cfg.Policy.Now = cfg.Now
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	f := &Forwarder{cfg: cfg, lanes: map[string]*lane{}, sem: make(chan struct{}, cfg.MaxInFlight)}
+	for source, dest := range cfg.Destinations {
+		f.lanes[source] = &lane{source: source, dest: dest, wake: make(chan struct{}, 1)}
+	}
+	return f, nil
+}
+
+// Notify tells source's lane that new deliveries may be due now.
+func (f *Forwarder) Notify(source string) {
+	if l := f.lanes[source]; l != nil {
+		l.poke()
+	}
+}
+
+func (l *lane) poke() {
+	select {
+	case l.wake <- struct{}{}:
+	default:
+	}
+}
+
+// Run forwards until ctx ends, then stops leasing, gives deliveries in
+// flight the grace period to finish, interrupts the rest, and returns once
+// every attempt is on record.
+func (f *Forwarder) Run(ctx context.Context) error {
+	deliverCtx, interrupt := context.WithCancel(context.WithoutCancel(ctx))
+	defer interrupt()
+	var lanes sync.WaitGroup
+	for _, l := range f.lanes {
+		lanes.Add(1)
+		go func() {
+			defer lanes.Done()
+			f.runLane(ctx, deliverCtx, l)
+		}()
+	}
+	lanes.Wait()
+	done := make(chan struct{})
+	go func() { f.wg.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(f.cfg.Grace):
+		f.cfg.Logger.Warn("grace period over, interrupting deliveries in flight")
+		interrupt()
+		<-done
+	}
+	return nil
+}
+
+func (f *Forwarder) runLane(ctx, deliverCtx context.Context, l *lane) {
+	timer := time.NewTimer(0)
+	defer timer.Stop()
+	for ctx.Err() == nil {
+		got, full := f.fill(ctx, deliverCtx, l)
+		if got && full {
+			continue // there may be more due right now
+		}
+		timer.Reset(f.cfg.Poll)
+		select {
+		case <-ctx.Done():
+			return
+		case <-l.wake:
+		case <-timer.C:
+		}
+		if !timer.Stop() {
+			select {
+			case <-timer.C:
+			default:
+			}
+		}
+	}
+}
+
+// fill leases as many due deliveries as the lane and the process have room
+// for and starts them. It reports whether it started any and whether it
+// got all it asked for.
+func (f *Forwarder) fill(ctx, deliverCtx context.Context, l *lane) (got, full bool) {
+	l.mu.Lock()
+	room := f.cfg.PerSource - l.inflight
+	l.mu.Unlock()
+	tokens := 0
+	for tokens < room {
+		select {
+		case f.sem <- struct{}{}:
+			tokens++
+			continue
+		default:
+		}
+		break
+	}
+	if tokens == 0 {
+		return false, false
+	}
+	ds, err := f.cfg.Store.Lease(ctx, store.LeaseRequest{
+		Owner: f.cfg.Owner, Source: l.source, Limit: tokens, Now: f.cfg.Now(), TTL: f.cfg.LeaseTTL,
+	})
+	if err != nil && ctx.Err() == nil {
+		f.cfg.Logger.Error("lease deliveries", "source", l.source, "err", err)
+	}
+	for range tokens - len(ds) {
+		<-f.sem
+	}
+	l.mu.Lock()
+	l.inflight += len(ds)
+	l.mu.Unlock()
+	for _, d := range ds {
+		f.wg.Add(1)
+		go func() {
+			defer f.wg.Done()
+			f.deliver(deliverCtx, l, d)
+			<-f.sem
+			l.mu.Lock()
+			l.inflight--
+			l.mu.Unlock()
+			// Room was made: in this lane, and in the process for others.
+			for _, other := range f.lanes {
+				other.poke()
+			}
+		}()
+	}
+	return len(ds) > 0, len(ds) == tokens
+}
+
+// deliver makes one delivery attempt of d and records its outcome.
+func (f *Forwarder) deliver(ctx context.Context, l *lane, d store.Delivery) {
+	c := store.Completion{ID: d.ID, Owner: f.cfg.Owner, Attempts: d.Attempts + 1, FirstAttempt: d.FirstAttempt}
+	if c.FirstAttempt.IsZero() {
+		c.FirstAttempt = f.cfg.Now()
+	}
+	body, err := webhookBody(d.Body)
+	if err != nil {
+		// Not something a later attempt can fix.
+		c.Status, c.LastError = store.Failed, err.Error()
+		f.complete(l, c, false)
+		return
+	}
+	res := f.cfg.Sender.DeliverFunc(ctx, l.dest, body, func(a webhook.Attempt) {
+		if f.cfg.Observer != nil {
+			f.cfg.Observer.Attempt(l.source, a)
+		}
+	})
+	for _, a := range res.Attempts {
+		c.Records = append(c.Records, record(c.Attempts, a))
+	}
+	if last := res.Last(); last != nil && !res.Delivered() {
+		c.LastError = describe(last)
+	}
+	retry := false
+	switch res.Outcome {
+	case webhook.Delivered:
+		c.Status = store.Delivered
+	case webhook.Interrupted:
+		// Shutdown cut it short: nothing is known, so it does not count.
+		c.Status, c.NextAttempt, c.Attempts = store.Pending, f.cfg.Now(), d.Attempts
+		if d.FirstAttempt.IsZero() {
+			c.FirstAttempt = time.Time{}
+		}
+	default:
+		if next, ok := f.cfg.Policy.NextAttempt(c.FirstAttempt, c.Attempts, res); ok {
+			c.Status, c.NextAttempt, retry = store.Pending, next, true
+		} else if res.Outcome == webhook.Retryable {
+			c.Status = store.Dead
+		} else {
+			c.Status = store.Failed
+		}
+	}
+	f.complete(l, c, retry)
+}
+
+func (f *Forwarder) complete(l *lane, c store.Completion, retry bool) {
+	if err := f.cfg.Store.Complete(context.Background(), []store.Completion{c}); err != nil {
+		// The lease runs out and the delivery is made again: at least once.
+		f.cfg.Logger.Error("record delivery", "source", l.source, "delivery", c.ID, "err", err)
+		return
+	}
+	if f.cfg.Observer != nil {
+		f.cfg.Observer.Finished(l.source, c.Status, retry)
+	}
+	lvl := slog.LevelDebug
+	if c.Status == store.Dead || c.Status == store.Failed {
+		lvl = slog.LevelWarn
+	}
+	f.cfg.Logger.Log(context.Background(), lvl, "delivery", "source", l.source, "delivery", c.ID,
+		"status", c.Status, "attempts", c.Attempts, "next", c.NextAttempt, "error", c.LastError)
+}
+
+// webhookBody turns a stored message into the exact bytes to send.
+func webhookBody(stored []byte) ([]byte, error) {
+	obj, err := message.ParseObject(stored)
+	if err != nil {
+		return nil, fmt.Errorf("stored message: %w", err)
+	}
+	return webhook.Body(obj)
+}
+
+func record(delivery int, a webhook.Attempt) store.Attempt {
+	r := store.Attempt{
+		Delivery: delivery, Endpoint: a.Endpoint, URL: a.URL, Start: a.Start, Latency: a.Latency,
+		Status: a.Status, Class: string(a.Class), Excerpt: a.Body, Outcome: a.Outcome.String(),
+	}
+	if a.Err != nil {
+		r.Error = a.Err.Error()
+	}
+	return r
+}
+
+func describe(a *webhook.Attempt) string {
+	if a.Err != nil {
+		return fmt.Sprintf("%s: %s: %v", a.URL, a.Class, a.Err)
+	}
+	return fmt.Sprintf("%s: HTTP %d", a.URL, a.Status)
+}

@@ -1,0 +1,118 @@
+// Package serve wires `evfwd serve` together: configuration and its
+// validation, the store, the collection API, the forwarder, health and
+// metrics endpoints, and graceful drain. The command stays a thin layer
+// over it, and tests and `evfwd demo` run it in-process.
+package serve
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/evfwd/evfwd/pkg/webhook"
+)
+
+// DefaultAddr is where serve listens unless told otherwise.
+const DefaultAddr = "127.0.0.1:8787"
+
+// Config is the service's configuration, as the YAML file holds it.
+type Config struct {
+	Addr    string   `mapstructure:"addr"`
+	Store   string   `mapstructure:"store"`
+	Sources []Source `mapstructure:"sources"`
+}
+
+// Source is one source: its write key and its webhook destination.
+type Source struct {
+	Name     string   `mapstructure:"name"`
+	WriteKey string   `mapstructure:"write_key"`
+	Webhooks Webhooks `mapstructure:"webhooks"`
+}
+
+// Webhooks is a source's webhook destination settings.
+type Webhooks struct {
+	Enabled             bool `mapstructure:"enabled"`
+	webhook.Destination `mapstructure:",squash"`
+}
+
+// Validate reports every problem, each naming its source (and endpoint,
+// through pkg/webhook's validation).
+func (c *Config) Validate() error {
+	var errs []error
+	if len(c.Sources) == 0 {
+		errs = append(errs, errors.New("no sources configured (sources: [{name, write_key, webhooks}])"))
+	}
+	names, keys := map[string]int{}, map[string]int{}
+	for i, s := range c.Sources {
+		where := fmt.Sprintf("sources[%d]", i)
+		if s.Name == "" {
+			errs = append(errs, fmt.Errorf("%s: name is required", where))
+		} else {
+			where = fmt.Sprintf("source %q", s.Name)
+			if j, dup := names[s.Name]; dup {
+				errs = append(errs, fmt.Errorf("%s: name already used by sources[%d]", where, j))
+			}
+			names[s.Name] = i
+		}
+		if s.WriteKey == "" {
+			errs = append(errs, fmt.Errorf("%s: write_key is required", where))
+		} else {
+			if j, dup := keys[s.WriteKey]; dup {
+				errs = append(errs, fmt.Errorf("%s: write_key already used by sources[%d]", where, j))
+			}
+			keys[s.WriteKey] = i
+		}
+		if s.Webhooks.Enabled {
+			if err := s.Webhooks.Destination.Validate(); err != nil {
+				for _, e := range unjoin(err) {
+					errs = append(errs, fmt.Errorf("%s: webhooks: %w", where, e))
+				}
+			}
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func unjoin(err error) []error {
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		return j.Unwrap()
+	}
+	return []error{err}
+}
+
+// DefaultStorePath is evfwd.db under the user's state directory:
+// $XDG_STATE_HOME/evfwd, else ~/.local/state/evfwd.
+func DefaultStorePath(getenv func(string) string) string {
+	if dir := getenv("XDG_STATE_HOME"); dir != "" {
+		return filepath.Join(dir, "evfwd", "evfwd.db")
+	}
+	home := getenv("HOME")
+	if home == "" {
+		home, _ = os.UserHomeDir()
+	}
+	return filepath.Join(home, ".local", "state", "evfwd", "evfwd.db")
+}
+
+// StorePath turns a store setting into a SQLite file path:
+// "sqlite:///abs/path", "sqlite://rel/path", "file:path" or a plain path.
+// Other schemes are refused by name.
+func StorePath(dsn string) (string, error) {
+	switch {
+	case strings.HasPrefix(dsn, "sqlite://"):
+		dsn = strings.TrimPrefix(dsn, "sqlite://")
+	case strings.HasPrefix(dsn, "sqlite:"):
+		dsn = strings.TrimPrefix(dsn, "sqlite:")
+	case strings.HasPrefix(dsn, "file:"):
+		dsn = strings.TrimPrefix(dsn, "file:")
+	case strings.HasPrefix(dsn, "postgres://"), strings.HasPrefix(dsn, "postgresql://"):
+		return "", errors.New("store: PostgreSQL is not supported by this build yet; use sqlite:///path/to/evfwd.db")
+	case strings.Contains(dsn, "://"):
+		return "", fmt.Errorf("store %q: unknown scheme (want sqlite:///path)", dsn)
+	}
+	if dsn == "" {
+		return "", errors.New("store: empty path")
+	}
+	return dsn, nil
+}

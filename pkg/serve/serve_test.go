@@ -1,0 +1,435 @@
+package serve_test
+
+import (
+	"context"
+	"crypto/hmac"
+	"crypto/sha1"
+	"encoding/base64"
+	"encoding/hex"
+	"flag"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/evfwd/evfwd/pkg/serve"
+	"github.com/evfwd/evfwd/pkg/store"
+	"github.com/evfwd/evfwd/pkg/webhook"
+)
+
+var update = flag.Bool("update", false, "rewrite golden files in testdata/")
+
+const secret = "s3cret"
+
+var t0 = time.Date(2024, 5, 1, 12, 0, 0, 0, time.UTC)
+
+// clock is a settable clock for the service under test.
+type clock struct{ ns atomic.Int64 }
+
+func newClock(t time.Time) *clock    { c := &clock{}; c.set(t); return c }
+func (c *clock) now() time.Time      { return time.Unix(0, c.ns.Load()).UTC() }
+func (c *clock) set(t time.Time)     { c.ns.Store(t.UnixNano()) }
+func (c *clock) add(d time.Duration) { c.ns.Add(int64(d)) }
+
+// hook is an endpoint that answers with the next status of its script
+// (200 once it runs out) and keeps what it got.
+type hook struct {
+	*httptest.Server
+	mu     sync.Mutex
+	script []int
+	got    []received
+}
+
+type received struct {
+	body []byte
+	sig  string
+	hdr  http.Header
+}
+
+func newHook(t *testing.T, script ...int) *hook {
+	h := &hook{script: script}
+	h.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		h.mu.Lock()
+		h.got = append(h.got, received{body: body, sig: r.Header.Get("X-Signature"), hdr: r.Header.Clone()})
+		status := 200
+		if len(h.script) > 0 {
+			status, h.script = h.script[0], h.script[1:]
+		}
+		h.mu.Unlock()
+		w.WriteHeader(status)
+	}))
+	t.Cleanup(h.Close)
+	return h
+}
+
+func (h *hook) received() []received {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return append([]received(nil), h.got...)
+}
+
+type harness struct {
+	srv  *serve.Server
+	url  string
+	stop func()
+}
+
+// start runs a service with one source "web" (write key wk_web) whose
+// webhooks go to urls, and a source "quiet" without webhooks.
+func start(t *testing.T, opts serve.Options, urls ...string) *harness {
+	t.Helper()
+	var eps []webhook.Endpoint
+	for _, u := range urls {
+		eps = append(eps, webhook.Endpoint{URL: u, Headers: map[string]string{"X-Env": "test"}})
+	}
+	cfg := serve.Config{
+		Addr:  "127.0.0.1:0",
+		Store: "sqlite://" + filepath.Join(t.TempDir(), "evfwd.db"),
+		Sources: []serve.Source{
+			{Name: "web", WriteKey: "wk_web", Webhooks: serve.Webhooks{Enabled: true, Destination: webhook.Destination{SharedSecret: secret, Endpoints: eps}}},
+			{Name: "quiet", WriteKey: "wk_quiet"},
+		},
+	}
+	if opts.Poll == 0 {
+		opts.Poll = 5 * time.Millisecond
+	}
+	opts.Version = "1.0.0"
+	ctx, cancel := context.WithCancel(context.Background())
+	srv, err := serve.New(ctx, cfg, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- srv.Run(ctx) }()
+	h := &harness{srv: srv, url: srv.URL()}
+	var once sync.Once
+	h.stop = func() {
+		once.Do(func() {
+			cancel()
+			if err := <-done; err != nil {
+				t.Errorf("Run: %v", err)
+			}
+		})
+	}
+	t.Cleanup(h.stop)
+	return h
+}
+
+func (h *harness) post(t *testing.T, path, key, body string) (int, string) {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodPost, h.url+path, strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	if key != "" {
+		req.Header.Set("Authorization", "Basic "+base64.StdEncoding.EncodeToString([]byte(key+":")))
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
+
+// waitFor polls cond until it holds or 10 s pass.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+}
+
+func deliveries(t *testing.T, h *harness, f store.Filter) []store.Delivery {
+	t.Helper()
+	ds, err := h.srv.Store().List(context.Background(), f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ds
+}
+
+func golden(t *testing.T, name string, got []byte) {
+	t.Helper()
+	path := filepath.Join("testdata", name)
+	if *update {
+		os.MkdirAll("testdata", 0o755)
+		if err := os.WriteFile(path, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run with -update)", err)
+	}
+	if string(want) != string(got) {
+		t.Errorf("%s mismatch:\nwant %s\ngot  %s", name, want, got)
+	}
+}
+
+// sign is an independent HMAC-SHA1 (not pkg/signature).
+func sign(body []byte) string {
+	m := hmac.New(sha1.New, []byte(secret))
+	m.Write(body)
+	return hex.EncodeToString(m.Sum(nil))
+}
+
+func TestEachTypeIngestToWebhook(t *testing.T) {
+	c := newClock(t0)
+	rcv := newHook(t)
+	h := start(t, serve.Options{Now: c.now}, rcv.URL)
+	msgs := map[string]string{
+		"identify": `{"userId":"u_42","traits":{"email":"ada@example.com","plan":"pro"},"messageId":"m-identify","timestamp":"2024-05-01T11:59:00Z"}`,
+		"track":    `{"userId":"u_42","event":"Order Completed","properties":{"total":12345678901234567890.000000001,"currency":"EUR"},"messageId":"m-track","timestamp":"2024-05-01T11:59:00.5+02:00"}`,
+		"page":     `{"anonymousId":"a_1","name":"Pricing","category":"Docs","properties":{"url":"https://example.com/pricing"},"messageId":"m-page","timestamp":"2024-05-01T11:59:00Z","context":{"ip":"1.2.3.4"}}`,
+		"screen":   `{"userId":"u_42","name":"Home","messageId":"m-screen","timestamp":"2024-05-01T11:59:00Z"}`,
+		"group":    `{"userId":"u_42","groupId":"g_7","traits":{"name":"Acme"},"messageId":"m-group","timestamp":"2024-05-01T11:59:00Z"}`,
+		"alias":    `{"userId":"u_42","previousId":"a_1","messageId":"m-alias"}`,
+	}
+	for _, typ := range []string{"identify", "track", "page", "screen", "group", "alias"} {
+		if code, body := h.post(t, "/v1/"+typ, "wk_web", msgs[typ]); code != 200 {
+			t.Fatalf("%s: %d %s", typ, code, body)
+		}
+	}
+	waitFor(t, "six webhooks", func() bool { return len(rcv.received()) == 6 })
+	for _, r := range rcv.received() {
+		if got, want := r.sig, sign(r.body); got != want {
+			t.Errorf("X-Signature %s, independent HMAC %s", got, want)
+		}
+		if r.hdr.Get("X-Env") != "test" || r.hdr.Get("User-Agent") != "evfwd-webhooks/1.0.0" {
+			t.Errorf("headers %v", r.hdr)
+		}
+		var typ string
+		fmt.Sscanf(string(r.body), `{"type":%q`, &typ)
+		typ = strings.Trim(strings.SplitN(strings.TrimPrefix(string(r.body), `{"type":"`), `"`, 2)[0], `"`)
+		golden(t, typ+".golden", append(r.body, '\n'))
+	}
+	waitFor(t, "deliveries delivered", func() bool { return len(deliveries(t, h, store.Filter{Status: store.Delivered})) == 6 })
+}
+
+func TestFirstSuccessOfFiveEndpoints(t *testing.T) {
+	e1, e2, e3, e4, e5 := newHook(t, 500), newHook(t, 404), newHook(t, 200), newHook(t), newHook(t)
+	h := start(t, serve.Options{}, e1.URL, e2.URL, e3.URL, e4.URL, e5.URL)
+	if code, body := h.post(t, "/v1/track", "wk_web", `{"userId":"u","event":"E"}`); code != 200 {
+		t.Fatalf("%d %s", code, body)
+	}
+	waitFor(t, "delivered", func() bool { return len(deliveries(t, h, store.Filter{Status: store.Delivered})) == 1 })
+	for i, e := range []*hook{e1, e2, e3, e4, e5} {
+		want := 1
+		if i >= 3 {
+			want = 0
+		}
+		if n := len(e.received()); n != want {
+			t.Errorf("endpoint %d called %d times, want %d", i+1, n, want)
+		}
+	}
+	d := deliveries(t, h, store.Filter{})[0]
+	detail, err := h.srv.Store().Get(context.Background(), d.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, a := range detail.Records {
+		got = append(got, fmt.Sprintf("%d:%d:%s", a.Endpoint, a.Status, a.Outcome))
+	}
+	if strings.Join(got, " ") != "0:500:retryable 1:404:final 2:200:delivered" {
+		t.Errorf("attempts %v", got)
+	}
+}
+
+func TestRetriesAfter500sThenDelivered(t *testing.T) {
+	rcv := newHook(t, 500, 503, 500)
+	h := start(t, serve.Options{Policy: webhook.Policy{Initial: 5 * time.Millisecond, Max: 20 * time.Millisecond, Jitter: -1}}, rcv.URL)
+	if code, _ := h.post(t, "/v1/track", "wk_web", `{"userId":"u","event":"E","messageId":"m1"}`); code != 200 {
+		t.Fatal(code)
+	}
+	waitFor(t, "delivered", func() bool { return len(deliveries(t, h, store.Filter{Status: store.Delivered})) == 1 })
+	d := deliveries(t, h, store.Filter{})[0]
+	if d.Attempts != 4 {
+		t.Errorf("attempts = %d, want 4", d.Attempts)
+	}
+	got := rcv.received()
+	if len(got) != 4 || string(got[0].body) != string(got[3].body) {
+		t.Errorf("receiver got %d requests; bodies must be equal across retries", len(got))
+	}
+}
+
+func TestWindowExpiryToDead(t *testing.T) {
+	c := newClock(t0)
+	rcv := newHook(t, repeat(500, 1000)...)
+	h := start(t, serve.Options{Now: c.now, Policy: webhook.Policy{Jitter: -1}}, rcv.URL)
+	if code, _ := h.post(t, "/v1/track", "wk_web", `{"userId":"u","event":"E"}`); code != 200 {
+		t.Fatal(code)
+	}
+	seen := 0
+	for i := 0; ; i++ {
+		if i > 100 {
+			t.Fatal("never dead")
+		}
+		var d store.Delivery
+		waitFor(t, "next attempt", func() bool {
+			d = deliveries(t, h, store.Filter{})[0]
+			return d.Attempts > seen || d.Status != store.Pending
+		})
+		if d.Status == store.Dead {
+			if last := d.UpdatedAt; last.After(t0.Add(webhook.DefaultWindow + webhook.DefaultMax)) {
+				t.Errorf("dead at %v, after the window", last)
+			}
+			break
+		}
+		if d.Status != store.Pending {
+			t.Fatalf("status %s", d.Status)
+		}
+		seen = d.Attempts
+		c.set(d.NextAttempt) // jump to the next attempt
+	}
+	d := deliveries(t, h, store.Filter{})[0]
+	// 1+2+...+512 s, then 10 min steps, until 4 h: 10 + 22 deliveries.
+	if d.Attempts < 25 || d.Attempts > 40 {
+		t.Errorf("attempts = %d", d.Attempts)
+	}
+}
+
+func repeat(v, n int) []int {
+	out := make([]int, n)
+	for i := range out {
+		out[i] = v
+	}
+	return out
+}
+
+func TestIntegrationsOffAndQuietSource(t *testing.T) {
+	rcv := newHook(t)
+	h := start(t, serve.Options{}, rcv.URL)
+	batch := `{"batch":[
+		{"type":"track","userId":"u","event":"off","integrations":{"Webhooks":false}},
+		{"type":"track","userId":"u","event":"all off","integrations":{"All":false}},
+		{"type":"track","userId":"u","event":"on","integrations":{"All":false,"Webhooks":true}}]}`
+	if code, body := h.post(t, "/v1/batch", "wk_web", batch); code != 200 {
+		t.Fatalf("%d %s", code, body)
+	}
+	if code, _ := h.post(t, "/v1/track", "wk_quiet", `{"userId":"u","event":"quiet"}`); code != 200 {
+		t.Fatal(code)
+	}
+	waitFor(t, "delivered", func() bool { return len(deliveries(t, h, store.Filter{Status: store.Delivered})) == 1 })
+	h.stop()
+	got := rcv.received()
+	if len(got) != 1 || !strings.Contains(string(got[0].body), `"event":"on"`) {
+		t.Errorf("receiver got %d: %v", len(got), got)
+	}
+}
+
+func TestErrorCodesHealthAndMetrics(t *testing.T) {
+	rcv := newHook(t)
+	h := start(t, serve.Options{}, rcv.URL)
+	for _, tt := range []struct {
+		path, key, body string
+		want            int
+	}{
+		{"/v1/track", "", `{"userId":"u","event":"E"}`, 401},
+		{"/v1/track", "nope", `{"userId":"u","event":"E"}`, 401},
+		{"/v1/track", "wk_web", `{"userId":"u"}`, 400},
+		{"/v1/batch", "wk_web", `not json`, 400},
+		{"/v1/track", "wk_web", `{"userId":"u","event":"` + strings.Repeat("x", 33<<10) + `"}`, 413},
+		{"/v1/track", "wk_web", `{"userId":"u","event":"E"}`, 200},
+	} {
+		if code, body := h.post(t, tt.path, tt.key, tt.body); code != tt.want {
+			t.Errorf("%s %q: %d %s, want %d", tt.path, tt.body[:min(len(tt.body), 30)], code, body, tt.want)
+		}
+	}
+	waitFor(t, "delivered", func() bool { return len(rcv.received()) == 1 })
+	resp, err := http.Get(h.url + "/healthz")
+	if err != nil || resp.StatusCode != 200 {
+		t.Fatalf("healthz: %v %v", resp, err)
+	}
+	waitFor(t, "metrics", func() bool {
+		resp, err := http.Get(h.url + "/metrics")
+		if err != nil {
+			return false
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		m := string(b)
+		return strings.Contains(m, `evfwd_ingested_total{source="web"} 1`) &&
+			strings.Contains(m, `evfwd_delivered_total{source="web"} 1`) &&
+			strings.Contains(m, `evfwd_attempt_duration_seconds_count{source="web"} 1`) &&
+			strings.Contains(m, `evfwd_queue_depth{source="web"} 0`)
+	})
+}
+
+func TestDeadEndpointDoesNotBlockOtherSources(t *testing.T) {
+	hang := make(chan struct{})
+	slow := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-r.Context().Done():
+		case <-hang:
+		}
+	}))
+	defer slow.Close()
+	defer close(hang)
+	fast := newHook(t)
+	cfg := serve.Config{
+		Addr:  "127.0.0.1:0",
+		Store: filepath.Join(t.TempDir(), "evfwd.db"),
+		Sources: []serve.Source{
+			{Name: "slow", WriteKey: "wk_slow", Webhooks: serve.Webhooks{Enabled: true, Destination: webhook.Destination{Endpoints: []webhook.Endpoint{{URL: slow.URL}}}}},
+			{Name: "fast", WriteKey: "wk_fast", Webhooks: serve.Webhooks{Enabled: true, Destination: webhook.Destination{Endpoints: []webhook.Endpoint{{URL: fast.URL}}}}},
+		},
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	srv, err := serve.New(ctx, cfg, serve.Options{PerSource: 4, MaxInFlight: 8, Poll: 5 * time.Millisecond, Grace: 100 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- srv.Run(ctx) }()
+	h := &harness{srv: srv, url: srv.URL()}
+	var batch strings.Builder
+	batch.WriteString(`{"batch":[`)
+	for i := range 50 {
+		if i > 0 {
+			batch.WriteString(",")
+		}
+		batch.WriteString(`{"type":"track","userId":"u","event":"E"}`)
+	}
+	batch.WriteString(`]}`)
+	if code, _ := h.post(t, "/v1/batch", "wk_slow", batch.String()); code != 200 {
+		t.Fatal(code)
+	}
+	if code, _ := h.post(t, "/v1/batch", "wk_fast", batch.String()); code != 200 {
+		t.Fatal(code)
+	}
+	waitFor(t, "fast source delivered while slow hangs", func() bool { return len(fast.received()) == 50 })
+	cancel()
+	if err := <-done; err != nil {
+		t.Errorf("Run: %v", err)
+	}
+}
+
+func TestConfigValidation(t *testing.T) {
+	cfg := serve.Config{Sources: []serve.Source{
+		{Name: "web", WriteKey: "k", Webhooks: serve.Webhooks{Enabled: true, Destination: webhook.Destination{Endpoints: []webhook.Endpoint{{URL: "ftp://x"}}}}},
+		{Name: "web", WriteKey: "k"},
+		{WriteKey: ""},
+	}}
+	err := cfg.Validate()
+	if err == nil {
+		t.Fatal("no error")
+	}
+	for _, want := range []string{`source "web": webhooks:`, `ftp://x`, `source "web": name already used by sources[0]`, `write_key already used`, `sources[2]: name is required`, `sources[2]: write_key is required`} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error does not mention %q:\n%v", want, err)
+		}
+	}
+}

@@ -1,0 +1,262 @@
+package serve
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"sync/atomic"
+	"time"
+
+	"github.com/evfwd/evfwd/pkg/collector"
+	"github.com/evfwd/evfwd/pkg/forwarder"
+	"github.com/evfwd/evfwd/pkg/message"
+	"github.com/evfwd/evfwd/pkg/store"
+	"github.com/evfwd/evfwd/pkg/store/sqlite"
+	"github.com/evfwd/evfwd/pkg/webhook"
+)
+
+// DefaultGrace is how long a drain waits for requests and deliveries in
+// flight.
+const DefaultGrace = 10 * time.Second
+
+// Options are what the caller supplies besides Config.
+type Options struct {
+	Logger  *slog.Logger
+	Version string
+	// Now is the clock of the collector and forwarder (default time.Now).
+	Now func() time.Time
+	// Sender configures the webhook sender (User-Agent, CAs, timeout).
+	Sender webhook.Options
+	// Policy is the retry schedule (default: the destination's).
+	Policy webhook.Policy
+	// Grace bounds the drain after the context of Run ends.
+	Grace time.Duration
+	// Forwarder tuning; zero values take the forwarder's defaults.
+	MaxInFlight, PerSource int
+	Poll                   time.Duration
+	// Listener, when set, is used instead of listening on Config.Addr.
+	Listener net.Listener
+}
+
+// Server is a configured, listening service; Run serves until its context
+// ends.
+type Server struct {
+	cfg       Config
+	opts      Options
+	log       *slog.Logger
+	store     *sqlite.Store
+	unlock    func()
+	ln        net.Listener
+	collector *collector.Handler
+	forwarder *forwarder.Forwarder
+	metrics   *Metrics
+	draining  atomic.Bool
+}
+
+// New validates cfg, opens and locks the store, and listens.
+func New(ctx context.Context, cfg Config, opts Options) (*Server, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	if opts.Grace <= 0 {
+		opts.Grace = DefaultGrace
+	}
+	if opts.Sender.Now == nil {
+		opts.Sender.Now = opts.Now
+	}
+	if opts.Sender.UserAgent == "" {
+		opts.Sender.UserAgent = webhook.UserAgent(opts.Version)
+	}
+	if cfg.Addr == "" {
+		cfg.Addr = DefaultAddr
+	}
+	path, err := StorePath(cfg.Store)
+	if err != nil {
+		return nil, err
+	}
+	s := &Server{cfg: cfg, opts: opts, log: opts.Logger, metrics: NewMetrics()}
+	if s.unlock, err = sqlite.Lock(path); err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			if err := os.MkdirAll(dirOf(path), 0o700); err == nil {
+				s.unlock, err = sqlite.Lock(path)
+			}
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	if s.store, err = sqlite.Open(ctx, path, sqlite.Options{Now: opts.Now}); err != nil {
+		s.unlock()
+		return nil, err
+	}
+	if err := s.build(ctx); err != nil {
+		s.store.Close()
+		s.unlock()
+		return nil, err
+	}
+	if s.ln = opts.Listener; s.ln == nil {
+		if s.ln, err = net.Listen("tcp", cfg.Addr); err != nil {
+			s.store.Close()
+			s.unlock()
+			return nil, fmt.Errorf("listen %s: %w", cfg.Addr, err)
+		}
+	}
+	return s, nil
+}
+
+func dirOf(path string) string {
+	for i := len(path) - 1; i >= 0; i-- {
+		if os.IsPathSeparator(path[i]) {
+			return path[:i]
+		}
+	}
+	return "."
+}
+
+// build makes the collector and forwarder, and takes back the leases a
+// crashed predecessor left (the lock says no other serve uses the file).
+func (s *Server) build(ctx context.Context) error {
+	sender, err := webhook.NewSender(s.opts.Sender)
+	if err != nil {
+		return err
+	}
+	dests := map[string]*webhook.Destination{}
+	var sources []collector.Source
+	for _, src := range s.cfg.Sources {
+		s.metrics.source(src.Name)
+		cs := collector.Source{Name: src.Name, WriteKey: src.WriteKey}
+		if src.Webhooks.Enabled {
+			d := src.Webhooks.Destination
+			dests[src.Name] = &d
+			cs.Destinations = []string{message.Webhooks}
+		}
+		sources = append(sources, cs)
+	}
+	if s.forwarder, err = forwarder.New(forwarder.Config{
+		Store: s.store, Sender: sender, Destinations: dests, Policy: s.opts.Policy,
+		Owner: owner(), MaxInFlight: s.opts.MaxInFlight, PerSource: s.opts.PerSource, Poll: s.opts.Poll,
+		Grace: s.opts.Grace, Now: s.opts.Now, Logger: s.log, Observer: s.metrics,
+	}); err != nil {
+		return err
+	}
+	s.collector, err = collector.New(collector.Config{
+		Sources: sources, Store: s.store, Now: s.opts.Now,
+		OnStored: func(source string, msgs []store.Message) {
+			s.metrics.Ingested(source, len(msgs))
+			s.forwarder.Notify(source)
+		},
+		OnError: func(status int, err error) { s.log.Warn("collect", "status", status, "err", err) },
+	})
+	if err != nil {
+		return err
+	}
+	n, err := s.store.Reclaim(ctx, s.opts.Now())
+	if err != nil {
+		return err
+	}
+	if n > 0 {
+		s.log.Info("took back leases of a previous run", "deliveries", n)
+	}
+	return nil
+}
+
+func owner() string {
+	host, _ := os.Hostname()
+	b := make([]byte, 4)
+	rand.Read(b)
+	return fmt.Sprintf("%s-%d-%s", host, os.Getpid(), hex.EncodeToString(b))
+}
+
+// Addr is the address the service listens on.
+func (s *Server) Addr() string { return s.ln.Addr().String() }
+
+// URL is the service's base URL, for clients.
+func (s *Server) URL() string { return "http://" + s.Addr() }
+
+// Store is the service's store (for tests and `evfwd demo`).
+func (s *Server) Store() store.Store { return s.store }
+
+// Handler serves the collection API, /healthz and /metrics.
+func (s *Server) Handler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		if s.draining.Load() {
+			w.WriteHeader(http.StatusServiceUnavailable)
+			w.Write([]byte(`{"status":"draining"}` + "\n"))
+			return
+		}
+		w.Write([]byte(`{"status":"ok"}` + "\n"))
+	})
+	mux.HandleFunc("GET /metrics", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/plain; version=0.0.4")
+		s.metrics.Write(r.Context(), w, s.store)
+	})
+	mux.Handle("/", s.collector)
+	return mux
+}
+
+// Run serves until ctx ends, then drains: new requests get 503, requests
+// and deliveries in flight get the grace period, and every attempt is on
+// record before the store closes. It returns nil after a clean drain.
+func (s *Server) Run(ctx context.Context) error {
+	hs := &http.Server{
+		Handler:           s.Handler(),
+		ReadHeaderTimeout: 10 * time.Second,
+		ReadTimeout:       60 * time.Second,
+		WriteTimeout:      60 * time.Second,
+		IdleTimeout:       120 * time.Second,
+		MaxHeaderBytes:    64 << 10,
+		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
+	}
+	runCtx, stop := context.WithCancel(ctx)
+	defer stop()
+	fwdDone := make(chan error, 1)
+	go func() { fwdDone <- s.forwarder.Run(runCtx) }()
+	srvErr := make(chan error, 1)
+	go func() { srvErr <- hs.Serve(s.ln) }()
+	s.log.Info("serving", "addr", s.Addr(), "store", s.store.Path(), "sources", len(s.cfg.Sources))
+
+	var err error
+	select {
+	case <-ctx.Done():
+	case err = <-srvErr:
+	}
+	stop()
+	s.log.Info("draining", "grace", s.opts.Grace)
+	s.draining.Store(true)
+	s.collector.Drain()
+	shutdownCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.opts.Grace)
+	defer cancel()
+	hs.Shutdown(shutdownCtx)
+	if err == nil && ctx.Err() == nil {
+		// The listener failed; stop the forwarder too.
+		err = errors.New("server stopped")
+	}
+	<-fwdDone
+	s.Close()
+	s.log.Info("stopped")
+	if errors.Is(err, http.ErrServerClosed) {
+		err = nil
+	}
+	return err
+}
+
+// Close releases the store and its lock; Run calls it.
+func (s *Server) Close() error {
+	err := s.store.Close()
+	s.unlock()
+	return err
+}
