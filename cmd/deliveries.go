@@ -1,0 +1,300 @@
+package cmd
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"text/tabwriter"
+	"time"
+
+	"github.com/evfwd/evfwd/internal/cli"
+	"github.com/evfwd/evfwd/pkg/message"
+	"github.com/evfwd/evfwd/pkg/serve"
+	"github.com/evfwd/evfwd/pkg/store"
+	"github.com/evfwd/evfwd/pkg/store/sqlite"
+	"github.com/spf13/cobra"
+)
+
+func init() { register(func(f *cli.Factory) *cobra.Command { return NewCmdDeliveries(f) }) }
+
+// DeliveriesOptions are the inputs of `evfwd deliveries ...`.
+type DeliveriesOptions struct {
+	Factory *cli.Factory
+	Store   string
+	Status  string
+	Source  string
+	Limit   int
+	ctx     context.Context
+}
+
+// NewCmdDeliveries builds `evfwd deliveries` and its list, show and retry.
+func NewCmdDeliveries(f *cli.Factory) *cobra.Command {
+	opts := &DeliveriesOptions{Factory: f}
+	cmd := &cobra.Command{
+		Use:   "deliveries",
+		Short: "List, show and retry the deliveries in the serve store",
+		Long: `Read the store that evfwd serve uses (also while it runs): list deliveries,
+show one with its message and every attempt, or make failed and dead ones
+pending again so the running (or next) serve delivers them.`,
+		GroupID: groupServer,
+		Args:    cli.Args(cobra.NoArgs),
+	}
+	cmd.PersistentFlags().StringVar(&opts.Store, "store", "", "store `URL` (default evfwd.db under $XDG_STATE_HOME/evfwd)")
+	cli.BindEnv(cmd, "store")
+
+	list := &cobra.Command{
+		Use:     "list",
+		Short:   "List deliveries, oldest first",
+		Example: "  evfwd deliveries list --status dead --source web\n  evfwd deliveries list -o json | jq .id",
+		Args:    cli.Args(cobra.NoArgs),
+		RunE: func(c *cobra.Command, args []string) error {
+			opts.ctx = c.Context()
+			return deliveriesList(opts)
+		},
+	}
+	list.Flags().StringVar(&opts.Status, "status", "", "only this `STATUS`: pending, delivered, failed or dead")
+	list.Flags().StringVar(&opts.Source, "source", "", "only this `SOURCE`")
+	list.Flags().IntVar(&opts.Limit, "limit", 0, "at most `N` deliveries (default all)")
+
+	show := &cobra.Command{
+		Use:   "show ID",
+		Short: "Show a delivery: its message and every attempt",
+		Args:  cli.Args(cobra.ExactArgs(1)),
+		RunE: func(c *cobra.Command, args []string) error {
+			opts.ctx = c.Context()
+			return deliveriesShow(opts, args[0])
+		},
+	}
+
+	retry := &cobra.Command{
+		Use:     "retry [ID...]",
+		Short:   "Make deliveries pending again (by ID, or every one with --status)",
+		Example: "  evfwd deliveries retry 42\n  evfwd deliveries retry --status dead --source web",
+		RunE: func(c *cobra.Command, args []string) error {
+			opts.ctx = c.Context()
+			return deliveriesRetry(opts, args)
+		},
+	}
+	retry.Flags().StringVar(&opts.Status, "status", "", "retry every delivery in this `STATUS` (failed or dead)")
+	retry.Flags().StringVar(&opts.Source, "source", "", "with --status, only this `SOURCE`")
+	cmd.AddCommand(list, show, retry)
+	return cmd
+}
+
+func (o *DeliveriesOptions) open() (*sqlite.Store, error) {
+	dsn := o.Store
+	if dsn == "" {
+		dsn = serve.DefaultStorePath(o.Factory.Getenv)
+	}
+	path, err := serve.StorePath(dsn)
+	if err != nil {
+		return nil, cli.UsageError(err)
+	}
+	ctx := o.ctx
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	return sqlite.Open(ctx, path, sqlite.Options{})
+}
+
+func (o *DeliveriesOptions) filter() (store.Filter, error) {
+	f := store.Filter{Status: store.Status(o.Status), Source: o.Source, Limit: o.Limit}
+	if f.Status != "" && !f.Status.Valid() {
+		return f, cli.UsageErrorf("--status %q: want pending, delivered, failed or dead", o.Status)
+	}
+	return f, nil
+}
+
+// deliveryJSON is one delivery in -o json output.
+type deliveryJSON struct {
+	ID           int64           `json:"id"`
+	Source       string          `json:"source"`
+	Destination  string          `json:"destination"`
+	MessageID    string          `json:"messageId"`
+	Type         string          `json:"type"`
+	UserID       string          `json:"userId,omitempty"`
+	Status       store.Status    `json:"status"`
+	Attempts     int             `json:"attempts"`
+	FirstAttempt string          `json:"firstAttempt,omitempty"`
+	NextAttempt  string          `json:"nextAttempt,omitempty"`
+	LastError    string          `json:"lastError,omitempty"`
+	CreatedAt    string          `json:"createdAt"`
+	UpdatedAt    string          `json:"updatedAt"`
+	Message      json.RawMessage `json:"message,omitempty"`
+	Records      []attemptJSON   `json:"attemptRecords,omitempty"`
+}
+
+type attemptJSON struct {
+	Delivery  int    `json:"delivery"`
+	Endpoint  int    `json:"endpoint"`
+	URL       string `json:"url"`
+	Start     string `json:"start"`
+	LatencyMs int64  `json:"latencyMs"`
+	Status    int    `json:"status,omitempty"`
+	Class     string `json:"class"`
+	Error     string `json:"error,omitempty"`
+	Outcome   string `json:"outcome"`
+	Excerpt   string `json:"bodyExcerpt,omitempty"`
+}
+
+func wireTime(t time.Time) string {
+	if t.IsZero() {
+		return ""
+	}
+	return message.FormatTime(t)
+}
+
+func toJSON(d store.Delivery) deliveryJSON {
+	j := deliveryJSON{ID: d.ID, Source: d.Source, Destination: d.Destination, MessageID: d.MessageID, Type: d.Type,
+		UserID: d.UserID, Status: d.Status, Attempts: d.Attempts, FirstAttempt: wireTime(d.FirstAttempt),
+		LastError: d.LastError, CreatedAt: wireTime(d.CreatedAt), UpdatedAt: wireTime(d.UpdatedAt)}
+	if d.Status == store.Pending {
+		j.NextAttempt = wireTime(d.NextAttempt)
+	}
+	if json.Valid(d.Body) {
+		j.Message = d.Body
+	}
+	return j
+}
+
+func deliveriesList(o *DeliveriesOptions) error {
+	f, err := o.filter()
+	if err != nil {
+		return err
+	}
+	st, err := o.open()
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	ds, err := st.List(o.ctx, f)
+	if err != nil {
+		return err
+	}
+	io := o.Factory.IO
+	if o.Factory.Format.JSON() {
+		for _, d := range ds {
+			if err := cli.WriteJSON(io.Out, toJSON(d)); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	tw := tabwriter.NewWriter(io.Out, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "ID\tSTATUS\tSOURCE\tTYPE\tMESSAGE ID\tATTEMPTS\tNEXT ATTEMPT\tLAST ERROR")
+	for _, d := range ds {
+		next := "-"
+		if d.Status == store.Pending {
+			next = wireTime(d.NextAttempt)
+		}
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%d\t%s\t%s\n", d.ID, d.Status, d.Source, d.Type, d.MessageID, d.Attempts, next, d.LastError)
+	}
+	return tw.Flush()
+}
+
+func parseID(s string) (int64, error) {
+	id, err := strconv.ParseInt(s, 10, 64)
+	if err != nil || id <= 0 {
+		return 0, cli.UsageErrorf("delivery ID %q: want a positive number (see evfwd deliveries list)", s)
+	}
+	return id, nil
+}
+
+func deliveriesShow(o *DeliveriesOptions, arg string) error {
+	id, err := parseID(arg)
+	if err != nil {
+		return err
+	}
+	st, err := o.open()
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	d, err := st.Get(o.ctx, id)
+	if err != nil {
+		return err
+	}
+	j := toJSON(d.Delivery)
+	for _, a := range d.Records {
+		j.Records = append(j.Records, attemptJSON{Delivery: a.Delivery, Endpoint: a.Endpoint, URL: a.URL,
+			Start: wireTime(a.Start), LatencyMs: a.Latency.Milliseconds(), Status: a.Status, Class: a.Class,
+			Error: a.Error, Outcome: a.Outcome, Excerpt: string(a.Excerpt)})
+	}
+	io := o.Factory.IO
+	if o.Factory.Format.JSON() {
+		return cli.WriteJSON(io.Out, j)
+	}
+	w := io.Out
+	fmt.Fprintf(w, "delivery %d  %s\n", j.ID, j.Status)
+	fmt.Fprintf(w, "source      %s → %s\n", j.Source, j.Destination)
+	fmt.Fprintf(w, "message     %s %s (user %s)\n", j.Type, j.MessageID, j.UserID)
+	fmt.Fprintf(w, "attempts    %d", j.Attempts)
+	if j.FirstAttempt != "" {
+		fmt.Fprintf(w, ", first %s", j.FirstAttempt)
+	}
+	if j.NextAttempt != "" {
+		fmt.Fprintf(w, ", next %s", j.NextAttempt)
+	}
+	fmt.Fprintln(w)
+	if j.LastError != "" {
+		fmt.Fprintf(w, "last error  %s\n", j.LastError)
+	}
+	fmt.Fprintf(w, "\n%s\n", d.Body)
+	if len(j.Records) > 0 {
+		fmt.Fprintln(w)
+		tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "#\tSTART\tURL\tRESULT\tLATENCY\tOUTCOME")
+		for _, a := range j.Records {
+			result := a.Class
+			if a.Status != 0 {
+				result = strconv.Itoa(a.Status)
+			}
+			if a.Error != "" {
+				result += " " + a.Error
+			}
+			fmt.Fprintf(tw, "%d.%d\t%s\t%s\t%s\t%dms\t%s\n", a.Delivery, a.Endpoint+1, a.Start, a.URL, result, a.LatencyMs, a.Outcome)
+		}
+		tw.Flush()
+	}
+	return nil
+}
+
+func deliveriesRetry(o *DeliveriesOptions, args []string) error {
+	if (len(args) == 0) == (o.Status == "") {
+		return cli.UsageErrorf("give delivery IDs or --status failed|dead, not both")
+	}
+	if o.Status == string(store.Delivered) || o.Status == string(store.Pending) {
+		return cli.UsageErrorf("--status %s: only failed or dead deliveries are retried", o.Status)
+	}
+	f, err := o.filter()
+	if err != nil {
+		return err
+	}
+	var ids []int64
+	for _, a := range args {
+		id, err := parseID(a)
+		if err != nil {
+			return err
+		}
+		ids = append(ids, id)
+	}
+	st, err := o.open()
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	n, err := st.Retry(o.ctx, ids, f, o.Factory.Now())
+	if err != nil {
+		return err
+	}
+	if o.Factory.Format.JSON() {
+		return cli.WriteJSON(o.Factory.IO.Out, map[string]int{"retried": n})
+	}
+	fmt.Fprintf(o.Factory.IO.Out, "%d deliveries scheduled for retry\n", n)
+	if len(ids) > 0 && n < len(ids) {
+		fmt.Fprintf(o.Factory.IO.ErrOut, "%d left alone: unknown, delivered, or in flight\n", len(ids)-n)
+		return cli.Silent(cli.ExitFailure)
+	}
+	return nil
+}

@@ -1,0 +1,145 @@
+package cmd
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"strings"
+	"time"
+
+	"github.com/evfwd/evfwd/internal/cli"
+	"github.com/evfwd/evfwd/pkg/serve"
+	"github.com/spf13/cobra"
+)
+
+func init() { register(func(f *cli.Factory) *cobra.Command { return NewCmdServe(f, nil) }) }
+
+// ServeOptions are the inputs of `evfwd serve`.
+type ServeOptions struct {
+	Factory   *cli.Factory
+	Addr      string
+	Store     string
+	LogFormat string
+	LogLevel  string
+	Grace     time.Duration
+
+	ctx   context.Context
+	ready func(url string) // tests: called once the port is open
+}
+
+// NewCmdServe builds `evfwd serve`; runF replaces serveRun in tests.
+func NewCmdServe(f *cli.Factory, runF func(*ServeOptions) error) *cobra.Command {
+	opts := &ServeOptions{Factory: f}
+	cmd := &cobra.Command{
+		Use:   "serve",
+		Short: "Run the event-collection service with durable webhook forwarding",
+		Long: `Collect events on the Segment HTTP Tracking API (/v1/batch, /v1/import,
+/v1/identify, /v1/track, ...) and forward each one as a signed webhook POST.
+
+A 200 means the request's messages are committed to the store (SQLite, WAL,
+fsync); the forwarder then delivers them at least once, retrying failed
+endpoints for up to 4 hours. Kill it at any moment: nothing acknowledged is
+lost, and the next run picks up where this one stopped.
+
+Sources come from the config file (--config, EVFWD_CONFIG):
+
+  addr: 127.0.0.1:8787
+  store: sqlite:///path/to/evfwd.db
+  sources:
+    - name: web
+      write_key: wk_live_123
+      webhooks:
+        enabled: true
+        shared_secret: s3cret
+        endpoints:
+          - url: https://hooks.example.com/a
+            headers: { X-Env: prod }
+
+GET /healthz and GET /metrics (Prometheus) are served beside the API.
+SIGTERM or Ctrl-C drains: new requests get 503, requests and deliveries in
+flight get --grace to finish, and serve exits 0.`,
+		Example: `  evfwd serve --config evfwd.yaml
+  EVFWD_STORE=sqlite:///var/lib/evfwd/evfwd.db evfwd serve --log-format json
+  evfwd deliveries list --status dead`,
+		GroupID: groupServer,
+		Args:    cli.Args(cobra.NoArgs),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			opts.ctx = cmd.Context()
+			if runF != nil {
+				return runF(opts)
+			}
+			return serveRun(opts)
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&opts.Addr, "addr", serve.DefaultAddr, "`HOST:PORT` to listen on")
+	fl.StringVar(&opts.Store, "store", "", "store `URL`: sqlite:///path/to/evfwd.db (default evfwd.db under $XDG_STATE_HOME/evfwd)")
+	fl.StringVar(&opts.LogFormat, "log-format", "text", "log format on stderr: text or json")
+	fl.StringVar(&opts.LogLevel, "log-level", "info", "log level: debug, info, warn or error")
+	fl.DurationVar(&opts.Grace, "grace", serve.DefaultGrace, "on SIGTERM, how long to let requests and deliveries in flight finish")
+	cli.BindEnv(cmd, "addr", "store", "log-format", "log-level")
+	return cmd
+}
+
+// serveConfig reads the sources from the config file and applies the
+// flags (already filled from EVFWD_* and the file).
+func serveConfig(opts *ServeOptions) (serve.Config, error) {
+	f := opts.Factory
+	var cfg serve.Config
+	if err := f.Config.Viper().UnmarshalKey("sources", &cfg.Sources); err != nil {
+		return cfg, cli.UsageErrorf("config %s: sources: %v", f.Config.File, err)
+	}
+	cfg.Addr, cfg.Store = opts.Addr, opts.Store
+	if cfg.Store == "" {
+		cfg.Store = "sqlite://" + serve.DefaultStorePath(f.Getenv)
+	}
+	if err := cfg.Validate(); err != nil {
+		where := "config"
+		if f.Config.File != "" {
+			where = "config " + f.Config.File
+		}
+		return cfg, cli.UsageErrorf("%s:\n  %s", where, strings.ReplaceAll(err.Error(), "\n", "\n  "))
+	}
+	return cfg, nil
+}
+
+func newLogger(w io.Writer, format, level string) (*slog.Logger, error) {
+	var lvl slog.Level
+	if err := lvl.UnmarshalText([]byte(level)); err != nil {
+		return nil, cli.UsageErrorf("--log-level %q: want debug, info, warn or error", level)
+	}
+	ho := &slog.HandlerOptions{Level: lvl}
+	switch format {
+	case "text":
+		return slog.New(slog.NewTextHandler(w, ho)), nil
+	case "json":
+		return slog.New(slog.NewJSONHandler(w, ho)), nil
+	}
+	return nil, cli.UsageErrorf("--log-format %q: want text or json", format)
+}
+
+func serveRun(opts *ServeOptions) error {
+	f := opts.Factory
+	log, err := newLogger(f.IO.ErrOut, opts.LogFormat, opts.LogLevel)
+	if err != nil {
+		return err
+	}
+	cfg, err := serveConfig(opts)
+	if err != nil {
+		return err
+	}
+	ctx := opts.ctx
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	srv, err := serve.New(ctx, cfg, serve.Options{Logger: log, Version: f.Version, Grace: opts.Grace})
+	if err != nil {
+		return fmt.Errorf("serve: %w", err)
+	}
+	if opts.ready != nil {
+		opts.ready(srv.URL())
+	}
+	// A drain after SIGTERM or Ctrl-C is the normal way to stop: exit 0.
+	return srv.Run(ctx)
+}
