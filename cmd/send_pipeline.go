@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io"
 	"os"
+	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -23,9 +24,8 @@ import (
 // order, into its own client, waiting when the queue is full. Memory is
 // bounded by the chunks in flight and the clients' queues, never the input.
 const (
-	chunkLines    = 256
-	chunkBytes    = 256 << 10
-	chunksPerWork = 4 // channel depth per worker
+	chunkLines = 256
+	chunkBytes = 256 << 10
 	// maxReadLine is the longest line read whole; longer ones are
 	// reported without being held (they are far over the 32 KB limit).
 	maxReadLine = 1 << 20
@@ -77,10 +77,13 @@ func statInputs(ios *cli.IOStreams, files []string) ([]sendInput, error) {
 	return out, nil
 }
 
-// chunk is a block of lines for one worker.
+// chunk is a block of lines for one worker. Chunks are parsed in
+// parallel by the parse pool; the worker waits for ready, so lines are
+// still enqueued in input order.
 type chunk struct {
 	data  []byte
 	lines []chunkLine
+	ready chan struct{}
 }
 
 type chunkLine struct {
@@ -88,7 +91,9 @@ type chunkLine struct {
 	file       int32 // index into inputs
 	num        int64 // line number within the file
 	seq        int64 // position in the whole input, from 1
-	err        error // from the reader (line too long)
+	err        error // from the reader (line too long), then from parsing
+	raw        *message.Raw
+	blank      bool
 }
 
 // pendingLine is a line queued in a client, until its batch's outcome.
@@ -109,6 +114,7 @@ type sendJob struct {
 	errMu   sync.Mutex
 	pacer   *pacer
 	workers []*sendWorker
+	parse   chan *chunk // to the parse pool
 	chunks  sync.Pool
 	began   time.Time
 
@@ -130,7 +136,7 @@ type sendJob struct {
 
 func newSendJob(f *cli.Factory, opts *SendOptions, inputs []sendInput, errOut *bufio.Writer, readCtx, drainCtx context.Context) *sendJob {
 	s := &sendJob{f: f, opts: opts, inputs: inputs, errOut: errOut, console: newConsole(f.IO), readCtx: readCtx, drainCtx: drainCtx}
-	s.chunks.New = func() any { return &chunk{data: make([]byte, 0, chunkBytes)} }
+	s.chunks.New = func() any { return &chunk{data: make([]byte, 0, chunkBytes), ready: make(chan struct{}, 1)} }
 	if opts.Rate > 0 {
 		s.pacer = newPacer(opts.Rate, f.Now, opts.sleep)
 	}
@@ -141,7 +147,9 @@ func newSendJob(f *cli.Factory, opts *SendOptions, inputs []sendInput, errOut *b
 func (s *sendJob) start(cfg analytics.Config) error {
 	s.began = s.f.Now()
 	for range s.opts.Workers {
-		w := &sendWorker{run: s, in: make(chan *chunk, chunksPerWork), done: make(chan struct{})}
+		// Enough chunks in flight per worker for every CPU to parse one.
+		depth := max(4, runtime.GOMAXPROCS(0)/s.opts.Workers+2)
+		w := &sendWorker{run: s, in: make(chan *chunk, depth), done: make(chan struct{})}
 		c := cfg
 		c.OnBatch = w.onBatch
 		client, err := newClient(c)
@@ -156,6 +164,10 @@ func (s *sendJob) start(cfg analytics.Config) error {
 	}
 	for _, w := range s.workers {
 		go w.loop()
+	}
+	s.parse = make(chan *chunk, cap(s.workers[0].in)*len(s.workers))
+	for range runtime.GOMAXPROCS(0) {
+		go parseChunks(s.parse)
 	}
 	if s.f.IO.ErrTTY {
 		s.console.startProgress(s.progress)
@@ -179,6 +191,7 @@ func (s *sendJob) read() {
 		case <-ctx.Done():
 			return false
 		}
+		s.parse <- c // never blocks long: the pool drains it and holds fewer chunks than the workers do
 		s.lastSeq = last
 		n++
 		c = s.chunks.Get().(*chunk)
@@ -190,6 +203,7 @@ func (s *sendJob) read() {
 		for _, w := range s.workers {
 			close(w.in)
 		}
+		close(s.parse)
 	}()
 	for i, in := range s.inputs {
 		r, closeIn, err := s.open(in)
@@ -276,6 +290,25 @@ func (s *sendJob) badLine(file int32, num int64, reason string, raw []byte) {
 	}
 }
 
+// parseChunks parses the lines of each chunk and marks it ready.
+func parseChunks(in <-chan *chunk) {
+	for c := range in {
+		for i := range c.lines {
+			l := &c.lines[i]
+			if l.err != nil {
+				continue
+			}
+			b := c.data[l.start:l.end]
+			if isBlank(b) {
+				l.blank = true
+				continue
+			}
+			l.raw, l.err = message.ParseRaw(b)
+		}
+		c.ready <- struct{}{}
+	}
+}
+
 func (c *chunk) reset() {
 	c.data = c.data[:0]
 	clear(c.lines)
@@ -299,6 +332,7 @@ func (w *sendWorker) loop() {
 	s := w.run
 	stopped := false
 	for c := range w.in {
+		<-c.ready
 		for i := range c.lines {
 			l := &c.lines[i]
 			if stopped || s.readCtx.Err() != nil {
@@ -322,21 +356,21 @@ func (w *sendWorker) loop() {
 func (w *sendWorker) line(b []byte, l *chunkLine) bool {
 	s := w.run
 	s.lines.Add(1)
-	if l.err != nil {
+	var tooLong *ndjson.LineTooLongError
+	switch {
+	case errors.As(l.err, &tooLong):
 		s.rejected.Add(1)
 		s.badLine(l.file, l.num, l.err.Error(), nil)
 		return true
-	}
-	if isBlank(b) {
+	case l.blank:
 		s.blank.Add(1)
 		return true
-	}
-	raw, err := message.ParseRaw(b)
-	if err != nil {
+	case l.err != nil:
 		s.rejected.Add(1)
-		s.badLine(l.file, l.num, lineReason(err), b)
+		s.badLine(l.file, l.num, lineReason(l.err), b)
 		return true
 	}
+	raw := l.raw
 	if s.pacer != nil {
 		if s.pacer.wait(s.readCtx) != nil {
 			s.lines.Add(-1)
