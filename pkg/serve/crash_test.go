@@ -1,0 +1,169 @@
+package serve_test
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/evfwd/evfwd/pkg/analytics"
+	"github.com/evfwd/evfwd/pkg/message"
+)
+
+// TestCrashLosesNoAcknowledgedMessage runs `evfwd serve` as a subprocess,
+// sends 50,000 events through the batching client while killing the server
+// with SIGKILL at random moments and restarting it, and checks that every
+// messageId answered 200 reaches the receiver. Duplicates are reported.
+func TestCrashLosesNoAcknowledgedMessage(t *testing.T) {
+	if testing.Short() {
+		t.Skip("crash test: runs without -short")
+	}
+	const events = 50_000
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "evfwd")
+	build := exec.Command("go", "build", "-o", bin, "github.com/evfwd/evfwd")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+
+	var mu sync.Mutex
+	got := map[string]int{}
+	rcv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		obj, err := message.ParseObject(body)
+		if err == nil {
+			id, _ := obj.GetString("messageId")
+			mu.Lock()
+			got[id]++
+			mu.Unlock()
+		}
+	}))
+	defer rcv.Close()
+
+	ln, _ := net.Listen("tcp", "127.0.0.1:0")
+	addr := ln.Addr().String()
+	ln.Close()
+	cfg := filepath.Join(dir, "evfwd.yaml")
+	os.WriteFile(cfg, []byte(fmt.Sprintf(`addr: %s
+store: sqlite://%s
+sources:
+  - name: crash
+    write_key: wk_crash
+    webhooks:
+      enabled: true
+      shared_secret: s
+      endpoints:
+        - url: %s
+`, addr, filepath.Join(dir, "evfwd.db"), rcv.URL)), 0o600)
+
+	var logs bytes.Buffer
+	start := func() *exec.Cmd {
+		cmd := exec.Command(bin, "serve", "--config", cfg, "--log-level", "warn")
+		cmd.Stderr = &logs
+		cmd.Env = append(os.Environ(), "XDG_CONFIG_HOME="+dir)
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		deadline := time.Now().Add(10 * time.Second)
+		for time.Now().Before(deadline) {
+			if resp, err := http.Get("http://" + addr + "/healthz"); err == nil {
+				resp.Body.Close()
+				return cmd
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+		t.Fatalf("serve did not come up:\n%s", logs.String())
+		return nil
+	}
+	proc := start()
+	defer func() { proc.Process.Kill(); proc.Wait() }()
+
+	var ackMu sync.Mutex
+	acked := map[string]bool{}
+	client, err := analytics.New(analytics.Config{
+		WriteKey: "wk_crash", Endpoint: "http://" + addr, MaxQueueSize: events,
+		Retry: analytics.RetryPolicy{MaxAttempts: 100, BaseDelay: 20 * time.Millisecond, MaxDelay: 200 * time.Millisecond},
+		OnBatch: func(b analytics.BatchResult) {
+			if b.Accepted() {
+				ackMu.Lock()
+				for _, id := range b.MessageIds {
+					acked[id] = true
+				}
+				ackMu.Unlock()
+			}
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sent := make(chan struct{})
+	go func() {
+		defer close(sent)
+		for i := range events {
+			if err := client.Track(message.Track{UserId: fmt.Sprintf("u%d", i%100), Event: "Crash Test", Properties: map[string]any{"i": i}}); err != nil {
+				t.Errorf("Track: %v", err)
+				return
+			}
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		client.Close(ctx)
+	}()
+
+	kills := 0
+loop:
+	for {
+		select {
+		case <-sent:
+			break loop
+		case <-time.After(time.Duration(200+rand.IntN(800)) * time.Millisecond):
+			proc.Process.Signal(syscall.SIGKILL)
+			proc.Wait()
+			kills++
+			proc = start()
+		}
+	}
+
+	ackMu.Lock()
+	nAcked := len(acked)
+	ackMu.Unlock()
+	deadline := time.Now().Add(90 * time.Second)
+	for {
+		mu.Lock()
+		missing := 0
+		for id := range acked {
+			if got[id] == 0 {
+				missing++
+			}
+		}
+		dups := 0
+		for _, n := range got {
+			if n > 1 {
+				dups += n - 1
+			}
+		}
+		mu.Unlock()
+		if missing == 0 {
+			t.Logf("%d events, %d acknowledged, %d SIGKILLs, all delivered; %d duplicate deliveries", events, nAcked, kills, dups)
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d of %d acknowledged messages never reached the receiver (%d kills)\n%s", missing, nAcked, kills, logs.String())
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if nAcked < events*9/10 {
+		t.Errorf("only %d of %d events acknowledged", nAcked, events)
+	}
+}
