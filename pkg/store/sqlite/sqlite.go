@@ -17,6 +17,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -241,39 +242,78 @@ func (s *Store) Ingest(ctx context.Context, msgs []store.Message) error {
 	}
 	now := store.Millis(s.opts.Now())
 	return s.do(ctx, len(msgs), func(ctx context.Context, tx *sql.Tx) error {
-		insMsg, err := tx.PrepareContext(ctx, `INSERT INTO messages (source, message_id, type, user_id, received_at, body)
-			VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (source, message_id) DO NOTHING`)
-		if err != nil {
-			return err
-		}
-		defer insMsg.Close()
-		insDel, err := tx.PrepareContext(ctx, `INSERT INTO deliveries (message, source, destination, status, next_attempt_at, created_at, updated_at)
-			VALUES (?, ?, ?, 'pending', ?, ?, ?)`)
-		if err != nil {
-			return err
-		}
-		defer insDel.Close()
-		for i := range msgs {
-			m := &msgs[i]
-			res, err := insMsg.ExecContext(ctx, m.Source, m.MessageID, m.Type, m.UserID, store.Millis(m.ReceivedAt), m.Body)
-			if err != nil {
+		for len(msgs) > 0 {
+			n := min(len(msgs), insertChunk)
+			if err := insertChunkTx(ctx, tx, msgs[:n], now); err != nil {
 				return err
 			}
-			if n, _ := res.RowsAffected(); n == 0 {
-				continue // already stored: a client's retry
-			}
-			id, err := res.LastInsertId()
-			if err != nil {
-				return err
-			}
-			for _, dest := range m.Destinations {
-				if _, err := insDel.ExecContext(ctx, id, m.Source, dest, store.Millis(m.ReceivedAt), now, now); err != nil {
-					return err
-				}
-			}
+			msgs = msgs[n:]
 		}
 		return nil
 	})
+}
+
+// insertChunk bounds the rows of one multi-row INSERT (6 parameters each,
+// far below SQLite's limit). One statement per chunk, not per row, is what
+// makes ingest fast.
+const insertChunk = 100
+
+func insertChunkTx(ctx context.Context, tx *sql.Tx, msgs []store.Message, now int64) error {
+	var q strings.Builder
+	q.WriteString(`INSERT INTO messages (source, message_id, type, user_id, received_at, body) VALUES `)
+	args := make([]any, 0, len(msgs)*6)
+	for i := range msgs {
+		m := &msgs[i]
+		if i > 0 {
+			q.WriteByte(',')
+		}
+		q.WriteString("(?,?,?,?,?,?)")
+		args = append(args, m.Source, m.MessageID, m.Type, m.UserID, store.Millis(m.ReceivedAt), m.Body)
+	}
+	// Rows already stored (a client's retry) are skipped and not returned.
+	q.WriteString(` ON CONFLICT (source, message_id) DO NOTHING RETURNING id, source, message_id`)
+	rows, err := tx.QueryContext(ctx, q.String(), args...)
+	if err != nil {
+		return err
+	}
+	type key struct{ source, id string }
+	inserted := map[key]int64{}
+	for rows.Next() {
+		var k key
+		var id int64
+		if err := rows.Scan(&id, &k.source, &k.id); err != nil {
+			rows.Close()
+			return err
+		}
+		inserted[k] = id
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	q.Reset()
+	q.WriteString(`INSERT INTO deliveries (message, source, destination, status, next_attempt_at, created_at, updated_at) VALUES `)
+	args = args[:0]
+	for i := range msgs {
+		m := &msgs[i]
+		id, ok := inserted[key{m.Source, m.MessageID}]
+		if !ok {
+			continue
+		}
+		delete(inserted, key{m.Source, m.MessageID}) // a repeat within the request
+		for _, dest := range m.Destinations {
+			if len(args) > 0 {
+				q.WriteByte(',')
+			}
+			q.WriteString("(?,?,?,'pending',?,?,?)")
+			args = append(args, id, m.Source, dest, store.Millis(m.ReceivedAt), now, now)
+		}
+	}
+	if len(args) == 0 {
+		return nil
+	}
+	_, err = tx.ExecContext(ctx, q.String(), args...)
+	return err
 }
 
 const deliveryColumns = `d.id, d.source, d.destination, m.message_id, m.type, m.user_id, d.status, d.attempts,
