@@ -1,7 +1,7 @@
 package cmd
 
 import (
-	"bufio"
+	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -17,6 +17,7 @@ import (
 	"github.com/evfwd/evfwd/internal/cli"
 	"github.com/evfwd/evfwd/pkg/analytics"
 	"github.com/evfwd/evfwd/pkg/message"
+	"github.com/evfwd/evfwd/pkg/ndjson"
 	"github.com/evfwd/evfwd/pkg/receiver"
 	"github.com/evfwd/evfwd/pkg/serve"
 	"github.com/evfwd/evfwd/pkg/webhook"
@@ -29,8 +30,11 @@ func init() { register(func(f *cli.Factory) *cobra.Command { return NewCmdDemo(f
 type DemoOptions struct {
 	Factory *cli.Factory
 	File    string
-	Timeout time.Duration
-	ctx     context.Context
+	// FileGiven: --file was set, so a missing file is an error rather
+	// than a reason to use the built-in samples.
+	FileGiven bool
+	Timeout   time.Duration
+	ctx       context.Context
 }
 
 // NewCmdDemo builds `evfwd demo`.
@@ -51,6 +55,7 @@ Exit status: 0 when every sample event arrived with a valid signature,
 		Args:    cli.Args(cobra.NoArgs),
 		RunE: func(c *cobra.Command, args []string) error {
 			opts.ctx = c.Context()
+			opts.FileGiven = c.Flags().Changed("file")
 			return demoRun(opts)
 		},
 	}
@@ -61,9 +66,9 @@ Exit status: 0 when every sample event arrived with a valid signature,
 
 // demoEvents reads the NDJSON file, or makes one sample of each type when
 // the default file is not there (an installed binary outside the repo).
-func demoEvents(o *DemoOptions, explicit bool) ([]*message.Raw, error) {
+func demoEvents(o *DemoOptions) ([]*message.Raw, error) {
 	file, err := os.Open(o.File)
-	if errors.Is(err, os.ErrNotExist) && !explicit {
+	if errors.Is(err, os.ErrNotExist) && !o.FileGiven {
 		var out []*message.Raw
 		for _, t := range message.Types {
 			obj, err := webhook.Sample(t, o.Factory.Now(), message.NewID())
@@ -83,21 +88,26 @@ func demoEvents(o *DemoOptions, explicit bool) ([]*message.Raw, error) {
 		return nil, cli.UsageError(err)
 	}
 	defer file.Close()
+	rd, err := ndjson.NewReader(file, o.File, ndjson.Options{})
+	if err != nil {
+		return nil, cli.UsageError(err)
+	}
 	var out []*message.Raw
-	sc := bufio.NewScanner(file)
-	sc.Buffer(make([]byte, 64<<10), 1<<20)
-	for line := 1; sc.Scan(); line++ {
-		b := sc.Bytes()
-		if len(b) == 0 {
+	for rd.Next() {
+		l := rd.Line()
+		if l.Err != nil {
+			return nil, cli.UsageErrorf("%s: %v", l.Pos(), l.Err)
+		}
+		if len(l.Bytes) == 0 {
 			continue
 		}
-		r, err := message.ParseRaw(append([]byte(nil), b...))
+		r, err := message.ParseRaw(bytes.Clone(l.Bytes))
 		if err != nil {
-			return nil, cli.UsageErrorf("%s:%d: %v", o.File, line, err)
+			return nil, cli.UsageErrorf("%s: %v", l.Pos(), err)
 		}
 		out = append(out, r)
 	}
-	return out, sc.Err()
+	return out, rd.Err()
 }
 
 func demoRun(o *DemoOptions) error {
@@ -106,7 +116,7 @@ func demoRun(o *DemoOptions) error {
 	if ctx == nil {
 		ctx = context.Background()
 	}
-	events, err := demoEvents(o, false)
+	events, err := demoEvents(o)
 	if err != nil {
 		return err
 	}
@@ -118,7 +128,7 @@ func demoRun(o *DemoOptions) error {
 	key := make([]byte, 16)
 	rand.Read(key)
 	secret := hex.EncodeToString(key)
-	st := f.IO.ErrStyles()
+	st := f.IO.OutStyles()
 	out := f.IO.Out
 
 	// The receiver: evfwd listen's handler, checking X-Signature.
@@ -130,8 +140,8 @@ func demoRun(o *DemoOptions) error {
 	rcv, err := receiver.New(receiver.Options{Secret: []byte(secret), OnRequest: func(r *receiver.Request) {
 		ok := r.Signature.Verdict == receiver.SigValid
 		mu.Lock()
+		defer mu.Unlock()
 		verified[r.MessageID] = verified[r.MessageID] || ok
-		mu.Unlock()
 		sig := st.OK.Sprint("sig " + cli.SymOK)
 		if !ok {
 			sig = st.Fail.Sprint("sig ✗ " + r.Signature.Reason)
@@ -141,7 +151,10 @@ func demoRun(o *DemoOptions) error {
 			what = fmt.Sprintf("%q", what)
 		}
 		fmt.Fprintf(out, "  webhook  %-8s %-22s user=%-10s %s → %d\n", r.Type, what, r.UserID, sig, r.Status)
-		arrived <- struct{}{}
+		select { // a wake-up is enough; never block while holding mu
+		case arrived <- struct{}{}:
+		default:
+		}
 	}})
 	if err != nil {
 		return err
@@ -175,7 +188,7 @@ func demoRun(o *DemoOptions) error {
 	defer func() { stopSrv(); <-srvDone }()
 
 	fmt.Fprintf(f.IO.ErrOut, "serve   %s  (store %s)\n", srv.URL(), cfg.Store)
-	fmt.Fprintf(f.IO.ErrOut, "listen  %s  (secret %s…)\n", hookURL, secret[:4])
+	fmt.Fprintf(f.IO.ErrOut, "listen  %s  (random shared secret)\n", hookURL)
 	fmt.Fprintf(f.IO.ErrOut, "send    %d events through the batching client\n\n", len(events))
 
 	var rejected int
@@ -217,6 +230,8 @@ wait:
 		}
 	}
 	got := count()
+	mu.Lock() // late duplicates may still be printing
+	defer mu.Unlock()
 	fmt.Fprintln(out)
 	summary := fmt.Sprintf("%d events sent, %d webhooks arrived with a valid X-Signature", len(want), got)
 	if got == len(want) && rejected == 0 {
