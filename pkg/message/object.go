@@ -31,28 +31,46 @@ const indexAt = 16
 var errNotObject = errors.New("not a JSON object")
 
 // ParseObject splits data, which must be one valid JSON object, into its
-// top-level members. Values alias data, so data must not change afterwards.
-// A repeated key keeps its first position and its last value, as
-// encoding/json does.
+// top-level members, validating it on the way. Values alias data, so data
+// must not change afterwards. A repeated key keeps its first position and
+// its last value, as encoding/json does.
 func ParseObject(data []byte) (*Object, error) {
-	if !json.Valid(data) {
-		return nil, syntaxError(data)
-	}
 	i := skipSpace(data, 0)
 	if i >= len(data) || data[i] != '{' {
-		return nil, errNotObject
+		if i < len(data) && scanAll(data, i) == nil {
+			return nil, errNotObject
+		}
+		return nil, syntaxError(data)
 	}
 	o := &Object{Fields: make([]Field, 0, 12)}
 	i = skipSpace(data, i+1)
-	for i < len(data) && data[i] != '}' {
-		end := stringEnd(data, i)
+	if i < len(data) && data[i] == '}' {
+		if skipSpace(data, i+1) != len(data) {
+			return nil, syntaxError(data)
+		}
+		return o, nil
+	}
+	for {
+		if i >= len(data) || data[i] != '"' {
+			return nil, syntaxError(data)
+		}
+		end, err := scanString(data, i)
+		if err != nil {
+			return nil, syntaxError(data)
+		}
 		key, err := unquote(data[i:end])
 		if err != nil {
 			return nil, err
 		}
 		i = skipSpace(data, end)
-		i = skipSpace(data, i+1) // ':'
-		vend, spaced := valueEnd(data, i)
+		if i >= len(data) || data[i] != ':' {
+			return nil, syntaxError(data)
+		}
+		i = skipSpace(data, i+1)
+		vend, spaced, err := scanValue(data, i, 1)
+		if err != nil {
+			return nil, syntaxError(data)
+		}
 		val := json.RawMessage(data[i:vend])
 		if spaced {
 			var buf bytes.Buffer
@@ -61,11 +79,29 @@ func ParseObject(data []byte) (*Object, error) {
 		}
 		o.Set(key, val)
 		i = skipSpace(data, vend)
-		if i < len(data) && data[i] == ',' {
-			i = skipSpace(data, i+1)
+		if i >= len(data) {
+			return nil, syntaxError(data)
 		}
+		if data[i] == '}' {
+			if skipSpace(data, i+1) != len(data) {
+				return nil, syntaxError(data)
+			}
+			return o, nil
+		}
+		if data[i] != ',' {
+			return nil, syntaxError(data)
+		}
+		i = skipSpace(data, i+1)
 	}
-	return o, nil
+}
+
+// scanAll validates that data[i:] is one JSON value and nothing more.
+func scanAll(data []byte, i int) error {
+	end, _, err := scanValue(data, i, 0)
+	if err == nil && skipSpace(data, end) != len(data) {
+		err = errSyntax
+	}
+	return err
 }
 
 func syntaxError(data []byte) error {
@@ -81,58 +117,6 @@ func skipSpace(b []byte, i int) int {
 		i++
 	}
 	return i
-}
-
-// stringEnd returns the index just past the string starting at b[i] == '"'.
-func stringEnd(b []byte, i int) int {
-	for i++; i < len(b); i++ {
-		switch b[i] {
-		case '\\':
-			i++
-		case '"':
-			return i + 1
-		}
-	}
-	return len(b)
-}
-
-// valueEnd returns the index just past the (already validated) value at
-// b[i], and whether it holds insignificant whitespace.
-func valueEnd(b []byte, i int) (end int, spaced bool) {
-	switch b[i] {
-	case '"':
-		return stringEnd(b, i), false
-	case '{', '[':
-		depth := 0
-		for ; i < len(b); i++ {
-			switch b[i] {
-			case '"':
-				i = stringEnd(b, i) - 1
-			case '{', '[':
-				depth++
-			case '}', ']':
-				if depth--; depth == 0 {
-					return i + 1, spaced
-				}
-			case ' ', '\t', '\n', '\r':
-				spaced = true
-			}
-		}
-		return i, spaced
-	default: // number, true, false, null
-		for i < len(b) && !isDelim(b[i]) {
-			i++
-		}
-		return i, false
-	}
-}
-
-func isDelim(c byte) bool {
-	switch c {
-	case ',', '}', ']', ' ', '\t', '\n', '\r':
-		return true
-	}
-	return false
 }
 
 func unquote(q []byte) (string, error) {

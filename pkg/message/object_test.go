@@ -103,3 +103,20 @@ func BenchmarkParseObject(b *testing.B) {
 		}
 	}
 }
+
+// FuzzParseObjectAgreesWithEncodingJSON: ParseObject accepts exactly the
+// JSON objects encoding/json accepts.
+func FuzzParseObjectAgreesWithEncodingJSON(f *testing.F) {
+	for _, s := range []string{`{"a":1}`, `{"a":-0.5e+3,"b":[true,false,null],"c":{"d":"\u00e9\n"}}`, `{"a":01}`, `{"a":1.}`, `{"a":"\x"}`, `{"a":tru}`, "{\"a\":\"\x01\"}", `{"a":1,}`, `{} x`, `[1]`, `{"a" 1}`, `{"a":[1,]}`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		var v any
+		valid := json.Unmarshal(data, &v) == nil
+		_, isObject := v.(map[string]any)
+		_, err := ParseObject(data)
+		if (err == nil) != (valid && isObject) {
+			t.Fatalf("ParseObject(%q) err = %v; encoding/json valid=%v object=%v", data, err, valid, isObject)
+		}
+	})
+}

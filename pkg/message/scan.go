@@ -1,0 +1,170 @@
+package message
+
+import "errors"
+
+// A single-pass JSON validator over bytes: ParseObject checks and splits a
+// message in one walk instead of validating it first with json.Valid and
+// scanning it again. It accepts exactly what encoding/json accepts (strings
+// may hold invalid UTF-8, as there); errors only say "invalid", and the
+// caller asks encoding/json for the wording on that rare path.
+
+var errSyntax = errors.New("invalid JSON")
+
+// maxScanDepth bounds nesting, as encoding/json does, so hostile input cannot
+// recurse without end.
+const maxScanDepth = 10000
+
+// scanValue validates the value starting at b[i] (no leading space) and
+// returns the index just past it, and whether it holds insignificant
+// whitespace.
+func scanValue(b []byte, i, depth int) (end int, spaced bool, err error) {
+	if i >= len(b) {
+		return i, false, errSyntax
+	}
+	switch c := b[i]; {
+	case c == '"':
+		end, err = scanString(b, i)
+		return end, false, err
+	case c == '{':
+		return scanContainer(b, i, depth, '}', true)
+	case c == '[':
+		return scanContainer(b, i, depth, ']', false)
+	case c == '-' || c >= '0' && c <= '9':
+		end, err = scanNumber(b, i)
+		return end, false, err
+	case c == 't':
+		return scanLiteral(b, i, "true")
+	case c == 'f':
+		return scanLiteral(b, i, "false")
+	case c == 'n':
+		return scanLiteral(b, i, "null")
+	}
+	return i, false, errSyntax
+}
+
+// scanContainer validates an object (members) or an array.
+func scanContainer(b []byte, i, depth int, closer byte, members bool) (int, bool, error) {
+	if depth >= maxScanDepth {
+		return i, false, errSyntax
+	}
+	spaced := false
+	j := skipSpace(b, i+1)
+	spaced = spaced || j != i+1
+	if j < len(b) && b[j] == closer {
+		return j + 1, spaced, nil
+	}
+	for {
+		if members {
+			if j >= len(b) || b[j] != '"' {
+				return j, false, errSyntax
+			}
+			end, err := scanString(b, j)
+			if err != nil {
+				return end, false, err
+			}
+			k := skipSpace(b, end)
+			if k >= len(b) || b[k] != ':' {
+				return k, false, errSyntax
+			}
+			j = skipSpace(b, k+1)
+			spaced = spaced || k != end || j != k+1
+		}
+		end, sp, err := scanValue(b, j, depth+1)
+		if err != nil {
+			return end, false, err
+		}
+		k := skipSpace(b, end)
+		spaced = spaced || sp || k != end
+		if k >= len(b) {
+			return k, false, errSyntax
+		}
+		switch b[k] {
+		case ',':
+			j = skipSpace(b, k+1)
+			spaced = spaced || j != k+1
+		case closer:
+			return k + 1, spaced, nil
+		default:
+			return k, false, errSyntax
+		}
+	}
+}
+
+// scanString validates the string at b[i] == '"': no raw control
+// characters, only JSON's escapes.
+func scanString(b []byte, i int) (int, error) {
+	for i++; i < len(b); i++ {
+		switch c := b[i]; {
+		case c == '"':
+			return i + 1, nil
+		case c < 0x20:
+			return i, errSyntax
+		case c == '\\':
+			i++
+			if i >= len(b) {
+				return i, errSyntax
+			}
+			switch b[i] {
+			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
+			case 'u':
+				if i+4 >= len(b) || !isHex(b[i+1]) || !isHex(b[i+2]) || !isHex(b[i+3]) || !isHex(b[i+4]) {
+					return i, errSyntax
+				}
+				i += 4
+			default:
+				return i, errSyntax
+			}
+		}
+	}
+	return i, errSyntax
+}
+
+func isHex(c byte) bool { return c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F' }
+
+func isDigit(c byte) bool { return c >= '0' && c <= '9' }
+
+// scanNumber validates -?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?
+func scanNumber(b []byte, i int) (int, error) {
+	if b[i] == '-' {
+		i++
+	}
+	switch {
+	case i < len(b) && b[i] == '0':
+		i++
+	case i < len(b) && isDigit(b[i]):
+		for i < len(b) && isDigit(b[i]) {
+			i++
+		}
+	default:
+		return i, errSyntax
+	}
+	if i < len(b) && b[i] == '.' {
+		i++
+		if i >= len(b) || !isDigit(b[i]) {
+			return i, errSyntax
+		}
+		for i < len(b) && isDigit(b[i]) {
+			i++
+		}
+	}
+	if i < len(b) && (b[i] == 'e' || b[i] == 'E') {
+		i++
+		if i < len(b) && (b[i] == '+' || b[i] == '-') {
+			i++
+		}
+		if i >= len(b) || !isDigit(b[i]) {
+			return i, errSyntax
+		}
+		for i < len(b) && isDigit(b[i]) {
+			i++
+		}
+	}
+	return i, nil
+}
+
+func scanLiteral(b []byte, i int, lit string) (int, bool, error) {
+	if len(b)-i < len(lit) || string(b[i:i+len(lit)]) != lit {
+		return i, false, errSyntax
+	}
+	return i + len(lit), false, nil
+}
