@@ -14,6 +14,9 @@ import (
 type Raw struct {
 	obj *Object
 	typ Type
+	// checked: obj passed check and nobody has had a chance to change it
+	// since (Object hands it out), so Validate has nothing to redo.
+	checked bool
 }
 
 // ParseRaw parses data, which must be one JSON object, and checks it by the
@@ -41,6 +44,7 @@ func NewRaw(obj *Object) (*Raw, error) {
 	if !ts.IsZero() {
 		r.setTimestamp(ts)
 	}
+	r.checked = true
 	return r, nil
 }
 
@@ -49,7 +53,10 @@ func (r *Raw) Type() Type { return r.typ }
 
 // Object is the message's members; changes to it are not re-validated
 // until Validate is called.
-func (r *Raw) Object() *Object { return r.obj }
+func (r *Raw) Object() *Object {
+	r.checked = false
+	return r.obj
+}
 
 // MessageId is the messageId, or "" before Fill when the input had none.
 func (r *Raw) MessageId() string {
@@ -69,7 +76,11 @@ func (r *Raw) Timestamp() time.Time {
 
 // Validate checks the message again (after changes through Object).
 func (r *Raw) Validate() error {
+	if r.checked {
+		return nil
+	}
 	_, _, err := r.check()
+	r.checked = err == nil
 	return err
 }
 
