@@ -184,15 +184,20 @@ func (s *Sender) post(ctx context.Context, ep *Endpoint, index int, body []byte,
 
 	actx, cancel := context.WithTimeout(ctx, s.timeout)
 	defer cancel()
+	// One backing array for every header value: a map entry per header
+	// is unavoidable, a slice allocation per header is not.
 	h := make(http.Header, len(ep.Headers)+3)
+	vals := make([]string, 0, len(ep.Headers))
 	for k, v := range ep.Headers {
-		h[http.CanonicalHeaderKey(k)] = []string{v}
+		vals = append(vals, v)
+		h[http.CanonicalHeaderKey(k)] = vals[len(vals)-1 : len(vals) : len(vals)]
 	}
 	h["User-Agent"] = s.userAgent
 	h["Content-Type"] = contentTypeJSON
 	if sig != nil {
 		h[signature.Header] = sig
 	}
+	rb := &bodyReader{body: body}
 	req := (&http.Request{
 		Method:        http.MethodPost,
 		URL:           u,
@@ -200,8 +205,8 @@ func (s *Sender) post(ctx context.Context, ep *Endpoint, index int, body []byte,
 		ProtoMajor:    1,
 		ProtoMinor:    1,
 		Header:        h,
-		Body:          io.NopCloser(bytes.NewReader(body)),
-		GetBody:       func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil },
+		Body:          rb,
+		GetBody:       rb.rewind,
 		ContentLength: int64(len(body)),
 		Host:          u.Host,
 	}).WithContext(actx)
@@ -233,6 +238,27 @@ func (s *Sender) post(ctx context.Context, ep *Endpoint, index int, body []byte,
 }
 
 var contentTypeJSON = []string{"application/json"}
+
+// bodyReader is the request body: one allocation where bytes.Reader,
+// io.NopCloser and a GetBody closure would be three. The transport calls
+// rewind to resend on a kept-alive connection the server had closed.
+type bodyReader struct {
+	body []byte
+	off  int
+}
+
+func (r *bodyReader) Read(p []byte) (int, error) {
+	if r.off >= len(r.body) {
+		return 0, io.EOF
+	}
+	n := copy(p, r.body[r.off:])
+	r.off += n
+	return n, nil
+}
+
+func (r *bodyReader) Close() error { return nil }
+
+func (r *bodyReader) rewind() (io.ReadCloser, error) { return &bodyReader{body: r.body}, nil }
 
 // parse returns the parsed URL, cached: endpoints repeat across
 // deliveries and parsing showed up in profiles.
