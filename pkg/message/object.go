@@ -23,6 +23,9 @@ type Field struct {
 type Object struct {
 	Fields []Field
 	index  map[string]int // built lazily once an object grows past a few keys
+	// inline backs Fields for typical messages, so that parsing one costs
+	// one allocation instead of two.
+	inline [12]Field
 }
 
 // indexAt is the size above which lookups use a map instead of a scan.
@@ -35,64 +38,122 @@ var errNotObject = errors.New("not a JSON object")
 // must not change afterwards. A repeated key keeps its first position and
 // its last value, as encoding/json does.
 func ParseObject(data []byte) (*Object, error) {
+	o := &Object{}
+	if err := o.parse(data); err != nil {
+		return nil, err
+	}
+	return o, nil
+}
+
+// parse fills an empty o from data, as ParseObject.
+func (o *Object) parse(data []byte) error {
+	o.Fields = o.inline[:0]
 	i := skipSpace(data, 0)
 	if i >= len(data) || data[i] != '{' {
 		if i < len(data) && scanAll(data, i) == nil {
-			return nil, errNotObject
+			return errNotObject
 		}
-		return nil, syntaxError(data)
+		return syntaxError(data)
 	}
-	o := &Object{Fields: make([]Field, 0, 12)}
 	i = skipSpace(data, i+1)
 	if i < len(data) && data[i] == '}' {
 		if skipSpace(data, i+1) != len(data) {
-			return nil, syntaxError(data)
+			return syntaxError(data)
 		}
-		return o, nil
+		return nil
 	}
 	for {
 		if i >= len(data) || data[i] != '"' {
-			return nil, syntaxError(data)
+			return syntaxError(data)
 		}
 		end, err := scanString(data, i)
 		if err != nil {
-			return nil, syntaxError(data)
+			return syntaxError(data)
 		}
 		key, err := unquote(data[i:end])
 		if err != nil {
-			return nil, err
+			return err
 		}
 		i = skipSpace(data, end)
 		if i >= len(data) || data[i] != ':' {
-			return nil, syntaxError(data)
+			return syntaxError(data)
 		}
 		i = skipSpace(data, i+1)
 		vend, spaced, err := scanValue(data, i, 1)
 		if err != nil {
-			return nil, syntaxError(data)
+			return syntaxError(data)
 		}
 		val := json.RawMessage(data[i:vend])
 		if spaced {
-			var buf bytes.Buffer
-			json.Compact(&buf, val)
-			val = buf.Bytes()
+			val = appendCompact(nil, val)
 		}
 		o.Set(key, val)
 		i = skipSpace(data, vend)
 		if i >= len(data) {
-			return nil, syntaxError(data)
+			return syntaxError(data)
 		}
 		if data[i] == '}' {
 			if skipSpace(data, i+1) != len(data) {
-				return nil, syntaxError(data)
+				return syntaxError(data)
 			}
-			return o, nil
+			return nil
 		}
 		if data[i] != ',' {
-			return nil, syntaxError(data)
+			return syntaxError(data)
 		}
 		i = skipSpace(data, i+1)
 	}
+}
+
+// appendWithMember appends the JSON object obj with key's value set to val:
+// in place when obj has key, else as its last member. It walks obj's
+// members without building an Object, so the common edit of a message
+// (context.library) allocates nothing.
+func appendWithMember(dst, obj []byte, key string, val json.RawMessage) ([]byte, error) {
+	i := skipSpace(obj, 0)
+	if i >= len(obj) || obj[i] != '{' {
+		return dst, errNotObject
+	}
+	dst = append(dst, '{')
+	first, found := true, false
+	member := func(k, v []byte, spaced bool) {
+		if !first {
+			dst = append(dst, ',')
+		}
+		first = false
+		dst = append(append(dst, k...), ':')
+		if spaced {
+			dst = appendCompact(dst, v)
+		} else {
+			dst = append(dst, v...)
+		}
+	}
+	for i = skipSpace(obj, i+1); i < len(obj) && obj[i] != '}'; {
+		kend, err := scanString(obj, i)
+		if err != nil {
+			return dst, err
+		}
+		k := obj[i:kend]
+		j := skipSpace(obj, skipSpace(obj, kend)+1) // past ':'
+		vend, spaced, err := scanValue(obj, j, 1)
+		if err != nil {
+			return dst, err
+		}
+		switch name, _ := unquote(k); {
+		case name != key:
+			member(k, obj[j:vend], spaced)
+		case !found: // a repeated key stays one member, as in an Object
+			member(k, val, false)
+			found = true
+		}
+		if i = skipSpace(obj, vend); i < len(obj) && obj[i] == ',' {
+			i = skipSpace(obj, i+1)
+		}
+	}
+	if !found {
+		member(AppendString(nil, key), val, false)
+	}
+	return append(dst, '}'), nil
 }
 
 // scanAll validates that data[i:] is one JSON value and nothing more.

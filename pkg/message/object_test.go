@@ -120,3 +120,27 @@ func FuzzParseObjectAgreesWithEncodingJSON(f *testing.F) {
 		}
 	})
 }
+
+func TestAppendWithMember(t *testing.T) {
+	lib := json.RawMessage(`{"name":"evfwd"}`)
+	tests := []struct{ in, want string }{
+		{`{}`, `{"library":{"name":"evfwd"}}`},
+		{`{"ip":"1.2.3.4"}`, `{"ip":"1.2.3.4","library":{"name":"evfwd"}}`},
+		{`{"library":{"name":"old"},"ip":"x"}`, `{"library":{"name":"evfwd"},"ip":"x"}`},
+		{`{"a":1,"library":2,"b":[1, 2],"library":3}`, `{"a":1,"library":{"name":"evfwd"},"b":[1,2]}`},
+		{`{"libr\u0061ry":1}`, `{"libr\u0061ry":{"name":"evfwd"}}`},
+		{`{"n":12345678901234567890.000000001}`, `{"n":12345678901234567890.000000001,"library":{"name":"evfwd"}}`},
+	}
+	for _, tt := range tests {
+		got, err := appendWithMember([]byte("x"), []byte(tt.in), "library", lib)
+		if err != nil {
+			t.Fatalf("%s: %v", tt.in, err)
+		}
+		if diff := cmp.Diff("x"+tt.want, string(got)); diff != "" {
+			t.Errorf("%s: mismatch (-want +got):\n%s", tt.in, diff)
+		}
+	}
+	if _, err := appendWithMember(nil, []byte(`[1]`), "library", lib); err == nil {
+		t.Error("an array was accepted as an object")
+	}
+}

@@ -12,8 +12,11 @@ import (
 // rules need are read, and only messageId, timestamp and context.library
 // are ever written.
 type Raw struct {
-	obj *Object
+	obj Object
 	typ Type
+	// scratch holds the JSON of a filled-in timestamp and messageId, so
+	// that filling them allocates nothing.
+	scratch [64]byte
 	// checked: obj passed check and nobody has had a chance to change it
 	// since (Object hands it out), so Validate has nothing to redo.
 	checked bool
@@ -25,27 +28,35 @@ type Raw struct {
 // rewritten in the wire form. The Raw aliases data: keep data unchanged
 // until the Raw has been encoded or enqueued.
 func ParseRaw(data []byte) (*Raw, error) {
-	obj, err := ParseObject(data)
-	if err != nil {
+	r := &Raw{}
+	if err := r.obj.parse(data); err != nil {
 		return nil, err
 	}
-	return NewRaw(obj)
+	return r, r.init()
 }
 
 // NewRaw checks obj as ParseRaw does and wraps it; the Raw owns obj from
 // then on.
 func NewRaw(obj *Object) (*Raw, error) {
-	r := &Raw{obj: obj}
+	r := &Raw{obj: *obj}
+	if err := r.init(); err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+// init checks the members and normalizes the timestamp.
+func (r *Raw) init() error {
 	t, ts, err := r.check()
 	if err != nil {
-		return nil, err
+		return err
 	}
 	r.typ = t
 	if !ts.IsZero() {
 		r.setTimestamp(ts)
 	}
 	r.checked = true
-	return r, nil
+	return nil
 }
 
 // Type is the message's type.
@@ -55,7 +66,7 @@ func (r *Raw) Type() Type { return r.typ }
 // until Validate is called.
 func (r *Raw) Object() *Object {
 	r.checked = false
-	return r.obj
+	return &r.obj
 }
 
 // MessageId is the messageId, or "" before Fill when the input had none.
@@ -87,17 +98,16 @@ func (r *Raw) Validate() error {
 // Fill adds what a sender must add when the input left it out: a messageId
 // from newID and a timestamp from now. Present values are kept.
 func (r *Raw) Fill(newID func() string, now func() time.Time) {
-	if isAbsent(r.obj, "messageId") || string(mustGet(r.obj, "messageId")) == `""` {
-		r.obj.SetString("messageId", newID())
+	if isAbsent(&r.obj, "messageId") || string(mustGet(&r.obj, "messageId")) == `""` {
+		r.obj.Set("messageId", AppendString(r.scratch[32:32], newID()))
 	}
-	if isAbsent(r.obj, "timestamp") {
+	if isAbsent(&r.obj, "timestamp") {
 		r.setTimestamp(now())
 	}
 }
 
 func (r *Raw) setTimestamp(t time.Time) {
-	b := make([]byte, 0, len(TimeLayout)+2)
-	b = append(b, '"')
+	b := append(r.scratch[:0:32], '"') // room for "2006-01-02T15:04:05.000Z"
 	b = AppendTime(b, t)
 	r.obj.Set("timestamp", append(b, '"'))
 }
@@ -126,12 +136,10 @@ func (r *Raw) AppendJSON(dst []byte, opts *EncodeOptions) ([]byte, error) {
 			dst = appendLibraryOnly(dst, opts.Library)
 			continue
 		}
-		ctx, err := ParseObject(f.Value)
-		if err != nil {
+		var err error
+		if dst, err = appendWithMember(dst, f.Value, "library", opts.Library); err != nil {
 			return dst, &ValidationError{Type: r.typ, Field: "context", Reason: "must be an object"}
 		}
-		ctx.Set("library", opts.Library)
-		dst = ctx.AppendJSON(dst)
 	}
 	if !wroteContext {
 		if len(r.obj.Fields) > 0 {
@@ -156,7 +164,7 @@ func (r *Raw) MarshalJSON() ([]byte, error) { return r.obj.AppendJSON(nil), nil 
 // and the parsed timestamp (zero when absent). It reads the raw bytes and
 // decodes no string it does not have to, so it does not allocate.
 func (r *Raw) check() (Type, time.Time, error) {
-	o := r.obj
+	o := &r.obj
 	t, err := typeMember(o)
 	if err != nil {
 		return "", time.Time{}, err
