@@ -34,6 +34,7 @@ func NewRootCmd(f *cli.Factory) *cobra.Command {
 	var (
 		output     string
 		configFile string
+		cpuProfile string
 	)
 	root := &cobra.Command{
 		Use:   "evfwd",
@@ -69,12 +70,17 @@ X-Signature, and offline signing for CI.`,
 				return err
 			}
 			f.Config = cfg
+			if err := startCPUProfile(cmd, cpuProfile); err != nil {
+				return err
+			}
 			return cfg.Apply(cmd, f.Getenv)
 		},
 	}
 	root.SetVersionTemplate("evfwd {{.Version}}\n")
 	root.PersistentFlags().StringVarP(&output, "output", "o", "text", "output format: text or json")
 	root.PersistentFlags().StringVar(&configFile, "config", "", "config `FILE` (default $XDG_CONFIG_HOME/evfwd/config.yaml; env EVFWD_CONFIG)")
+	root.PersistentFlags().StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile to `FILE` (for performance reports)")
+	root.PersistentFlags().MarkHidden("cpuprofile")
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return cli.UsageError(err) })
 	root.SetIn(f.IO.In)
 	root.SetOut(f.IO.Out)
