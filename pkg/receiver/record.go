@@ -196,7 +196,11 @@ func (r *Request) AppendJSON(b []byte) []byte {
 // reports whether what it wrote is the exact bytes.
 func appendBody(b, body []byte, known jsonState) ([]byte, bool) {
 	if len(body) > 0 && (known == jsonYes || known == jsonUnknown && json.Valid(body)) {
-		if bytes.IndexByte(body, '\n') < 0 && bytes.IndexByte(body, '\r') < 0 {
+		// A decoder hands back a value's bytes verbatim, inner spaces
+		// included, but not spaces around it nor a line break (that
+		// would split the record).
+		if !isSpace(body[0]) && !isSpace(body[len(body)-1]) &&
+			bytes.IndexByte(body, '\n') < 0 && bytes.IndexByte(body, '\r') < 0 {
 			return append(b, body...), true
 		}
 		var c bytes.Buffer
@@ -205,6 +209,8 @@ func appendBody(b, body []byte, known jsonState) ([]byte, bool) {
 	}
 	return message.AppendString(b, strings.ToValidUTF8(string(body), "\uFFFD")), false
 }
+
+func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }
 
 func appendOptString(b []byte, key, v string) []byte {
 	if v == "" {
