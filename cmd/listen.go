@@ -10,7 +10,9 @@ import (
 	"os"
 	"path/filepath"
 	"runtime/debug"
+	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/evfwd/evfwd/internal/cli"
@@ -113,6 +115,9 @@ Exit status: 0 stopped or --count reached, 1 --timeout passed first,
 }
 
 func (o *ListenOptions) check() error {
+	if o.Path != "" && !strings.HasPrefix(o.Path, "/") {
+		o.Path = "/" + o.Path
+	}
 	switch {
 	case o.Count < 0:
 		return cli.UsageErrorf("--count must not be negative")
@@ -257,6 +262,10 @@ func listen(opts *ListenOptions) (net.Listener, string, error) {
 		cfg = &tls.Config{Certificates: []tls.Certificate{cert}, NextProtos: []string{"h2", "http/1.1"}}
 	}
 	ln, err := net.Listen("tcp", opts.Addr)
+	if errors.Is(err, syscall.EADDRINUSE) {
+		// Not a usage mistake: another program has the port (exit 1).
+		return nil, "", fmt.Errorf("--addr %s: port in use (another evfwd listen? try --addr 127.0.0.1:0)", opts.Addr)
+	}
 	if err != nil {
 		return nil, "", cli.UsageErrorf("--addr %s: %v", opts.Addr, err)
 	}

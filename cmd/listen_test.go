@@ -253,6 +253,28 @@ func TestListenSignatures(t *testing.T) {
 	}
 }
 
+func TestListenSecretSources(t *testing.T) {
+	secretFile := writeFile(t, "secret", listenSecret+"\n")
+	tests := []struct {
+		name string
+		args []string
+		env  map[string]string
+	}{
+		{"flag", []string{"--secret", listenSecret}, nil},
+		{"file", []string{"--secret-file", secretFile}, nil},
+		{"env", nil, map[string]string{"EVFWD_SECRET": listenSecret}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			l := startListen(t, testFactory(t, "", false, tt.env), tt.args...)
+			got := []int{l.post(t, "/", trackMsg, signHex(t, listenSecret, trackMsg)), l.post(t, "/", trackMsg, "")}
+			if diff := cmp.Diff([]int{200, 401}, got); diff != "" {
+				t.Errorf("mismatch (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
 // sendMix sends the requests every output golden shows.
 func sendMix(t *testing.T, l *listening) {
 	t.Helper()
@@ -316,6 +338,7 @@ func TestListenSimulation(t *testing.T) {
 		{"respond", []string{"--respond", "500,500,200"}, nil, []int{500, 500, 200, 200}},
 		{"fail rate", []string{"--fail-rate", "0.3"}, []float64{0.1, 0.9, 0.29, 0.3}, []int{500, 200, 500, 200}},
 		{"path", []string{"--path", "/hooks"}, nil, []int{200}},
+		{"path without slash", []string{"--path", "hooks"}, nil, []int{200}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -369,6 +392,15 @@ func TestListenCount(t *testing.T) {
 				t.Errorf("stderr ends %q, want %q", res.Stderr, tt.wantErr)
 			}
 		})
+	}
+}
+
+func TestListenPortInUse(t *testing.T) {
+	l := startListen(t, testFactory(t, "", false, nil))
+	f := testFactory(t, "", false, nil)
+	got := execute(t, f, "listen", "--addr", strings.TrimPrefix(l.URL, "http://"))
+	if got.Code != cli.ExitFailure || !strings.Contains(got.Stderr, "port in use") {
+		t.Errorf("exit %d, stderr %q; want exit 1 naming the port in use", got.Code, got.Stderr)
 	}
 }
 
