@@ -4,6 +4,19 @@
 // answer (optionally simulating failures or relaying to another app),
 // records it, and reports it as a Request value. `evfwd listen` is a thin
 // command around it; it is usable on its own in tests and programs.
+//
+// How a request is answered, first rule that applies:
+//   - a path other than Options.Path: 404 (nothing else is checked);
+//   - a body over MaxBodyBytes: 413; one that cannot be read: 400;
+//   - a missing, malformed or wrong X-Signature when a secret is set: 401,
+//     unless AcceptInvalid;
+//   - a FailRate roll: FailStatus; then Respond's next code or Status;
+//   - ForwardTo: the app's response (502 when it cannot be reached);
+//   - otherwise 200.
+//
+// A body that is not a well-formed webhook message is answered as any
+// other and only flagged (Request.Shape): the receiver shows a sender's
+// mistakes, it does not hide them behind a 400 the sender may retry.
 package receiver
 
 import (

@@ -35,12 +35,12 @@ type Shape struct {
 
 // Forwarded is what came back from the app a request was relayed to.
 type Forwarded struct {
-	URL     string        `json:"url"`
-	Status  int           `json:"status,omitempty"` // 0 when Error is set
-	Header  http.Header   `json:"-"`
-	Body    []byte        `json:"-"`
-	Latency time.Duration `json:"-"`
-	Error   string        `json:"error,omitempty"`
+	URL     string
+	Status  int // 0 when Error is set
+	Header  http.Header
+	Body    []byte // at most 1 MB of the app's answer
+	Latency time.Duration
+	Error   string
 }
 
 // Request reports one request the Handler answered. A Request handed to
