@@ -12,7 +12,9 @@ import (
 // rules need are read, and only messageId, timestamp and context.library
 // are ever written.
 type Raw struct {
-	obj Object
+	obj *Object
+	// own backs obj for a Raw made by ParseRaw: one allocation for both.
+	own Object
 	typ Type
 	// scratch holds the JSON of a filled-in timestamp and messageId, so
 	// that filling them allocates nothing.
@@ -29,16 +31,20 @@ type Raw struct {
 // until the Raw has been encoded or enqueued.
 func ParseRaw(data []byte) (*Raw, error) {
 	r := &Raw{}
-	if err := r.obj.parse(data); err != nil {
+	r.obj = &r.own
+	if err := r.own.parse(data); err != nil {
 		return nil, err
 	}
-	return r, r.init()
+	if err := r.init(); err != nil {
+		return nil, err
+	}
+	return r, nil
 }
 
 // NewRaw checks obj as ParseRaw does and wraps it; the Raw owns obj from
 // then on.
 func NewRaw(obj *Object) (*Raw, error) {
-	r := &Raw{obj: *obj}
+	r := &Raw{obj: obj}
 	if err := r.init(); err != nil {
 		return nil, err
 	}
@@ -66,7 +72,7 @@ func (r *Raw) Type() Type { return r.typ }
 // until Validate is called.
 func (r *Raw) Object() *Object {
 	r.checked = false
-	return &r.obj
+	return r.obj
 }
 
 // MessageId is the messageId, or "" before Fill when the input had none.
@@ -98,10 +104,10 @@ func (r *Raw) Validate() error {
 // Fill adds what a sender must add when the input left it out: a messageId
 // from newID and a timestamp from now. Present values are kept.
 func (r *Raw) Fill(newID func() string, now func() time.Time) {
-	if isAbsent(&r.obj, "messageId") || string(mustGet(&r.obj, "messageId")) == `""` {
+	if isAbsent(r.obj, "messageId") || string(mustGet(r.obj, "messageId")) == `""` {
 		r.obj.Set("messageId", AppendString(r.scratch[32:32], newID()))
 	}
-	if isAbsent(&r.obj, "timestamp") {
+	if isAbsent(r.obj, "timestamp") {
 		r.setTimestamp(now())
 	}
 }
@@ -164,7 +170,7 @@ func (r *Raw) MarshalJSON() ([]byte, error) { return r.obj.AppendJSON(nil), nil 
 // and the parsed timestamp (zero when absent). It reads the raw bytes and
 // decodes no string it does not have to, so it does not allocate.
 func (r *Raw) check() (Type, time.Time, error) {
-	o := &r.obj
+	o := r.obj
 	t, err := typeMember(o)
 	if err != nil {
 		return "", time.Time{}, err
