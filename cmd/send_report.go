@@ -9,6 +9,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/evfwd/evfwd/internal/retry"
+
 	"github.com/evfwd/evfwd/internal/cli"
 )
 
@@ -273,7 +275,7 @@ const minSleep = 2 * time.Millisecond
 
 func newPacer(rate float64, now func() time.Time, sleep func(context.Context, time.Duration) error) *pacer {
 	if sleep == nil {
-		sleep = sleepTimer
+		sleep = retry.Sleep
 	}
 	return &pacer{every: time.Duration(float64(time.Second) / rate), now: now, sleep: sleep}
 }
@@ -291,15 +293,4 @@ func (p *pacer) wait(ctx context.Context) error {
 		return p.sleep(ctx, d)
 	}
 	return nil
-}
-
-func sleepTimer(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
 }

@@ -12,6 +12,8 @@ import (
 	"net/url"
 	"strings"
 	"time"
+
+	"github.com/evfwd/evfwd/internal/retry"
 )
 
 // Version is the evfwd version sent in User-Agent and context.library; the
@@ -122,7 +124,7 @@ func (c Config) withDefaults() (Config, error) {
 		c.Now = time.Now
 	}
 	if c.sleep == nil {
-		c.sleep = sleepCtx
+		c.sleep = retry.Sleep
 	}
 	return c, nil
 }

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/evfwd/evfwd/internal/retry"
+
 	"github.com/evfwd/evfwd/pkg/message"
 )
 
@@ -142,12 +144,12 @@ func (c *Client) deliver(b *batch) BatchResult {
 		if err == nil {
 			return BatchResult{Status: status, Attempts: attempt}
 		}
-		final := status > 0 && !retryable(status)
+		final := status > 0 && !retry.Status(status)
 		if final || attempt >= p.MaxAttempts || c.ctx.Err() != nil {
 			return BatchResult{Status: status, Err: err, Attempts: attempt}
 		}
 		wait := p.backoff(attempt)
-		if ra, ok := retryAfter(retryAfterHdr, c.cfg.Now()); ok {
+		if ra, ok := retry.After(retryAfterHdr, c.cfg.Now()); ok {
 			wait = min(ra, p.MaxRetryAfter)
 		}
 		if c.cfg.sleep(c.ctx, wait) != nil {

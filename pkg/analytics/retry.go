@@ -1,11 +1,10 @@
 package analytics
 
 import (
-	"context"
 	"math/rand/v2"
-	"net/http"
-	"strconv"
 	"time"
+
+	"github.com/evfwd/evfwd/internal/retry"
 )
 
 // RetryPolicy says how a failed batch is retried: network errors,
@@ -73,51 +72,9 @@ func (p RetryPolicy) withDefaults() (RetryPolicy, error) {
 
 // backoff is the wait before attempt n+1 after n failed attempts (n ≥ 1).
 func (p RetryPolicy) backoff(n int) time.Duration {
-	d := p.BaseDelay
-	for i := 1; i < n && d < p.MaxDelay; i++ {
-		d *= 2
-	}
-	d = min(d, p.MaxDelay)
+	d := retry.Exponential(p.BaseDelay, p.MaxDelay, n)
 	if p.Jitter > 0 && d > 0 {
 		d -= time.Duration(rand.Float64() * p.Jitter * float64(d))
 	}
 	return d
-}
-
-// retryable reports whether a response status is worth another attempt.
-func retryable(status int) bool {
-	return status >= 500 || status == http.StatusRequestTimeout || status == http.StatusTooManyRequests
-}
-
-// retryAfter reads a Retry-After header (seconds or an HTTP date) as a
-// wait from now; ok is false when there is none or it cannot be read.
-func retryAfter(h string, now time.Time) (time.Duration, bool) {
-	if h == "" {
-		return 0, false
-	}
-	if s, err := strconv.Atoi(h); err == nil {
-		if s < 0 {
-			return 0, false
-		}
-		return time.Duration(s) * time.Second, true
-	}
-	t, err := http.ParseTime(h)
-	if err != nil {
-		return 0, false
-	}
-	return max(t.Sub(now), 0), true
-}
-
-func sleepCtx(ctx context.Context, d time.Duration) error {
-	if d <= 0 {
-		return ctx.Err()
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
 }

@@ -4,6 +4,8 @@ import (
 	"context"
 	"math/rand/v2"
 	"time"
+
+	"github.com/evfwd/evfwd/internal/retry"
 )
 
 // Defaults of the retry schedule (DESIGN §4, spec 7-8).
@@ -66,11 +68,7 @@ func (p Policy) withDefaults() Policy {
 // Max.
 func (p Policy) Delay(attempt int) time.Duration {
 	p = p.withDefaults()
-	d := p.Initial
-	for i := 1; i < attempt && d < p.Max; i++ {
-		d *= 2
-	}
-	return min(d, p.Max)
+	return retry.Exponential(p.Initial, p.Max, attempt)
 }
 
 // NextAttempt decides when delivery number attempt+1 of a message starts,
