@@ -143,7 +143,9 @@ func sendRun(opts *SendOptions) error {
 		defer signal.Stop(ch)
 		sigs = ch
 	}
-	go watchInterrupts(sigs, stopReading, abandon)
+	watching := make(chan struct{})
+	defer close(watching)
+	go watchInterrupts(watching, sigs, stopReading, abandon)
 
 	s := newSendJob(f, opts, inputs, errorsOut, readCtx, drainCtx)
 	if err := s.start(cfg); err != nil {
@@ -173,11 +175,14 @@ func sendRun(opts *SendOptions) error {
 
 // watchInterrupts turns signals into the two stages of Ctrl-C. The root's
 // context sees the first Ctrl-C too, so only this channel counts them.
-func watchInterrupts(sigs <-chan os.Signal, stopReading, abandon context.CancelFunc) {
-	first := false
-	for range sigs {
-		if !first {
-			first = true
+func watchInterrupts(done <-chan struct{}, sigs <-chan os.Signal, stopReading, abandon context.CancelFunc) {
+	for n := 0; ; n++ {
+		select {
+		case <-done:
+			return
+		case <-sigs:
+		}
+		if n == 0 {
 			stopReading()
 			continue
 		}
