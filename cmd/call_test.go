@@ -293,7 +293,10 @@ func TestCallUsageErrors(t *testing.T) {
 
 func TestCallInterrupted(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
-	srv := newCollectServer(t, func(int, []map[string]json.RawMessage, http.ResponseWriter) { cancel(); <-ctx.Done() })
+	release := make(chan struct{})
+	defer close(release)
+	// The request hangs until the test ends: only the interrupt can end it.
+	srv := newCollectServer(t, func(int, []map[string]json.RawMessage, http.ResponseWriter) { cancel(); <-release })
 	got := executeCtx(t, ctx, clientFactory(t, "", srv), "track", "--user-id", "u", "--event", "E")
 	if got.Code != 130 {
 		t.Errorf("exit %d, want 130: %s", got.Code, got.Stderr)
