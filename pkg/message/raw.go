@@ -58,8 +58,8 @@ func (r *Raw) init() error {
 		return err
 	}
 	r.typ = t
-	if !ts.IsZero() {
-		r.setTimestamp(ts)
+	if v, _ := r.obj.Get("timestamp"); !ts.IsZero() && !(len(v) == wireTimeLen+2 && IsWireTime(string(v[1:len(v)-1]))) {
+		r.setTimestamp(ts) // normalize any other accepted form
 	}
 	r.checked = true
 	return nil

@@ -37,3 +37,27 @@ func TestFormatTimeUTCMillis(t *testing.T) {
 		t.Errorf("FormatTime = %s", got)
 	}
 }
+
+func TestParseWireAgreesWithTimeParse(t *testing.T) {
+	for _, s := range []string{"2024-05-01T12:00:00.123Z", "2024-02-29T23:59:59.999Z", "2023-02-29T00:00:00.000Z", "2024-13-01T00:00:00.000Z",
+		"2024-05-01T24:00:00.000Z", "2024-05-01T12:60:00.000Z", "2024-05-01T12:00:60.000Z", "2024-05-01T12:00:00.12xZ", "0000-01-01T00:00:00.000Z"} {
+		want, err := time.Parse(time.RFC3339Nano, s)
+		got, ok := parseWire(s)
+		if ok != (err == nil) || ok && !got.Equal(want) {
+			t.Errorf("parseWire(%q) = %v, %v; time.Parse = %v, %v", s, got, ok, want, err)
+		}
+	}
+}
+
+func FuzzParseTime(f *testing.F) {
+	f.Add("2024-05-01T12:00:00.123Z")
+	f.Add("2024-05-01")
+	f.Fuzz(func(t *testing.T, s string) {
+		if got, ok := parseWire(s); ok {
+			want, err := time.Parse(time.RFC3339Nano, s)
+			if err != nil || !got.Equal(want) {
+				t.Fatalf("parseWire(%q) = %v; time.Parse = %v, %v", s, got, want, err)
+			}
+		}
+	})
+}
