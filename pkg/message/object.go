@@ -189,10 +189,24 @@ func unquote(q []byte) (string, error) {
 	return s, err
 }
 
-// internKey returns the message keys evfwd meets on every line without
-// allocating; other keys are copied.
+// internKey returns the message keys (and type names) evfwd meets on every
+// line without allocating; other strings are copied.
 func internKey(b []byte) string {
 	switch string(b) { // no allocation: the compiler compares in place
+	case "track":
+		return "track"
+	case "identify":
+		return "identify"
+	case "page":
+		return "page"
+	case "screen":
+		return "screen"
+	case "group":
+		return "group"
+	case "alias":
+		return "alias"
+	case "delete":
+		return "delete"
 	case "type":
 		return "type"
 	case "userId":
