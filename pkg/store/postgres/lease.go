@@ -1,0 +1,153 @@
+package postgres
+
+import (
+	"context"
+	"slices"
+	"time"
+
+	"github.com/evfwd/evfwd/pkg/store"
+	"github.com/jackc/pgx/v5"
+)
+
+// leaseSQL locks up to $3 due, unleased deliveries of one source, skipping
+// rows another node is leasing right now, and leases them in the same
+// statement. A lease that ran out counts as none: that is how a dead node's
+// work is taken over.
+const leaseSQL = `WITH due AS (
+	SELECT id FROM deliveries
+	WHERE status = 'pending' AND source = $1 AND next_attempt_at <= $2 AND lease_expires_at < $2
+	ORDER BY next_attempt_at, id LIMIT $3
+	FOR UPDATE SKIP LOCKED)
+UPDATE deliveries d SET lease_owner = $4, lease_expires_at = $5
+FROM due, messages m WHERE d.id = due.id AND m.id = d.message
+RETURNING ` + deliveryColumns + `, m.body`
+
+// Lease implements store.Store.
+func (s *Store) Lease(ctx context.Context, r store.LeaseRequest) ([]store.Delivery, error) {
+	if r.Limit <= 0 {
+		return nil, nil
+	}
+	leave, err := s.enter()
+	if err != nil {
+		return nil, err
+	}
+	defer leave()
+	now, until := store.Millis(r.Now), store.Millis(r.Now.Add(r.TTL))
+	var out []store.Delivery
+	err = again(func() error {
+		out = out[:0]
+		rows, err := s.pool.Query(ctx, leaseSQL, r.Source, now, r.Limit, r.Owner, until)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var d store.Delivery
+			if err := scanDelivery(rows, &d, &d.Body); err != nil {
+				return err
+			}
+			out = append(out, d)
+		}
+		return rows.Err()
+	})
+	if err != nil {
+		return nil, err
+	}
+	// RETURNING has no order; callers get oldest due first.
+	slices.SortFunc(out, func(a, b store.Delivery) int {
+		if c := a.NextAttempt.Compare(b.NextAttempt); c != 0 {
+			return c
+		}
+		return int(a.ID - b.ID)
+	})
+	return out, nil
+}
+
+// Complete implements store.Store. The updates and the attempt records go
+// in one batch, which the server runs as one implicit transaction: one
+// round trip and one commit however many completions.
+func (s *Store) Complete(ctx context.Context, cs []store.Completion) error {
+	if len(cs) == 0 {
+		return nil
+	}
+	leave, err := s.enter()
+	if err != nil {
+		return err
+	}
+	defer leave()
+	now := store.Millis(s.opts.Now())
+	b := &pgx.Batch{}
+	var (
+		del, start, lat                  []int64
+		owner, url, class, errs, outcome []string
+		no, endpoint, status             []int32
+		excerpt                          [][]byte
+	)
+	for _, c := range cs {
+		b.Queue(`UPDATE deliveries SET status = $1, attempts = $2, first_attempt_at = $3, next_attempt_at = $4,
+			last_error = $5, lease_owner = NULL, lease_expires_at = 0, updated_at = $6
+			WHERE id = $7 AND lease_owner = $8 AND status = 'pending'`,
+			string(c.Status), c.Attempts, store.Millis(c.FirstAttempt), store.Millis(c.NextAttempt), c.LastError, now,
+			c.ID, c.Owner)
+		for _, a := range c.Records {
+			del, owner, no, endpoint = append(del, c.ID), append(owner, c.Owner), append(no, int32(a.Delivery)), append(endpoint, int32(a.Endpoint))
+			url, start, lat = append(url, a.URL), append(start, store.Millis(a.Start)), append(lat, a.Latency.Microseconds())
+			status, class, errs = append(status, int32(a.Status)), append(class, a.Class), append(errs, a.Error)
+			excerpt, outcome = append(excerpt, a.Excerpt), append(outcome, a.Outcome)
+		}
+	}
+	if len(del) > 0 {
+		b.Queue(`INSERT INTO attempts (delivery, owner, delivery_no, endpoint, url, started_at, latency_us, status, class,
+			error, excerpt, outcome)
+			SELECT * FROM unnest($1::bigint[], $2::text[], $3::int[], $4::int[], $5::text[], $6::bigint[], $7::bigint[],
+				$8::int[], $9::text[], $10::text[], $11::bytea[], $12::text[])`,
+			del, owner, no, endpoint, url, start, lat, status, class, errs, excerpt, outcome)
+	}
+	// Applied even when ctx has ended: the attempts were made and must be
+	// on record.
+	ctx = context.WithoutCancel(ctx)
+	return again(func() error { return s.pool.SendBatch(ctx, b).Close() })
+}
+
+// Reclaim implements store.Store: other nodes may hold live leases, so only
+// expired ones are released.
+func (s *Store) Reclaim(ctx context.Context, now time.Time) (int, error) {
+	leave, err := s.enter()
+	if err != nil {
+		return 0, err
+	}
+	defer leave()
+	tag, err := s.pool.Exec(ctx, `UPDATE deliveries SET lease_owner = NULL, lease_expires_at = 0
+		WHERE lease_owner IS NOT NULL AND lease_expires_at < $1`, store.Millis(now))
+	return int(tag.RowsAffected()), err
+}
+
+// Retry implements store.Store. A pending delivery under a live lease is
+// left to its holder.
+func (s *Store) Retry(ctx context.Context, ids []int64, f store.Filter, now time.Time) (int, error) {
+	leave, err := s.enter()
+	if err != nil {
+		return 0, err
+	}
+	defer leave()
+	at := store.Millis(now)
+	const set = `UPDATE deliveries SET status = 'pending', attempts = 0, first_attempt_at = 0, next_attempt_at = $1,
+		last_error = '', updated_at = $1 WHERE id IN (SELECT d.id FROM deliveries d`
+	const keep = ` AND d.status != 'delivered' AND NOT (d.status = 'pending' AND d.lease_expires_at >= $1))`
+	var clause string
+	args := []any{at}
+	if len(ids) > 0 {
+		clause, args = ` WHERE d.id = ANY($2)`, append(args, ids)
+	} else {
+		var more []any
+		clause, more = where(f, 2)
+		args = append(args, more...)
+	}
+	var n int64
+	err = again(func() error {
+		tag, err := s.pool.Exec(ctx, set+clause+keep, args...)
+		n = tag.RowsAffected()
+		return err
+	})
+	return int(n), err
+}

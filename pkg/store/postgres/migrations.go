@@ -1,0 +1,116 @@
+package postgres
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// migrations are applied in order, each once, each in its own transaction;
+// schema_migrations records the versions applied. Append, never edit. The
+// tables follow the SQLite store's (times in epoch millis) so the two read
+// alike; attempts also name the node that made them.
+var migrations = []string{
+	1: `
+CREATE TABLE messages (
+	id          bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+	source      text   NOT NULL,
+	message_id  text   NOT NULL,
+	type        text   NOT NULL,
+	user_id     text   NOT NULL DEFAULT '',
+	received_at bigint NOT NULL,
+	body        bytea  NOT NULL,
+	UNIQUE (source, message_id)
+);
+-- Leasing rewrites a delivery row several times; room on the page lets
+-- those be HOT updates (no index columns change).
+CREATE TABLE deliveries (
+	id               bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+	message          bigint NOT NULL REFERENCES messages (id),
+	source           text   NOT NULL,
+	destination      text   NOT NULL,
+	status           text   NOT NULL,
+	attempts         int    NOT NULL DEFAULT 0,
+	first_attempt_at bigint NOT NULL DEFAULT 0,
+	next_attempt_at  bigint NOT NULL,
+	lease_owner      text,
+	lease_expires_at bigint NOT NULL DEFAULT 0,
+	last_error       text   NOT NULL DEFAULT '',
+	created_at       bigint NOT NULL,
+	updated_at       bigint NOT NULL
+) WITH (fillfactor = 80);
+CREATE INDEX deliveries_due ON deliveries (source, next_attempt_at, id) WHERE status = 'pending';
+CREATE INDEX deliveries_status ON deliveries (status, source);
+CREATE INDEX deliveries_message ON deliveries (message);
+CREATE TABLE attempts (
+	id          bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+	delivery    bigint NOT NULL REFERENCES deliveries (id),
+	owner       text   NOT NULL DEFAULT '',
+	delivery_no int    NOT NULL,
+	endpoint    int    NOT NULL,
+	url         text   NOT NULL,
+	started_at  bigint NOT NULL,
+	latency_us  bigint NOT NULL,
+	status      int    NOT NULL,
+	class       text   NOT NULL,
+	error       text   NOT NULL DEFAULT '',
+	excerpt     bytea,
+	outcome     text   NOT NULL
+);
+CREATE INDEX attempts_delivery ON attempts (delivery);
+`,
+}
+
+// migrateLock is the advisory lock key every node takes around migrations,
+// so nodes starting together apply each version once ("evfwdmig").
+const migrateLock = 0x657666776d6967
+
+// migrate creates schema (when set) and brings it to the newest version.
+// Each step holds the advisory lock for its transaction: a node that waits
+// for it then sees the version applied and skips it.
+func migrate(ctx context.Context, pool *pgxpool.Pool, schema string) error {
+	step := func(fn func(tx pgx.Tx) error) error {
+		return pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
+			if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, int64(migrateLock)); err != nil {
+				return err
+			}
+			return fn(tx)
+		})
+	}
+	err := step(func(tx pgx.Tx) error {
+		if schema != "" {
+			if _, err := tx.Exec(ctx, `CREATE SCHEMA IF NOT EXISTS `+pgx.Identifier{schema}.Sanitize()); err != nil {
+				return err
+			}
+		}
+		_, err := tx.Exec(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (
+			version int PRIMARY KEY, applied_at bigint NOT NULL)`)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("migrate: %w", err)
+	}
+	for v := 1; v < len(migrations); v++ {
+		err := step(func(tx pgx.Tx) error {
+			var n int
+			if err := tx.QueryRow(ctx, `SELECT count(*) FROM schema_migrations WHERE version = $1`, v).Scan(&n); err != nil || n > 0 {
+				return err
+			}
+			if _, err := tx.Exec(ctx, migrations[v]); err != nil {
+				return err
+			}
+			_, err := tx.Exec(ctx, `INSERT INTO schema_migrations (version, applied_at) VALUES ($1, $2)`, v, time.Now().UnixMilli())
+			return err
+		})
+		if err != nil {
+			return fmt.Errorf("migrate to version %d: %w", v, err)
+		}
+	}
+	return nil
+}
+
+// SchemaVersion is the newest schema version this build knows.
+func SchemaVersion() int { return len(migrations) - 1 }

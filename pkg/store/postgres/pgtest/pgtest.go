@@ -1,0 +1,53 @@
+// Package pgtest gives tests a PostgreSQL database of their own: a fresh
+// schema in the database EVFWD_TEST_POSTGRES names, dropped afterwards, so
+// test runs (and parallel tests) never see each other's rows.
+package pgtest
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"net/url"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// Env is the variable that enables the PostgreSQL tests.
+const Env = "EVFWD_TEST_POSTGRES"
+
+// URL returns a connection URL whose search_path is a new, empty schema
+// (the store creates it), or skips t when Env is unset.
+func URL(t testing.TB) string {
+	t.Helper()
+	base := os.Getenv(Env)
+	if base == "" {
+		t.Skip("set EVFWD_TEST_POSTGRES=postgres://... to run the PostgreSQL store tests")
+	}
+	u, err := url.Parse(base)
+	if err != nil {
+		t.Fatalf("%s: %v", Env, err)
+	}
+	b := make([]byte, 6)
+	rand.Read(b)
+	schema := "evfwd_test_" + hex.EncodeToString(b)
+	q := u.Query()
+	q.Set("search_path", schema)
+	u.RawQuery = q.Encode()
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		conn, err := pgx.Connect(ctx, base)
+		if err != nil {
+			t.Logf("drop schema %s: %v", schema, err)
+			return
+		}
+		defer conn.Close(ctx)
+		if _, err := conn.Exec(ctx, `DROP SCHEMA IF EXISTS `+pgx.Identifier{schema}.Sanitize()+` CASCADE`); err != nil {
+			t.Logf("drop schema %s: %v", schema, err)
+		}
+	})
+	return u.String()
+}

@@ -1,0 +1,224 @@
+// Package postgres is the shared store: one PostgreSQL database that many
+// `evfwd serve` nodes use at once, behind any load balancer.
+//
+// Nodes coordinate only through the database. Ingest is one statement per
+// request (arrays unnested into a multi-row INSERT … ON CONFLICT DO
+// NOTHING), so a retried batch that another node already stored is skipped.
+// Lease picks due deliveries with FOR UPDATE SKIP LOCKED, so nodes leasing
+// at the same time get different rows, and a lease carries an expiry, so a
+// dead node's deliveries go to the others once it runs out. A call returns
+// only after its transaction committed (synchronous_commit as the server
+// has it; on by default): a 200 means the messages are in the database.
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/evfwd/evfwd/pkg/store"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// Defaults of Options.
+const (
+	DefaultMaxPending = 100_000
+	// DefaultMaxConns is the pool size unless the URL sets pool_max_conns:
+	// enough for the forwarder's completions and concurrent ingests, small
+	// enough that a few nodes stay under the server's max_connections (100).
+	DefaultMaxConns = 16
+)
+
+// Options tune a Store; zero values take the defaults.
+type Options struct {
+	// MaxPending bounds the messages being ingested at once; past it
+	// Ingest returns store.ErrBusy (back-pressure, answered 429).
+	MaxPending int
+	// Now is the clock for created/updated times (default time.Now).
+	Now func() time.Time
+}
+
+// Store is the PostgreSQL implementation of store.Store.
+type Store struct {
+	pool    *pgxpool.Pool
+	name    string
+	opts    Options
+	pending atomic.Int64
+	mu      sync.RWMutex // held for reading by calls; Close takes it to refuse new ones
+	closed  bool
+	once    sync.Once
+}
+
+var _ store.Store = (*Store)(nil)
+
+// IsURL reports whether dsn names a PostgreSQL database.
+func IsURL(dsn string) bool {
+	return strings.HasPrefix(dsn, "postgres://") || strings.HasPrefix(dsn, "postgresql://")
+}
+
+// Open connects to the database at url (postgres://user:pass@host/db?...)
+// and brings its schema up to date. A search_path parameter in the URL
+// names the schema to use, created when missing, so several deployments
+// (or test runs) can share one database.
+func Open(ctx context.Context, url string, opts Options) (*Store, error) {
+	if opts.MaxPending <= 0 {
+		opts.MaxPending = DefaultMaxPending
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	cfg, err := pgxpool.ParseConfig(url)
+	if err != nil {
+		// pgx's error may quote the URL, password included.
+		return nil, errors.New("store: invalid PostgreSQL URL")
+	}
+	if !strings.Contains(url, "pool_max_conns") {
+		cfg.MaxConns = DefaultMaxConns
+	}
+	schema := cfg.ConnConfig.RuntimeParams["search_path"]
+	name := fmt.Sprintf("postgres://%s:%d/%s", cfg.ConnConfig.Host, cfg.ConnConfig.Port, cfg.ConnConfig.Database)
+	if schema != "" {
+		name += "?search_path=" + schema
+	}
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("store %s: %w", name, err)
+	}
+	if err := migrate(ctx, pool, schema); err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("store %s: %w", name, err)
+	}
+	return &Store{pool: pool, name: name, opts: opts}, nil
+}
+
+// Path names the database (without credentials), for logs.
+func (s *Store) Path() string { return s.name }
+
+// Pool is the connection pool, for tests and tools that read the tables.
+func (s *Store) Pool() *pgxpool.Pool { return s.pool }
+
+// Close waits for the calls in progress and closes the pool.
+func (s *Store) Close() error {
+	s.once.Do(func() {
+		s.mu.Lock()
+		s.closed = true
+		s.mu.Unlock()
+		s.pool.Close()
+	})
+	return nil
+}
+
+// enter admits a call unless the store is closed; the caller runs leave.
+func (s *Store) enter() (leave func(), err error) {
+	s.mu.RLock()
+	if s.closed {
+		s.mu.RUnlock()
+		return nil, store.ErrClosed
+	}
+	return s.mu.RUnlock, nil
+}
+
+// retryable reports errors a transaction may simply run again after:
+// deadlock and serialization failures between nodes.
+func retryable(err error) bool {
+	var pe *pgconn.PgError
+	return errors.As(err, &pe) && (pe.Code == "40P01" || pe.Code == "40001")
+}
+
+// again runs fn, running it again (a few times) after a retryable error.
+func again(fn func() error) error {
+	var err error
+	for try := 0; try < 5; try++ {
+		if err = fn(); err == nil || !retryable(err) {
+			return err
+		}
+		time.Sleep(time.Duration(try+1) * 5 * time.Millisecond)
+	}
+	return err
+}
+
+// ingestSQL stores messages and their deliveries in one statement, so one
+// round trip and one commit per request. Messages already stored are not
+// returned by the INSERT and so get no deliveries.
+const ingestSQL = `WITH m AS (
+	INSERT INTO messages (source, message_id, type, user_id, received_at, body)
+	SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::bigint[], $6::bytea[])
+	ON CONFLICT (source, message_id) DO NOTHING
+	RETURNING id, source, message_id, received_at)
+INSERT INTO deliveries (message, source, destination, status, next_attempt_at, created_at, updated_at)
+SELECT m.id, m.source, d.destination, 'pending', m.received_at, $10, $10
+FROM m JOIN unnest($7::text[], $8::text[], $9::text[]) AS d (source, message_id, destination)
+	ON d.source = m.source AND d.message_id = m.message_id
+ORDER BY m.id`
+
+// Ingest implements store.Store.
+func (s *Store) Ingest(ctx context.Context, msgs []store.Message) error {
+	if len(msgs) == 0 {
+		return nil
+	}
+	leave, err := s.enter()
+	if err != nil {
+		return err
+	}
+	defer leave()
+	if s.pending.Add(int64(len(msgs))) > int64(s.opts.MaxPending) {
+		s.pending.Add(-int64(len(msgs)))
+		return store.ErrBusy
+	}
+	defer s.pending.Add(-int64(len(msgs)))
+
+	// Rows go in request order, so ids follow it as in the SQLite store;
+	// a repeat within the request keeps its first occurrence. Two requests
+	// sharing messages in opposite orders can deadlock; the server detects
+	// it and again() runs the loser once more.
+	type key struct{ source, id string }
+	seen := make(map[key]struct{}, len(msgs))
+	n := len(msgs)
+	src, mid, typ, uid := make([]string, 0, n), make([]string, 0, n), make([]string, 0, n), make([]string, 0, n)
+	recv, body := make([]int64, 0, n), make([][]byte, 0, n)
+	var dSrc, dMid, dDest []string
+	for i := range msgs {
+		m := &msgs[i]
+		k := key{m.Source, m.MessageID}
+		if _, dup := seen[k]; dup {
+			continue
+		}
+		seen[k] = struct{}{}
+		src, mid, typ, uid = append(src, m.Source), append(mid, m.MessageID), append(typ, m.Type), append(uid, m.UserID)
+		recv, body = append(recv, store.Millis(m.ReceivedAt)), append(body, m.Body)
+		for _, d := range m.Destinations {
+			dSrc, dMid, dDest = append(dSrc, m.Source), append(dMid, m.MessageID), append(dDest, d)
+		}
+	}
+	now := store.Millis(s.opts.Now())
+	// The statement commits on its own (autocommit): nil means committed;
+	// an error, even a cancelled ctx after commit, is only not acknowledged
+	// and the client's retry is skipped as a known messageId.
+	return again(func() error {
+		_, err := s.pool.Exec(ctx, ingestSQL, src, mid, typ, uid, recv, body, dSrc, dMid, dDest, now)
+		return err
+	})
+}
+
+const deliveryColumns = `d.id, d.source, d.destination, m.message_id, m.type, m.user_id, d.status, d.attempts,
+	d.first_attempt_at, d.next_attempt_at, d.last_error, d.created_at, d.updated_at`
+
+func scanDelivery(sc pgx.Row, d *store.Delivery, extra ...any) error {
+	var first, next, created, updated int64
+	var status string
+	dst := append([]any{&d.ID, &d.Source, &d.Destination, &d.MessageID, &d.Type, &d.UserID, &status, &d.Attempts,
+		&first, &next, &d.LastError, &created, &updated}, extra...)
+	if err := sc.Scan(dst...); err != nil {
+		return err
+	}
+	d.Status = store.Status(status)
+	d.FirstAttempt, d.NextAttempt = store.FromMillis(first), store.FromMillis(next)
+	d.CreatedAt, d.UpdatedAt = store.FromMillis(created), store.FromMillis(updated)
+	return nil
+}
