@@ -21,10 +21,11 @@ const (
 	Delivered Status = "delivered" // an endpoint answered 2xx
 	Failed    Status = "failed"    // a final failure (4xx, 3xx, TLS, unusable message)
 	Dead      Status = "dead"      // the retry window closed without success
+	Cancelled Status = "cancelled" // a deletion request withdrew it; never retried
 )
 
 // Statuses lists every status, in lifecycle order.
-var Statuses = []Status{Pending, Delivered, Failed, Dead}
+var Statuses = []Status{Pending, Delivered, Failed, Dead, Cancelled}
 
 // Valid reports whether s is a known status.
 func (s Status) Valid() bool {

@@ -55,6 +55,44 @@ CREATE TABLE attempts (
 );
 CREATE INDEX attempts_delivery ON attempts (delivery);
 `,
+	// Admin API: deletion requests, audience and computed-trait syncs.
+	2: `
+CREATE INDEX messages_user ON messages (user_id, source);
+CREATE TABLE deletions (
+	id         TEXT    PRIMARY KEY,
+	user_id    TEXT    NOT NULL,
+	created_at INTEGER NOT NULL
+);
+CREATE TABLE deletion_sources (
+	deletion  TEXT    NOT NULL REFERENCES deletions (id),
+	source    TEXT    NOT NULL,
+	message   INTEGER REFERENCES messages (id),
+	cancelled INTEGER NOT NULL,
+	purged    INTEGER NOT NULL,
+	PRIMARY KEY (deletion, source)
+);
+CREATE TABLE syncs (
+	kind       TEXT    NOT NULL,
+	key        TEXT    NOT NULL,
+	name       TEXT    NOT NULL,
+	created_at INTEGER NOT NULL,
+	synced_at  INTEGER NOT NULL,
+	PRIMARY KEY (kind, key)
+);
+CREATE TABLE sync_values (
+	kind    TEXT NOT NULL,
+	key     TEXT NOT NULL,
+	user_id TEXT NOT NULL,
+	value   BLOB NOT NULL,
+	PRIMARY KEY (kind, key, user_id)
+) WITHOUT ROWID;
+CREATE TABLE sync_staging (
+	sync    TEXT NOT NULL,
+	user_id TEXT NOT NULL,
+	value   BLOB NOT NULL,
+	PRIMARY KEY (sync, user_id)
+) WITHOUT ROWID;
+`,
 }
 
 // migrate brings the schema to the newest version.

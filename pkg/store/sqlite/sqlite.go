@@ -105,6 +105,10 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 		write.Close()
 		return nil, fmt.Errorf("store %s: %w", path, err)
 	}
+	if err := clearStaging(ctx, write); err != nil {
+		write.Close()
+		return nil, fmt.Errorf("store %s: %w", path, err)
+	}
 	read, err := sql.Open("sqlite", dsn)
 	if err != nil {
 		write.Close()
@@ -489,14 +493,14 @@ func (s *Store) Get(ctx context.Context, id int64) (*store.Detail, error) {
 }
 
 // Retry implements store.Store. A pending delivery under a live lease is
-// left to its holder.
+// left to its holder; a cancelled one stays cancelled.
 func (s *Store) Retry(ctx context.Context, ids []int64, f store.Filter, now time.Time) (int, error) {
 	var n int64
 	at := store.Millis(now)
 	err := s.do(ctx, 0, func(ctx context.Context, tx *sql.Tx) error {
 		const set = `UPDATE deliveries SET status = 'pending', attempts = 0, first_attempt_at = 0, next_attempt_at = ?,
 			last_error = '', updated_at = ? WHERE id IN (SELECT d.id FROM deliveries d`
-		const keep = ` AND d.status != 'delivered' AND NOT (d.status = 'pending' AND d.lease_expires_at >= ?))`
+		const keep = ` AND d.status NOT IN ('delivered', 'cancelled') AND NOT (d.status = 'pending' AND d.lease_expires_at >= ?))`
 		if len(ids) > 0 {
 			for _, id := range ids {
 				res, err := tx.ExecContext(ctx, set+` WHERE d.id = ?`+keep, at, at, id, at)

@@ -78,3 +78,5 @@ func TestLock(t *testing.T) {
 	}
 	release2()
 }
+
+func TestAdminConformance(t *testing.T) { storetest.RunAdmin(t, open) }
