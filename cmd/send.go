@@ -143,11 +143,16 @@ func sendRun(opts *SendOptions) error {
 		defer signal.Stop(ch)
 		sigs = ch
 	}
+	s := newSendJob(f, opts, inputs, errorsOut, readCtx, drainCtx)
 	watching := make(chan struct{})
 	defer close(watching)
-	go watchInterrupts(watching, sigs, stopReading, abandon)
+	go watchInterrupts(watching, sigs, func() {
+		stopReading()
+		// Delivering what is queued can take a while against a failing
+		// endpoint: say what is going on and how to stop it.
+		s.console.line("interrupted: no more lines are read; delivering what is queued (Ctrl-C again to stop at once)")
+	}, abandon)
 
-	s := newSendJob(f, opts, inputs, errorsOut, readCtx, drainCtx)
 	if err := s.start(cfg); err != nil {
 		return err
 	}
