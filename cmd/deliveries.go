@@ -12,7 +12,7 @@ import (
 	"github.com/evfwd/evfwd/pkg/message"
 	"github.com/evfwd/evfwd/pkg/serve"
 	"github.com/evfwd/evfwd/pkg/store"
-	"github.com/evfwd/evfwd/pkg/store/sqlite"
+	"github.com/evfwd/evfwd/pkg/store/postgres"
 	"github.com/spf13/cobra"
 )
 
@@ -82,20 +82,19 @@ pending again so the running (or next) serve delivers them.`,
 	return cmd
 }
 
-func (o *DeliveriesOptions) open() (*sqlite.Store, error) {
+func (o *DeliveriesOptions) open() (store.Store, error) {
 	dsn := o.Store
 	if dsn == "" {
 		dsn = serve.DefaultStorePath(o.Factory.Getenv)
 	}
-	path, err := serve.StorePath(dsn)
-	if err != nil {
+	if _, err := serve.StorePath(dsn); err != nil && !postgres.IsURL(dsn) {
 		return nil, cli.UsageError(err)
 	}
 	ctx := o.ctx
 	if ctx == nil {
 		ctx = context.Background()
 	}
-	return sqlite.Open(ctx, path, sqlite.Options{})
+	return serve.OpenStore(ctx, dsn, nil)
 }
 
 func (o *DeliveriesOptions) filter() (store.Filter, error) {

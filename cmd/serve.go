@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/evfwd/evfwd/internal/cli"
+	"github.com/evfwd/evfwd/pkg/forwarder"
 	"github.com/evfwd/evfwd/pkg/serve"
 	"github.com/spf13/cobra"
 )
@@ -23,6 +24,7 @@ type ServeOptions struct {
 	LogFormat string
 	LogLevel  string
 	Grace     time.Duration
+	LeaseTTL  time.Duration
 
 	ctx   context.Context
 	ready func(url string) // tests: called once the port is open
@@ -56,11 +58,17 @@ Sources come from the config file (--config, EVFWD_CONFIG):
           - url: https://hooks.example.com/a
             headers: { X-Env: prod }
 
+With store: postgres://user:pass@host/db (or EVFWD_STORE), several serve
+processes share one queue behind any load balancer: each leases due
+deliveries with SKIP LOCKED, and a node that dies has its leased work taken
+over by the others after --lease-ttl.
+
 GET /healthz and GET /metrics (Prometheus) are served beside the API.
 SIGTERM or Ctrl-C drains: new requests get 503, requests and deliveries in
 flight get --grace to finish, and serve exits 0.`,
 		Example: `  evfwd serve --config evfwd.yaml
   EVFWD_STORE=sqlite:///var/lib/evfwd/evfwd.db evfwd serve --log-format json
+  EVFWD_STORE=postgres://evfwd:pw@db.internal/evfwd evfwd serve --addr 0.0.0.0:8787
   evfwd deliveries list --status dead`,
 		GroupID: groupServer,
 		Args:    cli.Args(cobra.NoArgs),
@@ -74,11 +82,12 @@ flight get --grace to finish, and serve exits 0.`,
 	}
 	fl := cmd.Flags()
 	fl.StringVar(&opts.Addr, "addr", serve.DefaultAddr, "`HOST:PORT` to listen on")
-	fl.StringVar(&opts.Store, "store", "", "store `URL`: sqlite:///path/to/evfwd.db (default evfwd.db under $XDG_STATE_HOME/evfwd)")
+	fl.StringVar(&opts.Store, "store", "", "store `URL`: sqlite:///path/to/evfwd.db (default evfwd.db under $XDG_STATE_HOME/evfwd) or postgres://user:pass@host/db")
 	fl.StringVar(&opts.LogFormat, "log-format", "text", "log format on stderr: text or json")
 	fl.StringVar(&opts.LogLevel, "log-level", "info", "log level: debug, info, warn or error")
 	fl.DurationVar(&opts.Grace, "grace", serve.DefaultGrace, "on SIGTERM, how long to let requests and deliveries in flight finish")
-	cli.BindEnv(cmd, "addr", "store", "log-format", "log-level")
+	fl.DurationVar(&opts.LeaseTTL, "lease-ttl", forwarder.DefaultLeaseTTL, "how long a delivery stays leased; on PostgreSQL, how soon other nodes take over a dead node's work")
+	cli.BindEnv(cmd, "addr", "store", "log-format", "log-level", "lease-ttl")
 	return cmd
 }
 
@@ -133,7 +142,7 @@ func serveRun(opts *ServeOptions) error {
 	if ctx == nil {
 		ctx = context.Background()
 	}
-	srv, err := serve.New(ctx, cfg, serve.Options{Logger: log, Version: f.Version, Grace: opts.Grace})
+	srv, err := serve.New(ctx, cfg, serve.Options{Logger: log, Version: f.Version, Grace: opts.Grace, LeaseTTL: opts.LeaseTTL})
 	if err != nil {
 		return fmt.Errorf("serve: %w", err)
 	}

@@ -97,7 +97,8 @@ func DefaultStorePath(getenv func(string) string) string {
 
 // StorePath turns a store setting into a SQLite file path:
 // "sqlite:///abs/path", "sqlite://rel/path", "file:path" or a plain path.
-// Other schemes are refused by name.
+// Other schemes are refused by name; a postgres:// URL is no path (OpenStore
+// opens it).
 func StorePath(dsn string) (string, error) {
 	switch {
 	case strings.HasPrefix(dsn, "sqlite://"):
@@ -107,9 +108,9 @@ func StorePath(dsn string) (string, error) {
 	case strings.HasPrefix(dsn, "file:"):
 		dsn = strings.TrimPrefix(dsn, "file:")
 	case strings.HasPrefix(dsn, "postgres://"), strings.HasPrefix(dsn, "postgresql://"):
-		return "", errors.New("store: PostgreSQL is not supported by this build yet; use sqlite:///path/to/evfwd.db")
+		return "", errors.New("store: a PostgreSQL URL is not a SQLite path (open it with OpenStore)")
 	case strings.Contains(dsn, "://"):
-		return "", fmt.Errorf("store %q: unknown scheme (want sqlite:///path)", dsn)
+		return "", fmt.Errorf("store %q: unknown scheme (want sqlite:///path or postgres://...)", dsn)
 	}
 	if dsn == "" {
 		return "", errors.New("store: empty path")

@@ -17,7 +17,6 @@ import (
 	"github.com/evfwd/evfwd/pkg/forwarder"
 	"github.com/evfwd/evfwd/pkg/message"
 	"github.com/evfwd/evfwd/pkg/store"
-	"github.com/evfwd/evfwd/pkg/store/sqlite"
 	"github.com/evfwd/evfwd/pkg/webhook"
 )
 
@@ -42,6 +41,10 @@ type Options struct {
 	Poll                   time.Duration
 	// Listener, when set, is used instead of listening on Config.Addr.
 	Listener net.Listener
+	// LeaseTTL is how long a delivery stays leased to this process (the
+	// forwarder's default unless set); on a shared store it is how soon
+	// other nodes take over the work of one that died.
+	LeaseTTL time.Duration
 }
 
 // Server is a configured, listening service; Run serves until its context
@@ -50,7 +53,7 @@ type Server struct {
 	cfg       Config
 	opts      Options
 	log       *slog.Logger
-	store     *sqlite.Store
+	store     pathStore
 	unlock    func()
 	ln        net.Listener
 	collector *collector.Handler
@@ -82,23 +85,9 @@ func New(ctx context.Context, cfg Config, opts Options) (*Server, error) {
 	if cfg.Addr == "" {
 		cfg.Addr = DefaultAddr
 	}
-	path, err := StorePath(cfg.Store)
-	if err != nil {
-		return nil, err
-	}
 	s := &Server{cfg: cfg, opts: opts, log: opts.Logger, metrics: NewMetrics()}
-	if s.unlock, err = sqlite.Lock(path); err != nil {
-		if errors.Is(err, os.ErrNotExist) {
-			if err := os.MkdirAll(dirOf(path), 0o700); err == nil {
-				s.unlock, err = sqlite.Lock(path)
-			}
-		}
-		if err != nil {
-			return nil, err
-		}
-	}
-	if s.store, err = sqlite.Open(ctx, path, sqlite.Options{Now: opts.Now}); err != nil {
-		s.unlock()
+	var err error
+	if s.store, s.unlock, err = openLocked(ctx, cfg.Store, opts.Now); err != nil {
 		return nil, err
 	}
 	if err := s.build(ctx); err != nil {
@@ -126,7 +115,8 @@ func dirOf(path string) string {
 }
 
 // build makes the collector and forwarder, and takes back the leases a
-// crashed predecessor left (the lock says no other serve uses the file).
+// crashed predecessor left (on SQLite the lock says no other serve uses the
+// file; on PostgreSQL only expired leases are taken back).
 func (s *Server) build(ctx context.Context) error {
 	sender, err := webhook.NewSender(s.opts.Sender)
 	if err != nil {
@@ -146,7 +136,7 @@ func (s *Server) build(ctx context.Context) error {
 	}
 	if s.forwarder, err = forwarder.New(forwarder.Config{
 		Store: s.store, Sender: sender, Destinations: dests, Policy: s.opts.Policy,
-		Owner: owner(), MaxInFlight: s.opts.MaxInFlight, PerSource: s.opts.PerSource, Poll: s.opts.Poll,
+		Owner: owner(), LeaseTTL: s.opts.LeaseTTL, MaxInFlight: s.opts.MaxInFlight, PerSource: s.opts.PerSource, Poll: s.opts.Poll,
 		Grace: s.opts.Grace, Now: s.opts.Now, Logger: s.log, Observer: s.metrics,
 	}); err != nil {
 		return err
