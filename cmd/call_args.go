@@ -5,8 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
-	"os"
 	"strings"
 
 	"github.com/evfwd/evfwd/internal/cli"
@@ -22,28 +20,17 @@ type stdinOnce struct {
 // jsonArg reads a JSON-object flag value: inline JSON, @FILE, or - for
 // stdin. "" gives nil. Numbers keep their digits; whitespace is dropped.
 func jsonArg(stdin *stdinOnce, flag, val string) (*message.Object, error) {
-	var data []byte
 	switch {
 	case val == "":
 		return nil, nil
+	case val == "-" && stdin.used != "":
+		return nil, cli.UsageErrorf("%s -: stdin is already read by %s", flag, stdin.used)
 	case val == "-":
-		if stdin.used != "" {
-			return nil, cli.UsageErrorf("%s -: stdin is already read by %s", flag, stdin.used)
-		}
 		stdin.used = flag
-		b, err := io.ReadAll(stdin.io.In)
-		if err != nil {
-			return nil, cli.UsageErrorf("%s: read stdin: %v", flag, err)
-		}
-		data = b
-	case strings.HasPrefix(val, "@"):
-		b, err := os.ReadFile(val[1:])
-		if err != nil {
-			return nil, cli.UsageErrorf("%s: %v", flag, err)
-		}
-		data = b
-	default:
-		data = []byte(val)
+	}
+	data, _, err := stdin.io.ReadArg(flag, val)
+	if err != nil {
+		return nil, err
 	}
 	var compact bytes.Buffer
 	if err := json.Compact(&compact, data); err != nil {

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -250,7 +249,7 @@ func (tr *trigger) message() (*message.Object, error) {
 			return nil, err
 		}
 	} else {
-		raw, name, err := readData(tr.f.IO, opts.Data)
+		raw, name, err := tr.f.IO.ReadArg("--data", opts.Data)
 		if err != nil {
 			return nil, err
 		}
@@ -278,29 +277,6 @@ func (tr *trigger) message() (*message.Object, error) {
 		msg.SetString("event", opts.Event)
 	}
 	return msg, nil
-}
-
-// readData reads --data: inline JSON, @FILE, or - for stdin.
-func readData(s *cli.IOStreams, data string) ([]byte, string, error) {
-	var (
-		raw  []byte
-		name = "argument"
-		err  error
-	)
-	switch {
-	case data == "-":
-		name = "stdin"
-		raw, err = io.ReadAll(s.In)
-	case strings.HasPrefix(data, "@"):
-		name = data[1:]
-		raw, err = os.ReadFile(name)
-	default:
-		raw = []byte(data)
-	}
-	if err != nil {
-		return nil, name, cli.UsageErrorf("--data: %v", err)
-	}
-	return raw, name, nil
 }
 
 // once delivers the message with retries and reports each attempt.
