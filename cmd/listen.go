@@ -18,6 +18,7 @@ import (
 	"github.com/evfwd/evfwd/internal/cli"
 	"github.com/evfwd/evfwd/pkg/message"
 	"github.com/evfwd/evfwd/pkg/receiver"
+	"github.com/evfwd/evfwd/pkg/webhook"
 	"github.com/spf13/cobra"
 )
 
@@ -123,7 +124,7 @@ func (o *ListenOptions) check() error {
 		return cli.UsageErrorf("--count must not be negative")
 	case o.Type != "" && o.Count == 0:
 		return cli.UsageErrorf("--type counts messages for --count: give --count N too")
-	case o.Type != "" && o.Type != receiver.TypeDelete && !message.Type(o.Type).Valid():
+	case o.Type != "" && !webhook.ValidType(message.Type(o.Type)):
 		return cli.UsageErrorf("--type %q: want identify, track, page, screen, group, alias or delete", o.Type)
 	case o.Timeout < 0:
 		return cli.UsageErrorf("--timeout must not be negative")

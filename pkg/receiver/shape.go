@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/evfwd/evfwd/pkg/message"
+	"github.com/evfwd/evfwd/pkg/webhook"
 )
 
 // ShapeError says how a body differs from a webhook message of spec 2.1.
@@ -17,11 +18,6 @@ type ShapeError struct{ Reason string }
 func (e *ShapeError) Error() string { return e.Reason }
 
 func shapeErr(reason string) error { return &ShapeError{Reason: reason} }
-
-// TypeDelete is the webhook-only message type sent when a deletion request
-// is created (spec 6); the client never sends it, so pkg/message does not
-// list it.
-const TypeDelete = "delete"
 
 // CheckShape reports whether body is one webhook message as the webhook
 // destination sends it (spec 2.1, DESIGN §4), returning a *ShapeError
@@ -58,8 +54,8 @@ func checkObject(o *message.Object) error {
 	if err != nil {
 		return err
 	}
-	isDelete := typ == TypeDelete
-	if !isDelete && !message.Type(typ).Valid() {
+	isDelete := message.Type(typ) == webhook.TypeDelete
+	if !webhook.ValidType(message.Type(typ)) {
 		return shapeErr("unknown type " + strconv.Quote(typ))
 	}
 	if err := checkVersion(o, isDelete); err != nil {

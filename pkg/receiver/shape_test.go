@@ -6,6 +6,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/evfwd/evfwd/pkg/message"
+	"github.com/evfwd/evfwd/pkg/webhook"
 )
 
 func TestCheckShape(t *testing.T) {
@@ -79,7 +80,7 @@ func FuzzCheckShape(f *testing.F) {
 				t.Fatalf("accepted a body ParseObject rejects: %v", perr)
 			}
 			typ, _ := o.GetString("type")
-			if typ != TypeDelete && !message.Type(typ).Valid() {
+			if !webhook.ValidType(message.Type(typ)) {
 				t.Fatalf("accepted type %q", typ)
 			}
 			return
