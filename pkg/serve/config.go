@@ -22,6 +22,9 @@ type Config struct {
 	Addr    string   `mapstructure:"addr"`
 	Store   string   `mapstructure:"store"`
 	Sources []Source `mapstructure:"sources"`
+	// AdminToken is the bearer token of the admin API (admin.go); empty
+	// turns the API off.
+	AdminToken string `mapstructure:"admin_token"`
 }
 
 // Source is one source: its write key and its webhook destination.

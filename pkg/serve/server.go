@@ -60,6 +60,7 @@ type Server struct {
 	forwarder *forwarder.Forwarder
 	metrics   *Metrics
 	draining  atomic.Bool
+	admin     *adminAPI
 }
 
 // New validates cfg, opens and locks the store, and listens.
@@ -152,6 +153,7 @@ func (s *Server) build(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	s.admin = newAdminAPI(s)
 	n, err := s.store.Reclaim(ctx, s.opts.Now())
 	if err != nil {
 		return err
@@ -194,6 +196,7 @@ func (s *Server) Handler() http.Handler {
 		w.Header().Set("Content-Type", "text/plain; version=0.0.4")
 		s.metrics.Write(r.Context(), w, s.store)
 	})
+	mux.Handle("/admin/", s.admin)
 	mux.Handle("/", s.collector)
 	return mux
 }

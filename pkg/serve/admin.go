@@ -1,0 +1,330 @@
+package serve
+
+import (
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/evfwd/evfwd/pkg/audience"
+	"github.com/evfwd/evfwd/pkg/message"
+	"github.com/evfwd/evfwd/pkg/store"
+	"github.com/evfwd/evfwd/pkg/webhook"
+)
+
+// The admin API (DESIGN §5, spec 1A and 6), under /admin/v1, behind a bearer
+// token:
+//
+//	POST /admin/v1/deletions                {"userId": "...", "sources": [...]?}  → 201 Deletion
+//	GET  /admin/v1/deletions/{id}                                                 → 200 Deletion
+//	POST /admin/v1/audiences/{name}/sync    NDJSON or JSON array of userIds        → 200 SyncReport
+//	POST /admin/v1/traits/{name}/sync       NDJSON or JSON array of {userId,value} → 200 SyncReport
+//
+// Syncs take ?source=NAME (repeatable) to pick the sources whose webhook
+// destination gets the identify messages; by default every source with
+// webhooks enabled. Errors are JSON, {"error": "..."}, as the collector's.
+
+// AdminEnv is the environment variable that sets Config.AdminToken.
+const AdminEnv = "EVFWD_ADMIN_TOKEN"
+
+// MaxSyncBytes bounds a sync request body; the list is streamed, so this
+// only stops a runaway upload.
+const MaxSyncBytes = 1 << 30
+
+// syncDeadline is how long a sync request may take to upload and apply
+// (the server's usual read and write timeouts are for small requests).
+const syncDeadline = 30 * time.Minute
+
+// Deletion is a deletion request as the admin API shows it.
+type Deletion struct {
+	ID        string           `json:"id"`
+	UserID    string           `json:"userId"`
+	CreatedAt string           `json:"createdAt"`
+	Sources   []DeletionSource `json:"sources"`
+}
+
+// DeletionSource is what a deletion request did in one source. Status is
+// the delete notification's delivery status ("" when none was sent: the
+// source has no webhooks enabled).
+type DeletionSource struct {
+	Source    string       `json:"source"`
+	Notified  bool         `json:"notified"`
+	MessageID string       `json:"messageId,omitempty"`
+	Delivery  int64        `json:"delivery,omitempty"`
+	Status    store.Status `json:"status,omitempty"`
+	Attempts  int          `json:"attempts"`
+	LastError string       `json:"lastError,omitempty"`
+	Cancelled int          `json:"cancelled"`
+	Purged    int          `json:"purged"`
+}
+
+// DeletionRequest is the body of POST /admin/v1/deletions.
+type DeletionRequest struct {
+	UserID  string   `json:"userId"`
+	Sources []string `json:"sources,omitempty"`
+}
+
+// SyncReport is the answer to a sync.
+type SyncReport struct {
+	Kind      store.SyncKind `json:"kind"`
+	Name      string         `json:"name"`
+	Trait     string         `json:"trait"`
+	Sources   []string       `json:"sources"`
+	First     bool           `json:"first"`
+	Added     int            `json:"added"`
+	Removed   int            `json:"removed"`
+	Changed   int            `json:"changed"`
+	Unchanged int            `json:"unchanged"`
+	Messages  int            `json:"messages"`
+	Millis    int64          `json:"ms"`
+}
+
+// adminAPI serves /admin/.
+type adminAPI struct {
+	srv   *Server
+	token [sha256.Size]byte // of the configured token; compared in constant time
+	off   string            // why the API is off, "" when on
+	offAt int               // the status that says so
+	store store.Admin
+	mux   *http.ServeMux
+}
+
+// newAdminAPI builds the admin API and says at start whether it is on.
+func newAdminAPI(s *Server) *adminAPI {
+	a := &adminAPI{srv: s, mux: http.NewServeMux()}
+	switch st, ok := any(s.store).(store.Admin); {
+	case s.cfg.AdminToken == "":
+		a.off, a.offAt = "admin API is disabled: set admin_token in the config or "+AdminEnv, http.StatusNotFound
+		s.log.Info("admin API off: no admin_token in the config or " + AdminEnv)
+	case !ok:
+		a.off, a.offAt = fmt.Sprintf("admin API needs a store that supports it; this store (%T) does not", s.store), http.StatusNotImplemented
+		s.log.Warn("admin API off: the store does not support it", "store", fmt.Sprintf("%T", s.store))
+	default:
+		a.store = st
+		a.token = sha256.Sum256([]byte(s.cfg.AdminToken))
+		s.log.Info("admin API on", "path", "/admin/v1")
+	}
+	a.mux.HandleFunc("POST /admin/v1/deletions", a.createDeletion)
+	a.mux.HandleFunc("GET /admin/v1/deletions/{id}", a.getDeletion)
+	a.mux.HandleFunc("POST /admin/v1/audiences/{name}/sync", a.sync(store.KindAudience))
+	a.mux.HandleFunc("POST /admin/v1/traits/{name}/sync", a.sync(store.KindTrait))
+	a.mux.HandleFunc("/admin/", func(w http.ResponseWriter, r *http.Request) {
+		adminError(w, http.StatusNotFound, "no admin endpoint "+r.Method+" "+r.URL.Path)
+	})
+	return a
+}
+
+func (a *adminAPI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if a.off != "" {
+		adminError(w, a.offAt, a.off)
+		return
+	}
+	given, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+	if !ok || given == "" {
+		w.Header().Set("WWW-Authenticate", `Bearer realm="evfwd admin"`)
+		adminError(w, http.StatusUnauthorized, "missing admin token (Authorization: Bearer ...)")
+		return
+	}
+	// Hashing first makes the comparison constant-time in the length too.
+	sum := sha256.Sum256([]byte(given))
+	if subtle.ConstantTimeCompare(sum[:], a.token[:]) != 1 {
+		adminError(w, http.StatusForbidden, "wrong admin token")
+		return
+	}
+	if a.srv.draining.Load() {
+		adminError(w, http.StatusServiceUnavailable, "server is shutting down")
+		return
+	}
+	a.mux.ServeHTTP(w, r)
+}
+
+func (a *adminAPI) createDeletion(w http.ResponseWriter, r *http.Request) {
+	var req DeletionRequest
+	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, 64<<10))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&req); err != nil {
+		adminError(w, http.StatusBadRequest, "invalid request body: "+err.Error())
+		return
+	}
+	if req.UserID == "" {
+		adminError(w, http.StatusBadRequest, "userId is required")
+		return
+	}
+	affected, err := a.sources(req.Sources, false)
+	if err != nil {
+		adminError(w, http.StatusBadRequest, err.Error())
+		return
+	}
+	now := a.srv.opts.Now()
+	dr := store.DeletionRequest{ID: message.NewID(), UserID: req.UserID, CreatedAt: now, Sources: affected}
+	for _, src := range affected {
+		if !a.webhooks(src) {
+			continue
+		}
+		// The stored message; the webhook body keeps type, userId and
+		// timestamp only (spec 2.1).
+		body := append([]byte(`{"type":"delete","userId":`), message.AppendString(nil, req.UserID)...)
+		body = append(body, `,"messageId":`...)
+		body = message.AppendString(body, dr.ID)
+		body = append(body, `,"timestamp":"`...)
+		body = message.AppendTime(body, now)
+		body = append(body, `"}`...)
+		dr.Messages = append(dr.Messages, store.Message{
+			Source: src, MessageID: dr.ID, Type: string(webhook.TypeDelete), UserID: req.UserID, ReceivedAt: now,
+			Body: body, Destinations: []string{store.DestinationWebhooks},
+		})
+	}
+	d, err := a.store.CreateDeletion(r.Context(), dr)
+	if err != nil {
+		a.storeError(w, "create deletion", err)
+		return
+	}
+	for _, m := range dr.Messages {
+		a.srv.metrics.Ingested(m.Source, 1)
+		a.srv.forwarder.Notify(m.Source)
+	}
+	a.srv.log.Info("deletion request", "id", d.ID, "sources", len(affected), "notified", len(dr.Messages))
+	w.Header().Set("Location", "/admin/v1/deletions/"+d.ID)
+	adminJSON(w, http.StatusCreated, deletionJSON(d))
+}
+
+func (a *adminAPI) getDeletion(w http.ResponseWriter, r *http.Request) {
+	d, err := a.store.Deletion(r.Context(), r.PathValue("id"))
+	if errors.Is(err, store.ErrNotFound) {
+		adminError(w, http.StatusNotFound, "no deletion request "+r.PathValue("id"))
+		return
+	}
+	if err != nil {
+		a.storeError(w, "read deletion", err)
+		return
+	}
+	adminJSON(w, http.StatusOK, deletionJSON(d))
+}
+
+func deletionJSON(d *store.Deletion) Deletion {
+	out := Deletion{ID: d.ID, UserID: d.UserID, CreatedAt: message.FormatTime(d.CreatedAt), Sources: []DeletionSource{}}
+	for _, s := range d.Sources {
+		out.Sources = append(out.Sources, DeletionSource(s))
+	}
+	return out
+}
+
+func (a *adminAPI) sync(kind store.SyncKind) http.HandlerFunc {
+	class, removed := audience.ClassAudience, []byte("false")
+	if kind == store.KindTrait {
+		class, removed = audience.ClassTrait, []byte("null")
+	}
+	return func(w http.ResponseWriter, r *http.Request) {
+		start := time.Now()
+		name := r.PathValue("name")
+		key := audience.SnakeCase(name)
+		if key == "" {
+			adminError(w, http.StatusBadRequest, fmt.Sprintf("%s name %q has no letter or digit to make a trait name of", kind, name))
+			return
+		}
+		sources, err := a.sources(r.URL.Query()["source"], true)
+		if err != nil {
+			adminError(w, http.StatusBadRequest, err.Error())
+			return
+		}
+		rc := http.NewResponseController(w)
+		rc.SetReadDeadline(time.Now().Add(syncDeadline))
+		rc.SetWriteDeadline(time.Now().Add(syncDeadline))
+		now := a.srv.opts.Now()
+		res, err := a.store.Sync(r.Context(), store.Sync{
+			Kind: kind, Key: key, Name: name, Now: now, Removed: removed,
+			Messages: audience.Messages(key, class, sources, now, message.NewID),
+		}, audience.Read(http.MaxBytesReader(w, r.Body, MaxSyncBytes), kind == store.KindTrait))
+		var tooBig *http.MaxBytesError
+		switch {
+		case errors.Is(err, audience.ErrList):
+			adminError(w, http.StatusBadRequest, "invalid list: "+err.Error()+"; nothing was changed")
+			return
+		case errors.As(err, &tooBig):
+			adminError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("list over %d bytes", tooBig.Limit))
+			return
+		case err != nil:
+			a.storeError(w, "sync "+string(kind), err)
+			return
+		}
+		if res.Messages > 0 {
+			for _, src := range sources {
+				a.srv.metrics.Ingested(src, res.Messages/len(sources))
+				a.srv.forwarder.Notify(src)
+			}
+		}
+		rep := SyncReport{Kind: kind, Name: name, Trait: key, Sources: sources, First: res.First, Added: res.Added,
+			Removed: res.Removed, Changed: res.Changed, Unchanged: res.Unchanged, Messages: res.Messages,
+			Millis: time.Since(start).Milliseconds()}
+		a.srv.log.Info("sync", "kind", kind, "name", name, "trait", key, "added", rep.Added, "removed", rep.Removed,
+			"changed", rep.Changed, "unchanged", rep.Unchanged, "messages", rep.Messages, "ms", rep.Millis)
+		adminJSON(w, http.StatusOK, rep)
+	}
+}
+
+// sources checks the named sources (deduplicated, in config order) or, when
+// none is named, takes all (with webhooks enabled when needWebhooks).
+func (a *adminAPI) sources(names []string, needWebhooks bool) ([]string, error) {
+	var out []string
+	for _, src := range a.srv.cfg.Sources {
+		if len(names) == 0 && (!needWebhooks || src.Webhooks.Enabled) || slices.Contains(names, src.Name) {
+			out = append(out, src.Name)
+		}
+	}
+	for _, n := range names {
+		if !slices.Contains(out, n) {
+			return nil, fmt.Errorf("unknown source %q", n)
+		}
+		if needWebhooks && !a.webhooks(n) {
+			return nil, fmt.Errorf("source %q does not have webhooks enabled", n)
+		}
+	}
+	return out, nil
+}
+
+func (a *adminAPI) webhooks(source string) bool {
+	for _, s := range a.srv.cfg.Sources {
+		if s.Name == source {
+			return s.Webhooks.Enabled
+		}
+	}
+	return false
+}
+
+func (a *adminAPI) storeError(w http.ResponseWriter, what string, err error) {
+	switch {
+	case errors.Is(err, store.ErrBusy):
+		w.Header().Set("Retry-After", "1")
+		adminError(w, http.StatusTooManyRequests, "store is busy, retry later")
+	case errors.Is(err, store.ErrClosed):
+		adminError(w, http.StatusServiceUnavailable, "server is shutting down")
+	default:
+		a.srv.log.Error(what, "err", err)
+		adminError(w, http.StatusInternalServerError, what+" failed")
+	}
+}
+
+func adminJSON(w http.ResponseWriter, status int, v any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		adminError(w, http.StatusInternalServerError, "encode answer")
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	w.Write(append(b, '\n'))
+}
+
+func adminError(w http.ResponseWriter, status int, msg string) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	b, _ := json.Marshal(struct {
+		Error string `json:"error"`
+	}{msg})
+	w.Write(append(b, '\n'))
+}

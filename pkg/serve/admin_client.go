@@ -1,0 +1,112 @@
+package serve
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+)
+
+// AdminClient calls the admin API of a running serve (the admin commands
+// are thin layers over it).
+type AdminClient struct {
+	Endpoint   string // base URL of the service, e.g. http://127.0.0.1:8787
+	Token      string
+	UserAgent  string
+	HTTPClient *http.Client // default http.DefaultClient
+}
+
+// AdminError is an answer other than 2xx; Message is the API's "error".
+type AdminError struct {
+	Status  int
+	Message string
+}
+
+func (e *AdminError) Error() string {
+	return fmt.Sprintf("%d %s: %s", e.Status, http.StatusText(e.Status), e.Message)
+}
+
+// Auth reports whether the token was missing or refused (401, 403).
+func (e *AdminError) Auth() bool {
+	return e.Status == http.StatusUnauthorized || e.Status == http.StatusForbidden
+}
+
+// CreateDeletion creates a deletion request for userID in sources (all
+// when empty).
+func (c *AdminClient) CreateDeletion(ctx context.Context, userID string, sources []string) (*Deletion, error) {
+	body, _ := json.Marshal(DeletionRequest{UserID: userID, Sources: sources})
+	var d Deletion
+	return &d, c.do(ctx, http.MethodPost, "/admin/v1/deletions", "application/json", bytes.NewReader(body), &d)
+}
+
+// Deletion returns a deletion request.
+func (c *AdminClient) Deletion(ctx context.Context, id string) (*Deletion, error) {
+	var d Deletion
+	return &d, c.do(ctx, http.MethodGet, "/admin/v1/deletions/"+url.PathEscape(id), "", nil, &d)
+}
+
+// Sync sends the full list of an audience or computed trait, streamed from
+// list (NDJSON), to the webhook destinations of sources (all with webhooks
+// enabled when empty).
+func (c *AdminClient) Sync(ctx context.Context, kind, name string, sources []string, list io.Reader) (*SyncReport, error) {
+	path := "/admin/v1/audiences/"
+	if kind == "trait" {
+		path = "/admin/v1/traits/"
+	}
+	path += url.PathEscape(name) + "/sync"
+	if len(sources) > 0 {
+		path += "?" + url.Values{"source": sources}.Encode()
+	}
+	var rep SyncReport
+	return &rep, c.do(ctx, http.MethodPost, path, "application/x-ndjson", list, &rep)
+}
+
+func (c *AdminClient) do(ctx context.Context, method, path, ctype string, body io.Reader, out any) error {
+	req, err := http.NewRequestWithContext(ctx, method, strings.TrimRight(c.Endpoint, "/")+path, body)
+	if err != nil {
+		return err
+	}
+	if ctype != "" {
+		req.Header.Set("Content-Type", ctype)
+	}
+	if c.UserAgent != "" {
+		req.Header.Set("User-Agent", c.UserAgent)
+	}
+	if c.Token != "" {
+		req.Header.Set("Authorization", "Bearer "+c.Token)
+	}
+	hc := c.HTTPClient
+	if hc == nil {
+		hc = http.DefaultClient
+	}
+	resp, err := hc.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	if err != nil {
+		return err
+	}
+	if resp.StatusCode/100 != 2 {
+		var e struct {
+			Error string `json:"error"`
+		}
+		if json.Unmarshal(data, &e) != nil || e.Error == "" {
+			e.Error = strings.TrimSpace(string(data))
+			if len(e.Error) > 200 {
+				e.Error = e.Error[:200] + "..."
+			}
+		}
+		return &AdminError{Status: resp.StatusCode, Message: e.Error}
+	}
+	if err := json.Unmarshal(data, out); err != nil {
+		return errors.New("unexpected answer from " + req.URL.Host + ": " + err.Error())
+	}
+	return nil
+}
