@@ -1,17 +1,23 @@
 // Command serve-bench measures evfwd serve in-process on loopback: ingest
 // events/s (1 and 8 clients, batches of 100), forward webhooks/s to a
 // receiver answering 200, and ingest→webhook latency at 1,000 events/s.
+// With -store postgres://... it runs -nodes serve instances on one
+// PostgreSQL database (a fresh schema per run), clients spread over them.
 // bench/serve/run.sh runs it and prints the table.
 package main
 
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
 	"encoding/base64"
+	"encoding/hex"
+	"flag"
 	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
@@ -22,6 +28,7 @@ import (
 	"github.com/evfwd/evfwd/pkg/message"
 	"github.com/evfwd/evfwd/pkg/serve"
 	"github.com/evfwd/evfwd/pkg/webhook"
+	"github.com/jackc/pgx/v5"
 )
 
 var auth = "Basic " + base64.StdEncoding.EncodeToString([]byte("wk_bench:"))
@@ -35,6 +42,16 @@ type sink struct {
 }
 
 func main() {
+	pgURL := flag.String("store", "", "a postgres:// URL to measure PostgreSQL (default: SQLite in a temp dir)")
+	nodes := flag.Int("nodes", 1, "serve instances sharing the PostgreSQL store")
+	header := flag.Bool("header", true, "print the table header")
+	flag.Parse()
+	label := "SQLite"
+	if *pgURL != "" {
+		label = fmt.Sprintf("PostgreSQL, %d node(s)", *nodes)
+	} else {
+		*nodes = 1
+	}
 	dir, _ := os.MkdirTemp("", "evfwd-bench-")
 	defer os.RemoveAll(dir)
 	s := &sink{at: map[string]time.Time{}}
@@ -54,26 +71,42 @@ func main() {
 	}))
 	defer rcv.Close()
 
-	run := func(name string, forward bool, fn func(url string)) {
-		cfg := serve.Config{Addr: "127.0.0.1:0", Store: filepath.Join(dir, name+".db"), Sources: []serve.Source{{
-			Name: "bench", WriteKey: "wk_bench",
-			Webhooks: serve.Webhooks{Enabled: forward, Destination: webhook.Destination{SharedSecret: "s", Endpoints: []webhook.Endpoint{{URL: rcv.URL}}}},
-		}}}
-		ctx, cancel := context.WithCancel(context.Background())
-		srv, err := serve.New(ctx, cfg, serve.Options{})
-		if err != nil {
-			panic(err)
+	// run starts the nodes on a fresh store, hands their URLs to fn and
+	// stops them.
+	run := func(name string, forward bool, fn func(urls []string)) {
+		storeURL := filepath.Join(dir, name+".db")
+		if *pgURL != "" {
+			storeURL = schemaURL(*pgURL, name)
+			defer dropSchema(*pgURL, storeURL)
 		}
-		done := make(chan error)
-		go func() { done <- srv.Run(ctx) }()
-		fn(srv.URL())
+		ctx, cancel := context.WithCancel(context.Background())
+		var urls []string
+		var done []chan error
+		for range *nodes {
+			cfg := serve.Config{Addr: "127.0.0.1:0", Store: storeURL, Sources: []serve.Source{{
+				Name: "bench", WriteKey: "wk_bench",
+				Webhooks: serve.Webhooks{Enabled: forward, Destination: webhook.Destination{SharedSecret: "s", Endpoints: []webhook.Endpoint{{URL: rcv.URL}}}},
+			}}}
+			srv, err := serve.New(ctx, cfg, serve.Options{})
+			if err != nil {
+				panic(err)
+			}
+			d := make(chan error)
+			go func() { d <- srv.Run(ctx) }()
+			urls, done = append(urls, srv.URL()), append(done, d)
+		}
+		fn(urls)
 		cancel()
-		<-done
+		for _, d := range done {
+			<-d
+		}
 	}
 
-	fmt.Printf("| measure | result | target |\n|---|---|---|\n")
+	if *header {
+		fmt.Printf("| store | measure | result | target |\n|---|---|---|---|\n")
+	}
 	for _, clients := range []int{1, 8} {
-		run(fmt.Sprintf("ingest%d", clients), false, func(url string) {
+		run(fmt.Sprintf("ingest%d", clients), false, func(urls []string) {
 			const perClient = 300 // batches
 			start := time.Now()
 			var wg sync.WaitGroup
@@ -82,17 +115,17 @@ func main() {
 				go func() {
 					defer wg.Done()
 					for b := range perClient {
-						post(url, batch(fmt.Sprintf("c%d-b%d", c, b), 100, time.Now()))
+						post(urls[(c+b)%len(urls)], batch(fmt.Sprintf("c%d-b%d", c, b), 100, time.Now()))
 					}
 				}()
 			}
 			wg.Wait()
 			rate := float64(clients*perClient*100) / time.Since(start).Seconds()
-			fmt.Printf("| ingest, %d client(s), batches of 100 | %.0f events/s | ≥ 50,000 |\n", clients, rate)
+			fmt.Printf("| %s | ingest, %d client(s), batches of 100 | %.0f events/s | ≥ 50,000 |\n", label, clients, rate)
 		})
 	}
 
-	run("forward", true, func(url string) {
+	run("forward", true, func(urls []string) {
 		const n = 30_000
 		s.n.Store(0)
 		s.first = time.Time{}
@@ -102,7 +135,7 @@ func main() {
 			go func() {
 				defer wg.Done()
 				for b := range n / 100 / 4 {
-					post(url, batch(fmt.Sprintf("f%d-%d", c, b), 100, time.Now()))
+					post(urls[(c+b)%len(urls)], batch(fmt.Sprintf("f%d-%d", c, b), 100, time.Now()))
 				}
 			}()
 		}
@@ -113,10 +146,10 @@ func main() {
 		s.mu.Lock()
 		rate := float64(n) / s.last.Sub(s.first).Seconds()
 		s.mu.Unlock()
-		fmt.Printf("| forward to a local 200 receiver | %.0f webhooks/s | ≥ 5,000 |\n", rate)
+		fmt.Printf("| %s | forward to a local 200 receiver | %.0f webhooks/s | ≥ 5,000 |\n", label, rate)
 	})
 
-	run("latency", true, func(url string) {
+	run("latency", true, func(urls []string) {
 		// 1,000 events/s as batches of 10 every 10 ms, for 5 s.
 		sent := map[string]time.Time{}
 		tick := time.NewTicker(10 * time.Millisecond)
@@ -127,7 +160,7 @@ func main() {
 			for j := range 10 {
 				sent[fmt.Sprintf("%s-%d", prefix, j)] = t
 			}
-			go post(url, batch(prefix, 10, t))
+			go post(urls[i%len(urls)], batch(prefix, 10, t))
 		}
 		tick.Stop()
 		time.Sleep(time.Second)
@@ -141,8 +174,8 @@ func main() {
 		s.mu.Unlock()
 		slices.Sort(lat)
 		p := func(q float64) time.Duration { return lat[int(q*float64(len(lat)-1))] }
-		fmt.Printf("| ingest→webhook latency at 1,000 events/s (%d events) | p50 %.1f ms, p99 %.1f ms | p99 < 100 ms |\n",
-			len(lat), ms(p(0.50)), ms(p(0.99)))
+		fmt.Printf("| %s | ingest→webhook latency at 1,000 events/s (%d events) | p50 %.1f ms, p99 %.1f ms | p99 < 100 ms |\n",
+			label, len(lat), ms(p(0.50)), ms(p(0.99)))
 	})
 }
 
@@ -181,4 +214,29 @@ func post(url string, body []byte) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
+}
+
+// schemaURL is base with a new schema (search_path) for one run.
+func schemaURL(base, name string) string {
+	b := make([]byte, 4)
+	rand.Read(b)
+	u, err := url.Parse(base)
+	if err != nil {
+		panic(err)
+	}
+	q := u.Query()
+	q.Set("search_path", "evfwd_bench_"+name+"_"+hex.EncodeToString(b))
+	u.RawQuery = q.Encode()
+	return u.String()
+}
+
+func dropSchema(base, schemaURL string) {
+	u, _ := url.Parse(schemaURL)
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, base)
+	if err != nil {
+		panic(err)
+	}
+	defer conn.Close(ctx)
+	conn.Exec(ctx, "DROP SCHEMA "+pgx.Identifier{u.Query().Get("search_path")}.Sanitize()+" CASCADE")
 }

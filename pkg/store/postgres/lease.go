@@ -63,9 +63,10 @@ func (s *Store) Lease(ctx context.Context, r store.LeaseRequest) ([]store.Delive
 	return out, nil
 }
 
-// Complete implements store.Store. The updates and the attempt records go
-// in one batch, which the server runs as one implicit transaction: one
-// round trip and one commit however many completions.
+// Complete implements store.Store. Completions of concurrent callers are
+// gathered (see completer) and applied together: the forwarder completes
+// one delivery at a time from many goroutines, and one commit for many
+// of them is what keeps forwarding from waiting on the WAL flush.
 func (s *Store) Complete(ctx context.Context, cs []store.Completion) error {
 	if len(cs) == 0 {
 		return nil
@@ -75,38 +76,94 @@ func (s *Store) Complete(ctx context.Context, cs []store.Completion) error {
 		return err
 	}
 	defer leave()
-	now := store.Millis(s.opts.Now())
-	b := &pgx.Batch{}
-	var (
-		del, start, lat                  []int64
-		owner, url, class, errs, outcome []string
-		no, endpoint, status             []int32
-		excerpt                          [][]byte
-	)
-	for _, c := range cs {
-		b.Queue(`UPDATE deliveries SET status = $1, attempts = $2, first_attempt_at = $3, next_attempt_at = $4,
-			last_error = $5, lease_owner = NULL, lease_expires_at = 0, updated_at = $6
-			WHERE id = $7 AND lease_owner = $8 AND status = 'pending'`,
-			string(c.Status), c.Attempts, store.Millis(c.FirstAttempt), store.Millis(c.NextAttempt), c.LastError, now,
-			c.ID, c.Owner)
-		for _, a := range c.Records {
-			del, owner, no, endpoint = append(del, c.ID), append(owner, c.Owner), append(no, int32(a.Delivery)), append(endpoint, int32(a.Endpoint))
-			url, start, lat = append(url, a.URL), append(start, store.Millis(a.Start)), append(lat, a.Latency.Microseconds())
-			status, class, errs = append(status, int32(a.Status)), append(class, a.Class), append(errs, a.Error)
-			excerpt, outcome = append(excerpt, a.Excerpt), append(outcome, a.Outcome)
+	// Applied even when ctx has ended: the attempts were made and must be
+	// on record.
+	req := completion{cs: cs, done: make(chan error, 1)}
+	s.completions <- req
+	return <-req.done
+}
+
+type completion struct {
+	cs   []store.Completion
+	done chan error
+}
+
+// maxGroup bounds the completions applied in one transaction.
+const maxGroup = 512
+
+// completer applies the completions queued while the previous group was
+// committing, as one group, until quit is closed (Close does, once no call
+// is in progress).
+func (s *Store) completer() {
+	for {
+		var group []completion
+		select {
+		case c := <-s.completions:
+			group = append(group, c)
+		case <-s.quit:
+			return
+		}
+		n := len(group[0].cs)
+	gather:
+		for n < maxGroup {
+			select {
+			case c := <-s.completions:
+				group = append(group, c)
+				n += len(c.cs)
+			default:
+				break gather
+			}
+		}
+		var all []store.Completion
+		for _, c := range group {
+			all = append(all, c.cs...)
+		}
+		err := again(func() error { return s.complete(context.Background(), all) })
+		for _, c := range group {
+			c.done <- err
 		}
 	}
+}
+
+// complete applies cs in one batch of two statements, which the server
+// runs as one implicit transaction: each update applies only while its
+// owner holds the lease; the attempts are recorded either way.
+func (s *Store) complete(ctx context.Context, cs []store.Completion) error {
+	now := store.Millis(s.opts.Now())
+	var (
+		id, first, next                []int64
+		owner, status, lastErr         []string
+		attempts                       []int32
+		del, start, lat                []int64
+		aOwner, url, class, errs, outc []string
+		no, endpoint, code             []int32
+		excerpt                        [][]byte
+	)
+	for _, c := range cs {
+		id, owner, status, attempts = append(id, c.ID), append(owner, c.Owner), append(status, string(c.Status)), append(attempts, int32(c.Attempts))
+		first, next, lastErr = append(first, store.Millis(c.FirstAttempt)), append(next, store.Millis(c.NextAttempt)), append(lastErr, c.LastError)
+		for _, a := range c.Records {
+			del, aOwner, no, endpoint = append(del, c.ID), append(aOwner, c.Owner), append(no, int32(a.Delivery)), append(endpoint, int32(a.Endpoint))
+			url, start, lat = append(url, a.URL), append(start, store.Millis(a.Start)), append(lat, a.Latency.Microseconds())
+			code, class, errs = append(code, int32(a.Status)), append(class, a.Class), append(errs, a.Error)
+			excerpt, outc = append(excerpt, a.Excerpt), append(outc, a.Outcome)
+		}
+	}
+	b := &pgx.Batch{}
+	b.Queue(`UPDATE deliveries d SET status = c.status, attempts = c.attempts, first_attempt_at = c.first,
+		next_attempt_at = c.next, last_error = c.err, lease_owner = NULL, lease_expires_at = 0, updated_at = $8
+		FROM unnest($1::bigint[], $2::text[], $3::text[], $4::int[], $5::bigint[], $6::bigint[], $7::text[])
+			AS c (id, owner, status, attempts, first, next, err)
+		WHERE d.id = c.id AND d.lease_owner = c.owner AND d.status = 'pending'`,
+		id, owner, status, attempts, first, next, lastErr, now)
 	if len(del) > 0 {
 		b.Queue(`INSERT INTO attempts (delivery, owner, delivery_no, endpoint, url, started_at, latency_us, status, class,
 			error, excerpt, outcome)
 			SELECT * FROM unnest($1::bigint[], $2::text[], $3::int[], $4::int[], $5::text[], $6::bigint[], $7::bigint[],
 				$8::int[], $9::text[], $10::text[], $11::bytea[], $12::text[])`,
-			del, owner, no, endpoint, url, start, lat, status, class, errs, excerpt, outcome)
+			del, aOwner, no, endpoint, url, start, lat, code, class, errs, excerpt, outc)
 	}
-	// Applied even when ctx has ended: the attempts were made and must be
-	// on record.
-	ctx = context.WithoutCancel(ctx)
-	return again(func() error { return s.pool.SendBatch(ctx, b).Close() })
+	return s.pool.SendBatch(ctx, b).Close()
 }
 
 // Reclaim implements store.Store: other nodes may hold live leases, so only

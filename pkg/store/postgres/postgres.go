@@ -53,6 +53,9 @@ type Store struct {
 	mu      sync.RWMutex // held for reading by calls; Close takes it to refuse new ones
 	closed  bool
 	once    sync.Once
+
+	completions chan completion
+	quit        chan struct{}
 }
 
 var _ store.Store = (*Store)(nil)
@@ -94,7 +97,9 @@ func Open(ctx context.Context, url string, opts Options) (*Store, error) {
 		pool.Close()
 		return nil, fmt.Errorf("store %s: %w", name, err)
 	}
-	return &Store{pool: pool, name: name, opts: opts}, nil
+	s := &Store{pool: pool, name: name, opts: opts, completions: make(chan completion, maxGroup), quit: make(chan struct{})}
+	go s.completer()
+	return s, nil
 }
 
 // Path names the database (without credentials), for logs.
@@ -108,6 +113,7 @@ func (s *Store) Close() error {
 	s.once.Do(func() {
 		s.mu.Lock()
 		s.closed = true
+		close(s.quit)
 		s.mu.Unlock()
 		s.pool.Close()
 	})
