@@ -20,10 +20,18 @@ type clientFlags struct {
 
 func (c *clientFlags) add(cmd *cobra.Command) {
 	cmd.Flags().StringVar(&c.WriteKey, "write-key", "", "the source's write `KEY` (sent as Basic auth)")
-	cmd.Flags().StringVar(&c.Endpoint, "endpoint", analytics.DefaultEndpoint, "collection API base `URL` (/v1/batch is appended)")
-	cli.BindEnv(cmd, "write-key", "endpoint")
+	endpointFlag(cmd, &c.Endpoint, analytics.DefaultEndpoint, "collection API base `URL` (/v1/batch is appended)")
+	cli.BindEnv(cmd, "write-key")
 	cmd.Flags().DurationVar(&c.RetryBase, "retry-base", 0, "first retry backoff")
 	cmd.Flags().MarkHidden("retry-base")
+}
+
+// endpointFlag is the --endpoint flag (env EVFWD_ENDPOINT, or endpoint in
+// the config file) of every command that calls a server: the call
+// commands and send (collection API), the admin commands (admin API).
+func endpointFlag(cmd *cobra.Command, p *string, def, usage string) {
+	cmd.Flags().StringVar(p, "endpoint", def, usage)
+	cli.BindEnv(cmd, "endpoint")
 }
 
 // config returns the client config, or a usage error for a missing write

@@ -100,6 +100,11 @@ func serveConfig(opts *ServeOptions) (serve.Config, error) {
 		return cfg, cli.UsageErrorf("config %s: sources: %v", f.Config.File, err)
 	}
 	cfg.Addr, cfg.Store = opts.Addr, opts.Store
+	// The admin token is a secret: config file or environment, no flag.
+	cfg.AdminToken = f.Config.Viper().GetString("admin_token")
+	if tok := f.Getenv(serve.AdminEnv); tok != "" {
+		cfg.AdminToken = tok
+	}
 	if cfg.Store == "" {
 		cfg.Store = "sqlite://" + serve.DefaultStorePath(f.Getenv)
 	}

@@ -1,0 +1,55 @@
+package cmd
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+
+	"github.com/evfwd/evfwd/internal/cli"
+	"github.com/evfwd/evfwd/pkg/serve"
+	"github.com/spf13/cobra"
+)
+
+// adminFlags are what the admin commands (delete, audience sync, trait
+// sync) share: where serve is and the admin API's bearer token.
+type adminFlags struct {
+	Endpoint string
+	Token    string
+	Sources  []string
+}
+
+func (a *adminFlags) add(cmd *cobra.Command, sourceUsage string) {
+	endpointFlag(cmd, &a.Endpoint, "http://"+serve.DefaultAddr, "evfwd serve's base `URL` (its admin API is under /admin/v1)")
+	cmd.Flags().StringVar(&a.Token, "admin-token", "", "the admin API's bearer `TOKEN` (serve's admin_token)")
+	cli.BindEnv(cmd, "admin-token")
+	cmd.Flags().StringArrayVar(&a.Sources, "source", nil, sourceUsage)
+}
+
+// client returns the admin client, or a usage error without a token.
+func (a *adminFlags) client(f *cli.Factory) (*serve.AdminClient, error) {
+	if a.Token == "" {
+		return nil, cli.UsageErrorf("an admin token is required: use --admin-token or %s (serve's admin_token)", cli.EnvName("admin-token"))
+	}
+	return &serve.AdminClient{Endpoint: a.Endpoint, Token: a.Token, UserAgent: "evfwd/" + f.Version}, nil
+}
+
+// adminErr turns an admin API failure into the command's error: a refused
+// token or a failed request exits 1, input the server refused exits 2.
+func adminErr(err error, input string) error {
+	var ae *serve.AdminError
+	switch {
+	case err == nil:
+		return nil
+	case !errors.As(err, &ae):
+		return err
+	case ae.Auth():
+		return fmt.Errorf("the admin API refused the token (%d %s: %s): check --admin-token or %s",
+			ae.Status, http.StatusText(ae.Status), ae.Message, cli.EnvName("admin-token"))
+	case ae.Status == http.StatusBadRequest || ae.Status == http.StatusRequestEntityTooLarge:
+		if input != "" {
+			return cli.UsageErrorf("%s: %s", input, ae.Message)
+		}
+		return cli.UsageError(errors.New(ae.Message))
+	}
+	return fmt.Errorf("admin API: %w", ae)
+}

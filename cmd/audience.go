@@ -1,0 +1,158 @@
+package cmd
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/evfwd/evfwd/internal/cli"
+	"github.com/evfwd/evfwd/pkg/message"
+	"github.com/evfwd/evfwd/pkg/ndjson"
+	"github.com/evfwd/evfwd/pkg/serve"
+	"github.com/spf13/cobra"
+)
+
+func init() {
+	register(func(f *cli.Factory) *cobra.Command { return NewCmdSync(f, "audience", nil) })
+	register(func(f *cli.Factory) *cobra.Command { return NewCmdSync(f, "trait", nil) })
+}
+
+// SyncOptions are the inputs of `evfwd audience sync` and `evfwd trait sync`.
+type SyncOptions struct {
+	Factory *cli.Factory
+	Context context.Context
+	Admin   adminFlags
+	Kind    string // audience or trait
+	Name    string
+	File    string
+}
+
+// NewCmdSync builds `evfwd audience` or `evfwd trait` (kind) with its sync
+// subcommand; runF replaces syncRun in tests.
+func NewCmdSync(f *cli.Factory, kind string, runF func(*SyncOptions) error) *cobra.Command {
+	opts := &SyncOptions{Factory: f, Kind: kind}
+	parent := &cobra.Command{
+		Use:     kind,
+		Short:   "Sync an audience's members to the webhook destinations as identify messages",
+		GroupID: groupServer,
+		Args:    cli.Args(cobra.NoArgs),
+	}
+	sync := &cobra.Command{
+		Use:   "sync NAME FILE",
+		Short: "Send the full member list of audience NAME; members who joined or left get an identify",
+		Long: `Send the full current member list of audience NAME to a running evfwd serve.
+The server keeps each audience's members: the first sync sends an identify
+for every member with the trait snake_case(NAME): true (e.g. "High Value
+Users" → high_value_users); later syncs send true for members who joined,
+false for members who left, and nothing for the others.
+
+FILE ("-" for stdin, .gz read as gzip) has one userId per line, or NDJSON
+lines that are JSON strings or objects with "userId". It is streamed, so a
+list of any size is sent in constant memory. A bad line fails the whole
+sync (it would look like a member leaving) and nothing is changed.`,
+		Example: `  evfwd audience sync "High Value Users" members.txt
+  export-members | evfwd audience sync VIP - --source web -o json`,
+		Args: cli.Args(cobra.ExactArgs(2)),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			opts.Context, opts.Name, opts.File = cmd.Context(), args[0], args[1]
+			if runF != nil {
+				return runF(opts)
+			}
+			return syncRun(opts)
+		},
+	}
+	if kind == "trait" {
+		parent.Short = "Sync a computed trait's values to the webhook destinations as identify messages"
+		sync.Short = "Send every user's value of computed trait NAME; users whose value changed get an identify"
+		sync.Long = `Send every user's current value of computed trait NAME to a running evfwd
+serve. The server keeps each trait's values and sends an identify with
+snake_case(NAME): value only for users whose value changed: new users, new
+values, and users no longer listed (value null).
+
+FILE ("-" for stdin, .gz read as gzip) is NDJSON, one {"userId": ..., "value":
+...} per line; a null value is the same as not listed. It is streamed. A bad
+line fails the whole sync and nothing is changed.`
+		sync.Example = `  evfwd trait sync "Lifetime Value" ltv.ndjson
+  evfwd trait sync churn_risk - --source web < scores.ndjson`
+	}
+	opts.Admin.add(sync, "send the identify messages to this `SOURCE`'s webhooks (repeatable; default every source with webhooks enabled)")
+	parent.AddCommand(sync)
+	return parent
+}
+
+func syncRun(opts *SyncOptions) error {
+	f := opts.Factory
+	c, err := opts.Admin.client(f)
+	if err != nil {
+		return err
+	}
+	in, name, err := openInput(f.IO, opts.File)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	lines, err := ndjson.NewReader(in, name, ndjson.Options{})
+	if err != nil {
+		return cli.UsageErrorf("%s: %v", name, err)
+	}
+	defer lines.Close()
+	ctx := opts.Context
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	pr, pw := io.Pipe()
+	go func() { pw.CloseWithError(writeList(pw, lines, opts.Kind == "audience")) }()
+	rep, err := c.Sync(ctx, opts.Kind, opts.Name, opts.Admin.Sources, pr)
+	pr.CloseWithError(io.ErrClosedPipe) // stops writeList when the request ended early
+	if err != nil {
+		return adminErr(err, name)
+	}
+	if f.Format.JSON() {
+		return cli.WriteJSON(f.IO.Out, rep)
+	}
+	return printSync(f, rep)
+}
+
+// writeList copies lines to w as NDJSON, one line for one so that the
+// server's "line N" is the file's line N. For an audience a line that is
+// not JSON (a string or an object) is a bare userId.
+func writeList(w io.Writer, lines *ndjson.Reader, audience bool) error {
+	var b []byte
+	for lines.Next() {
+		l := lines.Line()
+		if l.Err != nil {
+			return cli.UsageErrorf("%s: %v", l.Pos(), l.Err)
+		}
+		b = b[:0]
+		line := bytes.TrimSpace(l.Bytes)
+		if audience && len(line) > 0 && line[0] != '{' && line[0] != '"' {
+			b = message.AppendString(b, string(line))
+		} else {
+			b = append(b, line...)
+		}
+		if _, err := w.Write(append(b, '\n')); err != nil {
+			return err
+		}
+	}
+	return lines.Err()
+}
+
+func printSync(f *cli.Factory, r *serve.SyncReport) error {
+	first := ""
+	if r.First {
+		first = " (first sync)"
+	}
+	fmt.Fprintf(f.IO.Out, "%s %q → trait %s%s\n", r.Kind, r.Name, r.Trait, first)
+	counts := fmt.Sprintf("added %d, removed %d", r.Added, r.Removed)
+	if r.Kind == "trait" {
+		counts += fmt.Sprintf(", changed %d", r.Changed)
+	}
+	sources := strings.Join(r.Sources, ", ")
+	if sources == "" {
+		sources = "no source with webhooks enabled"
+	}
+	_, err := fmt.Fprintf(f.IO.Out, "%s, unchanged %d; %d identify messages queued for %s\n", counts, r.Unchanged, r.Messages, sources)
+	return err
+}

@@ -1,0 +1,91 @@
+package cmd
+
+import (
+	"context"
+	"fmt"
+	"text/tabwriter"
+
+	"github.com/evfwd/evfwd/internal/cli"
+	"github.com/evfwd/evfwd/pkg/serve"
+	"github.com/spf13/cobra"
+)
+
+func init() { register(func(f *cli.Factory) *cobra.Command { return NewCmdDelete(f, nil) }) }
+
+// DeleteOptions are the inputs of `evfwd delete`.
+type DeleteOptions struct {
+	Factory *cli.Factory
+	Context context.Context
+	Admin   adminFlags
+	UserID  string
+}
+
+// NewCmdDelete builds `evfwd delete`; runF replaces deleteRun in tests.
+func NewCmdDelete(f *cli.Factory, runF func(*DeleteOptions) error) *cobra.Command {
+	opts := &DeleteOptions{Factory: f}
+	cmd := &cobra.Command{
+		Use:   "delete --user-id ID",
+		Short: "Create a deletion request: notify webhooks, cancel and purge a user's messages",
+		Long: `Create a deletion request on a running evfwd serve (its admin API).
+
+Every affected source (all, or those named with --source) has the user's
+pending deliveries cancelled and the user's stored message bodies emptied;
+each affected source with webhooks enabled is sent one delete message:
+
+  {"type":"delete","userId":"u_42","timestamp":"2024-05-01T12:00:00.000Z"}
+
+through the same durable forwarder as collected events. The request is
+printed with what it did in each source and its notification's status.`,
+		Example: `  EVFWD_ADMIN_TOKEN=... evfwd delete --user-id u_42
+  evfwd delete --user-id u_42 --source web --source app -o json`,
+		GroupID: groupServer,
+		Args:    cli.Args(cobra.NoArgs),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			opts.Context = cmd.Context()
+			if runF != nil {
+				return runF(opts)
+			}
+			return deleteRun(opts)
+		},
+	}
+	cmd.Flags().StringVar(&opts.UserID, "user-id", "", "the user to delete `ID` (required)")
+	opts.Admin.add(cmd, "only this `SOURCE` (repeatable; default every source)")
+	return cmd
+}
+
+func deleteRun(opts *DeleteOptions) error {
+	f := opts.Factory
+	if opts.UserID == "" {
+		return cli.UsageErrorf("--user-id is required")
+	}
+	c, err := opts.Admin.client(f)
+	if err != nil {
+		return err
+	}
+	ctx := opts.Context
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	d, err := c.CreateDeletion(ctx, opts.UserID, opts.Admin.Sources)
+	if err != nil {
+		return adminErr(err, "")
+	}
+	if f.Format.JSON() {
+		return cli.WriteJSON(f.IO.Out, d)
+	}
+	return printDeletion(f, d)
+}
+
+func printDeletion(f *cli.Factory, d *serve.Deletion) error {
+	fmt.Fprintf(f.IO.Out, "deletion %s  user %s  %s\n", d.ID, d.UserID, d.CreatedAt)
+	tw := tabwriter.NewWriter(f.IO.Out, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "SOURCE\tNOTIFICATION\tDELIVERY\tCANCELLED\tPURGED")
+	for _, s := range d.Sources {
+		status, delivery := "none (webhooks off)", "-"
+		if s.Notified {
+			status, delivery = string(s.Status), fmt.Sprint(s.Delivery)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\n", s.Source, status, delivery, s.Cancelled, s.Purged)
+	}
+	return tw.Flush()
+}
