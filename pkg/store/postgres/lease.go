@@ -190,7 +190,7 @@ func (s *Store) Retry(ctx context.Context, ids []int64, f store.Filter, now time
 	at := store.Millis(now)
 	const set = `UPDATE deliveries SET status = 'pending', attempts = 0, first_attempt_at = 0, next_attempt_at = $1,
 		last_error = '', updated_at = $1 WHERE id IN (SELECT d.id FROM deliveries d`
-	const keep = ` AND d.status != 'delivered' AND NOT (d.status = 'pending' AND d.lease_expires_at >= $1))`
+	const keep = ` AND d.status NOT IN ('delivered', 'cancelled') AND NOT (d.status = 'pending' AND d.lease_expires_at >= $1))`
 	var clause string
 	args := []any{at}
 	if len(ids) > 0 {

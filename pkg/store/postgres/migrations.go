@@ -62,6 +62,46 @@ CREATE TABLE attempts (
 );
 CREATE INDEX attempts_delivery ON attempts (delivery);
 `,
+	// Admin API: deletion requests, audience and computed-trait syncs. User
+	// ids collate as bytes so that paging by user id matches SQLite's.
+	2: `
+CREATE INDEX messages_user ON messages (user_id, source);
+CREATE TABLE deletions (
+	id         text   PRIMARY KEY,
+	user_id    text   NOT NULL,
+	created_at bigint NOT NULL
+);
+CREATE TABLE deletion_sources (
+	deletion  text   NOT NULL REFERENCES deletions (id),
+	source    text   NOT NULL,
+	message   bigint REFERENCES messages (id),
+	cancelled bigint NOT NULL,
+	purged    bigint NOT NULL,
+	PRIMARY KEY (deletion, source)
+);
+CREATE TABLE syncs (
+	kind       text   NOT NULL,
+	key        text   NOT NULL,
+	name       text   NOT NULL,
+	created_at bigint NOT NULL,
+	synced_at  bigint NOT NULL,
+	PRIMARY KEY (kind, key)
+);
+CREATE TABLE sync_values (
+	kind    text NOT NULL,
+	key     text NOT NULL,
+	user_id text COLLATE "C" NOT NULL,
+	value   bytea NOT NULL,
+	PRIMARY KEY (kind, key, user_id)
+);
+-- Unlogged: a staged list is worthless after a crash, and a crash empties it.
+CREATE UNLOGGED TABLE sync_staging (
+	sync    text NOT NULL,
+	user_id text COLLATE "C" NOT NULL,
+	value   bytea NOT NULL,
+	PRIMARY KEY (sync, user_id)
+);
+`,
 }
 
 // migrateLock is the advisory lock key every node takes around migrations,

@@ -179,6 +179,20 @@ func (s *Store) Ingest(ctx context.Context, msgs []store.Message) error {
 	}
 	defer s.pending.Add(-int64(len(msgs)))
 
+	now := store.Millis(s.opts.Now())
+	// The statement commits on its own (autocommit): nil means committed;
+	// an error, even a cancelled ctx after commit, is only not acknowledged
+	// and the client's retry is skipped as a known messageId.
+	return again(func() error { return ingestExec(ctx, s.pool, msgs, now) })
+}
+
+// execer is a pool or a transaction.
+type execer interface {
+	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
+}
+
+// ingestExec stores msgs (see Ingest) through q.
+func ingestExec(ctx context.Context, q execer, msgs []store.Message, now int64) error {
 	// Rows go in request order, so ids follow it as in the SQLite store;
 	// a repeat within the request keeps its first occurrence. Two requests
 	// sharing messages in opposite orders can deadlock; the server detects
@@ -202,14 +216,8 @@ func (s *Store) Ingest(ctx context.Context, msgs []store.Message) error {
 			dSrc, dMid, dDest = append(dSrc, m.Source), append(dMid, m.MessageID), append(dDest, d)
 		}
 	}
-	now := store.Millis(s.opts.Now())
-	// The statement commits on its own (autocommit): nil means committed;
-	// an error, even a cancelled ctx after commit, is only not acknowledged
-	// and the client's retry is skipped as a known messageId.
-	return again(func() error {
-		_, err := s.pool.Exec(ctx, ingestSQL, src, mid, typ, uid, recv, body, dSrc, dMid, dDest, now)
-		return err
-	})
+	_, err := q.Exec(ctx, ingestSQL, src, mid, typ, uid, recv, body, dSrc, dMid, dDest, now)
+	return err
 }
 
 const deliveryColumns = `d.id, d.source, d.destination, m.message_id, m.type, m.user_id, d.status, d.attempts,

@@ -107,3 +107,7 @@ func TestInvalidURLHidesPassword(t *testing.T) {
 		t.Errorf("error shows the password: %s", got)
 	}
 }
+
+func TestAdminConformance(t *testing.T) {
+	storetest.RunAdmin(t, func(t *testing.T) store.Store { return open(t, pgtest.URL(t), postgres.Options{}) })
+}

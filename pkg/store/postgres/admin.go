@@ -1,0 +1,327 @@
+package postgres
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"iter"
+
+	"github.com/evfwd/evfwd/pkg/store"
+	"github.com/jackc/pgx/v5"
+)
+
+// The admin data follows the SQLite store's (see its admin.go); what
+// differs is that a sync's staged list is not cleared at Open, since other
+// nodes may be staging theirs: sync_staging is unlogged, so a crash of the
+// server empties it, and a node that dies mid-sync leaves only its own
+// rows under a random id.
+
+var _ store.Admin = (*Store)(nil)
+
+// CreateDeletion implements store.Admin.
+func (s *Store) CreateDeletion(ctx context.Context, r store.DeletionRequest) (*store.Deletion, error) {
+	leave, err := s.enter()
+	if err != nil {
+		return nil, err
+	}
+	now := store.Millis(s.opts.Now())
+	err = again(func() error {
+		return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+			if _, err := tx.Exec(ctx, `INSERT INTO deletions (id, user_id, created_at) VALUES ($1, $2, $3)`,
+				r.ID, r.UserID, store.Millis(r.CreatedAt)); err != nil {
+				return err
+			}
+			type did struct{ cancelled, purged int64 }
+			done := map[string]did{}
+			for _, src := range r.Sources {
+				// Earlier delete notifications are the customer's clean-up
+				// signal: they are neither withdrawn nor emptied.
+				const mine = `SELECT id FROM messages WHERE user_id = $1 AND source = $2 AND type != 'delete'`
+				c, err := tx.Exec(ctx, `UPDATE deliveries SET status = 'cancelled', lease_owner = NULL,
+					lease_expires_at = 0, last_error = $3, updated_at = $4
+					WHERE status = 'pending' AND source = $2 AND message IN (`+mine+`)`,
+					r.UserID, src, "cancelled by deletion request "+r.ID, now)
+				if err != nil {
+					return err
+				}
+				p, err := tx.Exec(ctx, `UPDATE messages SET body = '' WHERE id IN (`+mine+`) AND length(body) > 0`, r.UserID, src)
+				if err != nil {
+					return err
+				}
+				done[src] = did{c.RowsAffected(), p.RowsAffected()}
+			}
+			if len(r.Messages) > 0 {
+				if err := ingestExec(ctx, tx, r.Messages, now); err != nil {
+					return err
+				}
+			}
+			notified := map[string]string{}
+			for _, m := range r.Messages {
+				notified[m.Source] = m.MessageID
+			}
+			for _, src := range r.Sources {
+				var msg *int64 // NULL when the source got no notification
+				if id, ok := notified[src]; ok {
+					var rowid int64
+					if err := tx.QueryRow(ctx, `SELECT id FROM messages WHERE source = $1 AND message_id = $2`, src, id).Scan(&rowid); err != nil {
+						return fmt.Errorf("delete message of %s: %w", src, err)
+					}
+					msg = &rowid
+				}
+				if _, err := tx.Exec(ctx, `INSERT INTO deletion_sources (deletion, source, message, cancelled, purged)
+					VALUES ($1, $2, $3, $4, $5)`, r.ID, src, msg, done[src].cancelled, done[src].purged); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+	})
+	leave()
+	if err != nil {
+		return nil, err
+	}
+	return s.Deletion(ctx, r.ID)
+}
+
+// Deletion implements store.Admin.
+func (s *Store) Deletion(ctx context.Context, id string) (*store.Deletion, error) {
+	leave, err := s.enter()
+	if err != nil {
+		return nil, err
+	}
+	defer leave()
+	d := &store.Deletion{ID: id}
+	var created int64
+	err = s.pool.QueryRow(ctx, `SELECT user_id, created_at FROM deletions WHERE id = $1`, id).Scan(&d.UserID, &created)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, fmt.Errorf("deletion %s: %w", id, store.ErrNotFound)
+	}
+	if err != nil {
+		return nil, err
+	}
+	d.CreatedAt = store.FromMillis(created)
+	rows, err := s.pool.Query(ctx, `SELECT ds.source, ds.cancelled, ds.purged, m.message_id, dl.id, dl.status,
+		dl.attempts, dl.last_error
+		FROM deletion_sources ds LEFT JOIN messages m ON m.id = ds.message LEFT JOIN deliveries dl ON dl.message = ds.message
+		WHERE ds.deletion = $1 ORDER BY ds.source COLLATE "C"`, id)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var ds store.DeletionSource
+		var msgID, status, lastErr *string
+		var delivery *int64
+		var attempts *int
+		if err := rows.Scan(&ds.Source, &ds.Cancelled, &ds.Purged, &msgID, &delivery, &status, &attempts, &lastErr); err != nil {
+			return nil, err
+		}
+		ds.Notified = msgID != nil
+		if msgID != nil {
+			ds.MessageID = *msgID
+		}
+		if delivery != nil {
+			ds.Delivery, ds.Status, ds.Attempts, ds.LastError = *delivery, store.Status(*status), *attempts, *lastErr
+		}
+		d.Sources = append(d.Sources, ds)
+	}
+	return d, rows.Err()
+}
+
+// Sizes of the steps of a sync: rows staged per statement, and users
+// diffed per page. Each bounds what is held in memory at once.
+const (
+	stageChunk = 2000
+	syncPage   = 1000
+)
+
+// Sync implements store.Admin. The list is staged in sync_staging in
+// chunks, then one transaction diffs it against sync_values page by page,
+// queues the messages, updates the values and drops the staged rows. The
+// transaction first takes an advisory lock on the sync's key, so two nodes
+// syncing the same audience at once apply one after the other.
+func (s *Store) Sync(ctx context.Context, sy store.Sync, values iter.Seq2[store.Value, error]) (*store.SyncResult, error) {
+	leave, err := s.enter()
+	if err != nil {
+		return nil, err
+	}
+	defer leave()
+	b := make([]byte, 8)
+	rand.Read(b)
+	id := hex.EncodeToString(b)
+	cleanup := func() {
+		s.pool.Exec(context.WithoutCancel(ctx), `DELETE FROM sync_staging WHERE sync = $1`, id)
+	}
+	if err := s.stage(ctx, id, values); err != nil {
+		cleanup()
+		return nil, err
+	}
+	var res store.SyncResult
+	err = again(func() error {
+		return pgx.BeginFunc(context.WithoutCancel(ctx), s.pool, func(tx pgx.Tx) error {
+			res = store.SyncResult{}
+			return applySync(context.WithoutCancel(ctx), tx, id, sy, &res)
+		})
+	})
+	if err != nil {
+		cleanup()
+		return nil, err
+	}
+	return &res, nil
+}
+
+// stage writes values into sync_staging under id, a chunk at a time.
+func (s *Store) stage(ctx context.Context, id string, values iter.Seq2[store.Value, error]) error {
+	users, vals := make([]string, 0, stageChunk), make([][]byte, 0, stageChunk)
+	flush := func() error {
+		if len(users) == 0 {
+			return nil
+		}
+		// A user listed twice takes the last value: later chunks
+		// overwrite, and within a chunk only the last is sent.
+		last := make(map[string]int, len(users))
+		for i, u := range users {
+			last[u] = i
+		}
+		var u2 []string
+		var v2 [][]byte
+		for i, u := range users {
+			if last[u] == i {
+				u2, v2 = append(u2, u), append(v2, vals[i])
+			}
+		}
+		_, err := s.pool.Exec(ctx, `INSERT INTO sync_staging (sync, user_id, value)
+			SELECT $1, * FROM unnest($2::text[], $3::bytea[])
+			ON CONFLICT (sync, user_id) DO UPDATE SET value = excluded.value`, id, u2, v2)
+		users, vals = users[:0], vals[:0]
+		return err
+	}
+	for v, err := range values {
+		if err != nil {
+			return err
+		}
+		// Copy: the caller may reuse its buffers.
+		users, vals = append(users, v.UserID), append(vals, append([]byte(nil), v.Value...))
+		if len(users) == stageChunk {
+			if err := flush(); err != nil {
+				return err
+			}
+		}
+	}
+	return flush()
+}
+
+// applySync is the transaction of a sync (see Sync).
+func applySync(ctx context.Context, tx pgx.Tx, id string, sy store.Sync, res *store.SyncResult) error {
+	now := store.Millis(sy.Now)
+	if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtext($1 || '/' || $2))`, string(sy.Kind), sy.Key); err != nil {
+		return err
+	}
+	var known int
+	if err := tx.QueryRow(ctx, `SELECT count(*) FROM syncs WHERE kind = $1 AND key = $2`, sy.Kind, sy.Key).Scan(&known); err != nil {
+		return err
+	}
+	res.First = known == 0
+	if _, err := tx.Exec(ctx, `INSERT INTO syncs (kind, key, name, created_at, synced_at) VALUES ($1, $2, $3, $4, $4)
+		ON CONFLICT (kind, key) DO UPDATE SET name = excluded.name, synced_at = excluded.synced_at`,
+		sy.Kind, sy.Key, sy.Name, now); err != nil {
+		return err
+	}
+	var staged int
+	if err := tx.QueryRow(ctx, `SELECT count(*) FROM sync_staging WHERE sync = $1`, id).Scan(&staged); err != nil {
+		return err
+	}
+
+	// Listed users whose value is new or different, in user id order.
+	var msgs []store.Message
+	after := ""
+	for {
+		rows, err := tx.Query(ctx, `SELECT s.user_id, s.value, v.user_id IS NULL FROM sync_staging s
+			LEFT JOIN sync_values v ON v.kind = $1 AND v.key = $2 AND v.user_id = s.user_id
+			WHERE s.sync = $3 AND s.user_id > $4 AND (v.user_id IS NULL OR v.value != s.value)
+			ORDER BY s.user_id LIMIT $5`, sy.Kind, sy.Key, id, after, syncPage)
+		if err != nil {
+			return err
+		}
+		var users []string
+		var vals [][]byte
+		for rows.Next() {
+			var u string
+			var v []byte
+			var added bool
+			if err := rows.Scan(&u, &v, &added); err != nil {
+				rows.Close()
+				return err
+			}
+			if added {
+				res.Added++
+			} else {
+				res.Changed++
+			}
+			users, vals = append(users, u), append(vals, v)
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		if len(users) == 0 {
+			break
+		}
+		after = users[len(users)-1]
+		msgs = msgs[:0]
+		for i, u := range users {
+			msgs = append(msgs, sy.Messages(u, vals[i])...)
+		}
+		if len(msgs) > 0 {
+			if err := ingestExec(ctx, tx, msgs, now); err != nil {
+				return err
+			}
+		}
+		res.Messages += len(msgs)
+		if _, err := tx.Exec(ctx, `INSERT INTO sync_values (kind, key, user_id, value)
+			SELECT $1, $2, * FROM unnest($3::text[], $4::bytea[])
+			ON CONFLICT (kind, key, user_id) DO UPDATE SET value = excluded.value`, sy.Kind, sy.Key, users, vals); err != nil {
+			return err
+		}
+	}
+	res.Unchanged = staged - res.Added - res.Changed
+
+	// Stored users no longer listed.
+	after = ""
+	for {
+		rows, err := tx.Query(ctx, `SELECT v.user_id FROM sync_values v
+			WHERE v.kind = $1 AND v.key = $2 AND v.user_id > $3
+			AND NOT EXISTS (SELECT 1 FROM sync_staging s WHERE s.sync = $4 AND s.user_id = v.user_id)
+			ORDER BY v.user_id LIMIT $5`, sy.Kind, sy.Key, after, id, syncPage)
+		if err != nil {
+			return err
+		}
+		users, err := pgx.CollectRows(rows, pgx.RowTo[string])
+		if err != nil {
+			return err
+		}
+		if len(users) == 0 {
+			break
+		}
+		after = users[len(users)-1]
+		res.Removed += len(users)
+		msgs = msgs[:0]
+		for _, u := range users {
+			msgs = append(msgs, sy.Messages(u, sy.Removed)...)
+		}
+		if len(msgs) > 0 {
+			if err := ingestExec(ctx, tx, msgs, now); err != nil {
+				return err
+			}
+		}
+		res.Messages += len(msgs)
+		if _, err := tx.Exec(ctx, `DELETE FROM sync_values WHERE kind = $1 AND key = $2 AND user_id = ANY($3)`,
+			sy.Kind, sy.Key, users); err != nil {
+			return err
+		}
+	}
+	_, err := tx.Exec(ctx, `DELETE FROM sync_staging WHERE sync = $1`, id)
+	return err
+}
