@@ -113,15 +113,28 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 // batch serves /v1/batch and /v1/import.
 func (h *Handler) batch(w http.ResponseWriter, r *http.Request) {
+	h.collect(w, r, MaxBatchBytes, parseBatch, "")
+}
+
+// single serves /v1/{type}: one message whose type the path fixes.
+func (h *Handler) single(t message.Type) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		h.collect(w, r, MaxMessageBytes, parseSingle, t)
+	}
+}
+
+// collect is every collection endpoint: authenticate, read at most limit
+// bytes, parse, and store; t, when set, is the type the path fixes.
+func (h *Handler) collect(w http.ResponseWriter, r *http.Request, limit int64, parse func([]byte) (*batch, error), t message.Type) {
 	src, ok := h.headerSource(w, r)
 	if !ok {
 		return
 	}
-	body, ok := readBody(w, r, MaxBatchBytes)
+	body, ok := readBody(w, r, limit)
 	if !ok {
 		return
 	}
-	b, err := parseBatch(body)
+	b, err := parse(body)
 	if err != nil {
 		writeError(w, http.StatusBadRequest, err.Error(), nil)
 		return
@@ -132,33 +145,7 @@ func (h *Handler) batch(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	h.store(w, r, src, b, "")
-}
-
-// single serves /v1/{type}: one message whose type the path fixes.
-func (h *Handler) single(t message.Type) http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
-		src, ok := h.headerSource(w, r)
-		if !ok {
-			return
-		}
-		body, ok := readBody(w, r, MaxMessageBytes)
-		if !ok {
-			return
-		}
-		b, err := parseSingle(body)
-		if err != nil {
-			writeError(w, http.StatusBadRequest, err.Error(), nil)
-			return
-		}
-		if src == nil {
-			if src = h.keys[b.writeKey]; src == nil {
-				writeAuthError(w, b.writeKey != "")
-				return
-			}
-		}
-		h.store(w, r, src, b, t)
-	}
+	h.store(w, r, src, b, t)
 }
 
 // headerSource resolves Basic auth. It answers 401 itself for an unknown
