@@ -4,11 +4,9 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"io"
 	"math/rand/v2"
 	"net"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -31,25 +29,8 @@ func TestCrashLosesNoAcknowledgedMessage(t *testing.T) {
 	}
 	const events = 50_000
 	dir := t.TempDir()
-	bin := filepath.Join(dir, "evfwd")
-	build := exec.Command("go", "build", "-o", bin, "github.com/evfwd/evfwd")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
-
-	var mu sync.Mutex
-	got := map[string]int{}
-	rcv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		body, _ := io.ReadAll(r.Body)
-		obj, err := message.ParseObject(body)
-		if err == nil {
-			id, _ := obj.GetString("messageId")
-			mu.Lock()
-			got[id]++
-			mu.Unlock()
-		}
-	}))
-	defer rcv.Close()
+	bin := buildEvfwd(t)
+	rcv := newIDCounter(t)
 
 	ln, _ := net.Listen("tcp", "127.0.0.1:0")
 	addr := ln.Addr().String()
@@ -138,31 +119,11 @@ loop:
 	ackMu.Lock()
 	nAcked := len(acked)
 	ackMu.Unlock()
-	deadline := time.Now().Add(90 * time.Second)
-	for {
-		mu.Lock()
-		missing := 0
-		for id := range acked {
-			if got[id] == 0 {
-				missing++
-			}
-		}
-		dups := 0
-		for _, n := range got {
-			if n > 1 {
-				dups += n - 1
-			}
-		}
-		mu.Unlock()
-		if missing == 0 {
-			t.Logf("%d events, %d acknowledged, %d SIGKILLs, all delivered; %d duplicate deliveries", events, nAcked, kills, dups)
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%d of %d acknowledged messages never reached the receiver (%d kills)\n%s", missing, nAcked, kills, logs.String())
-		}
-		time.Sleep(100 * time.Millisecond)
+	missing, dups := rcv.waitAll(acked, time.Now().Add(90*time.Second))
+	if missing > 0 {
+		t.Fatalf("%d of %d acknowledged messages never reached the receiver (%d kills)\n%s", missing, nAcked, kills, logs.String())
 	}
+	t.Logf("%d events, %d acknowledged, %d SIGKILLs, all delivered; %d duplicate deliveries", events, nAcked, kills, dups)
 	if nAcked < events*9/10 {
 		t.Errorf("only %d of %d events acknowledged", nAcked, events)
 	}

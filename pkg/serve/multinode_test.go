@@ -38,23 +38,8 @@ func TestMultiNodeSharesQueue(t *testing.T) {
 	const events, nodes, victim = 100_000, 3, 1
 	const leaseTTL = 5 * time.Second
 	dir := t.TempDir()
-	bin := filepath.Join(dir, "evfwd")
-	if out, err := exec.Command("go", "build", "-o", bin, "github.com/evfwd/evfwd").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
-
-	var mu sync.Mutex
-	got := map[string]int{}
-	rcv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		body, _ := io.ReadAll(r.Body)
-		if obj, err := message.ParseObject(body); err == nil {
-			id, _ := obj.GetString("messageId")
-			mu.Lock()
-			got[id]++
-			mu.Unlock()
-		}
-	}))
-	defer rcv.Close()
+	bin := buildEvfwd(t)
+	rcv := newIDCounter(t)
 
 	cfg := filepath.Join(dir, "evfwd.yaml")
 	os.WriteFile(cfg, []byte(fmt.Sprintf(`sources:
@@ -193,29 +178,10 @@ func TestMultiNodeSharesQueue(t *testing.T) {
 	ackMu.Lock()
 	nAcked := len(acked)
 	ackMu.Unlock()
-	deadline := time.Now().Add(2 * time.Minute)
-	var dups int
-	for {
-		mu.Lock()
-		missing := 0
-		for id := range acked {
-			if got[id] == 0 {
-				missing++
-			}
-		}
-		dups = 0
-		for _, n := range got {
-			dups += n - 1
-		}
-		mu.Unlock()
-		if missing == 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%d of %d acknowledged messages never reached the receiver\nsurvivor logs:\n%s\n%s",
-				missing, nAcked, ns[0].logs.String(), ns[2].logs.String())
-		}
-		time.Sleep(100 * time.Millisecond)
+	missing, dups := rcv.waitAll(acked, time.Now().Add(2*time.Minute))
+	if missing > 0 {
+		t.Fatalf("%d of %d acknowledged messages never reached the receiver\nsurvivor logs:\n%s\n%s",
+			missing, nAcked, ns[0].logs.String(), ns[2].logs.String())
 	}
 	t.Logf("%d events, %d acknowledged, all delivered %.1fs after the SIGKILL; %d duplicate deliveries",
 		events, nAcked, time.Since(killedAt).Seconds(), dups)
