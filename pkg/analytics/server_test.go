@@ -1,13 +1,14 @@
 package analytics_test
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -48,27 +49,68 @@ func (r request) ids(t *testing.T) []string {
 // that requests never overlap, and answers with respond (200 by default).
 // Each arrival is announced on arrived.
 type recorder struct {
-	t        *testing.T
-	srv      *httptest.Server
-	mu       sync.Mutex
-	reqs     []request
-	inflight atomic.Int32
-	arrived  chan int // index of each request as it arrives
-	respond  func(n int, w http.ResponseWriter, r *http.Request)
+	t       *testing.T
+	srv     *httptest.Server
+	mu      sync.Mutex
+	reqs    []request
+	flights map[*flight]bool // requests being served
+	arrived chan int         // index of each request as it arrives
+	respond func(n int, w http.ResponseWriter, r *http.Request)
+}
+
+// flight is one request being served. abandoned: its client gave up on it
+// (a timeout) before it was answered; the client may then retry while the
+// server is still unwinding it, which is no overlap.
+type flight struct {
+	done      chan struct{}
+	hijacked  bool // the handler dropped the connection: the client sees an error at once
+	abandoned bool
+}
+
+// hijackMark notes that a handler took the connection over (to drop it).
+type hijackMark struct {
+	http.ResponseWriter
+	f *flight
+}
+
+func (h hijackMark) Hijack() (net.Conn, *bufio.ReadWriter, error) {
+	h.f.hijacked = true
+	return h.ResponseWriter.(http.Hijacker).Hijack()
 }
 
 func newRecorder(t *testing.T, respond func(n int, w http.ResponseWriter, r *http.Request)) *recorder {
-	rec := &recorder{t: t, arrived: make(chan int, 100000), respond: respond}
+	rec := &recorder{t: t, flights: map[*flight]bool{}, arrived: make(chan int, 100000), respond: respond}
 	rec.srv = httptest.NewServer(http.HandlerFunc(rec.serve))
 	t.Cleanup(rec.srv.Close)
 	return rec
 }
 
 func (rec *recorder) serve(w http.ResponseWriter, r *http.Request) {
-	if n := rec.inflight.Add(1); n > 1 {
-		rec.t.Errorf("%d requests in flight at once", n)
+	me := &flight{done: make(chan struct{})}
+	rec.mu.Lock()
+	var others []*flight
+	for f := range rec.flights {
+		others = append(others, f)
 	}
-	defer rec.inflight.Add(-1)
+	rec.flights[me] = true
+	rec.mu.Unlock()
+	defer func() {
+		me.abandoned = me.hijacked || r.Context().Err() != nil // the client went away first
+		rec.mu.Lock()
+		delete(rec.flights, me)
+		rec.mu.Unlock()
+		close(me.done)
+	}()
+	for _, o := range others {
+		select {
+		case <-o.done:
+			if !o.abandoned {
+				rec.t.Errorf("2 requests in flight at once")
+			}
+		case <-time.After(5 * time.Second):
+			rec.t.Errorf("2 requests in flight at once (the earlier one still unanswered)")
+		}
+	}
 	body, err := io.ReadAll(r.Body)
 	if err != nil {
 		rec.t.Errorf("reading body: %v", err)
@@ -79,7 +121,7 @@ func (rec *recorder) serve(w http.ResponseWriter, r *http.Request) {
 	rec.mu.Unlock()
 	rec.arrived <- n
 	if rec.respond != nil {
-		rec.respond(n, w, r)
+		rec.respond(n, hijackMark{w, me}, r)
 		return
 	}
 	io.WriteString(w, `{"success":true}`)
