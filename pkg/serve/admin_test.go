@@ -9,7 +9,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -39,24 +38,7 @@ func startAdmin(t *testing.T, c *clock, token string, web, app *hook) (*harness,
 		},
 		AdminToken: token,
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	srv, err := serve.New(ctx, cfg, serve.Options{Now: c.now, Poll: 5 * time.Millisecond, Version: "1.0.0"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- srv.Run(ctx) }()
-	h := &harness{srv: srv, url: srv.URL()}
-	var once sync.Once
-	h.stop = func() {
-		once.Do(func() {
-			cancel()
-			if err := <-done; err != nil {
-				t.Errorf("Run: %v", err)
-			}
-		})
-	}
-	t.Cleanup(h.stop)
+	h := run(t, cfg, serve.Options{Now: c.now, Poll: 5 * time.Millisecond})
 	return h, &serve.AdminClient{Endpoint: h.url, Token: token}
 }
 

@@ -101,6 +101,12 @@ func start(t *testing.T, opts serve.Options, urls ...string) *harness {
 	if opts.Poll == 0 {
 		opts.Poll = 5 * time.Millisecond
 	}
+	return run(t, cfg, opts)
+}
+
+// run starts a service on cfg and stops it when the test ends.
+func run(t *testing.T, cfg serve.Config, opts serve.Options) *harness {
+	t.Helper()
 	opts.Version = "1.0.0"
 	ctx, cancel := context.WithCancel(context.Background())
 	srv, err := serve.New(ctx, cfg, opts)
