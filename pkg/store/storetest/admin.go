@@ -229,21 +229,28 @@ func testSyncAudience(t *testing.T, s store.Store, a store.Admin) {
 		{nil, store.SyncResult{Removed: 3, Messages: 3}, []string{"b=false", "c=false", "d=false"}},
 	}
 	for i, st := range steps {
-		got, err := a.Sync(ctx, sy, list("true", st.users...))
-		if err != nil {
-			t.Fatalf("sync %d: %v", i, err)
-		}
-		if diff := cmp.Diff(st.want, *got); diff != "" {
-			t.Errorf("sync %d result mismatch (-want +got):\n%s", i, diff)
-		}
-		if diff := cmp.Diff(st.sent, sent(t, s, &after)); diff != "" {
-			t.Errorf("sync %d messages mismatch (-want +got):\n%s", i, diff)
-		}
+		syncStep(t, s, a, sy, i, list("true", st.users...), st.want, st.sent, &after)
 	}
 	// Another audience has its own members.
 	got, err := a.Sync(ctx, newSync(store.KindAudience, "other", &n), list("true", "b"))
 	if err != nil || !got.First || got.Added != 1 {
 		t.Errorf("other audience = %+v, %v", got, err)
+	}
+}
+
+// syncStep applies one sync and checks its result and the messages it
+// queued (those after *after, which it advances).
+func syncStep(t *testing.T, s store.Store, a store.Admin, sy store.Sync, i int, values iter.Seq2[store.Value, error], want store.SyncResult, wantSent []string, after *int64) {
+	t.Helper()
+	got, err := a.Sync(context.Background(), sy, values)
+	if err != nil {
+		t.Fatalf("sync %d: %v", i, err)
+	}
+	if diff := cmp.Diff(want, *got); diff != "" {
+		t.Errorf("sync %d result mismatch (-want +got):\n%s", i, diff)
+	}
+	if diff := cmp.Diff(wantSent, sent(t, s, after)); diff != "" {
+		t.Errorf("sync %d messages mismatch (-want +got):\n%s", i, diff)
 	}
 }
 
@@ -262,16 +269,7 @@ func testSyncTrait(t *testing.T, s store.Store, a store.Admin) {
 		{[]string{"a", "2", "c", "true"}, store.SyncResult{Removed: 1, Unchanged: 2, Messages: 1}, []string{"b=null"}},
 	}
 	for i, st := range steps {
-		got, err := a.Sync(ctx, sy, pairs(st.kv...))
-		if err != nil {
-			t.Fatalf("sync %d: %v", i, err)
-		}
-		if diff := cmp.Diff(st.want, *got); diff != "" {
-			t.Errorf("sync %d result mismatch (-want +got):\n%s", i, diff)
-		}
-		if diff := cmp.Diff(st.sent, sent(t, s, &after)); diff != "" {
-			t.Errorf("sync %d messages mismatch (-want +got):\n%s", i, diff)
-		}
+		syncStep(t, s, a, sy, i, pairs(st.kv...), st.want, st.sent, &after)
 	}
 	// An audience with the same key is a different thing.
 	got, err := a.Sync(ctx, newSync(store.KindAudience, "ltv", &n), list("true", "a"))
