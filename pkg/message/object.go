@@ -47,7 +47,7 @@ func ParseObject(data []byte) (*Object, error) {
 
 // parse fills an empty o from data, as ParseObject.
 func (o *Object) parse(data []byte) error {
-	o.Fields = o.inline[:0]
+	o.Fields, o.index = o.inline[:0], nil
 	i := skipSpace(data, 0)
 	if i >= len(data) || data[i] != '{' {
 		if i < len(data) && scanAll(data, i) == nil {

@@ -1,6 +1,7 @@
 package message
 
 import (
+	"bytes"
 	"encoding/json"
 	"time"
 	"unicode/utf8"
@@ -11,17 +12,99 @@ import (
 // keep their exact digits and unknown fields survive. Only the keys the
 // rules need are read, and only messageId, timestamp and context.library
 // are ever written.
+//
+// A Raw has two forms. A compact line with plain keys, as senders write
+// them, is kept spliced: the input bytes plus where the members the rules
+// read sit in them, and encoding copies the input around the few edits.
+// Anything else (insignificant whitespace, escaped or repeated keys, an
+// Object handed to NewRaw, a caller asking for Object) is kept as an
+// Object. Both encode to the same bytes.
 type Raw struct {
-	obj *Object
-	// own backs obj for a Raw made by ParseRaw: one allocation for both.
-	own Object
 	typ Type
-	// scratch holds the JSON of a filled-in timestamp and messageId, so
-	// that filling them allocates nothing.
-	scratch [64]byte
-	// checked: obj passed check and nobody has had a chance to change it
-	// since (Object hands it out), so Validate has nothing to redo.
+	// checked: the members passed check and nobody has had a chance to
+	// change them since (Object hands them out), so Validate has nothing
+	// to redo.
 	checked bool
+
+	// The Object form; nil while spliced.
+	obj *Object
+	// own backs obj for a parsed Raw: no second allocation.
+	own Object
+
+	// The spliced form: data is the input, vals locate the values of the
+	// known members (end 0: absent), lib context.library's value, open and
+	// close the object's braces, n counts its members.
+	data        []byte
+	vals        [numKeys]span
+	lib         span
+	open, close int
+	n           int
+	// id and ts replace (or add) messageId and timestamp, as JSON.
+	id, ts []byte
+
+	// scratch holds the JSON of a filled-in timestamp ([:32]) and messageId
+	// ([32:]), so that filling them allocates nothing.
+	scratch [32 + 64]byte
+}
+
+// span is where a value sits in Raw.data.
+type span struct{ start, end int }
+
+// key is one of the top-level members the rules read or write.
+type key uint8
+
+const (
+	kType key = iota
+	kUserID
+	kAnonymousID
+	kPreviousID
+	kEvent
+	kName
+	kCategory
+	kGroupID
+	kMessageID
+	kTimestamp
+	kContext
+	kProperties
+	kTraits
+	kIntegrations
+	numKeys
+)
+
+var keyNames = [numKeys]string{"type", "userId", "anonymousId", "previousId", "event", "name", "category", "groupId", "messageId", "timestamp", "context", "properties", "traits", "integrations"}
+
+func lookupKey(b []byte) (key, bool) {
+	switch string(b) { // compared in place, no allocation
+	case "type":
+		return kType, true
+	case "userId":
+		return kUserID, true
+	case "anonymousId":
+		return kAnonymousID, true
+	case "previousId":
+		return kPreviousID, true
+	case "event":
+		return kEvent, true
+	case "name":
+		return kName, true
+	case "category":
+		return kCategory, true
+	case "groupId":
+		return kGroupID, true
+	case "messageId":
+		return kMessageID, true
+	case "timestamp":
+		return kTimestamp, true
+	case "context":
+		return kContext, true
+	case "properties":
+		return kProperties, true
+	case "traits":
+		return kTraits, true
+	case "integrations":
+		return kIntegrations, true
+	}
+	return 0, false
 }
 
 // ParseRaw parses data, which must be one JSON object, and checks it by the
@@ -31,14 +114,24 @@ type Raw struct {
 // until the Raw has been encoded or enqueued.
 func ParseRaw(data []byte) (*Raw, error) {
 	r := &Raw{}
-	r.obj = &r.own
-	if err := r.own.parse(data); err != nil {
-		return nil, err
-	}
-	if err := r.init(); err != nil {
+	if err := r.Parse(data); err != nil {
 		return nil, err
 	}
 	return r, nil
+}
+
+// Parse makes r the message in data, as ParseRaw does, reusing r's memory:
+// a bulk reader can parse every line into the same few Raws.
+func (r *Raw) Parse(data []byte) error {
+	*r = Raw{}
+	if !r.splice(data) {
+		*r = Raw{}
+		r.obj = &r.own
+		if err := r.own.parse(data); err != nil {
+			return err
+		}
+	}
+	return r.init()
 }
 
 // NewRaw checks obj as ParseRaw does and wraps it; the Raw owns obj from
@@ -51,6 +144,132 @@ func NewRaw(obj *Object) (*Raw, error) {
 	return r, nil
 }
 
+// maxUnknownKeys bounds the other members a spliced line may have: they
+// are compared pairwise to catch a repeated key.
+const maxUnknownKeys = 16
+
+// splice scans data as a compact JSON object with plain, distinct keys and
+// records where the known members are. It reports false for anything else
+// (including invalid JSON), which the Object form then handles.
+func (r *Raw) splice(data []byte) bool {
+	i := skipSpace(data, 0)
+	if i >= len(data) || data[i] != '{' {
+		return false
+	}
+	r.data, r.open = data, i
+	var unknown [maxUnknownKeys][]byte
+	nu := 0
+	if i++; i < len(data) && data[i] == '}' {
+		r.close = i
+		return skipSpace(data, i+1) == len(data)
+	}
+	for {
+		if i >= len(data) || data[i] != '"' {
+			return false
+		}
+		kend, err := scanString(data, i)
+		if err != nil || !plainKey(data[i+1:kend-1]) || kend >= len(data) || data[kend] != ':' {
+			return false
+		}
+		name, v := data[i+1:kend-1], kend+1
+		k, known := lookupKey(name)
+		var vend int
+		if known && k == kContext && v < len(data) && data[v] == '{' {
+			if vend, err = r.spliceContext(data, v); err != nil {
+				return false
+			}
+		} else {
+			var spaced bool
+			if vend, spaced, err = scanValue(data, v, 1); err != nil || spaced {
+				return false
+			}
+		}
+		if known {
+			if r.vals[k].end != 0 {
+				return false
+			}
+			r.vals[k] = span{v, vend}
+		} else {
+			for _, u := range unknown[:nu] {
+				if string(u) == string(name) {
+					return false
+				}
+			}
+			if nu == len(unknown) {
+				return false
+			}
+			unknown[nu] = name
+			nu++
+		}
+		r.n++
+		if vend >= len(data) {
+			return false
+		}
+		switch data[vend] {
+		case ',':
+			i = vend + 1
+		case '}':
+			r.close = vend
+			return skipSpace(data, vend+1) == len(data)
+		default:
+			return false
+		}
+	}
+}
+
+// spliceContext scans the context object at data[i] == '{' as splice does
+// the message, and records where its library member's value is.
+func (r *Raw) spliceContext(data []byte, i int) (int, error) {
+	if i++; i < len(data) && data[i] == '}' {
+		return i + 1, nil
+	}
+	for {
+		if i >= len(data) || data[i] != '"' {
+			return i, errSyntax
+		}
+		kend, err := scanString(data, i)
+		if err != nil || kend >= len(data) || data[kend] != ':' {
+			return i, errSyntax
+		}
+		name, v := data[i+1:kend-1], kend+1
+		vend, spaced, err := scanValue(data, v, 2)
+		if err != nil || spaced {
+			return i, errSyntax
+		}
+		switch {
+		case string(name) == "library":
+			if r.lib.end != 0 {
+				return i, errSyntax // repeated: the Object form keeps one
+			}
+			r.lib = span{v, vend}
+		case bytes.IndexByte(name, '\\') >= 0:
+			return i, errSyntax // might spell "library"
+		}
+		if vend >= len(data) {
+			return vend, errSyntax
+		}
+		switch data[vend] {
+		case ',':
+			i = vend + 1
+		case '}':
+			return vend + 1, nil
+		default:
+			return vend, errSyntax
+		}
+	}
+}
+
+// plainKey reports whether a key's bytes are what AppendString writes for
+// it, so that copying them matches re-encoding them.
+func plainKey(b []byte) bool {
+	for _, c := range b {
+		if c < 0x20 || c >= utf8.RuneSelf || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
+			return false
+		}
+	}
+	return true
+}
+
 // init checks the members and normalizes the timestamp.
 func (r *Raw) init() error {
 	t, ts, err := r.check()
@@ -58,11 +277,56 @@ func (r *Raw) init() error {
 		return err
 	}
 	r.typ = t
-	if v, _ := r.obj.Get("timestamp"); !ts.IsZero() && !(len(v) == wireTimeLen+2 && IsWireTime(string(v[1:len(v)-1]))) {
+	if v, _ := r.get(kTimestamp); !ts.IsZero() && !(len(v) == wireTimeLen+2 && IsWireTime(string(v[1:len(v)-1]))) {
 		r.setTimestamp(ts) // normalize any other accepted form
 	}
 	r.checked = true
 	return nil
+}
+
+// get returns the raw value of a known member.
+func (r *Raw) get(k key) (json.RawMessage, bool) {
+	if r.obj != nil {
+		return r.obj.Get(keyNames[k])
+	}
+	switch {
+	case k == kMessageID && r.id != nil:
+		return r.id, true
+	case k == kTimestamp && r.ts != nil:
+		return r.ts, true
+	}
+	s := r.vals[k]
+	if s.end == 0 {
+		return nil, false
+	}
+	return r.data[s.start:s.end], true
+}
+
+// getString returns the value of a known member when it is a JSON string.
+func (r *Raw) getString(k key) (string, bool) {
+	v, ok := r.get(k)
+	if !ok || len(v) < 2 || v[0] != '"' {
+		return "", false
+	}
+	s, err := unquote(v)
+	return s, err == nil
+}
+
+func (r *Raw) absent(k key) bool {
+	v, ok := r.get(k)
+	return !ok || isNull(v)
+}
+
+// set replaces messageId or timestamp with v (compact JSON).
+func (r *Raw) set(k key, v []byte) {
+	switch {
+	case r.obj != nil:
+		r.obj.Set(keyNames[k], v)
+	case k == kMessageID:
+		r.id = v
+	default:
+		r.ts = v
+	}
 }
 
 // Type is the message's type.
@@ -71,19 +335,37 @@ func (r *Raw) Type() Type { return r.typ }
 // Object is the message's members; changes to it are not re-validated
 // until Validate is called.
 func (r *Raw) Object() *Object {
+	if r.obj == nil {
+		r.unsplice()
+	}
 	r.checked = false
 	return r.obj
 }
 
+// unsplice moves a spliced Raw to the Object form, edits included.
+func (r *Raw) unsplice() {
+	if err := r.own.parse(r.data); err != nil {
+		panic("message: a spliced message no longer parses: " + err.Error())
+	}
+	r.obj = &r.own
+	// The order Fill uses, so that added members land where they would.
+	if r.id != nil {
+		r.obj.Set("messageId", r.id)
+	}
+	if r.ts != nil {
+		r.obj.Set("timestamp", r.ts)
+	}
+}
+
 // MessageId is the messageId, or "" before Fill when the input had none.
 func (r *Raw) MessageId() string {
-	s, _ := r.obj.GetString("messageId")
+	s, _ := r.getString(kMessageID)
 	return s
 }
 
 // Timestamp is the message's timestamp, zero when it has none.
 func (r *Raw) Timestamp() time.Time {
-	s, ok := r.obj.GetString("timestamp")
+	s, ok := r.getString(kTimestamp)
 	if !ok {
 		return time.Time{}
 	}
@@ -104,10 +386,10 @@ func (r *Raw) Validate() error {
 // Fill adds what a sender must add when the input left it out: a messageId
 // from newID and a timestamp from now. Present values are kept.
 func (r *Raw) Fill(newID func() string, now func() time.Time) {
-	if isAbsent(r.obj, "messageId") || string(mustGet(r.obj, "messageId")) == `""` {
-		r.obj.Set("messageId", AppendString(r.scratch[32:32], newID()))
+	if v, _ := r.get(kMessageID); r.absent(kMessageID) || string(v) == `""` {
+		r.set(kMessageID, AppendString(r.scratch[32:32], newID()))
 	}
-	if isAbsent(r.obj, "timestamp") {
+	if r.absent(kTimestamp) {
 		r.setTimestamp(now())
 	}
 }
@@ -115,14 +397,21 @@ func (r *Raw) Fill(newID func() string, now func() time.Time) {
 func (r *Raw) setTimestamp(t time.Time) {
 	b := append(r.scratch[:0:32], '"') // room for "2006-01-02T15:04:05.000Z"
 	b = AppendTime(b, t)
-	r.obj.Set("timestamp", append(b, '"'))
+	r.set(kTimestamp, append(b, '"'))
 }
 
 // AppendJSON appends the message as compact JSON, members in their input
 // order. With opts.Library set, context.library is replaced (or added, and
 // context too when missing); every other byte is the input's.
 func (r *Raw) AppendJSON(dst []byte, opts *EncodeOptions) ([]byte, error) {
-	if opts == nil || opts.Library == nil {
+	var lib json.RawMessage
+	if opts != nil {
+		lib = opts.Library
+	}
+	if r.obj == nil {
+		return r.appendSpliced(dst, lib), nil
+	}
+	if lib == nil {
 		return r.obj.AppendJSON(dst), nil
 	}
 	dst = append(dst, '{')
@@ -139,11 +428,11 @@ func (r *Raw) AppendJSON(dst []byte, opts *EncodeOptions) ([]byte, error) {
 		}
 		wroteContext = true
 		if isNull(f.Value) {
-			dst = appendLibraryOnly(dst, opts.Library)
+			dst = appendLibraryOnly(dst, lib)
 			continue
 		}
 		var err error
-		if dst, err = appendWithMember(dst, f.Value, "library", opts.Library); err != nil {
+		if dst, err = appendWithMember(dst, f.Value, "library", lib); err != nil {
 			return dst, &ValidationError{Type: r.typ, Field: "context", Reason: "must be an object"}
 		}
 	}
@@ -152,9 +441,83 @@ func (r *Raw) AppendJSON(dst []byte, opts *EncodeOptions) ([]byte, error) {
 			dst = append(dst, ',')
 		}
 		dst = append(dst, `"context":`...)
-		dst = appendLibraryOnly(dst, opts.Library)
+		dst = appendLibraryOnly(dst, lib)
 	}
 	return append(dst, '}'), nil
+}
+
+// edit replaces data[start:end] with pre+val+post.
+type edit struct {
+	start, end int
+	pre        string
+	val        []byte
+	post       string
+}
+
+// appendSpliced copies the input around its edits: the filled-in or
+// normalized messageId and timestamp in place, context.library in place
+// or at the end of context, and the members the input lacked at the end,
+// in the order the Object form adds them.
+func (r *Raw) appendSpliced(dst []byte, lib json.RawMessage) []byte {
+	var edits [3]edit
+	n := 0
+	if s := r.vals[kMessageID]; r.id != nil && s.end != 0 {
+		edits[n] = edit{start: s.start, end: s.end, val: r.id}
+		n++
+	}
+	if s := r.vals[kTimestamp]; r.ts != nil && s.end != 0 {
+		edits[n] = edit{start: s.start, end: s.end, val: r.ts}
+		n++
+	}
+	if s := r.vals[kContext]; lib != nil && s.end != 0 {
+		switch {
+		case r.data[s.start] == 'n': // null (check allows nothing else but an object)
+			edits[n] = edit{start: s.start, end: s.end, pre: `{"library":`, val: lib, post: "}"}
+		case r.lib.end != 0:
+			edits[n] = edit{start: r.lib.start, end: r.lib.end, val: lib}
+		case s.end-s.start == 2: // {}
+			edits[n] = edit{start: s.end - 1, end: s.end - 1, pre: `"library":`, val: lib}
+		default:
+			edits[n] = edit{start: s.end - 1, end: s.end - 1, pre: `,"library":`, val: lib}
+		}
+		n++
+	}
+	// Insertion sort: at most three.
+	for i := 1; i < n; i++ {
+		for j := i; j > 0 && edits[j].start < edits[j-1].start; j-- {
+			edits[j], edits[j-1] = edits[j-1], edits[j]
+		}
+	}
+	at := r.open
+	for _, e := range edits[:n] {
+		dst = append(dst, r.data[at:e.start]...)
+		dst = append(dst, e.pre...)
+		dst = append(dst, e.val...)
+		dst = append(dst, e.post...)
+		at = e.end
+	}
+	dst = append(dst, r.data[at:r.close]...)
+	members := r.n
+	add := func(k string, pre string, v []byte, post string) {
+		if members > 0 {
+			dst = append(dst, ',')
+		}
+		members++
+		dst = append(dst, k...)
+		dst = append(dst, pre...)
+		dst = append(dst, v...)
+		dst = append(dst, post...)
+	}
+	if r.id != nil && r.vals[kMessageID].end == 0 {
+		add(`"messageId":`, "", r.id, "")
+	}
+	if r.ts != nil && r.vals[kTimestamp].end == 0 {
+		add(`"timestamp":`, "", r.ts, "")
+	}
+	if lib != nil && r.vals[kContext].end == 0 {
+		add(`"context":`, `{"library":`, lib, "}")
+	}
+	return append(dst, '}')
 }
 
 func appendLibraryOnly(dst []byte, lib json.RawMessage) []byte {
@@ -164,21 +527,20 @@ func appendLibraryOnly(dst []byte, lib json.RawMessage) []byte {
 }
 
 // MarshalJSON implements json.Marshaler: the message as it stands.
-func (r *Raw) MarshalJSON() ([]byte, error) { return r.obj.AppendJSON(nil), nil }
+func (r *Raw) MarshalJSON() ([]byte, error) { return r.AppendJSON(nil, nil) }
 
 // check applies the rules of spec 2.4 to the members and returns the type
 // and the parsed timestamp (zero when absent). It reads the raw bytes and
 // decodes no string it does not have to, so it does not allocate.
 func (r *Raw) check() (Type, time.Time, error) {
-	o := r.obj
-	t, err := typeMember(o)
+	t, err := r.typeMember()
 	if err != nil {
 		return "", time.Time{}, err
 	}
-	// has reports whether key holds a non-empty string; a non-string
-	// (other than null) is an error naming field.
-	has := func(key, field string) (bool, error) {
-		v, ok := o.Get(key)
+	// has reports whether k holds a non-empty string; a non-string (other
+	// than null) is an error naming field.
+	has := func(k key, field string) (bool, error) {
+		v, ok := r.get(k)
 		if !ok || isNull(v) {
 			return false, nil
 		}
@@ -187,8 +549,8 @@ func (r *Raw) check() (Type, time.Time, error) {
 		}
 		return len(v) > 2, nil
 	}
-	require := func(key, field, reason string) error {
-		ok, err := has(key, field)
+	require := func(k key, field, reason string) error {
+		ok, err := has(k, field)
 		if err == nil && !ok {
 			err = invalid(t, field, reason)
 		}
@@ -196,18 +558,18 @@ func (r *Raw) check() (Type, time.Time, error) {
 	}
 
 	if t == TypeAlias {
-		if err := require("userId", fieldUserID, reasonRequired); err != nil {
+		if err := require(kUserID, fieldUserID, reasonRequired); err != nil {
 			return "", time.Time{}, err
 		}
-		if err := require("previousId", fieldPreviousID, reasonRequired); err != nil {
+		if err := require(kPreviousID, fieldPreviousID, reasonRequired); err != nil {
 			return "", time.Time{}, err
 		}
 	} else {
-		user, err := has("userId", fieldUserID)
+		user, err := has(kUserID, fieldUserID)
 		if err != nil {
 			return "", time.Time{}, err
 		}
-		anon, err := has("anonymousId", fieldAnonID)
+		anon, err := has(kAnonymousID, fieldAnonID)
 		if err != nil {
 			return "", time.Time{}, err
 		}
@@ -218,15 +580,15 @@ func (r *Raw) check() (Type, time.Time, error) {
 
 	switch t {
 	case TypeTrack:
-		if err := require("event", fieldEvent, reasonRequired); err != nil {
+		if err := require(kEvent, fieldEvent, reasonRequired); err != nil {
 			return "", time.Time{}, err
 		}
 	case TypePage, TypeScreen:
-		name, err := has("name", fieldName)
+		name, err := has(kName, fieldName)
 		if err != nil {
 			return "", time.Time{}, err
 		}
-		category, err := has("category", fieldCategory)
+		category, err := has(kCategory, fieldCategory)
 		if err != nil {
 			return "", time.Time{}, err
 		}
@@ -234,30 +596,30 @@ func (r *Raw) check() (Type, time.Time, error) {
 			return "", time.Time{}, invalid(t, fieldName, reasonRequiredCategory)
 		}
 	case TypeGroup:
-		if err := require("groupId", fieldGroupID, reasonRequired); err != nil {
+		if err := require(kGroupID, fieldGroupID, reasonRequired); err != nil {
 			return "", time.Time{}, err
 		}
 	}
 
-	if _, err := has("messageId", fieldMessageID); err != nil {
+	if _, err := has(kMessageID, fieldMessageID); err != nil {
 		return "", time.Time{}, err
 	}
 	// A JSON string never has fewer bytes than characters, so only a long
 	// one needs decoding to be measured.
-	if v, _ := o.Get("messageId"); len(v) > MaxMessageIDLength+2 {
-		id, _ := o.GetString("messageId")
+	if v, _ := r.get(kMessageID); len(v) > MaxMessageIDLength+2 {
+		id, _ := r.getString(kMessageID)
 		if err := checkMessageID(t, id); err != nil {
 			return "", time.Time{}, err
 		}
 	}
 
-	for _, k := range [...]string{"properties", "traits", "context", "integrations"} {
-		if v, ok := o.Get(k); ok && !isNull(v) && v[0] != '{' {
-			return "", time.Time{}, invalid(t, k, "must be an object")
+	for _, k := range [...]key{kProperties, kTraits, kContext, kIntegrations} {
+		if v, ok := r.get(k); ok && !isNull(v) && v[0] != '{' {
+			return "", time.Time{}, invalid(t, keyNames[k], "must be an object")
 		}
 	}
 
-	ts, err := timestampMember(o, t)
+	ts, err := r.timestampMember(t)
 	if err != nil {
 		return "", time.Time{}, err
 	}
@@ -265,8 +627,8 @@ func (r *Raw) check() (Type, time.Time, error) {
 }
 
 // typeMember reads and checks "type" without decoding the common case.
-func typeMember(o *Object) (Type, error) {
-	v, ok := o.Get("type")
+func (r *Raw) typeMember() (Type, error) {
+	v, ok := r.get(kType)
 	if !ok || isNull(v) {
 		return "", invalid("", fieldType, reasonRequired)
 	}
@@ -287,7 +649,7 @@ func typeMember(o *Object) (Type, error) {
 	case `"alias"`:
 		return TypeAlias, nil
 	}
-	s, _ := o.GetString("type")
+	s, _ := r.getString(kType)
 	switch t := Type(s); {
 	case s == "":
 		return "", invalid("", fieldType, reasonRequired)
@@ -300,14 +662,14 @@ func typeMember(o *Object) (Type, error) {
 
 // timestampMember reads timestamp in any form ParseTime accepts, as a
 // string or a bare integer (Unix seconds or milliseconds).
-func timestampMember(o *Object, t Type) (time.Time, error) {
-	v, ok := o.Get("timestamp")
+func (r *Raw) timestampMember(t Type) (time.Time, error) {
+	v, ok := r.get(kTimestamp)
 	if !ok || isNull(v) {
 		return time.Time{}, nil
 	}
 	var s string
 	if v[0] == '"' {
-		s, _ = o.GetString("timestamp")
+		s, _ = r.getString(kTimestamp)
 	} else {
 		s = string(v)
 	}
@@ -319,16 +681,6 @@ func timestampMember(o *Object, t Type) (time.Time, error) {
 }
 
 func isNull(v json.RawMessage) bool { return string(v) == "null" }
-
-func isAbsent(o *Object, key string) bool {
-	v, ok := o.Get(key)
-	return !ok || isNull(v)
-}
-
-func mustGet(o *Object, key string) json.RawMessage {
-	v, _ := o.Get(key)
-	return v
-}
 
 // quoteShort quotes s for an error message, cut to a readable length.
 func quoteShort(s string) string {

@@ -184,3 +184,84 @@ func FuzzRaw(f *testing.F) {
 		}
 	})
 }
+
+// FuzzRawForms: a line kept spliced and the same line kept as an Object
+// agree on every answer and encode to the same bytes, with and without
+// context.library, before and after unsplicing.
+func FuzzRawForms(f *testing.F) {
+	for _, s := range []string{
+		`{"type":"track","userId":"u","event":"e","properties":{"n":1.50},"x":[1]}`,
+		`{"type":"identify","userId":"u","messageId":"","timestamp":1714564800123,"context":{"ip":"1","library":{"name":"x"}}}`,
+		`{"type":"identify","anonymousId":"a","messageId":null,"timestamp":null,"context":null}`,
+		`{"type":"page","anonymousId":"a","context":{},"timestamp":"2024-05-01T12:00:00.000Z"}`,
+		`{"type":"alias","userId":"u","previousId":"p","a":1,"b":2,"a":3}`,
+		`{"type":"group","userId":"u","groupId":"g","context":{"library":1,"library":2}}`,
+		` {"type":"screen","userId":"u","name":"n"} `,
+		`{"type":"track","userId":"u","event":"e","<k>":1}`,
+		`{"type" : "track","userId":"u","event":"e"}`,
+		`{"type":"track","userId":"u","event":"e","context":{"a":[1, 2]}}`,
+	} {
+		f.Add([]byte(s))
+	}
+	lib := &EncodeOptions{Library: LibraryJSON("evfwd", "fuzz")}
+	newID := func() string { return "id-\"1\"" }
+	now := func() time.Time { return time.Unix(1714564800, 123456789) }
+	f.Fuzz(func(t *testing.T, data []byte) {
+		spliced, err := ParseRaw(data)
+		obj, perr := ParseObject(data)
+		var object *Raw
+		if perr == nil {
+			object, perr = NewRaw(obj)
+		}
+		if (err == nil) != (perr == nil) || err != nil && err.Error() != perr.Error() {
+			t.Fatalf("errors differ: spliced %v, object %v", err, perr)
+		}
+		if err != nil {
+			return
+		}
+		same := func(stage string) {
+			t.Helper()
+			for _, o := range []*EncodeOptions{nil, lib} {
+				a, aerr := spliced.AppendJSON(nil, o)
+				b, berr := object.AppendJSON(nil, o)
+				if diff := cmp.Diff(string(b), string(a)); diff != "" || (aerr == nil) != (berr == nil) {
+					t.Fatalf("%s: encodings differ (-object +spliced):\n%s\nerrors %v, %v", stage, diff, aerr, berr)
+				}
+			}
+			if spliced.Type() != object.Type() || spliced.MessageId() != object.MessageId() || !spliced.Timestamp().Equal(object.Timestamp()) {
+				t.Fatalf("%s: answers differ", stage)
+			}
+		}
+		same("parsed")
+		spliced.Fill(newID, now)
+		object.Fill(newID, now)
+		same("filled")
+		spliced.Object()
+		same("unspliced")
+	})
+}
+
+// Compact lines with plain keys stay spliced; the rest take the Object form.
+func TestRawSplicedWhenPlain(t *testing.T) {
+	tests := []struct {
+		in      string
+		spliced bool
+	}{
+		{benchLines["replayed"], true},
+		{benchLines["bare"], true},
+		{`{"type":"identify","userId":"u","context":{"library":{"name":"x"},"ip":"1"}}` + "\r", true},
+		{`{"type":"identify", "userId":"u"}`, false},
+		{`{"type":"identify","userId":"u","userId":"v"}`, false},
+		{`{"type":"identify","userId":"u","\u0061":1}`, false},
+		{`{"type":"identify","userId":"u","context":{"libr\u0061ry":1}}`, false},
+	}
+	for _, tt := range tests {
+		r, err := ParseRaw([]byte(tt.in))
+		if err != nil {
+			t.Fatalf("%s: %v", tt.in, err)
+		}
+		if got := r.obj == nil; got != tt.spliced {
+			t.Errorf("%s: spliced = %v, want %v", tt.in, got, tt.spliced)
+		}
+	}
+}
