@@ -83,6 +83,7 @@ func statInputs(ios *cli.IOStreams, files []string) ([]sendInput, error) {
 type chunk struct {
 	data  []byte
 	lines []chunkLine
+	raws  []message.Raw // parsed lines, reused with the chunk
 	ready chan struct{}
 }
 
@@ -136,7 +137,9 @@ type sendJob struct {
 
 func newSendJob(f *cli.Factory, opts *SendOptions, inputs []sendInput, errOut *bufio.Writer, readCtx, drainCtx context.Context) *sendJob {
 	s := &sendJob{f: f, opts: opts, inputs: inputs, errOut: errOut, console: newConsole(f.IO), readCtx: readCtx, drainCtx: drainCtx}
-	s.chunks.New = func() any { return &chunk{data: make([]byte, 0, chunkBytes), ready: make(chan struct{}, 1)} }
+	s.chunks.New = func() any {
+		return &chunk{data: make([]byte, 0, chunkBytes), raws: make([]message.Raw, chunkLines), ready: make(chan struct{}, 1)}
+	}
 	if opts.Rate > 0 {
 		s.pacer = newPacer(opts.Rate, f.Now, opts.sleep)
 	}
@@ -303,7 +306,9 @@ func parseChunks(in <-chan *chunk) {
 				l.blank = true
 				continue
 			}
-			l.raw, l.err = message.ParseRaw(b)
+			if l.err = c.raws[i].Parse(b); l.err == nil {
+				l.raw = &c.raws[i]
+			}
 		}
 		c.ready <- struct{}{}
 	}

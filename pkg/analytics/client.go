@@ -24,6 +24,7 @@ type Client struct {
 
 	mu       sync.Mutex
 	q        ring
+	slab     []byte // where push copies messages (keep)
 	closed   bool   // no more messages accepted
 	enqueued uint64 // messages ever accepted
 	done     uint64 // messages sent or failed, in queue order
@@ -205,8 +206,7 @@ func (c *Client) refuse(err error) error {
 	return err
 }
 
-// push copies an encoded message into the queue. b is scratch space; the
-// queue keeps an exact-size copy.
+// push copies an encoded message into the queue; b is scratch space.
 func (c *Client) push(ctx context.Context, b []byte, id string, encErr error, wait bool) error {
 	if encErr != nil {
 		return c.refuse(encErr)
@@ -214,7 +214,6 @@ func (c *Client) push(ctx context.Context, b []byte, id string, encErr error, wa
 	if err := message.CheckSize(len(b)); err != nil {
 		return c.refuse(err)
 	}
-	data := bytes.Clone(b)
 	c.mu.Lock()
 	for {
 		if c.closed {
@@ -237,7 +236,7 @@ func (c *Client) push(ctx context.Context, b []byte, id string, encErr error, wa
 		}
 		c.mu.Lock()
 	}
-	c.q.push(entry{data: data, id: id})
+	c.q.push(entry{data: c.keep(b), id: id})
 	c.enqueued++
 	c.mu.Unlock()
 	c.queued.Add(1)
@@ -246,6 +245,24 @@ func (c *Client) push(ctx context.Context, b []byte, id string, encErr error, wa
 	default:
 	}
 	return nil
+}
+
+// slabSize is the block that queued messages are copied into: one
+// allocation per slab of messages rather than one per message. A slab is
+// freed once every message in it has been sent.
+const slabSize = 64 << 10
+
+// keep copies b into the current slab (a large message gets its own
+// copy); c.mu must be held.
+func (c *Client) keep(b []byte) []byte {
+	if len(b) > slabSize/8 {
+		return bytes.Clone(b)
+	}
+	if cap(c.slab)-len(c.slab) < len(b) {
+		c.slab = make([]byte, 0, slabSize)
+	}
+	c.slab = append(c.slab, b...)
+	return c.slab[len(c.slab)-len(b) : len(c.slab) : len(c.slab)]
 }
 
 // broadcast wakes everyone waiting on c.changed; c.mu must be held.
