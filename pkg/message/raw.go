@@ -31,23 +31,28 @@ type Raw struct {
 	// own backs obj for a parsed Raw: no second allocation.
 	own Object
 
-	// The spliced form: data is the input, vals locate the values of the
-	// known members (end 0: absent), lib context.library's value, open and
-	// close the object's braces, n counts its members.
-	data        []byte
-	vals        [numKeys]span
-	lib         span
-	open, close int
-	n           int
-	// id and ts replace (or add) messageId and timestamp, as JSON.
-	id, ts []byte
+	// The spliced form.
+	sp spliced
 
 	// scratch holds the JSON of a filled-in timestamp ([:32]) and messageId
 	// ([32:]), so that filling them allocates nothing.
 	scratch [32 + 64]byte
 }
 
-// span is where a value sits in Raw.data.
+// spliced is a Raw kept as its input: data is the input, vals locate the
+// values of the known members (end 0: absent), lib context.library's
+// value, open and close the object's braces, n counts its members; id and
+// ts replace (or add) messageId and timestamp, as JSON.
+type spliced struct {
+	data        []byte
+	vals        [numKeys]span
+	lib         span
+	open, close int
+	n           int
+	id, ts      []byte
+}
+
+// span is where a value sits in the input.
 type span struct{ start, end int }
 
 // key is one of the top-level members the rules read or write.
@@ -123,15 +128,22 @@ func ParseRaw(data []byte) (*Raw, error) {
 // Parse makes r the message in data, as ParseRaw does, reusing r's memory:
 // a bulk reader can parse every line into the same few Raws.
 func (r *Raw) Parse(data []byte) error {
-	*r = Raw{}
+	r.reset()
 	if !r.splice(data) {
-		*r = Raw{}
+		r.reset()
 		r.obj = &r.own
 		if err := r.own.parse(data); err != nil {
 			return err
 		}
 	}
 	return r.init()
+}
+
+// reset empties r but for own, which parse resets when it is used, and
+// scratch: most lines touch neither, and clearing them would cost as much
+// as parsing a short line.
+func (r *Raw) reset() {
+	r.typ, r.checked, r.obj, r.sp = "", false, nil, spliced{}
 }
 
 // NewRaw checks obj as ParseRaw does and wraps it; the Raw owns obj from
@@ -156,11 +168,11 @@ func (r *Raw) splice(data []byte) bool {
 	if i >= len(data) || data[i] != '{' {
 		return false
 	}
-	r.data, r.open = data, i
+	r.sp.data, r.sp.open = data, i
 	var unknown [maxUnknownKeys][]byte
 	nu := 0
 	if i++; i < len(data) && data[i] == '}' {
-		r.close = i
+		r.sp.close = i
 		return skipSpace(data, i+1) == len(data)
 	}
 	for {
@@ -185,10 +197,10 @@ func (r *Raw) splice(data []byte) bool {
 			}
 		}
 		if known {
-			if r.vals[k].end != 0 {
+			if r.sp.vals[k].end != 0 {
 				return false
 			}
-			r.vals[k] = span{v, vend}
+			r.sp.vals[k] = span{v, vend}
 		} else {
 			for _, u := range unknown[:nu] {
 				if string(u) == string(name) {
@@ -201,7 +213,7 @@ func (r *Raw) splice(data []byte) bool {
 			unknown[nu] = name
 			nu++
 		}
-		r.n++
+		r.sp.n++
 		if vend >= len(data) {
 			return false
 		}
@@ -209,7 +221,7 @@ func (r *Raw) splice(data []byte) bool {
 		case ',':
 			i = vend + 1
 		case '}':
-			r.close = vend
+			r.sp.close = vend
 			return skipSpace(data, vend+1) == len(data)
 		default:
 			return false
@@ -238,10 +250,10 @@ func (r *Raw) spliceContext(data []byte, i int) (int, error) {
 		}
 		switch {
 		case string(name) == "library":
-			if r.lib.end != 0 {
+			if r.sp.lib.end != 0 {
 				return i, errSyntax // repeated: the Object form keeps one
 			}
-			r.lib = span{v, vend}
+			r.sp.lib = span{v, vend}
 		case bytes.IndexByte(name, '\\') >= 0:
 			return i, errSyntax // might spell "library"
 		}
@@ -290,16 +302,16 @@ func (r *Raw) get(k key) (json.RawMessage, bool) {
 		return r.obj.Get(keyNames[k])
 	}
 	switch {
-	case k == kMessageID && r.id != nil:
-		return r.id, true
-	case k == kTimestamp && r.ts != nil:
-		return r.ts, true
+	case k == kMessageID && r.sp.id != nil:
+		return r.sp.id, true
+	case k == kTimestamp && r.sp.ts != nil:
+		return r.sp.ts, true
 	}
-	s := r.vals[k]
+	s := r.sp.vals[k]
 	if s.end == 0 {
 		return nil, false
 	}
-	return r.data[s.start:s.end], true
+	return r.sp.data[s.start:s.end], true
 }
 
 // getString returns the value of a known member when it is a JSON string.
@@ -323,9 +335,9 @@ func (r *Raw) set(k key, v []byte) {
 	case r.obj != nil:
 		r.obj.Set(keyNames[k], v)
 	case k == kMessageID:
-		r.id = v
+		r.sp.id = v
 	default:
-		r.ts = v
+		r.sp.ts = v
 	}
 }
 
@@ -344,16 +356,16 @@ func (r *Raw) Object() *Object {
 
 // unsplice moves a spliced Raw to the Object form, edits included.
 func (r *Raw) unsplice() {
-	if err := r.own.parse(r.data); err != nil {
+	if err := r.own.parse(r.sp.data); err != nil {
 		panic("message: a spliced message no longer parses: " + err.Error())
 	}
 	r.obj = &r.own
 	// The order Fill uses, so that added members land where they would.
-	if r.id != nil {
-		r.obj.Set("messageId", r.id)
+	if r.sp.id != nil {
+		r.obj.Set("messageId", r.sp.id)
 	}
-	if r.ts != nil {
-		r.obj.Set("timestamp", r.ts)
+	if r.sp.ts != nil {
+		r.obj.Set("timestamp", r.sp.ts)
 	}
 }
 
@@ -461,20 +473,20 @@ type edit struct {
 func (r *Raw) appendSpliced(dst []byte, lib json.RawMessage) []byte {
 	var edits [3]edit
 	n := 0
-	if s := r.vals[kMessageID]; r.id != nil && s.end != 0 {
-		edits[n] = edit{start: s.start, end: s.end, val: r.id}
+	if s := r.sp.vals[kMessageID]; r.sp.id != nil && s.end != 0 {
+		edits[n] = edit{start: s.start, end: s.end, val: r.sp.id}
 		n++
 	}
-	if s := r.vals[kTimestamp]; r.ts != nil && s.end != 0 {
-		edits[n] = edit{start: s.start, end: s.end, val: r.ts}
+	if s := r.sp.vals[kTimestamp]; r.sp.ts != nil && s.end != 0 {
+		edits[n] = edit{start: s.start, end: s.end, val: r.sp.ts}
 		n++
 	}
-	if s := r.vals[kContext]; lib != nil && s.end != 0 {
+	if s := r.sp.vals[kContext]; lib != nil && s.end != 0 {
 		switch {
-		case r.data[s.start] == 'n': // null (check allows nothing else but an object)
+		case r.sp.data[s.start] == 'n': // null (check allows nothing else but an object)
 			edits[n] = edit{start: s.start, end: s.end, pre: `{"library":`, val: lib, post: "}"}
-		case r.lib.end != 0:
-			edits[n] = edit{start: r.lib.start, end: r.lib.end, val: lib}
+		case r.sp.lib.end != 0:
+			edits[n] = edit{start: r.sp.lib.start, end: r.sp.lib.end, val: lib}
 		case s.end-s.start == 2: // {}
 			edits[n] = edit{start: s.end - 1, end: s.end - 1, pre: `"library":`, val: lib}
 		default:
@@ -488,16 +500,16 @@ func (r *Raw) appendSpliced(dst []byte, lib json.RawMessage) []byte {
 			edits[j], edits[j-1] = edits[j-1], edits[j]
 		}
 	}
-	at := r.open
+	at := r.sp.open
 	for _, e := range edits[:n] {
-		dst = append(dst, r.data[at:e.start]...)
+		dst = append(dst, r.sp.data[at:e.start]...)
 		dst = append(dst, e.pre...)
 		dst = append(dst, e.val...)
 		dst = append(dst, e.post...)
 		at = e.end
 	}
-	dst = append(dst, r.data[at:r.close]...)
-	members := r.n
+	dst = append(dst, r.sp.data[at:r.sp.close]...)
+	members := r.sp.n
 	add := func(k string, pre string, v []byte, post string) {
 		if members > 0 {
 			dst = append(dst, ',')
@@ -508,13 +520,13 @@ func (r *Raw) appendSpliced(dst []byte, lib json.RawMessage) []byte {
 		dst = append(dst, v...)
 		dst = append(dst, post...)
 	}
-	if r.id != nil && r.vals[kMessageID].end == 0 {
-		add(`"messageId":`, "", r.id, "")
+	if r.sp.id != nil && r.sp.vals[kMessageID].end == 0 {
+		add(`"messageId":`, "", r.sp.id, "")
 	}
-	if r.ts != nil && r.vals[kTimestamp].end == 0 {
-		add(`"timestamp":`, "", r.ts, "")
+	if r.sp.ts != nil && r.sp.vals[kTimestamp].end == 0 {
+		add(`"timestamp":`, "", r.sp.ts, "")
 	}
-	if lib != nil && r.vals[kContext].end == 0 {
+	if lib != nil && r.sp.vals[kContext].end == 0 {
 		add(`"context":`, `{"library":`, lib, "}")
 	}
 	return append(dst, '}')
