@@ -6,7 +6,6 @@ import (
 	"errors"
 	"io"
 	"os"
-	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -23,6 +22,9 @@ import (
 // to worker i mod N; each worker parses its lines and enqueues them, in
 // order, into its own client, waiting when the queue is full. Memory is
 // bounded by the chunks in flight and the clients' queues, never the input.
+// A worker parses a line in well under a microsecond, faster than one
+// client can deliver, so parsing is not spread further: every hand-off
+// between goroutines costs CPU that the connection needs.
 const (
 	chunkLines = 256
 	chunkBytes = 256 << 10
@@ -77,14 +79,10 @@ func statInputs(ios *cli.IOStreams, files []string) ([]sendInput, error) {
 	return out, nil
 }
 
-// chunk is a block of lines for one worker. Chunks are parsed in
-// parallel by the parse pool; the worker waits for ready, so lines are
-// still enqueued in input order.
+// chunk is a block of lines for one worker.
 type chunk struct {
 	data  []byte
 	lines []chunkLine
-	raws  []message.Raw // parsed lines, reused with the chunk
-	ready chan struct{}
 }
 
 type chunkLine struct {
@@ -92,9 +90,7 @@ type chunkLine struct {
 	file       int32 // index into inputs
 	num        int64 // line number within the file
 	seq        int64 // position in the whole input, from 1
-	err        error // from the reader (line too long), then from parsing
-	raw        *message.Raw
-	blank      bool
+	err        error // from the reader (line too long)
 }
 
 // pendingLine is a line queued in a client, until its batch's outcome.
@@ -115,7 +111,6 @@ type sendJob struct {
 	errMu   sync.Mutex
 	pacer   *pacer
 	workers []*sendWorker
-	parse   chan *chunk // to the parse pool
 	chunks  sync.Pool
 	began   time.Time
 
@@ -138,7 +133,7 @@ type sendJob struct {
 func newSendJob(f *cli.Factory, opts *SendOptions, inputs []sendInput, errOut *bufio.Writer, readCtx, drainCtx context.Context) *sendJob {
 	s := &sendJob{f: f, opts: opts, inputs: inputs, errOut: errOut, console: newConsole(f.IO), readCtx: readCtx, drainCtx: drainCtx}
 	s.chunks.New = func() any {
-		return &chunk{data: make([]byte, 0, chunkBytes), raws: make([]message.Raw, chunkLines), ready: make(chan struct{}, 1)}
+		return &chunk{data: make([]byte, 0, chunkBytes)}
 	}
 	if opts.Rate > 0 {
 		s.pacer = newPacer(opts.Rate, f.Now, opts.sleep)
@@ -150,9 +145,8 @@ func newSendJob(f *cli.Factory, opts *SendOptions, inputs []sendInput, errOut *b
 func (s *sendJob) start(cfg analytics.Config) error {
 	s.began = s.f.Now()
 	for range s.opts.Workers {
-		// Enough chunks in flight per worker for every CPU to parse one.
-		depth := max(4, runtime.GOMAXPROCS(0)/s.opts.Workers+2)
-		w := &sendWorker{run: s, in: make(chan *chunk, depth), done: make(chan struct{})}
+		// A few chunks in flight keep the worker busy while the reader reads.
+		w := &sendWorker{run: s, in: make(chan *chunk, 4), done: make(chan struct{})}
 		c := cfg
 		c.OnBatch = w.onBatch
 		client, err := newClient(c)
@@ -167,10 +161,6 @@ func (s *sendJob) start(cfg analytics.Config) error {
 	}
 	for _, w := range s.workers {
 		go w.loop()
-	}
-	s.parse = make(chan *chunk, cap(s.workers[0].in)*len(s.workers))
-	for range runtime.GOMAXPROCS(0) {
-		go parseChunks(s.parse)
 	}
 	if s.f.IO.ErrTTY {
 		s.console.startProgress(s.progress)
@@ -194,7 +184,6 @@ func (s *sendJob) read() {
 		case <-ctx.Done():
 			return false
 		}
-		s.parse <- c // never blocks long: the pool drains it and holds fewer chunks than the workers do
 		s.lastSeq = last
 		n++
 		c = s.chunks.Get().(*chunk)
@@ -206,7 +195,6 @@ func (s *sendJob) read() {
 		for _, w := range s.workers {
 			close(w.in)
 		}
-		close(s.parse)
 	}()
 	for i, in := range s.inputs {
 		r, closeIn, err := s.open(in)
@@ -293,27 +281,6 @@ func (s *sendJob) badLine(file int32, num int64, reason string, raw []byte) {
 	}
 }
 
-// parseChunks parses the lines of each chunk and marks it ready.
-func parseChunks(in <-chan *chunk) {
-	for c := range in {
-		for i := range c.lines {
-			l := &c.lines[i]
-			if l.err != nil {
-				continue
-			}
-			b := c.data[l.start:l.end]
-			if isBlank(b) {
-				l.blank = true
-				continue
-			}
-			if l.err = c.raws[i].Parse(b); l.err == nil {
-				l.raw = &c.raws[i]
-			}
-		}
-		c.ready <- struct{}{}
-	}
-}
-
 func (c *chunk) reset() {
 	c.data = c.data[:0]
 	clear(c.lines)
@@ -327,6 +294,8 @@ type sendWorker struct {
 	in     chan *chunk
 	done   chan struct{}
 
+	raw message.Raw // the line being enqueued
+
 	mu      sync.Mutex
 	pending []pendingLine // queued lines, in queue order
 	head    int
@@ -337,7 +306,6 @@ func (w *sendWorker) loop() {
 	s := w.run
 	stopped := false
 	for c := range w.in {
-		<-c.ready
 		for i := range c.lines {
 			l := &c.lines[i]
 			if stopped || s.readCtx.Err() != nil {
@@ -361,21 +329,21 @@ func (w *sendWorker) loop() {
 func (w *sendWorker) line(b []byte, l *chunkLine) bool {
 	s := w.run
 	s.lines.Add(1)
-	var tooLong *ndjson.LineTooLongError
-	switch {
-	case errors.As(l.err, &tooLong):
+	if l.err != nil { // too long to hold, so not kept for --errors-file
 		s.rejected.Add(1)
 		s.badLine(l.file, l.num, l.err.Error(), nil)
 		return true
-	case l.blank:
+	}
+	if isBlank(b) {
 		s.blank.Add(1)
 		return true
-	case l.err != nil:
+	}
+	raw := &w.raw
+	if err := raw.Parse(b); err != nil {
 		s.rejected.Add(1)
-		s.badLine(l.file, l.num, lineReason(l.err), b)
+		s.badLine(l.file, l.num, lineReason(err), b)
 		return true
 	}
-	raw := l.raw
 	if s.pacer != nil {
 		if s.pacer.wait(s.readCtx) != nil {
 			s.lines.Add(-1)
