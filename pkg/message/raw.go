@@ -180,7 +180,7 @@ func (r *Raw) splice(data []byte) bool {
 			return false
 		}
 		kend, err := scanString(data, i)
-		if err != nil || !plainKey(data[i+1:kend-1]) || kend >= len(data) || data[kend] != ':' {
+		if err != nil || kend >= len(data) || data[kend] != ':' {
 			return false
 		}
 		name, v := data[i+1:kend-1], kend+1
@@ -202,6 +202,9 @@ func (r *Raw) splice(data []byte) bool {
 			}
 			r.sp.vals[k] = span{v, vend}
 		} else {
+			if !plainKey(name) {
+				return false
+			}
 			for _, u := range unknown[:nu] {
 				if string(u) == string(name) {
 					return false
