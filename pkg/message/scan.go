@@ -1,6 +1,10 @@
 package message
 
-import "errors"
+import (
+	"encoding/binary"
+	"errors"
+	"math/bits"
+)
 
 // A single-pass JSON validator over bytes: ParseObject checks and splits a
 // message in one walk instead of validating it first with json.Valid and
@@ -93,7 +97,22 @@ func scanContainer(b []byte, i, depth int, closer byte, members bool) (int, bool
 // scanString validates the string at b[i] == '"': no raw control
 // characters, only JSON's escapes.
 func scanString(b []byte, i int) (int, error) {
+	words := i // where skipping a word at a time resumes after an escape
 	for i++; i < len(b); i++ {
+		// Strings are mostly long runs of plain bytes: skip them a word at a
+		// time, stopping at the first byte the switch must look at.
+		if i >= words {
+			for len(b)-i >= 8 {
+				if m := specialBytes(binary.LittleEndian.Uint64(b[i:])); m != 0 {
+					i += bits.TrailingZeros64(m) / 8
+					break
+				}
+				i += 8
+			}
+			if i >= len(b) {
+				break
+			}
+		}
 		switch c := b[i]; {
 		case c == '"':
 			return i + 1, nil
@@ -114,9 +133,30 @@ func scanString(b []byte, i int) (int, error) {
 			default:
 				return i, errSyntax
 			}
+			// Escapes cluster (JSON inside a string, say), and stopping a
+			// word skip costs more than a few bytes looked at one by one.
+			words = i + 8
 		}
 	}
 	return i, errSyntax
+}
+
+// Every byte of a word set to 0x01, and to 0x7f.
+const (
+	lsbs = 0x0101010101010101
+	lows = 0x7f7f7f7f7f7f7f7f
+)
+
+// specialBytes sets the high bit of exactly those bytes of w (eight string
+// bytes, little-endian) that are '"', '\\' or below 0x20. Adding to the low
+// seven bits of each byte never carries into the next, so each byte's mark
+// is its own: bit 7 of t^c + 0x7f is clear only where the byte is c, and of
+// t + 0x60 only where it is below 0x20; bytes >= 0x80 (w's own bit 7) are
+// never special.
+func specialBytes(w uint64) uint64 {
+	t := w & lows
+	plain := ((t ^ '"'*lsbs) + lows) & ((t ^ '\\'*lsbs) + lows) & (t + 0x60*lsbs)
+	return ^(plain | w) &^ lows
 }
 
 func isHex(c byte) bool { return c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F' }
