@@ -28,7 +28,8 @@ type Client struct {
 	closed   bool   // no more messages accepted
 	enqueued uint64 // messages ever accepted
 	done     uint64 // messages sent or failed, in queue order
-	changed  chan struct{}
+	changed  chan struct{} // closed when messages are done: Flush waits on it
+	room     chan struct{} // closed when the consumer takes some: EnqueueWait waits on it
 
 	wake    chan struct{} // capacity 1: there is work, or closing
 	ctx     context.Context
@@ -76,6 +77,7 @@ func New(cfg Config) (*Client, error) {
 		ua:      "evfwd/" + Version,
 		enc:     message.EncodeOptions{Library: message.LibraryJSON(LibraryName, Version)},
 		changed: make(chan struct{}),
+		room:    make(chan struct{}),
 		wake:    make(chan struct{}, 1),
 		stopped: make(chan struct{}),
 	}
@@ -227,7 +229,7 @@ func (c *Client) push(ctx context.Context, b []byte, id string, encErr error, wa
 			c.mu.Unlock()
 			return c.refuse(ErrQueueFull)
 		}
-		ch := c.changed
+		ch := c.room
 		c.mu.Unlock()
 		select {
 		case <-ch:
@@ -265,10 +267,13 @@ func (c *Client) keep(b []byte) []byte {
 	return c.slab[len(c.slab)-len(b) : len(c.slab) : len(c.slab)]
 }
 
-// broadcast wakes everyone waiting on c.changed; c.mu must be held.
-func (c *Client) broadcast() {
-	close(c.changed)
-	c.changed = make(chan struct{})
+// wakeAll wakes everyone waiting on *ch; c.mu must be held. Flush and
+// EnqueueWait wait on different channels so that neither is woken for
+// the other's news: a sender blocked on a full queue sleeps through
+// finished batches until the next one is taken.
+func wakeAll(ch *chan struct{}) {
+	close(*ch)
+	*ch = make(chan struct{})
 }
 
 // Flush blocks until every message queued before the call has been sent

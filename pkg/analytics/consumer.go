@@ -52,13 +52,13 @@ func (c *Client) run() {
 			for c.q.len() > 0 {
 				b.entries = append(b.entries, c.q.pop())
 			}
-			c.broadcast()
+			wakeAll(&c.room)
 			c.mu.Unlock()
 			c.finish(&b, BatchResult{Status: -1, Err: ErrClosed})
 			continue
 		}
 		c.take(&b)
-		c.broadcast() // room freed for EnqueueWait
+		wakeAll(&c.room)
 		c.mu.Unlock()
 
 		c.finish(&b, c.deliver(&b))
@@ -107,7 +107,7 @@ func (c *Client) finish(b *batch, res BatchResult) {
 	b.entries = b.entries[:0]
 	c.mu.Lock()
 	c.done += uint64(n)
-	c.broadcast()
+	wakeAll(&c.changed)
 	c.mu.Unlock()
 }
 
