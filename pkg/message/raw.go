@@ -685,6 +685,8 @@ func (r *Raw) timestampMember(t Type) (time.Time, error) {
 	var s string
 	if v[0] == '"' {
 		s, _ = r.getString(kTimestamp)
+	} else if ts, ok := parseUnix(string(v)); ok {
+		return ts, nil
 	} else {
 		s = string(v)
 	}

@@ -79,13 +79,8 @@ func ParseTime(s string) (time.Time, error) {
 	if t, ok := parseWire(s); ok {
 		return t, nil
 	}
-	if isDigits(s) {
-		if n, err := strconv.ParseInt(s, 10, 64); err == nil {
-			if n >= unixMillisFrom {
-				return time.UnixMilli(n).UTC(), nil
-			}
-			return time.Unix(n, 0).UTC(), nil
-		}
+	if t, ok := parseUnix(s); ok {
+		return t, nil
 	}
 	if t, err := time.Parse(time.RFC3339Nano, s); err == nil {
 		return t.UTC(), nil
@@ -96,13 +91,31 @@ func ParseTime(s string) (time.Time, error) {
 	return time.Time{}, fmt.Errorf("invalid timestamp %q: want RFC 3339 (2024-05-01T12:00:00Z), a date (2024-05-01) or Unix seconds/milliseconds", s)
 }
 
-func isDigits(s string) bool {
+// parseUnix reads Unix seconds or milliseconds (digits only). It keeps
+// nothing of s, so a caller holding bytes can pass string(b) without an
+// allocation: replayed exports carry their timestamps this way.
+func parseUnix(s string) (time.Time, bool) {
+	if s == "" {
+		return time.Time{}, false
+	}
+	var n int64
 	for i := 0; i < len(s); i++ {
-		if s[i] < '0' || s[i] > '9' {
-			return false
+		c := s[i]
+		if c < '0' || c > '9' {
+			return time.Time{}, false
+		}
+		n = n*10 + int64(c-'0')
+	}
+	if len(s) > 18 { // might have overflowed: let strconv decide
+		var err error
+		if n, err = strconv.ParseInt(s, 10, 64); err != nil {
+			return time.Time{}, false
 		}
 	}
-	return s != ""
+	if n >= unixMillisFrom {
+		return time.UnixMilli(n).UTC(), true
+	}
+	return time.Unix(n, 0).UTC(), true
 }
 
 // wireTimeLen is the length of a timestamp in the wire form.
