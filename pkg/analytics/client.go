@@ -1,7 +1,6 @@
 package analytics
 
 import (
-	"bytes"
 	"context"
 	"encoding/base64"
 	"sync"
@@ -24,10 +23,10 @@ type Client struct {
 
 	mu       sync.Mutex
 	q        ring
-	slab     []byte // where push copies messages (keep)
-	closed   bool   // no more messages accepted
-	enqueued uint64 // messages ever accepted
-	done     uint64 // messages sent or failed, in queue order
+	slabs    slabs         // where push copies messages
+	closed   bool          // no more messages accepted
+	enqueued uint64        // messages ever accepted
+	done     uint64        // messages sent or failed, in queue order
 	changed  chan struct{} // closed when messages are done: Flush waits on it
 	room     chan struct{} // closed when the consumer takes some: EnqueueWait waits on it
 
@@ -238,7 +237,8 @@ func (c *Client) push(ctx context.Context, b []byte, id string, encErr error, wa
 		}
 		c.mu.Lock()
 	}
-	c.q.push(entry{data: c.keep(b), id: id})
+	data, slab := c.slabs.keep(b)
+	c.q.push(entry{data: data, id: id, slab: slab})
 	c.enqueued++
 	c.mu.Unlock()
 	c.queued.Add(1)
@@ -247,24 +247,6 @@ func (c *Client) push(ctx context.Context, b []byte, id string, encErr error, wa
 	default:
 	}
 	return nil
-}
-
-// slabSize is the block that queued messages are copied into: one
-// allocation per slab of messages rather than one per message. A slab is
-// freed once every message in it has been sent.
-const slabSize = 64 << 10
-
-// keep copies b into the current slab (a large message gets its own
-// copy); c.mu must be held.
-func (c *Client) keep(b []byte) []byte {
-	if len(b) > slabSize/8 {
-		return bytes.Clone(b)
-	}
-	if cap(c.slab)-len(c.slab) < len(b) {
-		c.slab = make([]byte, 0, slabSize)
-	}
-	c.slab = append(c.slab, b...)
-	return c.slab[len(c.slab)-len(b) : len(c.slab) : len(c.slab)]
 }
 
 // wakeAll wakes everyone waiting on *ch; c.mu must be held. Flush and

@@ -103,12 +103,15 @@ func (c *Client) finish(b *batch, res BatchResult) {
 		res.MessageIds = ids
 		c.cfg.OnBatch(res)
 	}
-	clear(b.entries)
-	b.entries = b.entries[:0]
 	c.mu.Lock()
+	for _, e := range b.entries {
+		c.slabs.release(e.slab)
+	}
 	c.done += uint64(n)
 	wakeAll(&c.changed)
 	c.mu.Unlock()
+	clear(b.entries)
+	b.entries = b.entries[:0]
 }
 
 func errorMessage(err error) string {
