@@ -107,64 +107,45 @@ func (c *Client) newID() string {
 // Identify queues an identify message. Like every call it never blocks
 // and never makes a request: it validates, encodes and queues.
 func (c *Client) Identify(m message.Identify) error {
-	if err := m.Validate(); err != nil {
-		return c.refuse(err)
-	}
-	m.MessageId, m.Timestamp = c.fill(m.MessageId, m.Timestamp)
-	return enqueueTyped(c, m, m.MessageId)
+	return enqueueTyped(c, &m, &m.MessageId, &m.Timestamp)
 }
 
 // Track queues a track message.
 func (c *Client) Track(m message.Track) error {
-	if err := m.Validate(); err != nil {
-		return c.refuse(err)
-	}
-	m.MessageId, m.Timestamp = c.fill(m.MessageId, m.Timestamp)
-	return enqueueTyped(c, m, m.MessageId)
+	return enqueueTyped(c, &m, &m.MessageId, &m.Timestamp)
 }
 
 // Page queues a page message.
 func (c *Client) Page(m message.Page) error {
-	if err := m.Validate(); err != nil {
-		return c.refuse(err)
-	}
-	m.MessageId, m.Timestamp = c.fill(m.MessageId, m.Timestamp)
-	return enqueueTyped(c, m, m.MessageId)
+	return enqueueTyped(c, &m, &m.MessageId, &m.Timestamp)
 }
 
 // Screen queues a screen message.
 func (c *Client) Screen(m message.Screen) error {
-	if err := m.Validate(); err != nil {
-		return c.refuse(err)
-	}
-	m.MessageId, m.Timestamp = c.fill(m.MessageId, m.Timestamp)
-	return enqueueTyped(c, m, m.MessageId)
+	return enqueueTyped(c, &m, &m.MessageId, &m.Timestamp)
 }
 
 // Group queues a group message.
 func (c *Client) Group(m message.Group) error {
-	if err := m.Validate(); err != nil {
-		return c.refuse(err)
-	}
-	m.MessageId, m.Timestamp = c.fill(m.MessageId, m.Timestamp)
-	return enqueueTyped(c, m, m.MessageId)
+	return enqueueTyped(c, &m, &m.MessageId, &m.Timestamp)
 }
 
 // Alias queues an alias message.
 func (c *Client) Alias(m message.Alias) error {
-	if err := m.Validate(); err != nil {
-		return c.refuse(err)
-	}
-	m.MessageId, m.Timestamp = c.fill(m.MessageId, m.Timestamp)
-	return enqueueTyped(c, m, m.MessageId)
+	return enqueueTyped(c, &m, &m.MessageId, &m.Timestamp)
 }
 
-// enqueueTyped is generic so each message type is encoded by a direct
-// call, without boxing the struct in an interface.
-func enqueueTyped[M message.Message](c *Client, m M, id string) error {
+// enqueueTyped validates *m, fills in its messageId and timestamp (id and
+// ts point into *m) and queues it. It is generic so each message type is
+// encoded by a direct call, without boxing the struct in an interface.
+func enqueueTyped[M message.Message](c *Client, m *M, id *string, ts *time.Time) error {
+	if err := (*m).Validate(); err != nil {
+		return c.refuse(err)
+	}
+	*id, *ts = c.fill(*id, *ts)
 	bp := c.scratch.Get().(*[]byte)
-	b, err := m.AppendJSON((*bp)[:0], &c.enc)
-	err = c.push(context.Background(), b, id, err, false)
+	b, err := (*m).AppendJSON((*bp)[:0], &c.enc)
+	err = c.push(context.Background(), b, *id, err, false)
 	*bp = b[:0]
 	c.scratch.Put(bp)
 	return err
