@@ -274,8 +274,10 @@ func (o *Object) Get(key string) (json.RawMessage, bool) {
 func (o *Object) Has(key string) bool { return o.find(key) >= 0 }
 
 // GetString returns the value of key when it is a JSON string.
-func (o *Object) GetString(key string) (string, bool) {
-	v, ok := o.Get(key)
+func (o *Object) GetString(key string) (string, bool) { return stringValue(o.Get(key)) }
+
+// stringValue decodes a value found (ok) when it is a JSON string.
+func stringValue(v json.RawMessage, ok bool) (string, bool) {
 	if !ok || len(v) < 2 || v[0] != '"' {
 		return "", false
 	}

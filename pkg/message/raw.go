@@ -318,14 +318,7 @@ func (r *Raw) get(k key) (json.RawMessage, bool) {
 }
 
 // getString returns the value of a known member when it is a JSON string.
-func (r *Raw) getString(k key) (string, bool) {
-	v, ok := r.get(k)
-	if !ok || len(v) < 2 || v[0] != '"' {
-		return "", false
-	}
-	s, err := unquote(v)
-	return s, err == nil
-}
+func (r *Raw) getString(k key) (string, bool) { return stringValue(r.get(k)) }
 
 func (r *Raw) absent(k key) bool {
 	v, ok := r.get(k)
