@@ -301,6 +301,11 @@ func validNumber(s string) bool {
 
 const hexDigits = "0123456789abcdef"
 
+// plainASCII reports whether AppendString writes byte c as itself.
+func plainASCII(c byte) bool {
+	return c >= 0x20 && c < utf8.RuneSelf && c != '"' && c != '\\' && c != '<' && c != '>' && c != '&'
+}
+
 // AppendString appends s as a JSON string byte for byte as encoding/json
 // does (control characters, quotes, backslashes and <, >, & escaped, invalid
 // UTF-8 replaced by U+FFFD, U+2028/U+2029 escaped), without allocating.
@@ -310,7 +315,7 @@ func AppendString(dst []byte, s string) []byte {
 	for i := 0; i < len(s); {
 		c := s[i]
 		if c < utf8.RuneSelf {
-			if c >= 0x20 && c != '"' && c != '\\' && c != '<' && c != '>' && c != '&' {
+			if plainASCII(c) {
 				i++
 				continue
 			}

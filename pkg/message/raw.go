@@ -3,6 +3,7 @@ package message
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"time"
 	"unicode/utf8"
 )
@@ -41,16 +42,18 @@ type Raw struct {
 
 // spliced is a Raw kept as its input: data is the input, vals locate the
 // values of the known members (end 0: absent), lib context.library's
-// value, open and close the object's braces, n counts its members; id and
-// ts replace (or add) messageId and timestamp, as JSON.
+// value, open and close the object's braces; id and ts replace (or add)
+// messageId and timestamp, as JSON.
 type spliced struct {
 	data        []byte
 	vals        [numKeys]span
 	lib         span
 	open, close int
-	n           int
+	members     int
 	id, ts      []byte
 }
+
+var errEmptyRaw = errors.New("message: Raw holds no message (Parse it first)")
 
 // span is where a value sits in the input.
 type span struct{ start, end int }
@@ -126,7 +129,8 @@ func ParseRaw(data []byte) (*Raw, error) {
 }
 
 // Parse makes r the message in data, as ParseRaw does, reusing r's memory:
-// a bulk reader can parse every line into the same few Raws.
+// a bulk reader can parse every line into the same few Raws. What r handed
+// out before (its Object) is no longer valid afterwards.
 func (r *Raw) Parse(data []byte) error {
 	r.reset()
 	if !r.splice(data) {
@@ -139,11 +143,14 @@ func (r *Raw) Parse(data []byte) error {
 	return r.init()
 }
 
-// reset empties r but for own, which parse resets when it is used, and
-// scratch: most lines touch neither, and clearing them would cost as much
+// reset empties r but for scratch, and for own unless the last message
+// used it: most lines touch neither, and clearing them would cost as much
 // as parsing a short line.
 func (r *Raw) reset() {
 	r.typ, r.checked, r.obj, r.sp = "", false, nil, spliced{}
+	if r.own.Fields != nil {
+		r.own = Object{} // let the previous input go
+	}
 }
 
 // NewRaw checks obj as ParseRaw does and wraps it; the Raw owns obj from
@@ -187,7 +194,8 @@ func (r *Raw) splice(data []byte) bool {
 		k, known := lookupKey(name)
 		var vend int
 		if known && k == kContext && v < len(data) && data[v] == '{' {
-			if vend, err = r.spliceContext(data, v); err != nil {
+			var ok bool
+			if vend, ok = r.spliceContext(data, v); !ok {
 				return false
 			}
 		} else {
@@ -216,7 +224,7 @@ func (r *Raw) splice(data []byte) bool {
 			unknown[nu] = name
 			nu++
 		}
-		r.sp.n++
+		r.sp.members++
 		if vend >= len(data) {
 			return false
 		}
@@ -233,43 +241,44 @@ func (r *Raw) splice(data []byte) bool {
 }
 
 // spliceContext scans the context object at data[i] == '{' as splice does
-// the message, and records where its library member's value is.
-func (r *Raw) spliceContext(data []byte, i int) (int, error) {
+// the message, records where its library member's value is, and returns
+// the index past the object.
+func (r *Raw) spliceContext(data []byte, i int) (int, bool) {
 	if i++; i < len(data) && data[i] == '}' {
-		return i + 1, nil
+		return i + 1, true
 	}
 	for {
 		if i >= len(data) || data[i] != '"' {
-			return i, errSyntax
+			return i, false
 		}
 		kend, err := scanString(data, i)
 		if err != nil || kend >= len(data) || data[kend] != ':' {
-			return i, errSyntax
+			return i, false
 		}
 		name, v := data[i+1:kend-1], kend+1
 		vend, spaced, err := scanValue(data, v, 2)
 		if err != nil || spaced {
-			return i, errSyntax
+			return i, false
 		}
 		switch {
 		case string(name) == "library":
 			if r.sp.lib.end != 0 {
-				return i, errSyntax // repeated: the Object form keeps one
+				return i, false // repeated: the Object form keeps one
 			}
 			r.sp.lib = span{v, vend}
 		case bytes.IndexByte(name, '\\') >= 0:
-			return i, errSyntax // might spell "library"
+			return i, false // might spell "library"
 		}
 		if vend >= len(data) {
-			return vend, errSyntax
+			return vend, false
 		}
 		switch data[vend] {
 		case ',':
 			i = vend + 1
 		case '}':
-			return vend + 1, nil
+			return vend + 1, true
 		default:
-			return vend, errSyntax
+			return vend, false
 		}
 	}
 }
@@ -278,7 +287,7 @@ func (r *Raw) spliceContext(data []byte, i int) (int, error) {
 // it, so that copying them matches re-encoding them.
 func plainKey(b []byte) bool {
 	for _, c := range b {
-		if c < 0x20 || c >= utf8.RuneSelf || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
+		if !plainASCII(c) {
 			return false
 		}
 	}
@@ -350,12 +359,16 @@ func (r *Raw) Object() *Object {
 	return r.obj
 }
 
-// unsplice moves a spliced Raw to the Object form, edits included.
+// unsplice moves a spliced Raw to the Object form, edits included; a Raw
+// that holds no message gets an empty Object.
 func (r *Raw) unsplice() {
-	if err := r.own.parse(r.sp.data); err != nil {
-		panic("message: a spliced message no longer parses: " + err.Error())
-	}
 	r.obj = &r.own
+	if r.sp.data == nil {
+		return
+	}
+	if err := r.own.parse(r.sp.data); err != nil {
+		panic("message: the bytes a Raw was parsed from changed: " + err.Error())
+	}
 	// The order Fill uses, so that added members land where they would.
 	if r.sp.id != nil {
 		r.obj.Set("messageId", r.sp.id)
@@ -417,6 +430,9 @@ func (r *Raw) AppendJSON(dst []byte, opts *EncodeOptions) ([]byte, error) {
 		lib = opts.Library
 	}
 	if r.obj == nil {
+		if r.sp.data == nil {
+			return dst, errEmptyRaw
+		}
 		return r.appendSpliced(dst, lib), nil
 	}
 	if lib == nil {
@@ -505,7 +521,7 @@ func (r *Raw) appendSpliced(dst []byte, lib json.RawMessage) []byte {
 		at = e.end
 	}
 	dst = append(dst, r.sp.data[at:r.sp.close]...)
-	members := r.sp.n
+	members := r.sp.members
 	add := func(k string, pre string, v []byte, post string) {
 		if members > 0 {
 			dst = append(dst, ',')

@@ -186,8 +186,9 @@ func FuzzRaw(f *testing.F) {
 }
 
 // FuzzRawForms: a line kept spliced and the same line kept as an Object
-// agree on every answer and encode to the same bytes, with and without
-// context.library, before and after unsplicing.
+// agree on every answer and encode to the same valid JSON, with and
+// without context.library, before and after unsplicing, and whether the
+// Raw was fresh or reused after the previous input.
 func FuzzRawForms(f *testing.F) {
 	for _, s := range []string{
 		`{"type":"track","userId":"u","event":"e","properties":{"n":1.50},"x":[1]}`,
@@ -204,17 +205,22 @@ func FuzzRawForms(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	lib := &EncodeOptions{Library: LibraryJSON("evfwd", "fuzz")}
-	newID := func() string { return "id-\"1\"" }
+	// An id with escapes, and longer than the scratch space kept for ids.
+	newID := func() string { return "id-\"1\"-" + strings.Repeat("é", 40) }
 	now := func() time.Time { return time.Unix(1714564800, 123456789) }
+	var reused Raw // holds the previous input's message
 	f.Fuzz(func(t *testing.T, data []byte) {
+		rerr := reused.Parse(data)
 		spliced, err := ParseRaw(data)
 		obj, perr := ParseObject(data)
 		var object *Raw
 		if perr == nil {
 			object, perr = NewRaw(obj)
 		}
-		if (err == nil) != (perr == nil) || err != nil && err.Error() != perr.Error() {
-			t.Fatalf("errors differ: spliced %v, object %v", err, perr)
+		for _, e := range []error{perr, rerr} {
+			if (err == nil) != (e == nil) || err != nil && err.Error() != e.Error() {
+				t.Fatalf("errors differ: spliced %v, object or reused %v", err, e)
+			}
 		}
 		if err != nil {
 			return
@@ -224,17 +230,27 @@ func FuzzRawForms(f *testing.F) {
 			for _, o := range []*EncodeOptions{nil, lib} {
 				a, aerr := spliced.AppendJSON(nil, o)
 				b, berr := object.AppendJSON(nil, o)
+				c, cerr := reused.AppendJSON(nil, o)
 				if diff := cmp.Diff(string(b), string(a)); diff != "" || (aerr == nil) != (berr == nil) {
 					t.Fatalf("%s: encodings differ (-object +spliced):\n%s\nerrors %v, %v", stage, diff, aerr, berr)
 				}
+				if diff := cmp.Diff(string(a), string(c)); diff != "" || (aerr == nil) != (cerr == nil) {
+					t.Fatalf("%s: a reused Raw encodes differently (-fresh +reused):\n%s", stage, diff)
+				}
+				if aerr == nil && !json.Valid(a) {
+					t.Fatalf("%s: invalid JSON %s", stage, a)
+				}
 			}
-			if spliced.Type() != object.Type() || spliced.MessageId() != object.MessageId() || !spliced.Timestamp().Equal(object.Timestamp()) {
-				t.Fatalf("%s: answers differ", stage)
+			for _, r := range []*Raw{object, &reused} {
+				if spliced.Type() != r.Type() || spliced.MessageId() != r.MessageId() || !spliced.Timestamp().Equal(r.Timestamp()) {
+					t.Fatalf("%s: answers differ", stage)
+				}
 			}
 		}
 		same("parsed")
-		spliced.Fill(newID, now)
-		object.Fill(newID, now)
+		for _, r := range []*Raw{spliced, object, &reused} {
+			r.Fill(newID, now)
+		}
 		same("filled")
 		spliced.Object()
 		same("unspliced")
@@ -265,3 +281,26 @@ func TestRawSplicedWhenPlain(t *testing.T) {
 		}
 	}
 }
+
+func TestKnownKeysAgree(t *testing.T) {
+	for k := range numKeys {
+		if got, ok := lookupKey([]byte(keyNames[k])); !ok || got != k {
+			t.Errorf("lookupKey(%q) = %d, %v; want %d", keyNames[k], got, ok, k)
+		}
+	}
+}
+
+// A Raw that holds no message says so instead of encoding nonsense.
+func TestRawZeroValue(t *testing.T) {
+	var r Raw
+	if out, err := r.AppendJSON(nil, nil); err == nil {
+		t.Errorf("AppendJSON on an empty Raw = %s, nil error", out)
+	}
+	if _, err := json.Marshal(&r); err == nil {
+		t.Error("json.Marshal on an empty Raw succeeded")
+	}
+	if n := r.Object().Len(); n != 0 {
+		t.Errorf("Object of an empty Raw has %d members", n)
+	}
+}
+
