@@ -28,7 +28,7 @@ type Client struct {
 	enqueued uint64        // messages ever accepted
 	done     uint64        // messages sent or failed, in queue order
 	changed  chan struct{} // closed when messages are done: Flush waits on it
-	room     chan struct{} // closed when the consumer takes some: EnqueueWait waits on it
+	room     chan struct{} // closed when the queue shrinks or the client closes: EnqueueWait waits on it
 
 	wake    chan struct{} // capacity 1: there is work, or closing
 	ctx     context.Context
@@ -153,8 +153,9 @@ func enqueueTyped[M message.Message](c *Client, m *M, id *string, ts *time.Time)
 
 // Enqueue queues a raw message (one decoded from JSON, e.g. an NDJSON
 // line). It fills in r's messageId and timestamp when missing (read them
-// back from r afterwards) and copies what it keeps, so the caller may
-// reuse the bytes r was parsed from once Enqueue returns.
+// back from r afterwards) and queues its own copy of the message, so the
+// caller may reuse r, and the bytes r was parsed from, once Enqueue
+// returns; r itself reads those bytes until its next Parse.
 func (c *Client) Enqueue(r *message.Raw) error {
 	return c.enqueueRaw(context.Background(), r, false)
 }
@@ -266,6 +267,7 @@ func (c *Client) Flush(ctx context.Context) error {
 func (c *Client) Close(ctx context.Context) error {
 	c.mu.Lock()
 	c.closed = true
+	wakeAll(&c.room) // a sender waiting for room gets ErrClosed now
 	c.mu.Unlock()
 	err := c.Flush(ctx)
 	if err != nil {

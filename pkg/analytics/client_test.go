@@ -337,6 +337,43 @@ func TestEnqueueWaitBlocksForRoom(t *testing.T) {
 	}
 }
 
+// Close answers a sender waiting for room at once, not when the request in
+// flight ends.
+func TestCloseReleasesAWaitingSender(t *testing.T) {
+	g := newGate()
+	rec := newRecorder(t, holdFirst(g))
+	cfg := testConfig(rec, nil)
+	cfg.MaxQueueSize = 1
+	c := newClient(t, cfg)
+	raw := func() *message.Raw {
+		r, err := message.ParseRaw([]byte(`{"type":"identify","userId":"u"}`))
+		must(t, err)
+		return r
+	}
+	must(t, c.Enqueue(raw()))
+	rec.waitArrival(0) // held in flight until g opens
+	must(t, c.Enqueue(raw()))
+	waiting := make(chan error)
+	go func() { waiting <- c.EnqueueWait(context.Background(), raw()) }()
+	select {
+	case err := <-waiting:
+		t.Fatalf("EnqueueWait returned %v with the queue full", err)
+	case <-time.After(50 * time.Millisecond): // blocked, as it should be
+	}
+	closed := make(chan error)
+	go func() { closed <- c.Close(context.Background()) }()
+	select {
+	case err := <-waiting:
+		if !errors.Is(err, analytics.ErrClosed) {
+			t.Errorf("waiting sender: want ErrClosed, got %v", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the waiting sender was not released by Close")
+	}
+	g.open()
+	must(t, <-closed)
+}
+
 // The batches count depends on when the waiting message joined.
 var cmpBatchesLoose = cmp.FilterPath(func(p cmp.Path) bool { return p.Last().String() == ".Batches" }, cmp.Ignore())
 

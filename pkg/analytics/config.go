@@ -130,10 +130,18 @@ func (c Config) withDefaults() (Config, error) {
 }
 
 // defaultTransport is http.DefaultTransport with a write buffer that holds
-// a typical batch whole, so a request goes out in one write rather than
-// headers and 4 KB pieces in several.
-var defaultTransport = func() *http.Transport {
-	t := http.DefaultTransport.(*http.Transport).Clone()
+// a typical batch whole, so an HTTP/1.1 request goes out in one write
+// rather than headers and 4 KB pieces in several, and room for an idle
+// connection per client when many share it (send --workers). When a
+// program has replaced http.DefaultTransport with something else, that is
+// used as it is.
+var defaultTransport = func() http.RoundTripper {
+	t, ok := http.DefaultTransport.(*http.Transport)
+	if !ok {
+		return http.DefaultTransport
+	}
+	t = t.Clone()
 	t.WriteBufferSize = 64 << 10
+	t.MaxIdleConnsPerHost = 64
 	return t
 }()
