@@ -22,9 +22,9 @@ import (
 // to worker i mod N; each worker parses its lines and enqueues them, in
 // order, into its own client, waiting when the queue is full. Memory is
 // bounded by the chunks in flight and the clients' queues, never the input.
-// A worker parses a line in well under a microsecond, faster than one
-// client can deliver, so parsing is not spread further: every hand-off
-// between goroutines costs CPU that the connection needs.
+// A worker parses lines faster than one client delivers them, so parsing
+// is not spread over more goroutines: each hand-off between goroutines
+// costs CPU that the connection needs.
 const (
 	chunkLines = 256
 	chunkBytes = 256 << 10
