@@ -192,7 +192,18 @@ func (f *Forwarder) fill(ctx, deliverCtx context.Context, l *lane) (got, full bo
 	l.mu.Lock()
 	room := f.cfg.PerSource - l.inflight
 	l.mu.Unlock()
-	tokens := 0
+	if room <= 0 {
+		return false, false
+	}
+	// Wait for the first token rather than sleep a whole Poll: another
+	// lane may hold them only for its Lease and hand them back unused,
+	// which wakes no one.
+	select {
+	case f.sem <- struct{}{}:
+	case <-ctx.Done():
+		return false, false
+	}
+	tokens := 1
 	for tokens < room {
 		select {
 		case f.sem <- struct{}{}:
@@ -201,9 +212,6 @@ func (f *Forwarder) fill(ctx, deliverCtx context.Context, l *lane) (got, full bo
 		default:
 		}
 		break
-	}
-	if tokens == 0 {
-		return false, false
 	}
 	ds, err := f.cfg.Store.Lease(ctx, store.LeaseRequest{
 		Owner: f.cfg.Owner, Source: l.source, Limit: tokens, Now: f.cfg.Now(), TTL: f.cfg.LeaseTTL,
