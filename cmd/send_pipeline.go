@@ -306,6 +306,7 @@ func (w *sendWorker) loop() {
 	s := w.run
 	stopped := false
 	for c := range w.in {
+		read := 0 // counted once per chunk: the progress line needs no more
 		for i := range c.lines {
 			l := &c.lines[i]
 			if stopped || s.readCtx.Err() != nil {
@@ -318,8 +319,11 @@ func (w *sendWorker) loop() {
 			if !w.line(c.data[l.start:l.end], l) {
 				stopped = true
 				minStore(&s.firstUnsent, l.seq)
+				continue
 			}
+			read++
 		}
+		s.lines.Add(int64(read))
 		c.reset()
 		s.chunks.Put(c)
 	}
@@ -328,7 +332,6 @@ func (w *sendWorker) loop() {
 // line handles one line; false when reading stopped before it was queued.
 func (w *sendWorker) line(b []byte, l *chunkLine) bool {
 	s := w.run
-	s.lines.Add(1)
 	if l.err != nil { // too long to hold, so not kept for --errors-file
 		s.rejected.Add(1)
 		s.badLine(l.file, l.num, l.err.Error(), nil)
@@ -346,7 +349,6 @@ func (w *sendWorker) line(b []byte, l *chunkLine) bool {
 	}
 	if s.pacer != nil {
 		if s.pacer.wait(s.readCtx) != nil {
-			s.lines.Add(-1)
 			return false
 		}
 	}
@@ -363,7 +365,6 @@ func (w *sendWorker) line(b []byte, l *chunkLine) bool {
 		w.pending = w.pending[:len(w.pending)-1]
 		w.mu.Unlock()
 		if s.readCtx.Err() != nil && errors.Is(err, s.readCtx.Err()) {
-			s.lines.Add(-1)
 			return false
 		}
 		s.rejected.Add(1)

@@ -35,7 +35,7 @@ type Client struct {
 	cancel  context.CancelFunc
 	stopped chan struct{}
 
-	queued, sent, failed, refused, batches, retries atomic.Int64
+	sent, failed, refused, batches, retries atomic.Int64
 }
 
 // Stats are a client's counters since New.
@@ -223,7 +223,6 @@ func (c *Client) push(ctx context.Context, b []byte, id string, encErr error, wa
 	c.q.push(entry{data: data, id: id, slab: slab})
 	c.enqueued++
 	c.mu.Unlock()
-	c.queued.Add(1)
 	select {
 	case c.wake <- struct{}{}:
 	default:
@@ -284,8 +283,11 @@ func (c *Client) Close(ctx context.Context) error {
 
 // Stats returns the client's counters.
 func (c *Client) Stats() Stats {
+	c.mu.Lock()
+	queued := c.enqueued // counted under the lock push holds anyway
+	c.mu.Unlock()
 	return Stats{
-		Queued:  c.queued.Load(),
+		Queued:  int64(queued),
 		Sent:    c.sent.Load(),
 		Failed:  c.failed.Load(),
 		Refused: c.refused.Load(),
