@@ -303,4 +303,3 @@ func TestRawZeroValue(t *testing.T) {
 		t.Errorf("Object of an empty Raw has %d members", n)
 	}
 }
-
