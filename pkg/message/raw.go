@@ -118,8 +118,9 @@ func lookupKey(b []byte) (key, bool) {
 // ParseRaw parses data, which must be one JSON object, and checks it by the
 // same rules as the typed messages (validation errors are
 // *ValidationError). A timestamp in any accepted input form (ParseTime) is
-// rewritten in the wire form. The Raw aliases data: keep data unchanged
-// until the Raw has been encoded or enqueued.
+// rewritten in the wire form. The Raw reads data for as long as it is used:
+// keep data unchanged until the Raw is dropped or parsed again (what the
+// client enqueues is a copy).
 func ParseRaw(data []byte) (*Raw, error) {
 	r := &Raw{}
 	if err := r.Parse(data); err != nil {
