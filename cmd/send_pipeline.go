@@ -132,9 +132,7 @@ type sendJob struct {
 
 func newSendJob(f *cli.Factory, opts *SendOptions, inputs []sendInput, errOut *bufio.Writer, readCtx, drainCtx context.Context) *sendJob {
 	s := &sendJob{f: f, opts: opts, inputs: inputs, errOut: errOut, console: newConsole(f.IO), readCtx: readCtx, drainCtx: drainCtx}
-	s.chunks.New = func() any {
-		return &chunk{data: make([]byte, 0, chunkBytes)}
-	}
+	s.chunks.New = func() any { return &chunk{data: make([]byte, 0, chunkBytes)} }
 	if opts.Rate > 0 {
 		s.pacer = newPacer(opts.Rate, f.Now, opts.sleep)
 	}
