@@ -304,11 +304,7 @@ func TestEnqueueWaitBlocksForRoom(t *testing.T) {
 	cfg := testConfig(rec, nil)
 	cfg.MaxQueueSize = 2
 	c := newClient(t, cfg)
-	raw := func() *message.Raw {
-		r, err := message.ParseRaw([]byte(`{"type":"identify","userId":"u"}`))
-		must(t, err)
-		return r
-	}
+	raw := func() *message.Raw { return identify(t) }
 	must(t, c.Enqueue(raw()))
 	rec.waitArrival(0)
 	must(t, c.Enqueue(raw()))
@@ -345,11 +341,7 @@ func TestCloseReleasesAWaitingSender(t *testing.T) {
 	cfg := testConfig(rec, nil)
 	cfg.MaxQueueSize = 1
 	c := newClient(t, cfg)
-	raw := func() *message.Raw {
-		r, err := message.ParseRaw([]byte(`{"type":"identify","userId":"u"}`))
-		must(t, err)
-		return r
-	}
+	raw := func() *message.Raw { return identify(t) }
 	must(t, c.Enqueue(raw()))
 	rec.waitArrival(0) // held in flight until g opens
 	must(t, c.Enqueue(raw()))
@@ -372,6 +364,14 @@ func TestCloseReleasesAWaitingSender(t *testing.T) {
 	}
 	g.open()
 	must(t, <-closed)
+}
+
+// identify is a minimal raw message.
+func identify(t *testing.T) *message.Raw {
+	t.Helper()
+	r, err := message.ParseRaw([]byte(`{"type":"identify","userId":"u"}`))
+	must(t, err)
+	return r
 }
 
 // The batches count depends on when the waiting message joined.
