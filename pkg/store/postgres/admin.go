@@ -9,6 +9,7 @@ import (
 	"iter"
 
 	"github.com/evfwd/evfwd/pkg/store"
+	"github.com/evfwd/evfwd/pkg/store/internal/rowscan"
 	"github.com/jackc/pgx/v5"
 )
 
@@ -102,32 +103,16 @@ func (s *Store) Deletion(ctx context.Context, id string) (*store.Deletion, error
 		return nil, err
 	}
 	d.CreatedAt = store.FromMillis(created)
-	rows, err := s.pool.Query(ctx, `SELECT ds.source, ds.cancelled, ds.purged, m.message_id, dl.id, dl.status,
-		dl.attempts, dl.last_error
+	rows, err := s.pool.Query(ctx, `SELECT `+rowscan.DeletionSourceColumns+`
 		FROM deletion_sources ds LEFT JOIN messages m ON m.id = ds.message LEFT JOIN deliveries dl ON dl.message = ds.message
 		WHERE ds.deletion = $1 ORDER BY ds.source COLLATE "C"`, id)
 	if err != nil {
 		return nil, err
 	}
-	defer rows.Close()
-	for rows.Next() {
-		var ds store.DeletionSource
-		var msgID, status, lastErr *string
-		var delivery *int64
-		var attempts *int
-		if err := rows.Scan(&ds.Source, &ds.Cancelled, &ds.Purged, &msgID, &delivery, &status, &attempts, &lastErr); err != nil {
-			return nil, err
-		}
-		ds.Notified = msgID != nil
-		if msgID != nil {
-			ds.MessageID = *msgID
-		}
-		if delivery != nil {
-			ds.Delivery, ds.Status, ds.Attempts, ds.LastError = *delivery, store.Status(*status), *attempts, *lastErr
-		}
-		d.Sources = append(d.Sources, ds)
+	if d.Sources, err = collect(rows, rowscan.DeletionSource); err != nil {
+		return nil, err
 	}
-	return d, rows.Err()
+	return d, nil
 }
 
 // Sizes of the steps of a sync: rows staged per statement, and users

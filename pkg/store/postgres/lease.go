@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/evfwd/evfwd/pkg/store"
+	"github.com/evfwd/evfwd/pkg/store/internal/rowscan"
 	"github.com/jackc/pgx/v5"
 )
 
@@ -20,7 +21,7 @@ const leaseSQL = `WITH due AS (
 	FOR UPDATE SKIP LOCKED)
 UPDATE deliveries d SET lease_owner = $4, lease_expires_at = $5
 FROM due, messages m WHERE d.id = due.id AND m.id = d.message
-RETURNING ` + deliveryColumns + `, m.body`
+RETURNING ` + rowscan.DeliveryColumns + `, m.body`
 
 // Lease implements store.Store.
 func (s *Store) Lease(ctx context.Context, r store.LeaseRequest) ([]store.Delivery, error) {
@@ -35,20 +36,12 @@ func (s *Store) Lease(ctx context.Context, r store.LeaseRequest) ([]store.Delive
 	now, until := store.Millis(r.Now), store.Millis(r.Now.Add(r.TTL))
 	var out []store.Delivery
 	err = again(func() error {
-		out = out[:0]
 		rows, err := s.pool.Query(ctx, leaseSQL, r.Source, now, r.Limit, r.Owner, until)
 		if err != nil {
 			return err
 		}
-		defer rows.Close()
-		for rows.Next() {
-			var d store.Delivery
-			if err := scanDelivery(rows, &d, &d.Body); err != nil {
-				return err
-			}
-			out = append(out, d)
-		}
-		return rows.Err()
+		out, err = collect(rows, rowscan.DeliveryWithBody)
+		return err
 	})
 	if err != nil {
 		return nil, err

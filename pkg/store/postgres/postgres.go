@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/evfwd/evfwd/pkg/store"
+	"github.com/evfwd/evfwd/pkg/store/internal/rowscan"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -220,19 +221,7 @@ func ingestExec(ctx context.Context, q execer, msgs []store.Message, now int64) 
 	return err
 }
 
-const deliveryColumns = `d.id, d.source, d.destination, m.message_id, m.type, m.user_id, d.status, d.attempts,
-	d.first_attempt_at, d.next_attempt_at, d.last_error, d.created_at, d.updated_at`
-
-func scanDelivery(sc pgx.Row, d *store.Delivery, extra ...any) error {
-	var first, next, created, updated int64
-	var status string
-	dst := append([]any{&d.ID, &d.Source, &d.Destination, &d.MessageID, &d.Type, &d.UserID, &status, &d.Attempts,
-		&first, &next, &d.LastError, &created, &updated}, extra...)
-	if err := sc.Scan(dst...); err != nil {
-		return err
-	}
-	d.Status = store.Status(status)
-	d.FirstAttempt, d.NextAttempt = store.FromMillis(first), store.FromMillis(next)
-	d.CreatedAt, d.UpdatedAt = store.FromMillis(created), store.FromMillis(updated)
-	return nil
+// collect reads every row with scan and closes rows.
+func collect[T any](rows pgx.Rows, scan func(rowscan.Scanner) (T, error)) ([]T, error) {
+	return pgx.CollectRows(rows, func(row pgx.CollectableRow) (T, error) { return scan(row) })
 }

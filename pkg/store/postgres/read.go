@@ -5,9 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
-	"time"
 
 	"github.com/evfwd/evfwd/pkg/store"
+	"github.com/evfwd/evfwd/pkg/store/internal/rowscan"
 	"github.com/jackc/pgx/v5"
 )
 
@@ -35,7 +35,7 @@ func (s *Store) List(ctx context.Context, f store.Filter) ([]store.Delivery, err
 	}
 	defer leave()
 	clause, args := where(f, 1)
-	q := `SELECT ` + deliveryColumns + ` FROM deliveries d JOIN messages m ON m.id = d.message` + clause + ` ORDER BY d.id`
+	q := `SELECT ` + rowscan.DeliveryColumns + ` FROM deliveries d JOIN messages m ON m.id = d.message` + clause + ` ORDER BY d.id`
 	if f.Limit > 0 {
 		q += " LIMIT $" + strconv.Itoa(len(args)+1)
 		args = append(args, f.Limit)
@@ -44,16 +44,7 @@ func (s *Store) List(ctx context.Context, f store.Filter) ([]store.Delivery, err
 	if err != nil {
 		return nil, err
 	}
-	defer rows.Close()
-	var out []store.Delivery
-	for rows.Next() {
-		var d store.Delivery
-		if err := scanDelivery(rows, &d); err != nil {
-			return nil, err
-		}
-		out = append(out, d)
-	}
-	return out, rows.Err()
+	return collect(rows, rowscan.DeliveryRow)
 }
 
 // Get implements store.Store.
@@ -64,30 +55,22 @@ func (s *Store) Get(ctx context.Context, id int64) (*store.Detail, error) {
 	}
 	defer leave()
 	var d store.Detail
-	row := s.pool.QueryRow(ctx, `SELECT `+deliveryColumns+`, m.body FROM deliveries d
+	row := s.pool.QueryRow(ctx, `SELECT `+rowscan.DeliveryColumns+`, m.body FROM deliveries d
 		JOIN messages m ON m.id = d.message WHERE d.id = $1`, id)
-	if err := scanDelivery(row, &d.Delivery, &d.Body); err != nil {
+	if err := rowscan.Delivery(row, &d.Delivery, &d.Body); err != nil {
 		if errors.Is(err, pgx.ErrNoRows) {
 			return nil, fmt.Errorf("delivery %d: %w", id, store.ErrNotFound)
 		}
 		return nil, err
 	}
-	rows, err := s.pool.Query(ctx, `SELECT delivery_no, endpoint, url, started_at, latency_us, status, class,
-		error, excerpt, outcome FROM attempts WHERE delivery = $1 ORDER BY id`, id)
+	rows, err := s.pool.Query(ctx, `SELECT `+rowscan.AttemptColumns+` FROM attempts WHERE delivery = $1 ORDER BY id`, id)
 	if err != nil {
 		return nil, err
 	}
-	defer rows.Close()
-	for rows.Next() {
-		var a store.Attempt
-		var start, lat int64
-		if err := rows.Scan(&a.Delivery, &a.Endpoint, &a.URL, &start, &lat, &a.Status, &a.Class, &a.Error, &a.Excerpt, &a.Outcome); err != nil {
-			return nil, err
-		}
-		a.Start, a.Latency = store.FromMillis(start), time.Duration(lat)*time.Microsecond
-		d.Records = append(d.Records, a)
+	if d.Records, err = collect(rows, rowscan.Attempt); err != nil {
+		return nil, err
 	}
-	return &d, rows.Err()
+	return &d, nil
 }
 
 // Counts implements store.Store.
@@ -97,20 +80,9 @@ func (s *Store) Counts(ctx context.Context) ([]store.Count, error) {
 		return nil, err
 	}
 	defer leave()
-	rows, err := s.pool.Query(ctx, `SELECT source, status, count(*) FROM deliveries GROUP BY source, status ORDER BY source COLLATE "C", status COLLATE "C"`)
+	rows, err := s.pool.Query(ctx, `SELECT `+rowscan.CountColumns+` FROM deliveries GROUP BY source, status ORDER BY source COLLATE "C", status COLLATE "C"`)
 	if err != nil {
 		return nil, err
 	}
-	defer rows.Close()
-	var out []store.Count
-	for rows.Next() {
-		var c store.Count
-		var status string
-		if err := rows.Scan(&c.Source, &status, &c.N); err != nil {
-			return nil, err
-		}
-		c.Status = store.Status(status)
-		out = append(out, c)
-	}
-	return out, rows.Err()
+	return collect(rows, rowscan.Count)
 }

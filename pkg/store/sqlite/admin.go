@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/evfwd/evfwd/pkg/store"
+	"github.com/evfwd/evfwd/pkg/store/internal/rowscan"
 )
 
 var _ store.Admin = (*Store)(nil)
@@ -95,27 +96,16 @@ func (s *Store) Deletion(ctx context.Context, id string) (*store.Deletion, error
 		return nil, err
 	}
 	d.CreatedAt = store.FromMillis(created)
-	rows, err := s.read.QueryContext(ctx, `SELECT ds.source, ds.cancelled, ds.purged, m.message_id, dl.id, dl.status,
-		dl.attempts, dl.last_error
+	rows, err := s.read.QueryContext(ctx, `SELECT `+rowscan.DeletionSourceColumns+`
 		FROM deletion_sources ds LEFT JOIN messages m ON m.id = ds.message LEFT JOIN deliveries dl ON dl.message = ds.message
 		WHERE ds.deletion = ? ORDER BY ds.source`, id)
 	if err != nil {
 		return nil, err
 	}
-	defer rows.Close()
-	for rows.Next() {
-		var ds store.DeletionSource
-		var msgID, status, lastErr sql.NullString
-		var delivery, attempts sql.NullInt64
-		if err := rows.Scan(&ds.Source, &ds.Cancelled, &ds.Purged, &msgID, &delivery, &status, &attempts, &lastErr); err != nil {
-			return nil, err
-		}
-		ds.Notified = msgID.Valid
-		ds.MessageID, ds.Delivery, ds.Status = msgID.String, delivery.Int64, store.Status(status.String)
-		ds.Attempts, ds.LastError = int(attempts.Int64), lastErr.String
-		d.Sources = append(d.Sources, ds)
+	if d.Sources, err = collect(rows, rowscan.DeletionSource); err != nil {
+		return nil, err
 	}
-	return d, rows.Err()
+	return d, nil
 }
 
 // Sizes of the steps of a sync: rows staged per transaction, and users

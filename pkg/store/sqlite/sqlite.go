@@ -23,6 +23,7 @@ import (
 	"time"
 
 	"github.com/evfwd/evfwd/pkg/store"
+	"github.com/evfwd/evfwd/pkg/store/internal/rowscan"
 	_ "modernc.org/sqlite" // registers the "sqlite" driver
 )
 
@@ -320,21 +321,18 @@ func insertChunkTx(ctx context.Context, tx *sql.Tx, msgs []store.Message, now in
 	return err
 }
 
-const deliveryColumns = `d.id, d.source, d.destination, m.message_id, m.type, m.user_id, d.status, d.attempts,
-	d.first_attempt_at, d.next_attempt_at, d.last_error, d.created_at, d.updated_at`
-
-func scanDelivery(sc interface{ Scan(...any) error }, d *store.Delivery, extra ...any) error {
-	var first, next, created, updated int64
-	var status string
-	dst := append([]any{&d.ID, &d.Source, &d.Destination, &d.MessageID, &d.Type, &d.UserID, &status, &d.Attempts,
-		&first, &next, &d.LastError, &created, &updated}, extra...)
-	if err := sc.Scan(dst...); err != nil {
-		return err
+// collect reads every row with scan and closes rows.
+func collect[T any](rows *sql.Rows, scan func(rowscan.Scanner) (T, error)) ([]T, error) {
+	defer rows.Close()
+	var out []T
+	for rows.Next() {
+		v, err := scan(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, v)
 	}
-	d.Status = store.Status(status)
-	d.FirstAttempt, d.NextAttempt = store.FromMillis(first), store.FromMillis(next)
-	d.CreatedAt, d.UpdatedAt = store.FromMillis(created), store.FromMillis(updated)
-	return nil
+	return out, rows.Err()
 }
 
 // Lease implements store.Store.
@@ -346,24 +344,14 @@ func (s *Store) Lease(ctx context.Context, r store.LeaseRequest) ([]store.Delive
 	until := store.Millis(r.Now.Add(r.TTL))
 	var out []store.Delivery
 	err := s.do(ctx, 0, func(ctx context.Context, tx *sql.Tx) error {
-		out = out[:0]
-		rows, err := tx.QueryContext(ctx, `SELECT `+deliveryColumns+`, m.body
+		rows, err := tx.QueryContext(ctx, `SELECT `+rowscan.DeliveryColumns+`, m.body
 			FROM deliveries d JOIN messages m ON m.id = d.message
 			WHERE d.status = 'pending' AND d.source = ? AND d.next_attempt_at <= ? AND d.lease_expires_at < ?
 			ORDER BY d.next_attempt_at, d.id LIMIT ?`, r.Source, now, now, r.Limit)
 		if err != nil {
 			return err
 		}
-		for rows.Next() {
-			var d store.Delivery
-			if err := scanDelivery(rows, &d, &d.Body); err != nil {
-				rows.Close()
-				return err
-			}
-			out = append(out, d)
-		}
-		rows.Close()
-		if err := rows.Err(); err != nil {
+		if out, err = collect(rows, rowscan.DeliveryWithBody); err != nil {
 			return err
 		}
 		for _, d := range out {
@@ -442,7 +430,7 @@ func where(f store.Filter) (string, []any) {
 // List implements store.Store.
 func (s *Store) List(ctx context.Context, f store.Filter) ([]store.Delivery, error) {
 	clause, args := where(f)
-	q := `SELECT ` + deliveryColumns + ` FROM deliveries d JOIN messages m ON m.id = d.message` + clause + ` ORDER BY d.id`
+	q := `SELECT ` + rowscan.DeliveryColumns + ` FROM deliveries d JOIN messages m ON m.id = d.message` + clause + ` ORDER BY d.id`
 	if f.Limit > 0 {
 		q += " LIMIT ?"
 		args = append(args, f.Limit)
@@ -451,45 +439,28 @@ func (s *Store) List(ctx context.Context, f store.Filter) ([]store.Delivery, err
 	if err != nil {
 		return nil, err
 	}
-	defer rows.Close()
-	var out []store.Delivery
-	for rows.Next() {
-		var d store.Delivery
-		if err := scanDelivery(rows, &d); err != nil {
-			return nil, err
-		}
-		out = append(out, d)
-	}
-	return out, rows.Err()
+	return collect(rows, rowscan.DeliveryRow)
 }
 
 // Get implements store.Store.
 func (s *Store) Get(ctx context.Context, id int64) (*store.Detail, error) {
 	var d store.Detail
-	row := s.read.QueryRowContext(ctx, `SELECT `+deliveryColumns+`, m.body FROM deliveries d
+	row := s.read.QueryRowContext(ctx, `SELECT `+rowscan.DeliveryColumns+`, m.body FROM deliveries d
 		JOIN messages m ON m.id = d.message WHERE d.id = ?`, id)
-	if err := scanDelivery(row, &d.Delivery, &d.Body); err != nil {
+	if err := rowscan.Delivery(row, &d.Delivery, &d.Body); err != nil {
 		if errors.Is(err, sql.ErrNoRows) {
 			return nil, fmt.Errorf("delivery %d: %w", id, store.ErrNotFound)
 		}
 		return nil, err
 	}
-	rows, err := s.read.QueryContext(ctx, `SELECT delivery_no, endpoint, url, started_at, latency_us, status, class,
-		error, excerpt, outcome FROM attempts WHERE delivery = ? ORDER BY id`, id)
+	rows, err := s.read.QueryContext(ctx, `SELECT `+rowscan.AttemptColumns+` FROM attempts WHERE delivery = ? ORDER BY id`, id)
 	if err != nil {
 		return nil, err
 	}
-	defer rows.Close()
-	for rows.Next() {
-		var a store.Attempt
-		var start, lat int64
-		if err := rows.Scan(&a.Delivery, &a.Endpoint, &a.URL, &start, &lat, &a.Status, &a.Class, &a.Error, &a.Excerpt, &a.Outcome); err != nil {
-			return nil, err
-		}
-		a.Start, a.Latency = store.FromMillis(start), time.Duration(lat)*time.Microsecond
-		d.Records = append(d.Records, a)
+	if d.Records, err = collect(rows, rowscan.Attempt); err != nil {
+		return nil, err
 	}
-	return &d, rows.Err()
+	return &d, nil
 }
 
 // Retry implements store.Store. A pending delivery under a live lease is
@@ -525,20 +496,9 @@ func (s *Store) Retry(ctx context.Context, ids []int64, f store.Filter, now time
 
 // Counts implements store.Store.
 func (s *Store) Counts(ctx context.Context) ([]store.Count, error) {
-	rows, err := s.read.QueryContext(ctx, `SELECT source, status, count(*) FROM deliveries GROUP BY source, status ORDER BY source, status`)
+	rows, err := s.read.QueryContext(ctx, `SELECT `+rowscan.CountColumns+` FROM deliveries GROUP BY source, status ORDER BY source, status`)
 	if err != nil {
 		return nil, err
 	}
-	defer rows.Close()
-	var out []store.Count
-	for rows.Next() {
-		var c store.Count
-		var status string
-		if err := rows.Scan(&c.Source, &status, &c.N); err != nil {
-			return nil, err
-		}
-		c.Status = store.Status(status)
-		out = append(out, c)
-	}
-	return out, rows.Err()
+	return collect(rows, rowscan.Count)
 }

@@ -1,0 +1,98 @@
+// Package rowscan reads the rows both stores' queries return into
+// pkg/store's types: the SQLite store (database/sql) and the PostgreSQL
+// store (pgx) select the same columns, and their rows both Scan.
+package rowscan
+
+import (
+	"time"
+
+	"github.com/evfwd/evfwd/pkg/store"
+)
+
+// Scanner is a row: *sql.Row, *sql.Rows, pgx.Row or pgx.CollectableRow.
+type Scanner interface {
+	Scan(dest ...any) error
+}
+
+// DeliveryColumns are the columns Delivery reads, from deliveries d joined
+// with messages m.
+const DeliveryColumns = `d.id, d.source, d.destination, m.message_id, m.type, m.user_id, d.status, d.attempts,
+	d.first_attempt_at, d.next_attempt_at, d.last_error, d.created_at, d.updated_at`
+
+// Delivery scans DeliveryColumns, then extra, into d.
+func Delivery(sc Scanner, d *store.Delivery, extra ...any) error {
+	var first, next, created, updated int64
+	var status string
+	dst := append([]any{&d.ID, &d.Source, &d.Destination, &d.MessageID, &d.Type, &d.UserID, &status, &d.Attempts,
+		&first, &next, &d.LastError, &created, &updated}, extra...)
+	if err := sc.Scan(dst...); err != nil {
+		return err
+	}
+	d.Status = store.Status(status)
+	d.FirstAttempt, d.NextAttempt = store.FromMillis(first), store.FromMillis(next)
+	d.CreatedAt, d.UpdatedAt = store.FromMillis(created), store.FromMillis(updated)
+	return nil
+}
+
+// DeliveryRow scans a row of DeliveryColumns.
+func DeliveryRow(sc Scanner) (store.Delivery, error) {
+	var d store.Delivery
+	err := Delivery(sc, &d)
+	return d, err
+}
+
+// DeliveryWithBody scans a row of DeliveryColumns followed by m.body.
+func DeliveryWithBody(sc Scanner) (store.Delivery, error) {
+	var d store.Delivery
+	err := Delivery(sc, &d, &d.Body)
+	return d, err
+}
+
+// AttemptColumns are the columns Attempt reads, from attempts.
+const AttemptColumns = `delivery_no, endpoint, url, started_at, latency_us, status, class, error, excerpt, outcome`
+
+// Attempt scans AttemptColumns.
+func Attempt(sc Scanner) (store.Attempt, error) {
+	var a store.Attempt
+	var start, lat int64
+	err := sc.Scan(&a.Delivery, &a.Endpoint, &a.URL, &start, &lat, &a.Status, &a.Class, &a.Error, &a.Excerpt, &a.Outcome)
+	a.Start, a.Latency = store.FromMillis(start), time.Duration(lat)*time.Microsecond
+	return a, err
+}
+
+// CountColumns are the columns Count reads, from deliveries grouped by
+// source and status.
+const CountColumns = `source, status, count(*)`
+
+// Count scans CountColumns.
+func Count(sc Scanner) (store.Count, error) {
+	var c store.Count
+	var status string
+	err := sc.Scan(&c.Source, &status, &c.N)
+	c.Status = store.Status(status)
+	return c, err
+}
+
+// DeletionSourceColumns are the columns DeletionSource reads, from
+// deletion_sources ds left-joined with messages m and deliveries dl: the
+// message and delivery are absent when nothing was sent to the source.
+const DeletionSourceColumns = `ds.source, ds.cancelled, ds.purged, m.message_id, dl.id, dl.status, dl.attempts, dl.last_error`
+
+// DeletionSource scans DeletionSourceColumns.
+func DeletionSource(sc Scanner) (store.DeletionSource, error) {
+	var ds store.DeletionSource
+	var msgID, status, lastErr *string
+	var delivery *int64
+	var attempts *int
+	if err := sc.Scan(&ds.Source, &ds.Cancelled, &ds.Purged, &msgID, &delivery, &status, &attempts, &lastErr); err != nil {
+		return ds, err
+	}
+	ds.Notified = msgID != nil
+	if msgID != nil {
+		ds.MessageID = *msgID
+	}
+	if delivery != nil {
+		ds.Delivery, ds.Status, ds.Attempts, ds.LastError = *delivery, store.Status(*status), *attempts, *lastErr
+	}
+	return ds, nil
+}
