@@ -61,11 +61,80 @@ type Store struct {
 
 var _ store.Store = (*Store)(nil)
 
-// op is one caller's part of a group transaction.
+// op is one caller's part of a group transaction, or, when conn is set,
+// work the writer does alone on its connection outside any transaction (a
+// checkpoint, an incremental vacuum).
 type op struct {
 	msgs  int // counted against MaxPending
 	apply func(ctx context.Context, tx *sql.Tx) error
+	conn  func(ctx context.Context, c *sql.Conn) error
 	done  chan error
+}
+
+// walLimit is the size the WAL is truncated back to after a checkpoint.
+const walLimit = 64 << 20
+
+// incrementalVacuum makes sure the file can give freed pages back
+// (auto_vacuum=INCREMENTAL). A file made before evfwd set it is converted
+// once by a VACUUM, which rewrites it.
+func incrementalVacuum(ctx context.Context, db *sql.DB) error {
+	var mode int
+	if err := db.QueryRowContext(ctx, `PRAGMA auto_vacuum`).Scan(&mode); err != nil {
+		return err
+	}
+	if mode == 2 {
+		return nil
+	}
+	if _, err := db.ExecContext(ctx, `PRAGMA auto_vacuum = INCREMENTAL`); err != nil {
+		return err
+	}
+	_, err := db.ExecContext(ctx, `VACUUM`)
+	return err
+}
+
+// doConn runs fn on the writer's connection between group transactions,
+// alone, and waits for it.
+func (s *Store) doConn(ctx context.Context, fn func(context.Context, *sql.Conn) error) error {
+	o := &op{conn: fn, done: make(chan error, 1)}
+	s.mu.RLock()
+	if s.closed {
+		s.mu.RUnlock()
+		return store.ErrClosed
+	}
+	select {
+	case s.ops <- o:
+	case <-ctx.Done():
+		s.mu.RUnlock()
+		return ctx.Err()
+	}
+	s.mu.RUnlock()
+	return <-o.done
+}
+
+// Checkpoint copies the WAL into the database file and truncates the WAL
+// to zero bytes, so that nothing the WAL held (a purged body's old pages)
+// stays in it. Readers in the middle of a read transaction can keep it from
+// completing: it tries a few times and reports when it could not.
+func (s *Store) Checkpoint(ctx context.Context) error {
+	return s.doConn(ctx, func(ctx context.Context, c *sql.Conn) error {
+		for try := 0; ; try++ {
+			var busy, logPages, done int
+			if err := c.QueryRowContext(ctx, `PRAGMA wal_checkpoint(TRUNCATE)`).Scan(&busy, &logPages, &done); err != nil {
+				return err
+			}
+			if busy == 0 {
+				return nil
+			}
+			if try == 50 {
+				return errors.New("store: checkpoint: readers kept the WAL busy")
+			}
+			select {
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-time.After(10 * time.Millisecond):
+			}
+		}
+	})
 }
 
 // Open opens (creating when missing) the database file at path and brings
@@ -86,7 +155,11 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 		}
 	}
 	q := url.Values{}
-	for _, p := range []string{"journal_mode(WAL)", "synchronous(FULL)", "busy_timeout(10000)", "foreign_keys(ON)"} {
+	// secure_delete zeroes what a DELETE or UPDATE frees, so a purged body
+	// is not left readable in free pages; journal_size_limit truncates the
+	// WAL back after a checkpoint instead of keeping its largest size.
+	for _, p := range []string{"journal_mode(WAL)", "synchronous(FULL)", "busy_timeout(10000)", "foreign_keys(ON)",
+		"secure_delete(ON)", fmt.Sprintf("journal_size_limit(%d)", walLimit)} {
 		q.Add("_pragma", p)
 	}
 	q.Set("_txlock", "immediate")
@@ -99,6 +172,10 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 	write.SetMaxIdleConns(1)
 	write.SetConnMaxLifetime(0)
 	if err := write.PingContext(ctx); err != nil {
+		write.Close()
+		return nil, fmt.Errorf("store %s: %w", path, err)
+	}
+	if err := incrementalVacuum(ctx, write); err != nil {
 		write.Close()
 		return nil, fmt.Errorf("store %s: %w", path, err)
 	}
@@ -184,14 +261,14 @@ func (s *Store) writer() {
 			for {
 				select {
 				case o := <-s.ops:
-					s.commit([]*op{o})
+					s.run([]*op{o})
 				default:
 					return
 				}
 			}
 		}
 	gather:
-		for len(group) < s.opts.MaxGroup {
+		for len(group) < s.opts.MaxGroup && group[len(group)-1].conn == nil {
 			select {
 			case o := <-s.ops:
 				group = append(group, o)
@@ -199,8 +276,30 @@ func (s *Store) writer() {
 				break gather
 			}
 		}
-		s.commit(group)
+		s.run(group)
 	}
+}
+
+// run commits group, whose last op may be a connection op: that one runs
+// after the others' transaction, on its own.
+func (s *Store) run(group []*op) {
+	last := group[len(group)-1]
+	if last.conn == nil {
+		s.commit(group)
+		return
+	}
+	if len(group) > 1 {
+		s.commit(group[:len(group)-1])
+	}
+	last.done <- func() error {
+		ctx := context.Background()
+		c, err := s.write.Conn(ctx)
+		if err != nil {
+			return err
+		}
+		defer c.Close()
+		return last.conn(ctx, c)
+	}()
 }
 
 // commit runs group in one transaction and answers every op.
