@@ -174,6 +174,16 @@ type Store interface {
 	Retry(ctx context.Context, ids []int64, f Filter, now time.Time) (int, error)
 	// Counts returns the number of deliveries per source and status.
 	Counts(ctx context.Context) ([]Count, error)
+	// Stats returns the pending deliveries per source and the store's size
+	// (see Stats), reading pending rows only, however long the history.
+	Stats(ctx context.Context) (Stats, error)
+	// Prune removes the messages received before before whose deliveries
+	// are all finished (none pending), with their deliveries and attempts,
+	// in short steps of at most PruneStep messages each, oldest first.
+	// Delete notifications are kept: with their deletion requests they are
+	// the audit trail. It stops early when ctx ends, reporting what it
+	// removed so far.
+	Prune(ctx context.Context, before time.Time) (Pruned, error)
 	Close() error
 }
 

@@ -35,6 +35,8 @@ func Run(t *testing.T, open Open) {
 		{"ListFilters", testList},
 		{"Retry", testRetry},
 		{"ConcurrentIngest", testConcurrentIngest},
+		{"Stats", testStats},
+		{"PruneFinishedBeforeWindow", testPrune},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

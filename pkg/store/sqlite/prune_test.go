@@ -1,0 +1,118 @@
+package sqlite_test
+
+import (
+	"bytes"
+	"context"
+	"database/sql"
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/evfwd/evfwd/pkg/store"
+	"github.com/evfwd/evfwd/pkg/store/sqlite"
+	"github.com/evfwd/evfwd/pkg/store/storetest"
+)
+
+// fileSize is the size of the database file.
+func fileSize(t *testing.T, path string) int64 {
+	t.Helper()
+	fi, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fi.Size()
+}
+
+// deliverAll leases and completes as delivered every due delivery.
+func deliverAll(t *testing.T, s store.Store, now time.Time) {
+	t.Helper()
+	ctx := context.Background()
+	for {
+		ds, err := s.Lease(ctx, store.LeaseRequest{Owner: "n", Source: "web", Limit: 1000, Now: now, TTL: time.Minute})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(ds) == 0 {
+			return
+		}
+		cs := make([]store.Completion, len(ds))
+		for i, d := range ds {
+			cs[i] = store.Completion{ID: d.ID, Owner: "n", Status: store.Delivered, Attempts: 1, FirstAttempt: now,
+				Records: []store.Attempt{{Delivery: 1, URL: "http://h/", Start: now, Status: 200, Class: "http_2xx", Outcome: "delivered"}}}
+		}
+		if err := s.Complete(ctx, cs); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// TestPruneKeepsTheFileFlat: rounds of ingest, delivery and prune reuse the
+// pages the last prune freed, and once the load stops, the free pages go
+// back to the file system.
+func TestPruneKeepsTheFileFlat(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "evfwd.db")
+	ctx := context.Background()
+	s, err := sqlite.Open(ctx, path, sqlite.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	pad := bytes.Repeat([]byte("x"), 900)
+	round := func(r int) {
+		at := time.Date(2024, 5, 1, r, 0, 0, 0, time.UTC)
+		var msgs []store.Message
+		for i := range 3000 {
+			m := storetest.Msg("web", fmt.Sprintf("r%d-%d", r, i), 0, true)
+			m.ReceivedAt = at
+			m.Body = fmt.Appendf(nil, `{"type":"track","userId":"u","pad":%q}`, pad)
+			msgs = append(msgs, m)
+		}
+		if err := s.Ingest(ctx, msgs); err != nil {
+			t.Fatal(err)
+		}
+		deliverAll(t, s, at)
+		got, err := s.Prune(ctx, at) // everything of earlier rounds
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := int64(3000); r > 0 && got.Messages != want {
+			t.Fatalf("round %d pruned %d messages, want %d", r, got.Messages, want)
+		}
+	}
+	round(0)
+	round(1)
+	settled := fileSize(t, path)
+	for r := 2; r < 8; r++ {
+		round(r)
+	}
+	if size := fileSize(t, path); float64(size) > 1.15*float64(settled) {
+		t.Errorf("file grew from %d to %d bytes over 6 rounds of the same load", settled, size)
+	}
+
+	// Everything pruned, then a pass that finds nothing: the file gives
+	// its pages back.
+	for range 2 {
+		if _, err := s.Prune(ctx, time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.Checkpoint(ctx); err != nil {
+		t.Fatal(err)
+	}
+	db, err := sql.Open("sqlite", "file:"+path+"?mode=ro")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	var free, pages int64
+	db.QueryRow(`PRAGMA freelist_count`).Scan(&free)
+	db.QueryRow(`PRAGMA page_count`).Scan(&pages)
+	if free > 0 {
+		t.Errorf("after pruning everything %d of %d pages are free, want none", free, pages)
+	}
+	if size := fileSize(t, path); size > settled/2 {
+		t.Errorf("after pruning everything the file is %d bytes, want well under %d", size, settled)
+	}
+}
