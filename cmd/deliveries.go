@@ -25,6 +25,7 @@ type DeliveriesOptions struct {
 	Status  string
 	Source  string
 	Limit   int
+	Older   time.Duration
 	ctx     context.Context
 }
 
@@ -78,7 +79,33 @@ pending again so the running (or next) serve delivers them.`,
 	}
 	retry.Flags().StringVar(&opts.Status, "status", "", "retry every delivery in this `STATUS` (failed or dead)")
 	retry.Flags().StringVar(&opts.Source, "source", "", "with --status, only this `SOURCE`")
-	cmd.AddCommand(list, show, retry)
+
+	prune := &cobra.Command{
+		Use:   "prune",
+		Short: "Remove finished messages older than --older-than, now",
+		Long: `Remove the messages received longer ago than --older-than whose deliveries
+are all finished (delivered, failed, dead or cancelled), with their deliveries
+and attempts, and print what was removed. Pending deliveries are never
+touched; deletion requests and their delete notifications are kept.
+
+serve does this in the background for its retention window; prune does it on
+demand, for example before a backup or after lowering the window. It works
+beside a running serve, a short step at a time.`,
+		Example: "  evfwd deliveries prune --older-than 24h\n  evfwd deliveries prune --store postgres://evfwd@db/evfwd -o json",
+		Args:    cli.Args(cobra.NoArgs),
+		RunE: func(c *cobra.Command, args []string) error {
+			opts.ctx = c.Context()
+			if !c.Flags().Changed("older-than") {
+				// The serve config's window, when the file sets one.
+				if v := opts.Factory.Config.Viper(); v.IsSet("retention") {
+					opts.Older = v.GetDuration("retention")
+				}
+			}
+			return deliveriesPrune(opts)
+		},
+	}
+	prune.Flags().DurationVar(&opts.Older, "older-than", store.DefaultRetention, "prune finished messages received longer ago than `DURATION` (default: the config's retention, else 168h)")
+	cmd.AddCommand(list, show, retry, prune)
 	return cmd
 }
 
@@ -295,5 +322,33 @@ func deliveriesRetry(o *DeliveriesOptions, args []string) error {
 		fmt.Fprintf(o.Factory.IO.ErrOut, "%d left alone: unknown, delivered, or in flight\n", len(ids)-n)
 		return cli.Silent(cli.ExitFailure)
 	}
+	return nil
+}
+
+func deliveriesPrune(o *DeliveriesOptions) error {
+	if o.Older <= 0 {
+		return cli.UsageErrorf("--older-than %s: want a positive duration, such as 24h", o.Older)
+	}
+	st, err := o.open()
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	before := o.Factory.Now().Add(-o.Older)
+	n, err := st.Prune(o.ctx, before)
+	if err != nil {
+		if n.Messages > 0 {
+			fmt.Fprintf(o.Factory.IO.ErrOut, "stopped after pruning %d messages\n", n.Messages)
+		}
+		return err
+	}
+	if o.Factory.Format.JSON() {
+		return cli.WriteJSON(o.Factory.IO.Out, struct {
+			store.Pruned
+			Before string `json:"before"`
+		}{n, wireTime(before)})
+	}
+	fmt.Fprintf(o.Factory.IO.Out, "pruned %d messages (%d deliveries, %d attempts) received before %s\n",
+		n.Messages, n.Deliveries, n.Attempts, wireTime(before))
 	return nil
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/evfwd/evfwd/internal/cli"
 	"github.com/evfwd/evfwd/pkg/forwarder"
 	"github.com/evfwd/evfwd/pkg/serve"
+	"github.com/evfwd/evfwd/pkg/store"
 	"github.com/spf13/cobra"
 )
 
@@ -25,6 +26,7 @@ type ServeOptions struct {
 	LogLevel  string
 	Grace     time.Duration
 	LeaseTTL  time.Duration
+	Retention time.Duration
 
 	ctx   context.Context
 	ready func(url string) // tests: called once the port is open
@@ -63,6 +65,11 @@ processes share one queue behind any load balancer: each leases due
 deliveries with SKIP LOCKED, and a node that dies has its leased work taken
 over by the others after --lease-ttl.
 
+Finished messages (delivered, failed, dead or cancelled) are kept for
+--retention (retention: in the file, EVFWD_RETENTION; default 168h) and then
+pruned in the background with their deliveries and attempts; pending ones
+are never pruned. A messageId is de-duplicated within that window.
+
 GET /healthz and GET /metrics (Prometheus) are served beside the API.
 SIGTERM or Ctrl-C drains: new requests get 503, requests and deliveries in
 flight get --grace to finish, and serve exits 0.`,
@@ -87,7 +94,8 @@ flight get --grace to finish, and serve exits 0.`,
 	fl.StringVar(&opts.LogLevel, "log-level", "info", "log level: debug, info, warn or error")
 	fl.DurationVar(&opts.Grace, "grace", serve.DefaultGrace, "on SIGTERM, how long to let requests and deliveries in flight finish")
 	fl.DurationVar(&opts.LeaseTTL, "lease-ttl", forwarder.DefaultLeaseTTL, "how long a delivery stays leased; on PostgreSQL, how soon other nodes take over a dead node's work")
-	cli.BindEnv(cmd, "addr", "store", "log-format", "log-level", "lease-ttl")
+	fl.DurationVar(&opts.Retention, "retention", store.DefaultRetention, "keep finished messages this long, then prune them (0 keeps everything)")
+	cli.BindEnv(cmd, "addr", "store", "log-format", "log-level", "lease-ttl", "retention")
 	return cmd
 }
 
@@ -99,7 +107,7 @@ func serveConfig(opts *ServeOptions) (serve.Config, error) {
 	if err := f.Config.Viper().UnmarshalKey("sources", &cfg.Sources); err != nil {
 		return cfg, cli.UsageErrorf("config %s: sources: %v", f.Config.File, err)
 	}
-	cfg.Addr, cfg.Store = opts.Addr, opts.Store
+	cfg.Addr, cfg.Store, cfg.Retention = opts.Addr, opts.Store, opts.Retention
 	// The admin token is a secret: config file or environment, no flag.
 	cfg.AdminToken = f.Config.Viper().GetString("admin_token")
 	if tok := f.Getenv(serve.AdminEnv); tok != "" {

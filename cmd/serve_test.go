@@ -88,3 +88,37 @@ func TestDemo(t *testing.T) {
 		t.Errorf("demo: %d\n%s\n%s", res.Code, res.Stdout, res.Stderr)
 	}
 }
+
+func TestDeliveriesPrune(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "evfwd.db")
+	ctx := context.Background()
+	st, err := sqlite.Open(ctx, path, sqlite.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Received in 2024: m1 dead (finished), m2 still pending.
+	st.Ingest(ctx, []store.Message{storetest.Msg("web", "m1", 0, true), storetest.Msg("web", "m2", 0, true)})
+	ds, _ := st.Lease(ctx, store.LeaseRequest{Owner: "o", Source: "web", Limit: 1, Now: time.Now(), TTL: time.Minute})
+	st.Complete(ctx, []store.Completion{{ID: ds[0].ID, Owner: "o", Status: store.Dead, Attempts: 3,
+		Records: []store.Attempt{{Delivery: 1, URL: "http://x", Start: time.Now(), Status: 500, Class: "http_5xx", Outcome: "retryable"}}}})
+	st.Close()
+	env := map[string]string{"EVFWD_STORE": "sqlite://" + path}
+
+	// The config's retention is the default window; this one keeps all.
+	cfg := writeFile(t, "evfwd.yaml", "retention: 876000h\n")
+	res := execute(t, testFactory(t, "", false, env), "deliveries", "prune", "--config", cfg)
+	if res.Code != 0 || !strings.HasPrefix(res.Stdout, "pruned 0 messages") {
+		t.Errorf("prune within the config's window: %d %q %q", res.Code, res.Stdout, res.Stderr)
+	}
+	res = execute(t, testFactory(t, "", false, env), "deliveries", "prune", "--older-than", "24h", "-o", "json")
+	if res.Code != 0 || !strings.HasPrefix(res.Stdout, `{"messages":1,"deliveries":1,"attempts":1,"before":"`) {
+		t.Errorf("prune: %d %q %q", res.Code, res.Stdout, res.Stderr)
+	}
+	res = execute(t, testFactory(t, "", false, env), "deliveries", "list", "-o", "json")
+	if res.Code != 0 || strings.Count(res.Stdout, "\n") != 1 || !strings.Contains(res.Stdout, `"messageId":"m2"`) {
+		t.Errorf("after prune, list: %q", res.Stdout)
+	}
+	if res := execute(t, testFactory(t, "", false, env), "deliveries", "prune", "--older-than", "0s"); res.Code != 2 {
+		t.Errorf("--older-than 0s: code %d, want 2", res.Code)
+	}
+}

@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/evfwd/evfwd/pkg/webhook"
 )
@@ -25,6 +26,9 @@ type Config struct {
 	// AdminToken is the bearer token of the admin API (admin.go); empty
 	// turns the API off.
 	AdminToken string `mapstructure:"admin_token"`
+	// Retention is how long finished messages are kept (see
+	// store.Store.Prune); 0 keeps them forever.
+	Retention time.Duration `mapstructure:"retention"`
 }
 
 // Source is one source: its write key and its webhook destination.
@@ -46,6 +50,9 @@ func (c *Config) Validate() error {
 	var errs []error
 	if len(c.Sources) == 0 {
 		errs = append(errs, errors.New("no sources configured (sources: [{name, write_key, webhooks}])"))
+	}
+	if c.Retention < 0 {
+		errs = append(errs, fmt.Errorf("retention %s: want a duration of 0 (keep everything) or more", c.Retention))
 	}
 	names, keys := map[string]int{}, map[string]int{}
 	for i, s := range c.Sources {
