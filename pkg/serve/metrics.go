@@ -2,10 +2,14 @@ package serve
 
 import (
 	"context"
-	"fmt"
-	"io"
-	"slices"
+	"log/slog"
+	"net/http"
 	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/evfwd/evfwd/pkg/store"
 	"github.com/evfwd/evfwd/pkg/webhook"
@@ -15,118 +19,180 @@ import (
 // histogram: from a local receiver's millisecond to the 5 s deadline.
 var latencyBuckets = []float64{0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5}
 
-// Metrics counts what the service does, per source, and writes it in the
-// Prometheus text format. It implements forwarder.Observer.
+// statsTimeout bounds the store's part of one scrape.
+const statsTimeout = 5 * time.Second
+
+// Metrics counts what the service does, per source, in a Prometheus
+// registry of its own (with the Go runtime and process collectors), and
+// serves it with the store's queue gauges (see Handler). It implements
+// forwarder.Observer.
 type Metrics struct {
-	mu      sync.Mutex
+	reg                                        *prometheus.Registry
+	ingested, delivered, retried, failed, dead *prometheus.CounterVec
+	latency                                    *prometheus.HistogramVec
+
+	mu      sync.RWMutex
 	sources map[string]*sourceMetrics
 }
 
+// sourceMetrics are one source's series, looked up once.
 type sourceMetrics struct {
-	ingested, delivered, retried, failed, dead uint64
-	attempts                                   uint64
-	latencySum                                 float64
-	buckets                                    []uint64 // cumulative at write time, not here
+	ingested, delivered, retried, failed, dead prometheus.Counter
+	latency                                    prometheus.Observer
 }
 
-// NewMetrics returns empty metrics for the named sources.
+// NewMetrics returns empty metrics for the named sources: each is exposed,
+// at zero, from the start.
 func NewMetrics(sources ...string) *Metrics {
-	m := &Metrics{sources: map[string]*sourceMetrics{}}
+	counter := func(name, help string) *prometheus.CounterVec {
+		return prometheus.NewCounterVec(prometheus.CounterOpts{Name: name, Help: help}, []string{"source"})
+	}
+	m := &Metrics{
+		reg:       prometheus.NewRegistry(),
+		ingested:  counter("evfwd_ingested_total", "Messages stored by the collection API."),
+		delivered: counter("evfwd_delivered_total", "Deliveries an endpoint accepted."),
+		retried:   counter("evfwd_retried_total", "Deliveries scheduled for another attempt."),
+		failed:    counter("evfwd_failed_total", "Deliveries that failed finally (4xx, 3xx, TLS)."),
+		dead:      counter("evfwd_dead_total", "Deliveries whose retry window closed."),
+		latency: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name: "evfwd_attempt_duration_seconds", Help: "Latency of one webhook POST.", Buckets: latencyBuckets,
+		}, []string{"source"}),
+		sources: map[string]*sourceMetrics{},
+	}
+	m.reg.MustRegister(m.ingested, m.delivered, m.retried, m.failed, m.dead, m.latency,
+		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	for _, s := range sources {
 		m.source(s)
 	}
 	return m
 }
 
+// source returns the series of source, creating them (at zero) the first
+// time.
 func (m *Metrics) source(name string) *sourceMetrics {
+	m.mu.RLock()
 	s := m.sources[name]
-	if s == nil {
-		s = &sourceMetrics{buckets: make([]uint64, len(latencyBuckets))}
+	m.mu.RUnlock()
+	if s != nil {
+		return s
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if s = m.sources[name]; s == nil {
+		s = &sourceMetrics{
+			ingested:  m.ingested.WithLabelValues(name),
+			delivered: m.delivered.WithLabelValues(name),
+			retried:   m.retried.WithLabelValues(name),
+			failed:    m.failed.WithLabelValues(name),
+			dead:      m.dead.WithLabelValues(name),
+			latency:   m.latency.WithLabelValues(name),
+		}
 		m.sources[name] = s
 	}
 	return s
 }
 
+// names returns the sources seen so far.
+func (m *Metrics) names() []string {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	out := make([]string, 0, len(m.sources))
+	for n := range m.sources {
+		out = append(out, n)
+	}
+	return out
+}
+
 // Ingested counts n messages stored for source.
 func (m *Metrics) Ingested(source string, n int) {
-	m.mu.Lock()
-	m.source(source).ingested += uint64(n)
-	m.mu.Unlock()
+	m.source(source).ingested.Add(float64(n))
 }
 
 // Attempt implements forwarder.Observer.
 func (m *Metrics) Attempt(source string, a webhook.Attempt) {
-	sec := a.Latency.Seconds()
-	m.mu.Lock()
-	s := m.source(source)
-	s.attempts++
-	s.latencySum += sec
-	if i, _ := slices.BinarySearch(latencyBuckets, sec); i < len(latencyBuckets) {
-		s.buckets[i]++
-	}
-	m.mu.Unlock()
+	m.source(source).latency.Observe(a.Latency.Seconds())
 }
 
 // Finished implements forwarder.Observer.
 func (m *Metrics) Finished(source string, status store.Status, retry bool) {
-	m.mu.Lock()
 	s := m.source(source)
 	switch {
 	case retry:
-		s.retried++
+		s.retried.Inc()
 	case status == store.Delivered:
-		s.delivered++
+		s.delivered.Inc()
 	case status == store.Failed:
-		s.failed++
+		s.failed.Inc()
 	case status == store.Dead:
-		s.dead++
+		s.dead.Inc()
 	}
-	m.mu.Unlock()
 }
 
-// Write writes every metric; queue depth comes from the store.
-func (m *Metrics) Write(ctx context.Context, w io.Writer, st store.Store) error {
-	depth := map[string]int64{}
-	if counts, err := st.Counts(ctx); err == nil {
-		for _, c := range counts {
-			if c.Status == store.Pending {
-				depth[c.Source] += c.N
-			}
+// Handler serves the metrics with promhttp, together with gauges read
+// from st at each scrape (see storeCollector); now is the clock the store's
+// times are measured against (nil: time.Now). When the store cannot answer,
+// its gauges are left out of that scrape, the rest is served, and the error
+// goes to log (when not nil).
+func (m *Metrics) Handler(st store.Store, now func() time.Time, log *slog.Logger) http.Handler {
+	if now == nil {
+		now = time.Now
+	}
+	storeReg := prometheus.NewRegistry()
+	storeReg.MustRegister(&storeCollector{m: m, st: st, now: now})
+	opts := promhttp.HandlerOpts{ErrorHandling: promhttp.ContinueOnError}
+	if log != nil {
+		opts.ErrorLog = slog.NewLogLogger(log.Handler(), slog.LevelWarn)
+	}
+	return promhttp.HandlerFor(prometheus.Gatherers{m.reg, storeReg}, opts)
+}
+
+var (
+	queueDepthDesc = prometheus.NewDesc("evfwd_queue_depth",
+		"Deliveries pending (due, scheduled or in flight).", []string{"source"}, nil)
+	oldestPendingDesc = prometheus.NewDesc("evfwd_oldest_pending_seconds",
+		"Age of the oldest pending delivery, since it was stored; 0 when none is pending.", []string{"source"}, nil)
+	storeSizeDesc = prometheus.NewDesc("evfwd_store_size_bytes",
+		"Size of the store on disk: the SQLite file and its WAL, or evfwd's PostgreSQL tables with their indexes.", nil, nil)
+)
+
+// storeCollector reads the queue gauges from the store at scrape time with
+// store.Stats, which reads pending deliveries only: a scrape costs the same
+// however many finished deliveries the store keeps. Every source the
+// metrics know is reported, at 0 when it has nothing pending, and so is any
+// other source with pending deliveries (one removed from the config, or
+// another node's on a shared store).
+type storeCollector struct {
+	m   *Metrics
+	st  store.Store
+	now func() time.Time
+}
+
+func (c *storeCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- queueDepthDesc
+	ch <- oldestPendingDesc
+	ch <- storeSizeDesc
+}
+
+func (c *storeCollector) Collect(ch chan<- prometheus.Metric) {
+	ctx, cancel := context.WithTimeout(context.Background(), statsTimeout)
+	defer cancel()
+	stats, err := c.st.Stats(ctx)
+	if err != nil {
+		ch <- prometheus.NewInvalidMetric(queueDepthDesc, err)
+		return
+	}
+	now := c.now()
+	seen := make(map[string]bool, len(stats.Pending))
+	for _, p := range stats.Pending {
+		seen[p.Source] = true
+		ch <- prometheus.MustNewConstMetric(queueDepthDesc, prometheus.GaugeValue, float64(p.N), p.Source)
+		ch <- prometheus.MustNewConstMetric(oldestPendingDesc, prometheus.GaugeValue, max(now.Sub(p.Oldest).Seconds(), 0), p.Source)
+	}
+	for _, name := range c.m.names() {
+		if !seen[name] {
+			ch <- prometheus.MustNewConstMetric(queueDepthDesc, prometheus.GaugeValue, 0, name)
+			ch <- prometheus.MustNewConstMetric(oldestPendingDesc, prometheus.GaugeValue, 0, name)
 		}
 	}
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	names := make([]string, 0, len(m.sources))
-	for n := range m.sources {
-		names = append(names, n)
-	}
-	slices.Sort(names)
-	counter := func(name, help string, get func(*sourceMetrics) uint64) {
-		fmt.Fprintf(w, "# HELP %s %s\n# TYPE %s counter\n", name, help, name)
-		for _, n := range names {
-			fmt.Fprintf(w, "%s{source=%q} %d\n", name, n, get(m.sources[n]))
-		}
-	}
-	counter("evfwd_ingested_total", "Messages stored by the collection API.", func(s *sourceMetrics) uint64 { return s.ingested })
-	counter("evfwd_delivered_total", "Deliveries an endpoint accepted.", func(s *sourceMetrics) uint64 { return s.delivered })
-	counter("evfwd_retried_total", "Deliveries scheduled for another attempt.", func(s *sourceMetrics) uint64 { return s.retried })
-	counter("evfwd_failed_total", "Deliveries that failed finally (4xx, 3xx, TLS).", func(s *sourceMetrics) uint64 { return s.failed })
-	counter("evfwd_dead_total", "Deliveries whose retry window closed.", func(s *sourceMetrics) uint64 { return s.dead })
-	fmt.Fprintf(w, "# HELP evfwd_queue_depth Deliveries pending (due, scheduled or in flight).\n# TYPE evfwd_queue_depth gauge\n")
-	for _, n := range names {
-		fmt.Fprintf(w, "evfwd_queue_depth{source=%q} %d\n", n, depth[n])
-	}
-	fmt.Fprintf(w, "# HELP evfwd_attempt_duration_seconds Latency of one webhook POST.\n# TYPE evfwd_attempt_duration_seconds histogram\n")
-	for _, n := range names {
-		s := m.sources[n]
-		var cum uint64
-		for i, le := range latencyBuckets {
-			cum += s.buckets[i]
-			fmt.Fprintf(w, "evfwd_attempt_duration_seconds_bucket{source=%q,le=\"%g\"} %d\n", n, le, cum)
-		}
-		fmt.Fprintf(w, "evfwd_attempt_duration_seconds_bucket{source=%q,le=\"+Inf\"} %d\n", n, s.attempts)
-		fmt.Fprintf(w, "evfwd_attempt_duration_seconds_sum{source=%q} %g\n", n, s.latencySum)
-		fmt.Fprintf(w, "evfwd_attempt_duration_seconds_count{source=%q} %d\n", n, s.attempts)
-	}
-	return nil
+	ch <- prometheus.MustNewConstMetric(storeSizeDesc, prometheus.GaugeValue, float64(stats.SizeBytes))
 }

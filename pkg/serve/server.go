@@ -192,10 +192,7 @@ func (s *Server) Handler() http.Handler {
 		}
 		w.Write([]byte(`{"status":"ok"}` + "\n"))
 	})
-	mux.HandleFunc("GET /metrics", func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "text/plain; version=0.0.4")
-		s.metrics.Write(r.Context(), w, s.store)
-	})
+	mux.Handle("GET /metrics", s.metrics.Handler(s.store, s.opts.Now, s.log))
 	mux.Handle("/admin/", s.admin)
 	mux.Handle("/", s.collector)
 	return mux
