@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
+	"slices"
 	"strings"
 	"time"
 
@@ -12,6 +14,7 @@ import (
 	"github.com/evfwd/evfwd/pkg/forwarder"
 	"github.com/evfwd/evfwd/pkg/serve"
 	"github.com/evfwd/evfwd/pkg/store"
+	"github.com/evfwd/evfwd/pkg/webhook"
 	"github.com/spf13/cobra"
 )
 
@@ -27,6 +30,7 @@ type ServeOptions struct {
 	Grace     time.Duration
 	LeaseTTL  time.Duration
 	Retention time.Duration
+	Check     bool // validate the config, print the effective settings, and stop
 
 	ctx   context.Context
 	ready func(url string) // tests: called once the port is open
@@ -70,10 +74,17 @@ Finished messages (delivered, failed, dead or cancelled) are kept for
 pruned in the background with their deliveries and attempts; pending ones
 are never pruned. A messageId is de-duplicated within that window.
 
+The config is strict: a key no command reads is refused with its file, line
+and the nearest known key (did you mean "enabled"?). --check validates the
+config and the form of the store URL without opening the store, prints the
+effective settings with secrets masked (-o json for scripts) and exits 0
+when they are valid, 2 when not; serve does not start.
+
 GET /healthz and GET /metrics (Prometheus) are served beside the API.
 SIGTERM or Ctrl-C drains: new requests get 503, requests and deliveries in
 flight get --grace to finish, and serve exits 0.`,
 		Example: `  evfwd serve --config evfwd.yaml
+  evfwd serve --config evfwd.yaml --check
   EVFWD_STORE=sqlite:///var/lib/evfwd/evfwd.db evfwd serve --log-format json
   EVFWD_STORE=postgres://evfwd:pw@db.internal/evfwd evfwd serve --addr 0.0.0.0:8787
   evfwd deliveries list --status dead`,
@@ -95,7 +106,10 @@ flight get --grace to finish, and serve exits 0.`,
 	fl.DurationVar(&opts.Grace, "grace", serve.DefaultGrace, "on SIGTERM, how long to let requests and deliveries in flight finish")
 	fl.DurationVar(&opts.LeaseTTL, "lease-ttl", forwarder.DefaultLeaseTTL, "how long a delivery stays leased; on PostgreSQL, how soon other nodes take over a dead node's work")
 	fl.DurationVar(&opts.Retention, "retention", store.DefaultRetention, "keep finished messages this long, then prune them (0 keeps everything)")
+	fl.BoolVar(&opts.Check, "check", false, "validate the config, print the effective settings (secrets masked) and exit without serving")
 	cli.BindEnv(cmd, "addr", "store", "log-format", "log-level", "lease-ttl", "retention")
+	// The file's addr, store, sources, ... are known keys for every command.
+	cli.ReadsConfig(cmd, serve.Config{})
 	return cmd
 }
 
@@ -116,7 +130,7 @@ func serveConfig(opts *ServeOptions) (serve.Config, error) {
 	if cfg.Store == "" {
 		cfg.Store = "sqlite://" + serve.DefaultStorePath(f.Getenv)
 	}
-	if err := cfg.Validate(); err != nil {
+	if err := cfg.Check(); err != nil {
 		where := "config"
 		if f.Config.File != "" {
 			where = "config " + f.Config.File
@@ -151,6 +165,9 @@ func serveRun(opts *ServeOptions) error {
 	if err != nil {
 		return err
 	}
+	if opts.Check {
+		return serveCheck(opts, cfg)
+	}
 	ctx := opts.ctx
 	if ctx == nil {
 		ctx = context.Background()
@@ -164,4 +181,105 @@ func serveRun(opts *ServeOptions) error {
 	}
 	// A drain after SIGTERM or Ctrl-C is the normal way to stop: exit 0.
 	return srv.Run(ctx)
+}
+
+// serveSettings is what `serve --check` prints: the effective settings,
+// secrets masked.
+type serveSettings struct {
+	Config    string           `json:"config"` // the file read, "" when none
+	Addr      string           `json:"addr"`
+	Store     string           `json:"store"`
+	Retention string           `json:"retention"`
+	LeaseTTL  string           `json:"leaseTtl"`
+	Grace     string           `json:"grace"`
+	LogFormat string           `json:"logFormat"`
+	LogLevel  string           `json:"logLevel"`
+	AdminAPI  bool             `json:"adminApi"`
+	Sources   []sourceSettings `json:"sources"`
+}
+
+type sourceSettings struct {
+	Name     string `json:"name"`
+	WriteKey string `json:"writeKey"`
+	Webhooks struct {
+		Enabled      bool               `json:"enabled"`
+		SharedSecret string             `json:"sharedSecret"` // "" when webhooks go unsigned
+		Endpoints    []webhook.Endpoint `json:"endpoints"`
+	} `json:"webhooks"`
+}
+
+// serveCheck prints the settings serve would run with; serveConfig has
+// validated them and the store is not opened.
+func serveCheck(opts *ServeOptions, cfg serve.Config) error {
+	f := opts.Factory
+	cfg = cfg.Masked()
+	st := serveSettings{
+		Config: f.Config.File, Addr: cfg.Addr, Store: cfg.Store, Retention: shortDuration(cfg.Retention),
+		LeaseTTL: shortDuration(opts.LeaseTTL), Grace: shortDuration(opts.Grace),
+		LogFormat: opts.LogFormat, LogLevel: opts.LogLevel, AdminAPI: cfg.AdminToken != "",
+		Sources: make([]sourceSettings, len(cfg.Sources)),
+	}
+	for i, src := range cfg.Sources {
+		s := &st.Sources[i]
+		s.Name, s.WriteKey = src.Name, src.WriteKey
+		s.Webhooks.Enabled, s.Webhooks.SharedSecret = src.Webhooks.Enabled, src.Webhooks.SharedSecret
+		s.Webhooks.Endpoints = append([]webhook.Endpoint{}, src.Webhooks.Endpoints...)
+	}
+	if f.Format.JSON() {
+		return cli.WriteJSON(f.IO.Out, st)
+	}
+	writeSettings(f.IO.Out, st)
+	fmt.Fprintf(f.IO.ErrOut, "%s config valid; serve not started\n", f.IO.ErrStyles().OK.Sprint(cli.SymOK))
+	return nil
+}
+
+// writeSettings prints st for people, a setting a line.
+func writeSettings(w io.Writer, st serveSettings) {
+	config := st.Config
+	if config == "" {
+		config = "(none)"
+	}
+	admin := "off"
+	if st.AdminAPI {
+		admin = "on"
+	}
+	retention := st.Retention
+	if retention == "0s" {
+		retention += " (keep everything)"
+	}
+	for _, row := range [][2]string{
+		{"config", config}, {"addr", st.Addr}, {"store", st.Store}, {"retention", retention},
+		{"lease-ttl", st.LeaseTTL}, {"grace", st.Grace}, {"log", st.LogFormat + ", " + st.LogLevel}, {"admin API", admin},
+	} {
+		fmt.Fprintf(w, "%-10s %s\n", row[0], row[1])
+	}
+	for _, s := range st.Sources {
+		fmt.Fprintf(w, "source %s\n  write_key  %s\n", s.Name, s.WriteKey)
+		hooks := "disabled: messages are stored, none delivered"
+		switch {
+		case s.Webhooks.Enabled && s.Webhooks.SharedSecret != "":
+			hooks = "enabled, signed (shared_secret " + s.Webhooks.SharedSecret + ")"
+		case s.Webhooks.Enabled:
+			hooks = "enabled, unsigned (no shared_secret)"
+		}
+		fmt.Fprintf(w, "  webhooks   %s\n", hooks)
+		for j, ep := range s.Webhooks.Endpoints {
+			fmt.Fprintf(w, "  endpoint %d %s\n", j+1, ep.URL)
+			for _, name := range slices.Sorted(maps.Keys(ep.Headers)) {
+				fmt.Fprintf(w, "    %s: %s\n", name, ep.Headers[name])
+			}
+		}
+	}
+}
+
+// shortDuration drops a duration's zero minutes and seconds: 168h, 2m, 1h30m.
+func shortDuration(d time.Duration) string {
+	s := d.String()
+	if strings.HasSuffix(s, "m0s") {
+		s = strings.TrimSuffix(s, "0s")
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = strings.TrimSuffix(s, "0m")
+	}
+	return s
 }

@@ -2,6 +2,8 @@ package cmd
 
 import (
 	"context"
+	"encoding/json"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -10,6 +12,7 @@ import (
 	"github.com/evfwd/evfwd/pkg/store"
 	"github.com/evfwd/evfwd/pkg/store/sqlite"
 	"github.com/evfwd/evfwd/pkg/store/storetest"
+	"github.com/google/go-cmp/cmp"
 )
 
 func TestServeConfigErrorsNameSourceAndEndpoint(t *testing.T) {
@@ -120,5 +123,143 @@ func TestDeliveriesPrune(t *testing.T) {
 	}
 	if res := execute(t, testFactory(t, "", false, env), "deliveries", "prune", "--older-than", "0s"); res.Code != 2 {
 		t.Errorf("--older-than 0s: code %d, want 2", res.Code)
+	}
+}
+
+func TestServeConfigTypos(t *testing.T) {
+	const source = "sources:\n  - name: web\n    write_key: wk\n"
+	tests := []struct{ name, config, want string }{
+		{"enabled", source + "    webhooks:\n      enabeld: true\n      endpoints:\n        - url: https://hooks.example.com/a\n",
+			`sources[0].webhooks.enabeld (line 5 of CONFIG): unknown key; did you mean "enabled"?`},
+		{"shared_secret", source + "    webhooks:\n      enabled: true\n      shared_secert: s3cret\n      endpoints:\n        - url: https://hooks.example.com/a\n",
+			`sources[0].webhooks.shared_secert (line 6 of CONFIG): unknown key; did you mean "shared_secret"?`},
+		{"addr", "adr: 127.0.0.1:9000\n" + source,
+			`adr (line 1 of CONFIG): unknown key; did you mean "addr"?`},
+		{"write_key", "sources:\n  - name: web\n    write_kye: wk\n",
+			`sources[0].write_kye (line 3 of CONFIG): unknown key; did you mean "write_key"?`},
+		{"retention", source + "retension: 24h\n",
+			`retension (line 4 of CONFIG): unknown key; did you mean "retention"?`},
+		{"admin_token", source + "admin_tokn: t\n",
+			`admin_tokn (line 4 of CONFIG): unknown key; did you mean "admin_token"?`},
+		{"headers", source + "    webhooks:\n      endpoints:\n        - url: https://hooks.example.com/a\n          hedaers: {X-Env: prod}\n",
+			`sources[0].webhooks.endpoints[0].hedaers (line 7 of CONFIG): unknown key; did you mean "headers"?`},
+		{"a CLI key", source + "batch-siz: 10\n",
+			`batch-siz (line 4 of CONFIG): unknown key; did you mean "batch-size"?`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg := writeFile(t, "evfwd.yaml", tt.config)
+			want := result{Stderr: "error: " + strings.ReplaceAll(tt.want, "CONFIG", cfg) + "\n", Code: 2}
+			for _, args := range [][]string{
+				{"serve", "--check", "--config", cfg},
+				{"serve", "--config", cfg, "--store", filepath.Join(t.TempDir(), "x.db")},
+				{"sign", "--secret", "s", "--config", cfg, cfg}, // one file for every command
+			} {
+				got := execute(t, testFactory(t, "", false, nil), args...)
+				if diff := cmp.Diff(want, got); diff != "" {
+					t.Errorf("%v: mismatch (-want +got):\n%s", args[0], diff)
+				}
+			}
+		})
+	}
+}
+
+// checkConfig is a full config, with every key serve reads and a few of
+// the other commands'.
+const checkConfig = `addr: 127.0.0.1:9000
+store: postgres://evfwd:hunter2@db.internal:5432/evfwd?sslmode=disable
+admin_token: adm1n-t0ken
+retention: 72h
+sources:
+  - name: web
+    write_key: wk_live_4f9a1c2e8b7d23
+    webhooks:
+      enabled: true
+      shared_secret: s3cret
+      endpoints:
+        - url: https://hooks.example.com/a
+          headers: { X-Env: prod, Authorization: Bearer abc123 }
+        - url: https://hooks.example.com/b
+  - name: app
+    write_key: wk_app
+    webhooks:
+      enabled: true
+      endpoints:
+        - url: https://hooks.example.com/c
+  - name: batch
+    write_key: wk_batch
+endpoint: http://127.0.0.1:9000
+batch_size: 50
+listen:
+  addr: 127.0.0.1:9999
+  respond: [500, 200]
+sign:
+  secret-file: /run/secrets/hook
+`
+
+func TestServeCheck(t *testing.T) {
+	cfg := writeFile(t, "evfwd.yaml", checkConfig)
+	for _, tt := range []struct{ name, ext string }{{"text", ".txt"}, {"json", ".json"}} {
+		t.Run(tt.name, func(t *testing.T) {
+			res := execute(t, testFactory(t, "", false, nil), "serve", "--check", "--config", cfg, "-o", tt.name)
+			if res.Code != 0 {
+				t.Fatalf("code %d, stderr %s", res.Code, res.Stderr)
+			}
+			for _, secret := range []string{"hunter2", "adm1n", "s3cret", "prod", "abc123", "4f9a1c2e8b7d", "wk_app", "wk_batch"} {
+				if strings.Contains(res.Stdout+res.Stderr, secret) {
+					t.Errorf("%q printed", secret)
+				}
+			}
+			golden(t, "serve/check"+tt.ext, strings.ReplaceAll(res.Stdout, cfg, "evfwd.yaml"))
+			golden(t, "serve/check-"+tt.name+".stderr", res.Stderr)
+		})
+	}
+}
+
+func TestServeCheckExitCodes(t *testing.T) {
+	state := t.TempDir()
+	env := map[string]string{"XDG_STATE_HOME": state}
+	minimal := writeFile(t, "evfwd.yaml", "sources:\n  - name: web\n    write_key: wk\n")
+	tests := []struct {
+		name   string
+		args   []string
+		code   int
+		stderr string // a part of it
+	}{
+		{"valid, default store", []string{"--config", minimal}, 0, "config valid"},
+		{"valid, -o json", []string{"--config", minimal, "-o", "json"}, 0, ""},
+		{"no sources", nil, 2, "no sources configured"},
+		{"invalid source", []string{"--config", writeFile(t, "bad.yaml", "sources:\n  - name: web\n    webhooks: {enabled: true}\n")}, 2,
+			`source "web": write_key is required`},
+		{"store scheme", []string{"--config", minimal, "--store", "mysql://db/evfwd"}, 2, `store "mysql://db/evfwd": unknown scheme`},
+		{"store URL", []string{"--config", minimal, "--store", "postgres://u:p@db:notaport/evfwd"}, 2, "store: invalid PostgreSQL URL"},
+		{"retention", []string{"--config", minimal, "--retention", "-1h"}, 2, "retention -1h0m0s"},
+		{"log format", []string{"--config", minimal, "--log-format", "xml"}, 2, "--log-format"},
+		{"an argument", []string{"--config", minimal, "extra"}, 2, "unknown command"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			res := execute(t, testFactory(t, "", false, env), append([]string{"serve", "--check"}, tt.args...)...)
+			if res.Code != tt.code || !strings.Contains(res.Stderr, tt.stderr) {
+				t.Errorf("code %d, want %d; stderr %q, want it to hold %q", res.Code, tt.code, res.Stderr, tt.stderr)
+			}
+			if tt.code != 0 && res.Stdout != "" {
+				t.Errorf("stdout %q, want nothing", res.Stdout)
+			}
+		})
+	}
+	// The default store is shown, neither opened nor created.
+	res := execute(t, testFactory(t, "", false, env), "serve", "--check", "--config", minimal)
+	if want := "store      sqlite://" + filepath.Join(state, "evfwd", "evfwd.db") + "\n"; !strings.Contains(res.Stdout, want) {
+		t.Errorf("stdout %q, want %q", res.Stdout, want)
+	}
+	if entries, _ := os.ReadDir(state); len(entries) != 0 {
+		t.Errorf("--check created %v under the state dir", entries)
+	}
+	// One JSON object on one line, and nothing else.
+	res = execute(t, testFactory(t, "", false, env), "serve", "--check", "--config", minimal, "-o", "json")
+	var got map[string]any
+	if strings.Count(res.Stdout, "\n") != 1 || json.Unmarshal([]byte(res.Stdout), &got) != nil || res.Stderr != "" {
+		t.Errorf("json: stdout %q stderr %q", res.Stdout, res.Stderr)
 	}
 }

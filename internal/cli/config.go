@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 	"github.com/spf13/viper"
+	"go.yaml.in/yaml/v3"
 )
 
 // EnvPrefix starts every environment variable evfwd reads.
@@ -20,10 +21,13 @@ const annotationEnv = "evfwd_env"
 
 // Config is the settings file: flag > EVFWD_* environment > file > default.
 // Keys are flag names, at the top level (shared settings such as endpoint)
-// or under a command's name (listen: {addr: ...}).
+// or under a command's name (listen: {addr: ...}), beside the structured
+// settings a command declares with ReadsConfig (serve's sources). A key
+// none of these is refused (strict.go).
 type Config struct {
 	File string // the file read, "" when none
 	v    *viper.Viper
+	doc  *yaml.Node // the file's keys, with their lines where the format has them
 }
 
 // DefaultConfigFile is $XDG_CONFIG_HOME/evfwd/config.yaml, falling back to
@@ -66,7 +70,26 @@ func LoadConfig(path string, explicit bool) (*Config, error) {
 		return nil, UsageErrorf("config %s: %v", path, err)
 	}
 	c.File = path
+	c.doc = parseKeys(path, c.v)
 	return c, nil
+}
+
+// parseKeys reads the file again for the line of each key: YAML, and JSON
+// (which YAML reads), into a yaml.Node; other formats from what viper
+// read, without lines.
+func parseKeys(path string, v *viper.Viper) *yaml.Node {
+	var doc yaml.Node
+	switch strings.ToLower(filepath.Ext(path)) {
+	case "", ".yaml", ".yml", ".json":
+		if b, err := os.ReadFile(path); err == nil && yaml.Unmarshal(b, &doc) == nil {
+			return &doc
+		}
+	}
+	doc = yaml.Node{}
+	if err := doc.Encode(v.AllSettings()); err != nil {
+		return nil
+	}
+	return &doc
 }
 
 // Viper exposes the parsed file for commands with structured config (serve).
@@ -122,7 +145,13 @@ var noConfig = map[string]bool{"help": true, "config": true, "secret": true, "se
 // Apply fills every flag the user did not set from the environment (bound
 // flags only) and then from the file, so that options structs bound to
 // flags see the final value and commands never read viper themselves.
+//
+// First it refuses a file holding a key that no command of the tree reads
+// (see ReadsConfig): a typo would otherwise be ignored in silence.
 func (c *Config) Apply(cmd *cobra.Command, getenv func(string) string) error {
+	if err := unknownKeys(c.doc, knownKeys(cmd.Root()), c.File); err != nil {
+		return err
+	}
 	var errs []error
 	cmd.Flags().VisitAll(func(f *pflag.Flag) {
 		if f.Changed || noConfig[f.Name] {

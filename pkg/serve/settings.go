@@ -1,0 +1,116 @@
+package serve
+
+import (
+	"errors"
+	"maps"
+	"net/url"
+	"strings"
+
+	"github.com/evfwd/evfwd/pkg/store/postgres"
+	"github.com/evfwd/evfwd/pkg/webhook"
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// Check is Validate plus the form of the store setting, as New would read
+// it, without opening or creating the store (`evfwd serve --check`).
+func (c *Config) Check() error {
+	err := c.Validate()
+	if serr := CheckStore(c.Store); serr != nil {
+		err = errors.Join(err, serr)
+	}
+	return err
+}
+
+// CheckStore reports whether a store setting is one New can open: a
+// postgres:// URL that parses, or a SQLite path (see StorePath). It opens
+// nothing.
+func CheckStore(dsn string) error {
+	if postgres.IsURL(dsn) {
+		if _, err := pgxpool.ParseConfig(dsn); err != nil {
+			// pgx's error may quote the URL, password included.
+			return errors.New("store: invalid PostgreSQL URL")
+		}
+		return nil
+	}
+	_, err := StorePath(dsn)
+	return err
+}
+
+// masked is what shows of a secret that is set.
+const masked = "****"
+
+// Masked returns a copy of c fit to print: the admin token, shared secrets
+// and every header value become "****", passwords in the store and
+// endpoint URLs too, and write keys keep only enough to tell them apart
+// (MaskWriteKey).
+func (c Config) Masked() Config {
+	c.AdminToken = mask(c.AdminToken)
+	c.Store = MaskURL(c.Store)
+	c.Sources = append([]Source(nil), c.Sources...)
+	for i := range c.Sources {
+		s := &c.Sources[i]
+		s.WriteKey = MaskWriteKey(s.WriteKey)
+		s.Webhooks.SharedSecret = mask(s.Webhooks.SharedSecret)
+		s.Webhooks.Endpoints = append([]webhook.Endpoint(nil), s.Webhooks.Endpoints...)
+		for j := range s.Webhooks.Endpoints {
+			ep := &s.Webhooks.Endpoints[j]
+			ep.URL = MaskURL(ep.URL)
+			ep.Headers = maps.Clone(ep.Headers)
+			for name, v := range ep.Headers {
+				ep.Headers[name] = mask(v)
+			}
+		}
+	}
+	return c
+}
+
+func mask(s string) string {
+	if s == "" {
+		return ""
+	}
+	return masked
+}
+
+// MaskWriteKey shows the first four and last two characters of a write key
+// of 16 or more (wk_l…23), so that keys can be told apart while at least
+// ten stay hidden; a shorter key is "****".
+func MaskWriteKey(key string) string {
+	r := []rune(key)
+	if len(r) < 16 {
+		return mask(key)
+	}
+	return string(r[:4]) + "…" + string(r[len(r)-2:])
+}
+
+// MaskURL hides the passwords in a URL: the one after user: and the value
+// of any query parameter whose name holds "password". A URL that does not
+// parse keeps only its scheme and what follows its last "@".
+func MaskURL(s string) string {
+	u, err := url.Parse(s)
+	if err != nil {
+		scheme, rest, ok := strings.Cut(s, "://")
+		if at := strings.LastIndex(rest, "@"); ok && at >= 0 {
+			return scheme + "://" + masked + rest[at:]
+		}
+		return s
+	}
+	// url escapes "*": mask with a word it leaves alone, then replace it.
+	const hidden = "evfwdMASKEDevfwd"
+	changed := false
+	if _, ok := u.User.Password(); ok {
+		u.User, changed = url.UserPassword(u.User.Username(), hidden), true
+	}
+	if u.RawQuery != "" {
+		params := strings.Split(u.RawQuery, "&")
+		for i, p := range params {
+			if name, _, ok := strings.Cut(p, "="); ok && strings.Contains(strings.ToLower(name), "password") {
+				params[i], changed = name+"="+hidden, true
+			}
+		}
+		u.RawQuery = strings.Join(params, "&")
+	}
+	if !changed {
+		return s
+	}
+	return strings.ReplaceAll(u.String(), hidden, masked)
+}

@@ -1,0 +1,75 @@
+package serve
+
+import (
+	"testing"
+
+	"github.com/evfwd/evfwd/pkg/webhook"
+	"github.com/google/go-cmp/cmp"
+)
+
+func TestMasked(t *testing.T) {
+	cfg := Config{
+		Addr: "127.0.0.1:8787", Store: "postgres://evfwd:pw@db/evfwd", AdminToken: "tok",
+		Sources: []Source{
+			{Name: "web", WriteKey: "wk_live_4f9a1c2e8b7d23", Webhooks: Webhooks{Enabled: true, Destination: webhook.Destination{
+				SharedSecret: "s3cret",
+				Endpoints:    []webhook.Endpoint{{URL: "https://hooks.example.com/a", Headers: map[string]string{"X-Env": "prod"}}},
+			}}},
+			{Name: "app", WriteKey: "wk_app"},
+		},
+	}
+	got := cfg.Masked()
+	want := Config{
+		Addr: "127.0.0.1:8787", Store: "postgres://evfwd:****@db/evfwd", AdminToken: "****",
+		Sources: []Source{
+			{Name: "web", WriteKey: "wk_l…23", Webhooks: Webhooks{Enabled: true, Destination: webhook.Destination{
+				SharedSecret: "****",
+				Endpoints:    []webhook.Endpoint{{URL: "https://hooks.example.com/a", Headers: map[string]string{"X-Env": "****"}}},
+			}}},
+			{Name: "app", WriteKey: "****"},
+		},
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("mismatch (-want +got):\n%s", diff)
+	}
+	if cfg.Sources[0].WriteKey != "wk_live_4f9a1c2e8b7d23" || cfg.Sources[0].Webhooks.Endpoints[0].Headers["X-Env"] != "prod" {
+		t.Errorf("Masked changed the config it was called on: %+v", cfg.Sources[0])
+	}
+}
+
+func TestMaskURL(t *testing.T) {
+	tests := []struct{ in, want string }{
+		{"postgres://evfwd:hunter2@db:5432/evfwd?sslmode=disable", "postgres://evfwd:****@db:5432/evfwd?sslmode=disable"},
+		{"postgres://evfwd@db/evfwd?password=hunter2&pool_max_conns=4", "postgres://evfwd@db/evfwd?password=****&pool_max_conns=4"},
+		{"postgres://evfwd@db/evfwd", "postgres://evfwd@db/evfwd"},
+		{"postgres://evfwd:p%w@db/evfwd", "postgres://****@db/evfwd"}, // no URL: only the host part shows
+		{"sqlite:///var/lib/my dir/evfwd.db", "sqlite:///var/lib/my dir/evfwd.db"},
+		{"/var/lib/evfwd.db", "/var/lib/evfwd.db"},
+		{"https://user:pw@hooks.example.com/a", "https://user:****@hooks.example.com/a"},
+	}
+	for _, tt := range tests {
+		if got := MaskURL(tt.in); got != tt.want {
+			t.Errorf("MaskURL(%q) = %q, want %q", tt.in, got, tt.want)
+		}
+	}
+}
+
+func TestMaskWriteKey(t *testing.T) {
+	for in, want := range map[string]string{"": "", "wk_live_123": "****", "0123456789abcdef": "0123…ef", "wk_live_4f9a1c2e8b7d23": "wk_l…23"} {
+		if got := MaskWriteKey(in); got != want {
+			t.Errorf("MaskWriteKey(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+func TestCheckStore(t *testing.T) {
+	for dsn, ok := range map[string]bool{
+		"sqlite:///var/lib/evfwd.db": true, "/var/lib/evfwd.db": true, "file:evfwd.db": true,
+		"postgres://u:p@db:5432/evfwd": true, "postgresql://db/evfwd?search_path=x": true,
+		"postgres://db:notaport/evfwd": false, "mysql://db/evfwd": false, "sqlite://": false,
+	} {
+		if err := CheckStore(dsn); (err == nil) != ok {
+			t.Errorf("CheckStore(%q) = %v, want ok %v", dsn, err, ok)
+		}
+	}
+}
