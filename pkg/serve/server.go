@@ -215,9 +215,11 @@ func (s *Server) Run(ctx context.Context) error {
 	defer stop()
 	fwdDone := make(chan error, 1)
 	go func() { fwdDone <- s.forwarder.Run(runCtx) }()
+	prunerDone := make(chan struct{})
+	go func() { defer close(prunerDone); s.pruner(runCtx) }()
 	srvErr := make(chan error, 1)
 	go func() { srvErr <- hs.Serve(s.ln) }()
-	s.log.Info("serving", "addr", s.Addr(), "store", s.store.Path(), "sources", len(s.cfg.Sources))
+	s.log.Info("serving", "addr", s.Addr(), "store", s.store.Path(), "sources", len(s.cfg.Sources), "retention", s.cfg.Retention)
 
 	var err error
 	select {
@@ -236,6 +238,7 @@ func (s *Server) Run(ctx context.Context) error {
 		err = errors.New("server stopped")
 	}
 	<-fwdDone
+	<-prunerDone
 	s.Close()
 	s.log.Info("stopped")
 	if errors.Is(err, http.ErrServerClosed) {
