@@ -30,6 +30,7 @@ type Metrics struct {
 	reg                                        *prometheus.Registry
 	ingested, delivered, retried, failed, dead *prometheus.CounterVec
 	latency                                    *prometheus.HistogramVec
+	pruned                                     prometheus.Counter
 
 	mu      sync.RWMutex
 	sources map[string]*sourceMetrics
@@ -57,9 +58,11 @@ func NewMetrics(sources ...string) *Metrics {
 		latency: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name: "evfwd_attempt_duration_seconds", Help: "Latency of one webhook POST.", Buckets: latencyBuckets,
 		}, []string{"source"}),
+		pruned: prometheus.NewCounter(prometheus.CounterOpts{Name: "evfwd_pruned_messages_total",
+			Help: "Finished messages removed, with their deliveries and attempts, once older than the retention window."}),
 		sources: map[string]*sourceMetrics{},
 	}
-	m.reg.MustRegister(m.ingested, m.delivered, m.retried, m.failed, m.dead, m.latency,
+	m.reg.MustRegister(m.ingested, m.delivered, m.retried, m.failed, m.dead, m.latency, m.pruned,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	for _, s := range sources {
 		m.source(s)
@@ -107,6 +110,9 @@ func (m *Metrics) names() []string {
 func (m *Metrics) Ingested(source string, n int) {
 	m.source(source).ingested.Add(float64(n))
 }
+
+// Pruned counts n messages removed by retention.
+func (m *Metrics) Pruned(n int64) { m.pruned.Add(float64(n)) }
 
 // Attempt implements forwarder.Observer.
 func (m *Metrics) Attempt(source string, a webhook.Attempt) {

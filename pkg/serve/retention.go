@@ -20,6 +20,7 @@ func (s *Server) Prune(ctx context.Context) (store.Pruned, error) {
 	start := time.Now()
 	before := s.opts.Now().Add(-s.cfg.Retention)
 	n, err := s.store.Prune(ctx, before)
+	s.metrics.Pruned(n.Messages)
 	if n.Messages > 0 || err != nil {
 		s.log.Info("pruned", "before", before, "messages", n.Messages, "deliveries", n.Deliveries,
 			"attempts", n.Attempts, "took", time.Since(start).Round(time.Millisecond), "err", err)

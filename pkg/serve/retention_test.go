@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -77,6 +78,11 @@ func TestRetentionPrunesFinishedOnly(t *testing.T) {
 	// Delivered, but received 2 h ago at t0: older than the window.
 	if n, err := srv.Prune(ctx); err != nil || n != (store.Pruned{Messages: 1, Deliveries: 1, Attempts: 1}) {
 		t.Fatalf("Prune after delivery = %+v, %v; want w1 with its delivery and attempt", n, err)
+	}
+	rec := httptest.NewRecorder()
+	srv.Handler().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/metrics", nil))
+	if !strings.Contains(rec.Body.String(), "\nevfwd_pruned_messages_total 2\n") {
+		t.Errorf("metrics do not count 2 pruned messages:\n%s", rec.Body)
 	}
 	// De-duplication holds within the window: w1 is new again.
 	track("wk_web", "w1")
