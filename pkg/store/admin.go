@@ -9,8 +9,9 @@ import (
 // Admin is the persistence of the admin API (deletion requests, audience and
 // computed-trait syncs). It is separate from Store so that an engine can
 // offer the queue without it; `serve` turns the admin API off with a clear
-// message when its store does not implement Admin. Every method is one
-// transaction: what it records and the messages it queues commit together.
+// message when its store does not implement Admin. Every method is atomic:
+// what it records and the messages it queues commit together (Sync in
+// bounded steps; see there).
 type Admin interface {
 	// CreateDeletion applies a deletion request: it cancels the pending
 	// deliveries of r.UserID's messages in r.Sources, empties those
@@ -23,11 +24,23 @@ type Admin interface {
 	Deletion(ctx context.Context, id string) (*Deletion, error)
 	// Sync replaces the stored values of one audience or computed trait by
 	// the full list in values and queues s.Messages for every user whose
-	// value changed (added, changed or removed). values is read once,
-	// before the transaction, and never held whole: an engine stages it
-	// (in the database) and diffs there. The error of values, if any, is
-	// returned and nothing is changed. A user listed twice takes the last
-	// value.
+	// value changed (added, changed or removed). values is read once and
+	// never held whole: an engine stages it (in the database) and diffs
+	// there. The error of values, if any, is returned and nothing is
+	// changed. A user listed twice takes the last value.
+	//
+	// A sync is atomic without being one transaction, so that a list of
+	// millions never holds up ingest: it runs in steps of a few thousand
+	// rows each (stage the list, diff it into an outbox no reader or
+	// forwarder sees), then one small commit switches to the new list,
+	// then the outbox moves into the queue a chunk at a time. Readers see
+	// the old list until the switch and the new one after it. A crash
+	// before the switch changes nothing; after it, the sync is finished
+	// when the store is next opened (on a shared store, by any node),
+	// queueing exactly the messages it had made. Syncs of one key take
+	// turns. When Sync returns nil its messages are in the queue; an error
+	// after the switch says so, and the key's next sync or the store's
+	// next Open queues them.
 	Sync(ctx context.Context, s Sync, values iter.Seq2[Value, error]) (*SyncResult, error)
 }
 

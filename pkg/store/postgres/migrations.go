@@ -102,6 +102,45 @@ CREATE UNLOGGED TABLE sync_staging (
 	PRIMARY KEY (sync, user_id)
 );
 `,
+	// Syncs in bounded steps (admin.go): each list is kept under an id in
+	// sync_lists and syncs.list names the current one, so a new list is
+	// staged and diffed beside it and switched to in one small commit;
+	// sync_runs records the runs not finished and sync_outbox holds their
+	// messages until the switch. The lists stored so far move over.
+	`
+ALTER TABLE syncs ADD COLUMN list text NOT NULL DEFAULT '';
+CREATE TABLE sync_lists (
+	list    text NOT NULL,
+	user_id text COLLATE "C" NOT NULL,
+	value   bytea NOT NULL,
+	PRIMARY KEY (list, user_id)
+);
+INSERT INTO sync_lists (list, user_id, value) SELECT kind || ':' || key, user_id, value FROM sync_values;
+UPDATE syncs SET list = kind || ':' || key;
+DROP TABLE sync_values;
+DROP TABLE sync_staging;
+CREATE TABLE sync_runs (
+	seq       bigint  GENERATED ALWAYS AS IDENTITY,
+	id        text    PRIMARY KEY,
+	kind      text    NOT NULL,
+	key       text    NOT NULL,
+	replaces  text    NOT NULL,
+	committed boolean NOT NULL DEFAULT false,
+	at        bigint  NOT NULL
+);
+CREATE TABLE sync_outbox (
+	id           bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+	run          text   NOT NULL,
+	source       text   NOT NULL,
+	message_id   text   NOT NULL,
+	type         text   NOT NULL,
+	user_id      text   NOT NULL,
+	received_at  bigint NOT NULL,
+	body         bytea  NOT NULL,
+	destinations text   NOT NULL
+);
+CREATE INDEX sync_outbox_run ON sync_outbox (run, id);
+`,
 }
 
 // migrateLock is the advisory lock key every node takes around migrations,

@@ -100,6 +100,10 @@ func Open(ctx context.Context, url string, opts Options) (*Store, error) {
 	}
 	s := &Store{pool: pool, name: name, opts: opts, completions: make(chan completion, maxGroup), quit: make(chan struct{})}
 	go s.completer()
+	if err := s.recoverSyncs(ctx); err != nil { // admin.go: finish or drop syncs that dead nodes left
+		s.Close()
+		return nil, fmt.Errorf("store %s: %w", name, err)
+	}
 	return s, nil
 }
 

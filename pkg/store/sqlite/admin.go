@@ -1,83 +1,305 @@
 package sqlite
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"database/sql"
 	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
 	"iter"
 	"strings"
+	"sync"
 
 	"github.com/evfwd/evfwd/pkg/store"
 )
 
 var _ store.Admin = (*Store)(nil)
 
-// clearStaging drops sync lists a crashed process left half staged; the
-// file lock means no sync is in flight when Open runs.
-func clearStaging(ctx context.Context, db *sql.DB) error {
-	_, err := db.ExecContext(ctx, `DELETE FROM sync_staging`)
-	return err
-}
+// A sync runs in bounded steps, each its own small transaction through the
+// writer, so ingest commits between them (issue 13):
+//
+//  1. stage: the list goes into sync_lists under the run's id, a chunk per
+//     transaction; no reader looks there, since syncs.list names the
+//     current list of each audience or trait.
+//  2. diff: pages of the new list and the current one are read from the
+//     read pool (both are fixed while the run holds its key); the messages
+//     of each page's changes go into sync_outbox under the run's id, where
+//     neither readers nor the forwarder look.
+//  3. flip: one small transaction points syncs.list at the new list and
+//     marks the run committed. Before it the sync has changed nothing
+//     visible; after it the sync is done, whatever happens to the process.
+//  4. finish: the run's outbox rows move into messages and deliveries a
+//     chunk per transaction (in the order the diff wrote them), then the
+//     replaced list's rows are dropped a chunk at a time, then the run's
+//     row.
+//
+// sync_runs records every run not finished. At Open (clearStaging), a run
+// not committed is garbage: its list and outbox rows are dropped. A
+// committed run is finished exactly as the process that crashed would have
+// finished it (a moved chunk leaves the outbox in the same transaction, so
+// no message is queued twice). Syncs of one key take turns (syncKeys): the
+// diff of one must see the list the previous one committed.
 
-// Sizes of the steps of a sync: rows staged per transaction, and users
-// diffed per page. Each bounds what is held in memory at once.
+// Sizes of the steps of a sync. Each step is one transaction of at most
+// this many rows (tens of milliseconds at most), so an ingest waits for at
+// most one of them.
 const (
-	stageChunk = 2000
-	syncPage   = 1000
+	stageChunk  = 2000 // list rows staged
+	syncPage    = 2000 // users read per diff page (read pool, no writer)
+	outboxChunk = 1000 // outbox rows written
+	moveChunk   = 1000 // outbox rows moved into messages and deliveries
+	dropChunk   = 5000 // rows of a replaced or abandoned list deleted
 )
 
-// Sync implements store.Admin. The list is staged in sync_staging in
-// chunks, each its own small transaction, so the writer is never held
-// while the caller's input arrives; then one transaction diffs the staged
-// list against sync_values page by page, queues the messages, updates the
-// values and drops the staged rows.
-func (s *Store) Sync(ctx context.Context, sy store.Sync, values iter.Seq2[store.Value, error]) (*store.SyncResult, error) {
-	b := make([]byte, 8)
-	rand.Read(b)
-	id := hex.EncodeToString(b)
-	if err := s.stage(ctx, id, values); err != nil {
-		// Leave nothing behind, even when ctx has ended.
-		s.do(context.WithoutCancel(ctx), 0, func(ctx context.Context, tx *sql.Tx) error {
-			_, err := tx.ExecContext(ctx, `DELETE FROM sync_staging WHERE sync = ?`, id)
+// Steps at which a test hook (SetSyncHook) is called.
+const (
+	StepStaged  = "staged"  // the whole list is staged
+	StepDiffed  = "diffed"  // the outbox holds every message; the flip is next
+	StepFlipped = "flipped" // the sync is committed
+	StepMoved   = "moved"   // after each chunk moved from the outbox
+	StepDropped = "dropped" // after each chunk of the replaced list deleted
+)
+
+// syncHooks holds the hooks of SetSyncHook by store.
+var syncHooks sync.Map // *Store → func(string) error
+
+// SetSyncHook sets a function called between the steps of every sync (see
+// the Step constants), for tests: an error it returns stops the sync at
+// once, leaving the file as a crash at that point would. nil removes it.
+func (s *Store) SetSyncHook(fn func(step string) error) {
+	if fn == nil {
+		syncHooks.Delete(s)
+		return
+	}
+	syncHooks.Store(s, fn)
+}
+
+func (s *Store) hook(step string) error {
+	if fn, ok := syncHooks.Load(s); ok {
+		return fn.(func(string) error)(step)
+	}
+	return nil
+}
+
+// syncKeys makes the syncs of one key take turns within the process (one
+// process uses a file at a time; see Lock).
+var syncKeys = struct {
+	sync.Mutex
+	m map[syncKey]*keyTurn
+}{m: map[syncKey]*keyTurn{}}
+
+type syncKey struct {
+	s    *Store
+	kind store.SyncKind
+	key  string
+}
+
+type keyTurn struct {
+	sem   chan struct{}
+	users int
+}
+
+// lockKey waits for the turn of kind/key; the caller runs unlock.
+func (s *Store) lockKey(ctx context.Context, kind store.SyncKind, key string) (unlock func(), err error) {
+	k := syncKey{s, kind, key}
+	syncKeys.Lock()
+	t := syncKeys.m[k]
+	if t == nil {
+		t = &keyTurn{sem: make(chan struct{}, 1)}
+		syncKeys.m[k] = t
+	}
+	t.users++
+	syncKeys.Unlock()
+	leave := func() {
+		syncKeys.Lock()
+		if t.users--; t.users == 0 {
+			delete(syncKeys.m, k)
+		}
+		syncKeys.Unlock()
+	}
+	select {
+	case t.sem <- struct{}{}:
+		return func() { <-t.sem; leave() }, nil
+	case <-ctx.Done():
+		leave()
+		return nil, ctx.Err()
+	}
+}
+
+// stepFunc runs fn as one transaction: through the writer while the store
+// runs, on the database directly at Open.
+type stepFunc func(ctx context.Context, fn func(ctx context.Context, tx *sql.Tx) error) error
+
+func (s *Store) step(ctx context.Context, fn func(ctx context.Context, tx *sql.Tx) error) error {
+	return s.do(ctx, 0, fn)
+}
+
+func dbStep(db *sql.DB) stepFunc {
+	return func(ctx context.Context, fn func(ctx context.Context, tx *sql.Tx) error) error {
+		tx, err := db.BeginTx(ctx, nil)
+		if err != nil {
 			return err
-		})
+		}
+		defer tx.Rollback()
+		if err := fn(ctx, tx); err != nil {
+			return err
+		}
+		return tx.Commit()
+	}
+}
+
+// clearStaging runs at Open, before the writer starts, and deals with the
+// syncs a crashed process left unfinished (the file lock means no sync is
+// in flight): a committed run is finished, any other dropped. Each step is
+// its own bounded transaction, so the WAL stays small.
+func clearStaging(ctx context.Context, db *sql.DB) error {
+	return recoverRuns(ctx, db, dbStep(db), `1`)
+}
+
+// recoverKey does the same for the runs of one key that calls of this
+// process left (a step after the flip failed, or a clean-up); the caller
+// holds the key.
+func (s *Store) recoverKey(ctx context.Context, kind store.SyncKind, key string) error {
+	return recoverRuns(ctx, s.read, s.step, `kind = ? AND key = ?`, kind, key)
+}
+
+// recoverRuns finishes the committed runs that where selects and drops the
+// others, oldest first.
+func recoverRuns(ctx context.Context, db *sql.DB, step stepFunc, where string, args ...any) error {
+	rows, err := db.QueryContext(ctx, `SELECT id, replaces, committed, at FROM sync_runs WHERE `+where+` ORDER BY rowid`, args...)
+	if err != nil {
+		return err
+	}
+	var runs []syncRun
+	for rows.Next() {
+		var r syncRun
+		if err := rows.Scan(&r.id, &r.replaces, &r.committed, &r.at); err != nil {
+			rows.Close()
+			return err
+		}
+		runs = append(runs, r)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	for _, r := range runs {
+		if r.committed {
+			_, err = r.finish(ctx, step, nil)
+		} else {
+			err = r.discard(ctx, step)
+		}
+		if err != nil {
+			return fmt.Errorf("sync run %s: %w", r.id, err)
+		}
+	}
+	return nil
+}
+
+// syncRun is one sync as sync_runs records it.
+type syncRun struct {
+	id        string // also the id of its list
+	replaces  string // the list it replaces; "" on a first sync
+	committed bool
+	at        int64 // the sync's time (created_at of its deliveries)
+}
+
+// Sync implements store.Admin (see the steps above). It answers after the
+// last step: the result's messages are then in the queue.
+func (s *Store) Sync(ctx context.Context, sy store.Sync, values iter.Seq2[store.Value, error]) (*store.SyncResult, error) {
+	unlock, err := s.lockKey(ctx, sy.Kind, sy.Key)
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
+	if err := s.recoverKey(ctx, sy.Kind, sy.Key); err != nil {
 		return nil, err
 	}
 	var res store.SyncResult
-	err := s.do(context.WithoutCancel(ctx), 0, func(ctx context.Context, tx *sql.Tx) error {
-		res = store.SyncResult{}
-		return applySync(ctx, tx, id, sy, &res)
-	})
-	if err != nil {
-		s.do(context.WithoutCancel(ctx), 0, func(ctx context.Context, tx *sql.Tx) error {
-			_, err := tx.ExecContext(ctx, `DELETE FROM sync_staging WHERE sync = ?`, id)
-			return err
-		})
+	r := syncRun{id: newRunID(), at: store.Millis(sy.Now)}
+	switch err := s.read.QueryRowContext(ctx, `SELECT list FROM syncs WHERE kind = ? AND key = ?`, sy.Kind, sy.Key).Scan(&r.replaces); {
+	case errors.Is(err, sql.ErrNoRows):
+		res.First = true
+	case err != nil:
 		return nil, err
+	}
+	if err := s.step(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		_, err := tx.ExecContext(ctx, `INSERT INTO sync_runs (id, kind, key, replaces, at) VALUES (?, ?, ?, ?, ?)`,
+			r.id, sy.Kind, sy.Key, r.replaces, r.at)
+		return err
+	}); err != nil {
+		return nil, err
+	}
+	// Until the flip, a failure leaves nothing behind (even when ctx has
+	// ended); a stop by the test hook leaves what a crash would.
+	stopped := false
+	hook := func(step string) error {
+		err := s.hook(step)
+		stopped = err != nil
+		return err
+	}
+	fail := func(err error) (*store.SyncResult, error) {
+		if !stopped {
+			r.discard(context.WithoutCancel(ctx), s.step)
+		}
+		return nil, err
+	}
+	if err := s.stage(ctx, r.id, values); err != nil {
+		return fail(err)
+	}
+	if err := hook(StepStaged); err != nil {
+		return fail(err)
+	}
+	if err := s.diff(ctx, r, sy, &res); err != nil {
+		return fail(err)
+	}
+	if err := hook(StepDiffed); err != nil {
+		return fail(err)
+	}
+	if err := s.flip(context.WithoutCancel(ctx), r, sy, res.First); err != nil {
+		return fail(err)
+	}
+	// Committed: the rest must happen, even when ctx has ended; if the
+	// store closes first, the next Open finishes it.
+	if err := hook(StepFlipped); err != nil {
+		return nil, err
+	}
+	r.committed = true
+	if _, err := r.finish(context.WithoutCancel(ctx), s.step, s.hook); err != nil {
+		return nil, fmt.Errorf("sync committed; its messages are queued and go out after a restart: %w", err)
 	}
 	return &res, nil
 }
 
-// stage writes values into sync_staging under id, a chunk at a time.
-func (s *Store) stage(ctx context.Context, id string, values iter.Seq2[store.Value, error]) error {
+func newRunID() string {
+	b := make([]byte, 8)
+	rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+// stage writes values into sync_lists under list, a chunk per transaction.
+func (s *Store) stage(ctx context.Context, list string, values iter.Seq2[store.Value, error]) error {
 	chunk := make([]store.Value, 0, stageChunk)
 	flush := func() error {
 		if len(chunk) == 0 {
 			return nil
 		}
 		var q strings.Builder
-		q.WriteString(`INSERT INTO sync_staging (sync, user_id, value) VALUES `)
+		q.WriteString(`INSERT INTO sync_lists (list, user_id, value) VALUES `)
 		args := make([]any, 0, 3*len(chunk))
 		for i, v := range chunk {
 			if i > 0 {
 				q.WriteByte(',')
 			}
 			q.WriteString("(?,?,?)")
-			args = append(args, id, v.UserID, v.Value)
+			args = append(args, list, v.UserID, v.Value)
 		}
-		q.WriteString(` ON CONFLICT (sync, user_id) DO UPDATE SET value = excluded.value`)
-		err := s.do(ctx, 0, func(ctx context.Context, tx *sql.Tx) error {
+		// A user listed twice takes the last value.
+		q.WriteString(` ON CONFLICT (list, user_id) DO UPDATE SET value = excluded.value`)
+		err := s.step(ctx, func(ctx context.Context, tx *sql.Tx) error {
 			_, err := tx.ExecContext(ctx, q.String(), args...)
 			return err
 		})
@@ -99,118 +321,271 @@ func (s *Store) stage(ctx context.Context, id string, values iter.Seq2[store.Val
 	return flush()
 }
 
-// applySync is the transaction of a sync (see Sync).
-func applySync(ctx context.Context, tx *sql.Tx, id string, sy store.Sync, res *store.SyncResult) error {
-	now := store.Millis(sy.Now)
-	var known int
-	if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM syncs WHERE kind = ? AND key = ?`, sy.Kind, sy.Key).Scan(&known); err != nil {
-		return err
+// diff compares the staged list with the one it replaces, page by page
+// from the read pool, counts into res and writes the messages of the
+// changes to the outbox: first the listed users whose value is new or
+// different, then the users no longer listed, each in user id order.
+func (s *Store) diff(ctx context.Context, r syncRun, sy store.Sync, res *store.SyncResult) error {
+	var out []store.Message
+	flush := func(all bool) error {
+		for len(out) >= outboxChunk || all && len(out) > 0 {
+			n := min(len(out), outboxChunk)
+			if err := s.step(ctx, func(ctx context.Context, tx *sql.Tx) error {
+				return writeOutbox(ctx, tx, r.id, out[:n])
+			}); err != nil {
+				return err
+			}
+			res.Messages += n
+			out = out[n:]
+		}
+		return nil
 	}
-	res.First = known == 0
-	if _, err := tx.ExecContext(ctx, `INSERT INTO syncs (kind, key, name, created_at, synced_at) VALUES (?, ?, ?, ?, ?)
-		ON CONFLICT (kind, key) DO UPDATE SET name = excluded.name, synced_at = excluded.synced_at`,
-		sy.Kind, sy.Key, sy.Name, now, now); err != nil {
-		return err
+	type row struct {
+		user        string
+		value, prev []byte
+		listed      bool
 	}
-	var staged int
-	if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM sync_staging WHERE sync = ?`, id).Scan(&staged); err != nil {
-		return err
+	page := func(q string, args ...any) ([]row, error) {
+		rows, err := s.read.QueryContext(ctx, q, args...)
+		if err != nil {
+			return nil, err
+		}
+		defer rows.Close()
+		var list []row
+		for rows.Next() {
+			var r row
+			if err := rows.Scan(&r.user, &r.value, &r.prev, &r.listed); err != nil {
+				return nil, err
+			}
+			list = append(list, r)
+		}
+		return list, rows.Err()
 	}
-
-	// Listed users whose value is new or different, in user id order.
-	var msgs []store.Message
-	var page []store.Value
-	after := ""
-	for {
-		page = page[:0]
-		rows, err := tx.QueryContext(ctx, `SELECT s.user_id, s.value, v.user_id IS NULL FROM sync_staging s
-			LEFT JOIN sync_values v ON v.kind = ? AND v.key = ? AND v.user_id = s.user_id
-			WHERE s.sync = ? AND s.user_id > ? AND (v.user_id IS NULL OR v.value != s.value)
-			ORDER BY s.user_id LIMIT ?`, sy.Kind, sy.Key, id, after, syncPage)
+	for after := ""; ; {
+		rows, err := page(`SELECT n.user_id, n.value, o.value, 1 FROM sync_lists n
+			LEFT JOIN sync_lists o ON o.list = ? AND o.user_id = n.user_id
+			WHERE n.list = ? AND n.user_id > ? ORDER BY n.user_id LIMIT ?`, r.replaces, r.id, after, syncPage)
 		if err != nil {
 			return err
 		}
-		for rows.Next() {
-			var v store.Value
-			var added bool
-			if err := rows.Scan(&v.UserID, &v.Value, &added); err != nil {
-				rows.Close()
-				return err
-			}
-			if added {
+		if len(rows) == 0 {
+			break
+		}
+		after = rows[len(rows)-1].user
+		for _, v := range rows {
+			switch {
+			case v.prev == nil:
 				res.Added++
-			} else {
+			case bytes.Equal(v.prev, v.value):
+				res.Unchanged++
+				continue
+			default:
 				res.Changed++
 			}
-			page = append(page, v)
+			out = append(out, sy.Messages(v.user, v.value)...)
 		}
-		rows.Close()
-		if err := rows.Err(); err != nil {
-			return err
-		}
-		if len(page) == 0 {
-			break
-		}
-		after = page[len(page)-1].UserID
-		msgs = msgs[:0]
-		for _, v := range page {
-			msgs = append(msgs, sy.Messages(v.UserID, v.Value)...)
-		}
-		if err := insertMessages(ctx, tx, msgs, now); err != nil {
-			return err
-		}
-		res.Messages += len(msgs)
-		if err := upsertValues(ctx, tx, sy, page); err != nil {
+		if err := flush(false); err != nil {
 			return err
 		}
 	}
-	res.Unchanged = staged - res.Added - res.Changed
-
-	// Stored users no longer listed.
-	after = ""
-	for {
-		page = page[:0]
-		rows, err := tx.QueryContext(ctx, `SELECT v.user_id FROM sync_values v
-			WHERE v.kind = ? AND v.key = ? AND v.user_id > ?
-			AND NOT EXISTS (SELECT 1 FROM sync_staging s WHERE s.sync = ? AND s.user_id = v.user_id)
-			ORDER BY v.user_id LIMIT ?`, sy.Kind, sy.Key, after, id, syncPage)
+	for after := ""; r.replaces != ""; {
+		rows, err := page(`SELECT o.user_id, o.value, NULL, n.user_id IS NOT NULL FROM sync_lists o
+			LEFT JOIN sync_lists n ON n.list = ? AND n.user_id = o.user_id
+			WHERE o.list = ? AND o.user_id > ? ORDER BY o.user_id LIMIT ?`, r.id, r.replaces, after, syncPage)
 		if err != nil {
 			return err
 		}
-		for rows.Next() {
-			var v store.Value
-			if err := rows.Scan(&v.UserID); err != nil {
-				rows.Close()
-				return err
-			}
-			page = append(page, v)
-		}
-		rows.Close()
-		if err := rows.Err(); err != nil {
-			return err
-		}
-		if len(page) == 0 {
+		if len(rows) == 0 {
 			break
 		}
-		after = page[len(page)-1].UserID
-		res.Removed += len(page)
-		msgs = msgs[:0]
-		args := []any{sy.Kind, sy.Key}
-		for _, v := range page {
-			msgs = append(msgs, sy.Messages(v.UserID, sy.Removed)...)
-			args = append(args, v.UserID)
+		after = rows[len(rows)-1].user
+		for _, v := range rows {
+			if !v.listed {
+				res.Removed++
+				out = append(out, sy.Messages(v.user, sy.Removed)...)
+			}
 		}
-		if err := insertMessages(ctx, tx, msgs, now); err != nil {
-			return err
-		}
-		res.Messages += len(msgs)
-		if _, err := tx.ExecContext(ctx, `DELETE FROM sync_values WHERE kind = ? AND key = ? AND user_id IN (?`+
-			strings.Repeat(",?", len(page)-1)+`)`, args...); err != nil {
+		if err := flush(false); err != nil {
 			return err
 		}
 	}
-	_, err := tx.ExecContext(ctx, `DELETE FROM sync_staging WHERE sync = ?`, id)
-	return err
+	return flush(true)
+}
+
+// writeOutbox adds msgs to the outbox of run, in order.
+func writeOutbox(ctx context.Context, tx *sql.Tx, run string, msgs []store.Message) error {
+	for len(msgs) > 0 {
+		n := min(len(msgs), insertChunk)
+		var q strings.Builder
+		q.WriteString(`INSERT INTO sync_outbox (run, source, message_id, type, user_id, received_at, body, destinations) VALUES `)
+		args := make([]any, 0, 8*n)
+		for i := range msgs[:n] {
+			m := &msgs[i]
+			if i > 0 {
+				q.WriteByte(',')
+			}
+			q.WriteString("(?,?,?,?,?,?,?,?)")
+			dests, err := json.Marshal(m.Destinations)
+			if err != nil {
+				return err
+			}
+			args = append(args, run, m.Source, m.MessageID, m.Type, m.UserID, store.Millis(m.ReceivedAt), m.Body, string(dests))
+		}
+		if _, err := tx.ExecContext(ctx, q.String(), args...); err != nil {
+			return err
+		}
+		msgs = msgs[n:]
+	}
+	return nil
+}
+
+// flip is the commit of a sync: syncs names the new list, the run is
+// committed. The run held its key throughout, so the current list is the
+// one it diffed against; it checks all the same.
+func (s *Store) flip(ctx context.Context, r syncRun, sy store.Sync, first bool) error {
+	return s.step(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		var res sql.Result
+		var err error
+		if first {
+			res, err = tx.ExecContext(ctx, `INSERT INTO syncs (kind, key, name, created_at, synced_at, list) VALUES (?, ?, ?, ?, ?, ?)
+				ON CONFLICT (kind, key) DO NOTHING`, sy.Kind, sy.Key, sy.Name, r.at, r.at, r.id)
+		} else {
+			res, err = tx.ExecContext(ctx, `UPDATE syncs SET name = ?, synced_at = ?, list = ? WHERE kind = ? AND key = ? AND list = ?`,
+				sy.Name, r.at, r.id, sy.Kind, sy.Key, r.replaces)
+		}
+		if err != nil {
+			return err
+		}
+		if n, err := res.RowsAffected(); err != nil || n != 1 {
+			return errors.Join(err, fmt.Errorf("sync %s %s: its list changed during the sync", sy.Kind, sy.Key))
+		}
+		_, err = tx.ExecContext(ctx, `UPDATE sync_runs SET committed = 1 WHERE id = ?`, r.id)
+		return err
+	})
+}
+
+// finish moves the committed run's outbox into the queue, drops the list it
+// replaced and forgets the run, a bounded step at a time; hook, when not
+// nil, is called after each step. It reports the messages moved.
+func (r syncRun) finish(ctx context.Context, step stepFunc, hook func(string) error) (int, error) {
+	moved := 0
+	for {
+		n := 0
+		if err := step(ctx, func(ctx context.Context, tx *sql.Tx) error {
+			var err error
+			n, err = moveOutbox(ctx, tx, r.id, r.at)
+			return err
+		}); err != nil {
+			return moved, err
+		}
+		if n == 0 {
+			break
+		}
+		moved += n
+		if hook != nil {
+			if err := hook(StepMoved); err != nil {
+				return moved, err
+			}
+		}
+	}
+	if r.replaces != "" {
+		if err := dropList(ctx, step, r.replaces, hook); err != nil {
+			return moved, err
+		}
+	}
+	return moved, step(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		_, err := tx.ExecContext(ctx, `DELETE FROM sync_runs WHERE id = ?`, r.id)
+		return err
+	})
+}
+
+// moveOutbox moves the first moveChunk messages of run's outbox into the
+// queue, deliveries created at at, and reports how many it moved. A message
+// already in the queue is skipped, as Ingest skips it.
+func moveOutbox(ctx context.Context, tx *sql.Tx, run string, at int64) (int, error) {
+	rows, err := tx.QueryContext(ctx, `SELECT id, source, message_id, type, user_id, received_at, body, destinations
+		FROM sync_outbox WHERE run = ? ORDER BY id LIMIT ?`, run, moveChunk)
+	if err != nil {
+		return 0, err
+	}
+	var msgs []store.Message
+	var last int64
+	for rows.Next() {
+		var m store.Message
+		var received int64
+		var dests string
+		if err := rows.Scan(&last, &m.Source, &m.MessageID, &m.Type, &m.UserID, &received, &m.Body, &dests); err != nil {
+			rows.Close()
+			return 0, err
+		}
+		m.ReceivedAt = store.FromMillis(received)
+		if err := json.Unmarshal([]byte(dests), &m.Destinations); err != nil {
+			rows.Close()
+			return 0, fmt.Errorf("outbox message %s: destinations: %w", m.MessageID, err)
+		}
+		msgs = append(msgs, m)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil || len(msgs) == 0 {
+		return 0, err
+	}
+	if err := insertMessages(ctx, tx, msgs, at); err != nil {
+		return 0, err
+	}
+	_, err = tx.ExecContext(ctx, `DELETE FROM sync_outbox WHERE run = ? AND id <= ?`, run, last)
+	return len(msgs), err
+}
+
+// dropList deletes the rows of list, a chunk per step.
+func dropList(ctx context.Context, step stepFunc, list string, hook func(string) error) error {
+	for {
+		var n int64
+		if err := step(ctx, func(ctx context.Context, tx *sql.Tx) error {
+			res, err := tx.ExecContext(ctx, `DELETE FROM sync_lists WHERE list = ? AND user_id IN
+				(SELECT user_id FROM sync_lists WHERE list = ? ORDER BY user_id LIMIT ?)`, list, list, dropChunk)
+			if err != nil {
+				return err
+			}
+			n, err = res.RowsAffected()
+			return err
+		}); err != nil || n == 0 {
+			return err
+		}
+		if hook != nil {
+			if err := hook(StepDropped); err != nil {
+				return err
+			}
+		}
+	}
+}
+
+// discard drops what a run not committed wrote: its outbox, its list and
+// its row.
+func (r syncRun) discard(ctx context.Context, step stepFunc) error {
+	for {
+		var n int64
+		if err := step(ctx, func(ctx context.Context, tx *sql.Tx) error {
+			res, err := tx.ExecContext(ctx, `DELETE FROM sync_outbox WHERE run = ? AND id IN
+				(SELECT id FROM sync_outbox WHERE run = ? ORDER BY id LIMIT ?)`, r.id, r.id, dropChunk)
+			if err != nil {
+				return err
+			}
+			n, err = res.RowsAffected()
+			return err
+		}); err != nil {
+			return err
+		}
+		if n == 0 {
+			break
+		}
+	}
+	if err := dropList(ctx, step, r.id, nil); err != nil {
+		return err
+	}
+	return step(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		_, err := tx.ExecContext(ctx, `DELETE FROM sync_runs WHERE id = ?`, r.id)
+		return err
+	})
 }
 
 func insertMessages(ctx context.Context, tx *sql.Tx, msgs []store.Message, now int64) error {
@@ -224,24 +599,40 @@ func insertMessages(ctx context.Context, tx *sql.Tx, msgs []store.Message, now i
 	return nil
 }
 
-func upsertValues(ctx context.Context, tx *sql.Tx, sy store.Sync, vs []store.Value) error {
-	for len(vs) > 0 {
-		n := min(len(vs), 500)
-		var q strings.Builder
-		q.WriteString(`INSERT INTO sync_values (kind, key, user_id, value) VALUES `)
-		args := make([]any, 0, 4*n)
-		for i, v := range vs[:n] {
-			if i > 0 {
-				q.WriteByte(',')
+// SyncValues yields the stored list of an audience or computed trait, in
+// user id order: one query, so one consistent state (the list before or
+// after any sync, never a mix).
+func (s *Store) SyncValues(ctx context.Context, kind store.SyncKind, key string) iter.Seq2[store.Value, error] {
+	return func(yield func(store.Value, error) bool) {
+		rows, err := s.read.QueryContext(ctx, `SELECT l.user_id, l.value FROM syncs s JOIN sync_lists l ON l.list = s.list
+			WHERE s.kind = ? AND s.key = ? ORDER BY l.user_id`, kind, key)
+		if err != nil {
+			yield(store.Value{}, err)
+			return
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var v store.Value
+			if err := rows.Scan(&v.UserID, &v.Value); err != nil {
+				yield(store.Value{}, err)
+				return
 			}
-			q.WriteString("(?,?,?,?)")
-			args = append(args, sy.Kind, sy.Key, v.UserID, v.Value)
+			if !yield(v, nil) {
+				return
+			}
 		}
-		q.WriteString(` ON CONFLICT (kind, key, user_id) DO UPDATE SET value = excluded.value`)
-		if _, err := tx.ExecContext(ctx, q.String(), args...); err != nil {
-			return err
+		if err := rows.Err(); err != nil {
+			yield(store.Value{}, err)
 		}
-		vs = vs[n:]
 	}
-	return nil
+}
+
+// SyncLeftovers counts the rows of syncs still in progress or left behind:
+// runs, their outbox messages, and stored values of no current list. It
+// is 0 when no sync is running.
+func (s *Store) SyncLeftovers(ctx context.Context) (int64, error) {
+	var n int64
+	err := s.read.QueryRowContext(ctx, `SELECT (SELECT count(*) FROM sync_runs) + (SELECT count(*) FROM sync_outbox)
+		+ (SELECT count(*) FROM sync_lists WHERE list NOT IN (SELECT list FROM syncs))`).Scan(&n)
+	return n, err
 }

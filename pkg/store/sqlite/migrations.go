@@ -95,6 +95,44 @@ CREATE TABLE sync_staging (
 	PRIMARY KEY (sync, user_id)
 ) WITHOUT ROWID;
 `,
+	// Syncs in bounded steps (admin.go): each list is kept under an id in
+	// sync_lists and syncs.list names the current one, so a new list is
+	// staged and diffed beside it and switched to in one small commit;
+	// sync_runs records the runs not finished and sync_outbox holds their
+	// messages until the switch. The lists stored so far move over.
+	`
+ALTER TABLE syncs ADD COLUMN list TEXT NOT NULL DEFAULT '';
+CREATE TABLE sync_lists (
+	list    TEXT NOT NULL,
+	user_id TEXT NOT NULL,
+	value   BLOB NOT NULL,
+	PRIMARY KEY (list, user_id)
+) WITHOUT ROWID;
+INSERT INTO sync_lists (list, user_id, value) SELECT kind || ':' || key, user_id, value FROM sync_values;
+UPDATE syncs SET list = kind || ':' || key;
+DROP TABLE sync_values;
+DROP TABLE sync_staging;
+CREATE TABLE sync_runs (
+	id        TEXT    PRIMARY KEY,
+	kind      TEXT    NOT NULL,
+	key       TEXT    NOT NULL,
+	replaces  TEXT    NOT NULL,
+	committed INTEGER NOT NULL DEFAULT 0,
+	at        INTEGER NOT NULL
+);
+CREATE TABLE sync_outbox (
+	id           INTEGER PRIMARY KEY,
+	run          TEXT    NOT NULL,
+	source       TEXT    NOT NULL,
+	message_id   TEXT    NOT NULL,
+	type         TEXT    NOT NULL,
+	user_id      TEXT    NOT NULL,
+	received_at  INTEGER NOT NULL,
+	body         BLOB    NOT NULL,
+	destinations TEXT    NOT NULL
+);
+CREATE INDEX sync_outbox_run ON sync_outbox (run, id);
+`,
 }
 
 // migrate brings the schema to the newest version.

@@ -1,0 +1,512 @@
+package storetest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"iter"
+	"slices"
+	"sync"
+	"testing"
+
+	"github.com/evfwd/evfwd/pkg/store"
+	"github.com/google/go-cmp/cmp"
+)
+
+// Reopen makes a new, empty database and returns a function that opens a
+// store on it; called again after the previous store's Close, it opens the
+// same database, as a restarted process would.
+type Reopen func(t *testing.T) func() store.Store
+
+// SyncStepper is what the sync cases need of a store besides store.Admin.
+type SyncStepper interface {
+	// SetSyncHook sets a function called between the steps of a sync with
+	// the step's name (the Step constants); an error from it stops the
+	// sync at once and leaves the database as a crash there would.
+	SetSyncHook(fn func(step string) error)
+	// SyncValues yields the stored list of one audience or trait as one
+	// consistent read.
+	SyncValues(ctx context.Context, kind store.SyncKind, key string) iter.Seq2[store.Value, error]
+	// SyncLeftovers counts the rows syncs in progress keep (runs, outbox
+	// messages, lists no sync names); 0 when none runs.
+	SyncLeftovers(ctx context.Context) (int64, error)
+}
+
+// The steps of a sync at which SetSyncHook's function is called.
+const (
+	StepStaged  = "staged"  // the whole list is staged
+	StepDiffed  = "diffed"  // every message is in the outbox; the switch is next
+	StepFlipped = "flipped" // the new list is current: the sync is committed
+	StepMoved   = "moved"   // after each chunk of messages moved into the queue
+	StepDropped = "dropped" // after each chunk of the replaced list deleted
+)
+
+// RunSync runs the cases of a sync interrupted (as by a crash) at each of
+// its steps, and of readers during a sync, against stores made by reopen,
+// which must implement store.Admin and SyncStepper.
+func RunSync(t *testing.T, reopen Reopen) {
+	tests := []struct {
+		name string
+		fn   func(t *testing.T, open func() store.Store)
+	}{
+		{"InterruptedBeforeFlipChangesNothing", testSyncInterruptedBefore},
+		{"InterruptedAfterFlipDeliversAll", testSyncInterruptedAfter},
+		{"NextSyncFinishesInterrupted", testSyncNextFinishes},
+		{"ReadersSeeOldOrNew", testSyncReaders},
+		{"FailedListLeavesNoRows", testSyncFailedLeftovers},
+		{"SyncsOfOneKeyTakeTurns", testSyncTurns},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) { tt.fn(t, reopen(t)) })
+	}
+}
+
+// syncStore is a store opened for the sync cases, with its interfaces.
+type syncStore struct {
+	store.Store
+	store.Admin
+	SyncStepper
+}
+
+func openSync(t *testing.T, open func() store.Store) syncStore {
+	t.Helper()
+	s := open()
+	a, ok := s.(store.Admin)
+	if !ok {
+		t.Fatalf("%T does not implement store.Admin", s)
+	}
+	st, ok := s.(SyncStepper)
+	if !ok {
+		t.Fatalf("%T does not implement storetest.SyncStepper", s)
+	}
+	return syncStore{s, a, st}
+}
+
+// traitList is a trait list of users u0000…u(n-1) from first, every one
+// with value.
+func traitList(first, n int, value string) map[string]string {
+	m := map[string]string{}
+	for i := first; i < first+n; i++ {
+		m[fmt.Sprintf("u%04d", i)] = value
+	}
+	return m
+}
+
+func values(m map[string]string) iter.Seq2[store.Value, error] {
+	return func(yield func(store.Value, error) bool) {
+		for _, u := range slices.Sorted(func(yield func(string) bool) {
+			for u := range m {
+				if !yield(u) {
+					return
+				}
+			}
+		}) {
+			if !yield(store.Value{UserID: u, Value: []byte(m[u])}, nil) {
+				return
+			}
+		}
+	}
+}
+
+// stored reads a trait's stored list.
+func stored(t *testing.T, s SyncStepper, key string) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	for v, err := range s.SyncValues(context.Background(), store.KindTrait, key) {
+		if err != nil {
+			t.Fatalf("SyncValues: %v", err)
+		}
+		out[v.UserID] = string(v.Value)
+	}
+	return out
+}
+
+// diffMessages is what a sync from old to new sends: "user=value" sorted.
+func diffMessages(old, new map[string]string) []string {
+	out := []string{}
+	for u, v := range new {
+		if old[u] != v {
+			out = append(out, u+"="+v)
+		}
+	}
+	for u := range old {
+		if _, ok := new[u]; !ok {
+			out = append(out, u+"=null")
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// before and after are the two lists of the interrupted syncs: 2,500
+// users, then 500 leaving, 500 joining and 500 changing value (1,500
+// messages: more than one chunk of any step).
+func beforeAfter() (before, after map[string]string) {
+	before = traitList(0, 2500, "1")
+	after = traitList(500, 2500, "1")
+	for u, v := range traitList(1000, 500, "2") {
+		after[u] = v
+	}
+	return before, after
+}
+
+// stopAt returns a hook that fails at the nth call of step.
+func stopAt(step string, nth int) (hook func(string) error, stop error) {
+	stop = fmt.Errorf("stopped at %s #%d", step, nth)
+	var mu sync.Mutex
+	seen := 0
+	return func(s string) error {
+		mu.Lock()
+		defer mu.Unlock()
+		if s == step {
+			if seen++; seen == nth {
+				return stop
+			}
+		}
+		return nil
+	}, stop
+}
+
+func leftovers(t *testing.T, s SyncStepper) int64 {
+	t.Helper()
+	n, err := s.SyncLeftovers(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+func testSyncInterruptedBefore(t *testing.T, open func() store.Store) {
+	ctx := context.Background()
+	before, after := beforeAfter()
+	s := openSync(t, open)
+	var n int
+	var seen int64
+	sy := newSync(store.KindTrait, "ltv", &n)
+	if _, err := s.Sync(ctx, sy, values(before)); err != nil {
+		t.Fatal(err)
+	}
+	sent(t, s, &seen)
+	for _, step := range []string{StepStaged, StepDiffed} {
+		hook, stop := stopAt(step, 1)
+		s.SetSyncHook(hook)
+		if _, err := s.Sync(ctx, sy, values(after)); !errors.Is(err, stop) {
+			t.Fatalf("sync stopped at %s = %v, want %v", step, err, stop)
+		}
+		s.SetSyncHook(nil)
+		if got := stored(t, s, "ltv"); !cmp.Equal(before, got) {
+			t.Errorf("stopped at %s: stored list changed: %d users", step, len(got))
+		}
+		if got := sent(t, s, &seen); len(got) != 0 {
+			t.Errorf("stopped at %s: %d messages queued", step, len(got))
+		}
+		s.Close()
+		s = openSync(t, open)
+		if got := stored(t, s, "ltv"); !cmp.Equal(before, got) {
+			t.Errorf("stopped at %s, reopened: stored list changed: %d users", step, len(got))
+		}
+		if got := sent(t, s, &seen); len(got) != 0 {
+			t.Errorf("stopped at %s, reopened: %d messages queued", step, len(got))
+		}
+		if n := leftovers(t, s); n != 0 {
+			t.Errorf("stopped at %s, reopened: %d rows left over", step, n)
+		}
+	}
+	defer s.Close()
+	// The sync done again applies in full, as if never tried.
+	got, err := s.Sync(ctx, sy, values(after))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := store.SyncResult{Added: 500, Removed: 500, Changed: 500, Unchanged: 1500, Messages: 1500}
+	if diff := cmp.Diff(want, *got); diff != "" {
+		t.Errorf("sync after the interrupted ones mismatch (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff(diffMessages(before, after), sent(t, s, &seen)); diff != "" {
+		t.Errorf("messages mismatch (-want +got):\n%s", diff)
+	}
+	if n := leftovers(t, s); n != 0 {
+		t.Errorf("%d rows left over after a sync", n)
+	}
+}
+
+func testSyncInterruptedAfter(t *testing.T, open func() store.Store) {
+	ctx := context.Background()
+	before, after := beforeAfter()
+	s := openSync(t, open)
+	var n int
+	var seen int64
+	sy := newSync(store.KindTrait, "ltv", &n)
+	if _, err := s.Sync(ctx, sy, values(before)); err != nil {
+		t.Fatal(err)
+	}
+	sent(t, s, &seen)
+	// Back and forth between the two lists, stopped at a later step each
+	// time: each restart must queue exactly that sync's messages.
+	from, to := before, after
+	for _, at := range []struct {
+		step string
+		nth  int
+	}{{StepFlipped, 1}, {StepMoved, 1}, {StepMoved, 2}, {StepDropped, 1}} {
+		hook, stop := stopAt(at.step, at.nth)
+		s.SetSyncHook(hook)
+		if _, err := s.Sync(ctx, sy, values(to)); !errors.Is(err, stop) {
+			t.Fatalf("sync stopped at %s #%d = %v, want %v", at.step, at.nth, err, stop)
+		}
+		s.SetSyncHook(nil)
+		// Committed: readers see the new list at once.
+		if got := stored(t, s, "ltv"); !cmp.Equal(to, got) {
+			t.Errorf("stopped at %s #%d: stored list is not the new one (%d users)", at.step, at.nth, len(got))
+		}
+		s.Close()
+		s = openSync(t, open)
+		if got := stored(t, s, "ltv"); !cmp.Equal(to, got) {
+			t.Errorf("stopped at %s #%d, reopened: stored list is not the new one (%d users)", at.step, at.nth, len(got))
+		}
+		if diff := cmp.Diff(diffMessages(from, to), sent(t, s, &seen)); diff != "" {
+			t.Errorf("stopped at %s #%d, reopened: messages mismatch (-want +got):\n%s", at.step, at.nth, diff)
+		}
+		if n := leftovers(t, s); n != 0 {
+			t.Errorf("stopped at %s #%d, reopened: %d rows left over", at.step, at.nth, n)
+		}
+		from, to = to, from
+	}
+	s.Close()
+}
+
+// testSyncNextFinishes stops syncs without a restart: the next sync of the
+// key drops what a stopped uncommitted one left and finishes a committed
+// one (its messages all queued, before the next sync's own).
+func testSyncNextFinishes(t *testing.T, open func() store.Store) {
+	ctx := context.Background()
+	before, after := beforeAfter()
+	s := openSync(t, open)
+	defer s.Close()
+	var n int
+	var seen int64
+	sy := newSync(store.KindTrait, "ltv", &n)
+	if _, err := s.Sync(ctx, sy, values(before)); err != nil {
+		t.Fatal(err)
+	}
+	sent(t, s, &seen)
+	hook, stop := stopAt(StepDiffed, 1)
+	s.SetSyncHook(hook)
+	if _, err := s.Sync(ctx, sy, values(after)); !errors.Is(err, stop) {
+		t.Fatalf("sync stopped before the flip = %v, want %v", err, stop)
+	}
+	hook, stop = stopAt(StepMoved, 1)
+	s.SetSyncHook(hook)
+	if _, err := s.Sync(ctx, sy, values(after)); !errors.Is(err, stop) {
+		t.Fatalf("sync stopped after the flip = %v, want %v", err, stop)
+	}
+	s.SetSyncHook(nil)
+	got, err := s.Sync(ctx, sy, values(before))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := (store.SyncResult{Added: 500, Removed: 500, Changed: 500, Unchanged: 1500, Messages: 1500}); !cmp.Equal(want, *got) {
+		t.Errorf("result %+v, want %+v", *got, want)
+	}
+	want := append(diffMessages(before, after), diffMessages(after, before)...)
+	slices.Sort(want)
+	if diff := cmp.Diff(want, sent(t, s, &seen)); diff != "" {
+		t.Errorf("messages mismatch (-want +got):\n%s", diff)
+	}
+	if got := stored(t, s, "ltv"); !cmp.Equal(before, got) {
+		t.Errorf("stored list is not the one synced last")
+	}
+	if n := leftovers(t, s); n != 0 {
+		t.Errorf("%d rows left over", n)
+	}
+}
+
+func testSyncReaders(t *testing.T, open func() store.Store) {
+	ctx := context.Background()
+	before, after := beforeAfter()
+	s := openSync(t, open)
+	defer s.Close()
+	var n int
+	var seen int64
+	sy := newSync(store.KindTrait, "ltv", &n)
+	if _, err := s.Sync(ctx, sy, values(before)); err != nil {
+		t.Fatal(err)
+	}
+	sent(t, s, &seen)
+
+	// A reader reads the list over and over while the sync runs.
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	var reads, mixed int
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			got := map[string]string{}
+			for v, err := range s.SyncValues(ctx, store.KindTrait, "ltv") {
+				if err != nil {
+					t.Errorf("SyncValues: %v", err)
+					return
+				}
+				got[v.UserID] = string(v.Value)
+			}
+			reads++
+			if !cmp.Equal(before, got) && !cmp.Equal(after, got) {
+				mixed++
+			}
+		}
+	}()
+	// And at every step, the list is the old one until the flip, the new
+	// one from then on; no message is queued before the flip.
+	flipped := false
+	var steps []string
+	s.SetSyncHook(func(step string) error {
+		steps = append(steps, step)
+		if step == StepFlipped {
+			flipped = true
+		}
+		want := before
+		if flipped {
+			want = after
+		}
+		if got := stored(t, s, "ltv"); !cmp.Equal(want, got) {
+			t.Errorf("at step %s (flipped %v): stored list is neither as it was nor as it will be", step, flipped)
+		}
+		if !flipped {
+			if got := sent(t, s, &seen); len(got) != 0 {
+				t.Errorf("at step %s: %d messages queued before the flip", step, len(got))
+			}
+		}
+		return nil
+	})
+	got, err := s.Sync(ctx, sy, values(after))
+	s.SetSyncHook(nil)
+	close(stop)
+	wg.Wait()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if mixed > 0 {
+		t.Errorf("%d of %d reads during the sync saw a list that was neither the old nor the new", mixed, reads)
+	}
+	for _, step := range []string{StepStaged, StepDiffed, StepFlipped, StepMoved, StepDropped} {
+		if !slices.Contains(steps, step) {
+			t.Errorf("the hook was not called at step %s (called at %v)", step, steps)
+		}
+	}
+	want := store.SyncResult{Added: 500, Removed: 500, Changed: 500, Unchanged: 1500, Messages: 1500}
+	if diff := cmp.Diff(want, *got); diff != "" {
+		t.Errorf("result mismatch (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff(diffMessages(before, after), sent(t, s, &seen)); diff != "" {
+		t.Errorf("messages mismatch (-want +got):\n%s", diff)
+	}
+}
+
+func testSyncFailedLeftovers(t *testing.T, open func() store.Store) {
+	ctx := context.Background()
+	s := openSync(t, open)
+	defer s.Close()
+	var n int
+	sy := newSync(store.KindTrait, "ltv", &n)
+	before, _ := beforeAfter()
+	if _, err := s.Sync(ctx, sy, values(before)); err != nil {
+		t.Fatal(err)
+	}
+	bad := errors.New("line 3001: bad")
+	failing := func(yield func(store.Value, error) bool) {
+		for v, err := range values(traitList(0, 3000, "7")) {
+			if !yield(v, err) {
+				return
+			}
+		}
+		yield(store.Value{}, bad)
+	}
+	if _, err := s.Sync(ctx, sy, failing); !errors.Is(err, bad) {
+		t.Fatalf("Sync with a failing list = %v, want %v", err, bad)
+	}
+	if got := stored(t, s, "ltv"); !cmp.Equal(before, got) {
+		t.Errorf("a failed sync changed the stored list")
+	}
+	if n := leftovers(t, s); n != 0 {
+		t.Errorf("a failed sync left %d rows", n)
+	}
+	// A cancelled one too.
+	cctx, cancel := context.WithCancel(ctx)
+	cancelling := func(yield func(store.Value, error) bool) {
+		for v, err := range values(traitList(0, 3000, "7")) {
+			if v.UserID == "u2500" {
+				cancel()
+			}
+			if !yield(v, err) {
+				return
+			}
+		}
+	}
+	if _, err := s.Sync(cctx, sy, cancelling); !errors.Is(err, context.Canceled) {
+		t.Fatalf("Sync cancelled while staging = %v, want %v", err, context.Canceled)
+	}
+	if got := stored(t, s, "ltv"); !cmp.Equal(before, got) {
+		t.Errorf("a cancelled sync changed the stored list")
+	}
+	if n := leftovers(t, s); n != 0 {
+		t.Errorf("a cancelled sync left %d rows", n)
+	}
+}
+
+func testSyncTurns(t *testing.T, open func() store.Store) {
+	ctx := context.Background()
+	s := openSync(t, open)
+	defer s.Close()
+	var mu sync.Mutex
+	var n int
+	sy := newSync(store.KindTrait, "ltv", &n)
+	inner := sy.Messages
+	sy.Messages = func(user string, value []byte) []store.Message {
+		mu.Lock()
+		defer mu.Unlock()
+		return inner(user, value)
+	}
+	a, b := beforeAfter()
+	var seen int64
+	results := make([]*store.SyncResult, 2)
+	var wg sync.WaitGroup
+	for i, l := range []map[string]string{a, b} {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			res, err := s.Sync(ctx, sy, values(l))
+			if err != nil {
+				t.Error(err)
+			}
+			results[i] = res
+		}()
+	}
+	wg.Wait()
+	if t.Failed() {
+		return
+	}
+	first, second := a, b
+	if !results[0].First {
+		first, second = b, a
+		results[0], results[1] = results[1], results[0]
+	}
+	if !results[0].First || results[1].First {
+		t.Fatalf("results %+v, %+v: want one first sync", *results[0], *results[1])
+	}
+	if got := stored(t, s, "ltv"); !cmp.Equal(second, got) {
+		t.Errorf("stored list is not the one synced last")
+	}
+	want := append(diffMessages(nil, first), diffMessages(first, second)...)
+	slices.Sort(want)
+	if diff := cmp.Diff(want, sent(t, s, &seen)); diff != "" {
+		t.Errorf("messages mismatch (-want +got):\n%s", diff)
+	}
+	if got := results[0].Messages + results[1].Messages; got != len(want) {
+		t.Errorf("results count %d messages, want %d", got, len(want))
+	}
+}
