@@ -49,7 +49,34 @@ type ListenOptions struct {
 	ready func(url string) // tests: called once the port is open
 	clock func() time.Time // tests: stable times and latencies
 	rand  func() float64   // tests: --fail-rate rolls
+
+	readTimeout time.Duration // tests: replaces listenReadTimeout
+	maxBody     int64         // tests: replaces the Handler's body limit
 }
+
+// The limits of one connection. A webhook is one message of at most 32 KB
+// that a sender (evfwd's destination among them) gives up on after 5 s,
+// so a sender slower than these has failed by its own clock already; they
+// are not flags for that reason.
+const (
+	// Headers come in a packet or two; a sender that trickles them
+	// holds a connection for nothing.
+	listenReadHeaderTimeout = 10 * time.Second
+	// The whole request, body included (6x a sender's deadline, or
+	// 170 KB/s for a body at the 5 MB limit). Without it a sender that
+	// stopped mid-body held its connection, goroutine and buffer until
+	// it hung up. net/http lifts the deadline once the body is read, so
+	// --delay and --forward-to are not cut by it.
+	listenReadTimeout = 30 * time.Second
+	// Longer than senders keep an idle connection (Go's http.Transport:
+	// 90 s), so a keep-alive sender closes first rather than reuse a
+	// connection the receiver is closing.
+	listenIdleTimeout = 120 * time.Second
+	// Writing the answer, on top of all the handler may wait for.
+	listenWriteSlack = 10 * time.Second
+	// Webhook headers take a few hundred bytes; net/http's default is 1 MB.
+	listenMaxHeaderBytes = 64 << 10
+)
 
 // NewCmdListen builds `evfwd listen`; runF replaces listenRun in tests.
 func NewCmdListen(f *cli.Factory, runF func(*ListenOptions) error) *cobra.Command {
@@ -76,6 +103,10 @@ port is open. Ctrl-C prints a summary and exits 0.
 -o json prints one NDJSON record per request on stdout; --record FILE appends
 the same records to FILE, body bytes kept exactly, so that
 "evfwd verify --record FILE" can re-check every signature.
+
+A body over 5 MB is answered 413, and one that has not arrived 30 s after
+its request began 408; both close the connection and are recorded without
+the body (its size says how much came).
 
 Exit status: 0 stopped or --count reached, 1 --timeout passed first,
 2 usage error.`,
@@ -165,6 +196,9 @@ func listenRun(opts *ListenOptions) error {
 			return cli.UsageErrorf("--record: %v", err)
 		}
 		defer record.Close()
+		if err := freshLine(record, opts.Record); err != nil {
+			return fmt.Errorf("--record: %w", err)
+		}
 	}
 	out := newListenPrinter(f, opts.Verbose)
 	tally := newTally(opts.Count, opts.Type)
@@ -176,8 +210,9 @@ func listenRun(opts *ListenOptions) error {
 			Status: opts.Status, Respond: opts.Respond, Delay: opts.Delay,
 			FailRate: opts.FailRate, Rand: opts.rand,
 		},
-		ForwardTo: opts.ForwardTo,
-		Now:       f.Now,
+		ForwardTo:    opts.ForwardTo,
+		MaxBodyBytes: opts.maxBody,
+		Now:          f.Now,
 		OnRequest: func(r *receiver.Request) {
 			out.print(r)
 			tally.add(r)
@@ -199,9 +234,24 @@ func listenRun(opts *ListenOptions) error {
 	// Cancelling base aborts --delay waits when the listener stops.
 	base, cancelBase := context.WithCancel(context.Background())
 	defer cancelBase()
+	readTimeout := listenReadTimeout
+	if opts.readTimeout > 0 {
+		readTimeout = opts.readTimeout
+	}
+	// WriteTimeout counts from the end of the headers, so it covers the
+	// handler's whole work: reading the body, --delay, the app behind
+	// --forward-to. It only stops a sender that never reads its answer.
+	writeTimeout := readTimeout + opts.Delay + listenWriteSlack
+	if opts.ForwardTo != "" {
+		writeTimeout += receiver.DefaultForwardTimeout
+	}
 	srv := &http.Server{
 		Handler:           h,
-		ReadHeaderTimeout: 10 * time.Second,
+		ReadHeaderTimeout: min(listenReadHeaderTimeout, readTimeout),
+		ReadTimeout:       readTimeout,
+		WriteTimeout:      writeTimeout,
+		IdleTimeout:       listenIdleTimeout,
+		MaxHeaderBytes:    listenMaxHeaderBytes,
 		BaseContext:       func(net.Listener) context.Context { return base },
 		ErrorLog:          nil,
 	}
@@ -250,6 +300,27 @@ func listenRun(opts *ListenOptions) error {
 	}
 	tally.summary(f)
 	return result
+}
+
+// freshLine ends a record file's last line when a run that died mid-write
+// (killed, disk full) left it unfinished, so that this run's first record
+// starts a line of its own: the torn line stays one unreadable line.
+func freshLine(w *os.File, path string) error {
+	fi, err := w.Stat()
+	if err != nil || !fi.Mode().IsRegular() || fi.Size() == 0 {
+		return err
+	}
+	r, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	defer r.Close()
+	var last [1]byte
+	if _, err := r.ReadAt(last[:], fi.Size()-1); err != nil || last[0] == '\n' {
+		return err
+	}
+	_, err = w.Write([]byte{'\n'})
+	return err
 }
 
 // listen opens the port, with TLS when asked.

@@ -1,6 +1,7 @@
 package cmd
 
 import (
+	"bufio"
 	"context"
 	"crypto/ecdsa"
 	"crypto/elliptic"
@@ -8,7 +9,9 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
+	"encoding/json"
 	"encoding/pem"
+	"fmt"
 	"io"
 	"math/big"
 	"net"
@@ -17,12 +20,15 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/evfwd/evfwd/internal/cli"
+	"github.com/evfwd/evfwd/pkg/receiver"
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 )
@@ -68,12 +74,7 @@ func startListen(t *testing.T, f *cli.Factory, args ...string) *listening {
 
 func startListenWith(t *testing.T, f *cli.Factory, rolls []float64, args ...string) *listening {
 	t.Helper()
-	f.Now = tickingClock()
-	ready := make(chan string, 1)
-	ctx, cancel := context.WithCancel(context.Background())
-	l := &listening{f: f, stop: cancel, done: make(chan error, 1), client: &http.Client{}}
-	cmd := NewCmdListen(f, func(o *ListenOptions) error {
-		o.ready = func(url string) { ready <- url }
+	return startListenTuned(t, f, func(o *ListenOptions) {
 		if rolls != nil {
 			var mu sync.Mutex
 			o.rand = func() float64 {
@@ -84,6 +85,19 @@ func startListenWith(t *testing.T, f *cli.Factory, rolls []float64, args ...stri
 				return r
 			}
 		}
+	}, args...)
+}
+
+// startListenTuned lets tune set the options tests inject.
+func startListenTuned(t *testing.T, f *cli.Factory, tune func(*ListenOptions), args ...string) *listening {
+	t.Helper()
+	f.Now = tickingClock()
+	ready := make(chan string, 1)
+	ctx, cancel := context.WithCancel(context.Background())
+	l := &listening{f: f, stop: cancel, done: make(chan error, 1), client: &http.Client{}}
+	cmd := NewCmdListen(f, func(o *ListenOptions) error {
+		o.ready = func(url string) { ready <- url }
+		tune(o)
 		return listenRun(o)
 	})
 	cmd.SetArgs(append([]string{"--addr", "127.0.0.1:0"}, args...))
@@ -526,4 +540,206 @@ func selfSigned(t *testing.T) (certFile, keyFile string, pool *x509.CertPool) {
 	pool = x509.NewCertPool()
 	pool.AddCert(cert)
 	return certFile, keyFile, pool
+}
+
+// rawPost opens a connection to l and writes the start of a POST to /hooks:
+// the headers (Content-Length, or chunked when cl < 0) and body.
+func (l *listening) rawPost(t *testing.T, cl int, body string) net.Conn {
+	t.Helper()
+	c, err := net.Dial("tcp", strings.TrimPrefix(l.base, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	te := "Transfer-Encoding: chunked"
+	if cl >= 0 {
+		te = "Content-Length: " + strconv.Itoa(cl)
+	}
+	if _, err := io.WriteString(c, "POST /hooks HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"+te+"\r\n\r\n"+body); err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// closeGuard is how long a test waits for listen to close a connection
+// before failing; the timeouts under test are far shorter.
+const closeGuard = 10 * time.Second
+
+// answerThenClose reads the status line, then the rest up to the end of
+// the connection, failing when listen keeps it open.
+func answerThenClose(t *testing.T, c net.Conn) string {
+	t.Helper()
+	c.SetReadDeadline(time.Now().Add(closeGuard))
+	br := bufio.NewReader(c)
+	line, err := br.ReadString('\n')
+	if err != nil {
+		t.Errorf("no answer: %v", err)
+		return ""
+	}
+	if _, err := io.Copy(io.Discard, br); err != nil {
+		t.Errorf("connection still open: %v", err)
+	}
+	return strings.TrimSpace(line)
+}
+
+// readRecordFile checks that every line of an NDJSON record file is one
+// whole JSON object and returns the records.
+func readRecordFile(t *testing.T, path string) []*receiver.Record {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(b) > 0 && b[len(b)-1] != '\n' {
+		t.Errorf("record file ends in a partial line: %q", b[max(0, len(b)-80):])
+	}
+	var recs []*receiver.Record
+	for i, line := range strings.Split(strings.TrimSuffix(string(b), "\n"), "\n") {
+		var rec receiver.Record
+		if err := json.Unmarshal([]byte(line), &rec); err != nil {
+			t.Fatalf("record line %d does not parse: %v", i+1, err)
+		}
+		recs = append(recs, &rec)
+	}
+	return recs
+}
+
+// TestListenOversizedChunkedBody: a chunked body over listen's 5 MB limit
+// is answered 413 at once, not when the sender finishes, and recorded
+// without any of it; the listener goes on.
+func TestListenOversizedChunkedBody(t *testing.T) {
+	record := filepath.Join(t.TempDir(), "hooks.ndjson")
+	l := startListen(t, testFactory(t, "", false, nil), "--secret", listenSecret, "--record", record)
+	c := l.rawPost(t, -1, "")
+	go func() {
+		chunk := fmt.Sprintf("%x\r\n%s\r\n", 64<<10, strings.Repeat("x", 64<<10))
+		for range receiver.DefaultMaxBodyBytes/(64<<10) + 2 {
+			if _, err := io.WriteString(c, chunk); err != nil {
+				return // refused: listen hung up
+			}
+		}
+		// and no last chunk: the sender stalls
+	}()
+	if got := answerThenClose(t, c); got != "HTTP/1.1 413 Request Entity Too Large" {
+		t.Errorf("answer %q, want 413", got)
+	}
+	if got := l.post(t, "/hooks", trackMsg, signHex(t, listenSecret, trackMsg)); got != 200 {
+		t.Errorf("next request: status %d, want 200", got)
+	}
+	l.interrupt(t)
+
+	recs := readRecordFile(t, record)
+	if len(recs) != 2 {
+		t.Fatalf("%d records, want 2", len(recs))
+	}
+	if r := recs[0]; r.Status != 413 || r.Refused != "body" || len(r.RawBody()) != 0 || r.Size != receiver.DefaultMaxBodyBytes+1 {
+		t.Errorf("oversized: status %d, refused %q, %d body bytes kept, size %d; want 413, body, 0, %d",
+			r.Status, r.Refused, len(r.RawBody()), r.Size, receiver.DefaultMaxBodyBytes+1)
+	}
+	if r := recs[1]; r.Status != 200 || string(r.RawBody()) != trackMsg {
+		t.Errorf("next request recorded as %d %q", r.Status, r.RawBody())
+	}
+}
+
+// TestListenStalledBodies: a sender that stops mid-body is answered 408
+// and its connection closed once the read timeout passes; 200 of them
+// leave no goroutine behind; each is recorded (status, headers, how many
+// bytes arrived) without its partial body; the listener goes on.
+func TestListenStalledBodies(t *testing.T) {
+	const readTimeout = 200 * time.Millisecond
+	const stalled = 200
+	record := filepath.Join(t.TempDir(), "hooks.ndjson")
+	l := startListenTuned(t, testFactory(t, "", false, nil), func(o *ListenOptions) { o.readTimeout = readTimeout },
+		"--record", record)
+	base := runtime.NumGoroutine()
+
+	// One, timed: listen's clock for the body starts after the dial.
+	start := time.Now()
+	c := l.rawPost(t, 1000, strings.Repeat("x", 100))
+	if got := answerThenClose(t, c); got != "HTTP/1.1 408 Request Timeout" {
+		t.Errorf("answer %q, want 408", got)
+	}
+	if d := time.Since(start); d < readTimeout {
+		t.Errorf("closed after %v, before the %v read timeout", d, readTimeout)
+	}
+
+	// Many at once, chunked and not.
+	cs := make([]net.Conn, stalled)
+	for i := range cs {
+		if i%2 == 0 {
+			cs[i] = l.rawPost(t, 4<<20, strings.Repeat("x", 100))
+		} else {
+			cs[i] = l.rawPost(t, -1, "64\r\n"+strings.Repeat("x", 100)+"\r\n")
+		}
+	}
+	for _, c := range cs {
+		if got := answerThenClose(t, c); got != "HTTP/1.1 408 Request Timeout" {
+			t.Fatalf("answer %q, want 408", got)
+		}
+	}
+	deadline := time.Now().Add(closeGuard)
+	for runtime.NumGoroutine() > base+8 { // a few for the runtime and the client
+		if time.Now().After(deadline) {
+			t.Fatalf("%d goroutines %v after %d stalled connections closed, %d before", runtime.NumGoroutine(), closeGuard, stalled, base)
+		}
+		time.Sleep(10 * time.Millisecond) // waiting for a condition, not for luck
+	}
+
+	if got := l.post(t, "/hooks", trackMsg, ""); got != 200 {
+		t.Errorf("next request: status %d, want 200", got)
+	}
+	l.interrupt(t)
+	recs := readRecordFile(t, record)
+	if len(recs) != stalled+2 {
+		t.Fatalf("%d records, want %d", len(recs), stalled+2)
+	}
+	for _, r := range recs[:stalled+1] {
+		if r.Status != 408 || r.Refused != "body" || len(r.RawBody()) != 0 || r.Size != 100 || !strings.HasPrefix(r.Shape.Reason, "body timed out: 100 ") {
+			t.Fatalf("stalled: status %d, refused %q, %d body bytes kept, size %d, reason %q; want 408, body, 0, 100, timed out",
+				r.Status, r.Refused, len(r.RawBody()), r.Size, r.Shape.Reason)
+		}
+	}
+	if r := recs[stalled+1]; r.Status != 200 || string(r.RawBody()) != trackMsg {
+		t.Errorf("next request recorded as %d %q", r.Status, r.RawBody())
+	}
+}
+
+// TestListenRecordAfterTornLine: a record file whose last line a killed
+// run left unfinished gets this run's records on lines of their own.
+func TestListenRecordAfterTornLine(t *testing.T) {
+	record := writeFile(t, "hooks.ndjson", `{"received_at":"2024-05-01T12:00:05.123Z","method":"POST","pa`)
+	l := startListen(t, testFactory(t, "", false, nil), "--record", record)
+	l.post(t, "/hooks", trackMsg, "")
+	l.interrupt(t)
+	f, err := os.Open(record)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var got []string
+	for rec, err := range receiver.ReadRecords(f) {
+		if err != nil {
+			got = append(got, err.Error()[:7])
+			continue
+		}
+		got = append(got, string(rec.RawBody()))
+	}
+	if diff := cmp.Diff([]string{"line 1:", trackMsg}, got); diff != "" {
+		t.Errorf("mismatch (-want +got):\n%s", diff)
+	}
+}
+
+// TestListenDelayOutlastsReadTimeout: the read timeout bounds the body,
+// not the answer: a --delay longer than it is still answered.
+func TestListenDelayOutlastsReadTimeout(t *testing.T) {
+	const readTimeout, delay = 50 * time.Millisecond, 200 * time.Millisecond
+	l := startListenTuned(t, testFactory(t, "", false, nil), func(o *ListenOptions) { o.readTimeout = readTimeout },
+		"--delay", delay.String())
+	start := time.Now()
+	if got := l.post(t, "/", trackMsg, ""); got != 200 {
+		t.Errorf("status %d, want 200", got)
+	}
+	if got := time.Since(start); got < delay {
+		t.Errorf("answered after %v, want at least %v", got, delay)
+	}
 }

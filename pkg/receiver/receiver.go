@@ -7,7 +7,10 @@
 //
 // How a request is answered, first rule that applies:
 //   - a path other than Options.Path: 404 (nothing else is checked);
-//   - a body over MaxBodyBytes: 413; one that cannot be read: 400;
+//   - a body over MaxBodyBytes: 413; one that stops arriving until the
+//     server's read deadline passes: 408; one cut short otherwise: 400.
+//     The connection is closed after these, and the report (and its
+//     record) carries none of the body: Size says how much arrived;
 //   - a missing, malformed or wrong X-Signature when a secret is set: 401,
 //     unless AcceptInvalid;
 //   - a FailRate roll: FailStatus; then Respond's next code or Status;
@@ -27,7 +30,10 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"os"
+	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -38,6 +44,10 @@ import (
 // DefaultMaxBodyBytes bounds a request body: far above the 32 KB message
 // limit, so a sender's oversized message is still seen, not just refused.
 const DefaultMaxBodyBytes = 5 << 20
+
+// DefaultForwardTimeout is how long the default ForwardTo client waits for
+// the app, from connecting to the last byte of its answer.
+const DefaultForwardTimeout = 30 * time.Second
 
 // Options configures a Handler. The zero value answers 200 to every
 // request on any path and checks no signature.
@@ -55,7 +65,8 @@ type Options struct {
 	// ForwardTo relays each accepted request to this URL (method, headers
 	// and body unchanged) and answers with the app's response.
 	ForwardTo string
-	// Client sends relayed requests; default has a 30 s timeout.
+	// Client sends relayed requests; the default gives up after
+	// DefaultForwardTimeout.
 	Client *http.Client
 	// Record, when set, receives one NDJSON record line per request
 	// (see Record). The Handler batches writes; Close flushes them.
@@ -67,7 +78,11 @@ type Options struct {
 	// (default DefaultDedupWindow).
 	DedupWindow int
 	// MaxBodyBytes bounds a body (default DefaultMaxBodyBytes); a larger
-	// one is answered 413.
+	// one is answered 413 and its connection closed.
+	//
+	// How long a body may take to arrive is the server's to bound
+	// (http.Server.ReadTimeout; evfwd listen uses 30 s): the Handler
+	// answers a body whose read deadline passed 408.
 	MaxBodyBytes int64
 	// Now is the clock (default time.Now); tests inject one.
 	Now func() time.Time
@@ -117,7 +132,7 @@ func New(opts Options) (*Handler, error) {
 		h.client = opts.Client
 		if h.client == nil {
 			h.client = &http.Client{
-				Timeout: 30 * time.Second,
+				Timeout: DefaultForwardTimeout,
 				// Relay the app's answer as is, redirects included.
 				CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 			}
@@ -175,17 +190,25 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	body, err := readBody(r, h.opts.MaxBodyBytes)
-	req.Body, req.Size = body, len(body)
+	req.Size = len(body)
 	if err != nil {
+		// Part of a body is not a body: its signature cannot verify and
+		// a record of it would pass for the real thing.
 		status := http.StatusBadRequest
-		if errors.Is(err, errTooLarge) {
+		switch {
+		case errors.Is(err, errTooLarge):
 			status = http.StatusRequestEntityTooLarge
+		case errors.Is(err, errBodyTimeout):
+			status = http.StatusRequestTimeout
 		}
 		req.Shape = Shape{Reason: err.Error()}
 		req.Refused = RefusedBody
+		req.Signature = Signature{Verdict: SigUnchecked}
+		refuseRest(w)
 		h.answer(w, req, status, err.Error())
 		return
 	}
+	req.Body = body
 	h.inspect(req)
 
 	if req.Signature.Verdict == SigInvalid && !h.opts.AcceptInvalid {
@@ -284,27 +307,72 @@ const (
 	RefusedSignature = "signature" // invalid signature: 401
 )
 
-var errTooLarge = errors.New("body too large")
+var (
+	errTooLarge    = errors.New("body too large")
+	errBodyTimeout = errors.New("body timed out")
+)
 
-// readBody reads the whole body, sized from Content-Length when given.
+// refuseRest makes the server drop the rest of a refused body and close
+// the connection once the answer is out. Left alone, net/http reads up to
+// 256 KB more of the body, before answering and again after, however
+// slowly it comes: a read deadline already past ends that. And only a
+// body found over a MaxBytesReader's limit makes it close gently (half
+// close, then a pause for the sender to read the answer, which a reset
+// could otherwise discard); one byte over a limit of 0 says so.
+func refuseRest(w http.ResponseWriter) {
+	http.NewResponseController(w).SetReadDeadline(time.Now())
+	var one [1]byte
+	http.MaxBytesReader(w, io.NopCloser(strings.NewReader("x")), 0).Read(one[:])
+}
+
+// bodyAhead is the most readBody allocates ahead of the bytes that have
+// arrived. A Content-Length is a promise, not bytes: 200 senders that
+// promise 5 MB and stall must not cost 1 GB. Every webhook message (32 KB
+// at most) still gets one allocation of its exact size. A chunked body,
+// whose size is not announced, starts at chunkedStart.
+const (
+	bodyAhead    = 32 << 10
+	chunkedStart = 1 << 10
+)
+
+// readBody reads the whole body, at most limit bytes. On an error it
+// returns what arrived, for its length.
 func readBody(r *http.Request, limit int64) ([]byte, error) {
-	if r.ContentLength > limit {
-		return nil, errTooLarge
+	cl := r.ContentLength
+	if cl > limit {
+		return nil, fmt.Errorf("%w: Content-Length %d is over the %d-byte limit", errTooLarge, cl, limit)
 	}
-	if r.ContentLength >= 0 {
-		b := make([]byte, r.ContentLength)
-		n, err := io.ReadFull(r.Body, b)
-		if err != nil {
-			return b[:n], fmt.Errorf("reading body: %w", err)
+	want, ahead := cl, int64(bodyAhead) // read exactly want, or up to EOF when unknown
+	if want < 0 {
+		want, ahead = limit+1, chunkedStart
+	}
+	b := make([]byte, 0, min(want, ahead))
+	for int64(len(b)) < want {
+		if len(b) == cap(b) {
+			// Double, within what may still come.
+			b = slices.Grow(b, int(min(int64(len(b)), want-int64(len(b)))))
 		}
-		return b, nil
-	}
-	b, err := io.ReadAll(io.LimitReader(r.Body, limit+1))
-	if err != nil {
-		return b, fmt.Errorf("reading body: %w", err)
+		n, err := r.Body.Read(b[len(b):min(int64(cap(b)), want)])
+		b = b[:len(b)+n]
+		if err == io.EOF {
+			if cl < 0 || int64(len(b)) == want {
+				break
+			}
+			err = io.ErrUnexpectedEOF // net/http says so itself; another caller's body may not
+		}
+		if err != nil {
+			arrived := strconv.Itoa(len(b))
+			if cl >= 0 {
+				arrived += " of " + strconv.FormatInt(cl, 10)
+			}
+			if errors.Is(err, os.ErrDeadlineExceeded) {
+				return b, fmt.Errorf("%w: %s bytes arrived", errBodyTimeout, arrived)
+			}
+			return b, fmt.Errorf("reading body: %w (%s bytes arrived)", err, arrived)
+		}
 	}
 	if int64(len(b)) > limit {
-		return b[:limit], errTooLarge
+		return b, fmt.Errorf("%w: over the %d-byte limit", errTooLarge, limit)
 	}
 	return b, nil
 }

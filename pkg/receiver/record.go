@@ -83,9 +83,12 @@ type LineError struct {
 func (e *LineError) Error() string { return fmt.Sprintf("line %d: %v", e.Line, e.Err) }
 func (e *LineError) Unwrap() error { return e.Err }
 
-// MaxRecordLine bounds one record line when reading (a body at the
-// Handler's default limit, escaped, plus room).
-const MaxRecordLine = 4*DefaultMaxBodyBytes + 64<<10
+// MaxRecordLine bounds one record line when reading: the longest line a
+// Handler writes for a body within DefaultMaxBodyBytes. A body byte takes
+// up to 12 (a control character escaped as \u00XX in "body" and again in
+// "body_raw"), a byte of the app's answer up to 6, and the request line
+// and headers (1 MB under net/http's default limit) up to 6 each.
+const MaxRecordLine = 12*DefaultMaxBodyBytes + 6*maxForwardBody + 6*http.DefaultMaxHeaderBytes + 64<<10
 
 // ReadRecords yields the records of an NDJSON record file in order. A line
 // that is not a record yields a *LineError and reading goes on; blank

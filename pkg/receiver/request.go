@@ -10,7 +10,9 @@ import (
 type SigVerdict string
 
 const (
-	// SigUnchecked: no secret was configured, so nothing was checked.
+	// SigUnchecked: nothing was checked: no secret is configured, or the
+	// request was refused first (its path, or a body that did not arrive
+	// whole).
 	SigUnchecked SigVerdict = "unchecked"
 	// SigValid: the signature matches the body under the secret.
 	SigValid SigVerdict = "valid"
@@ -51,8 +53,8 @@ type Request struct {
 	Path       string
 	Query      string // raw query, without '?'
 	Header     http.Header
-	Body       []byte
-	Size       int // body bytes read
+	Body       []byte // nil when refused before it was read whole: never part of a body
+	Size       int    // body bytes that arrived
 
 	// From the body, when it is a JSON object; empty otherwise.
 	Type      string
