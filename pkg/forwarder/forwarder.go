@@ -70,6 +70,39 @@ type Forwarder struct {
 	lanes map[string]*lane
 	sem   chan struct{} // a token per delivery in flight
 	wg    sync.WaitGroup
+
+	// Test seams; New leaves them nil and nothing else sets them, so they
+	// change nothing in production. A test of this concurrent code must
+	// not sleep and hope the lanes got somewhere: trace tells it, as each
+	// happens, what every lane does (so it can wait for "lane L has looked
+	// at the store since I moved the clock" on a channel), and after lets
+	// it end the grace period of Run when it chooses, not after a wall-clock
+	// delay. See forwarder_test.go.
+	trace func(source string, ev laneEvent, leased int) // nil: no one listens
+	after func(time.Duration) <-chan time.Time          // nil: time.After
+}
+
+// laneEvent is a step of a lane, as told to Forwarder.trace.
+type laneEvent int
+
+const (
+	// lanePass: the lane starts a pass (fill): at its start, after a
+	// wake-up or poll, or at once after a pass that got all it asked for.
+	lanePass laneEvent = iota
+	// laneStarved: the pass has room but waits for a process token.
+	laneStarved
+	// laneLeased: the pass's Lease returned leased deliveries (maybe 0).
+	laneLeased
+	// laneIdle: the pass is over and the lane waits for a wake-up, its
+	// poll, or the end of its context.
+	laneIdle
+)
+
+// tell reports a lane's step to the trace seam, if a test set one.
+func (f *Forwarder) tell(l *lane, ev laneEvent, leased int) {
+	if f.trace != nil {
+		f.trace(l.source, ev, leased)
+	}
 }
 
 // lane is one source's share of the work.
@@ -151,9 +184,13 @@ func (f *Forwarder) Run(ctx context.Context) error {
 	lanes.Wait()
 	done := make(chan struct{})
 	go func() { f.wg.Wait(); close(done) }()
+	after := f.after
+	if after == nil {
+		after = time.After
+	}
 	select {
 	case <-done:
-	case <-time.After(f.cfg.Grace):
+	case <-after(f.cfg.Grace):
 		f.cfg.Logger.Warn("grace period over, interrupting deliveries in flight")
 		interrupt()
 		<-done
@@ -165,11 +202,13 @@ func (f *Forwarder) runLane(ctx, deliverCtx context.Context, l *lane) {
 	timer := time.NewTimer(0)
 	defer timer.Stop()
 	for ctx.Err() == nil {
+		f.tell(l, lanePass, 0)
 		got, full := f.fill(ctx, deliverCtx, l)
 		if got && full {
 			continue // there may be more due right now
 		}
 		timer.Reset(f.cfg.Poll)
+		f.tell(l, laneIdle, 0)
 		select {
 		case <-ctx.Done():
 			return
@@ -200,8 +239,14 @@ func (f *Forwarder) fill(ctx, deliverCtx context.Context, l *lane) (got, full bo
 	// which wakes no one.
 	select {
 	case f.sem <- struct{}{}:
-	case <-ctx.Done():
-		return false, false
+	default:
+		// None is free: wait for one, saying so first (to a test).
+		f.tell(l, laneStarved, 0)
+		select {
+		case f.sem <- struct{}{}:
+		case <-ctx.Done():
+			return false, false
+		}
 	}
 	tokens := 1
 	for tokens < room {
@@ -219,6 +264,7 @@ func (f *Forwarder) fill(ctx, deliverCtx context.Context, l *lane) (got, full bo
 	if err != nil && ctx.Err() == nil {
 		f.cfg.Logger.Error("lease deliveries", "source", l.source, "err", err)
 	}
+	f.tell(l, laneLeased, len(ds))
 	for range tokens - len(ds) {
 		<-f.sem
 	}

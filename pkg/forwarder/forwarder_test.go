@@ -1,4 +1,4 @@
-package forwarder_test
+package forwarder
 
 import (
 	"context"
@@ -10,9 +10,9 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
-	"github.com/evfwd/evfwd/pkg/forwarder"
 	"github.com/evfwd/evfwd/pkg/message"
 	"github.com/evfwd/evfwd/pkg/signature"
 	"github.com/evfwd/evfwd/pkg/store"
@@ -20,14 +20,35 @@ import (
 	"github.com/evfwd/evfwd/pkg/webhook"
 )
 
-// These tests use the real parts: a SQLite store in a temporary directory,
-// a real webhook.Sender and httptest servers as endpoints. The clock given
-// to the forwarder, the retry policy and the store is a fake one, so retry
-// schedules and retry windows are crossed by moving it, never by sleeping.
+// Most of these tests use the real parts: a SQLite store in a temporary
+// directory, a real webhook.Sender and httptest servers on loopback as
+// endpoints. Real sockets rule out testing/synctest (a bubble whose
+// goroutines wait on the network never advances its clock), so the tests
+// are deterministic by construction instead:
+//
+//   - The clock given to the forwarder, the retry policy and the store is a
+//     fake one that only the test moves, and lanes poll once an hour: a
+//     delivery becomes due only when the test says so, and a lane looks at
+//     the store only on a wake-up (its start, Notify, a finished delivery).
+//   - Nothing waits by sleeping. waitFor re-checks its condition each time
+//     something happens (an endpoint got a request, the observer heard of
+//     an attempt or a finished delivery; see changed). The lanes' steps come
+//     through the forwarder's trace seam, so a test can wait for "this lane
+//     has looked at the store since I moved the clock" (settle) or "no lane
+//     can take more" (quiet), and then state what did not happen.
+//   - The grace period of Run ends when the test says (graceByHand).
+//
+// TestLaneTimingOnFakeTime, which needs no network, runs in a synctest
+// bubble to check the lanes' own timing: polls, wake-ups, draining a
+// backlog.
 
 const secret = "s3cr3t"
 
 var t0 = time.Date(2024, 5, 1, 12, 0, 0, 0, time.UTC)
+
+// waitLimit bounds every wait of a test that is going wrong; a test that
+// passes never waits for it.
+const waitLimit = 30 * time.Second
 
 // ---- clock ----
 
@@ -50,6 +71,96 @@ func (c *clock) Set(t time.Time) {
 	defer c.mu.Unlock()
 	if t.After(c.now) {
 		c.now = t
+	}
+}
+
+// ---- waiting on events ----
+
+// signal is a broadcast: next returns a channel that the following fire
+// closes.
+type signal struct {
+	mu sync.Mutex
+	ch chan struct{}
+}
+
+func (s *signal) next() <-chan struct{} {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.ch == nil {
+		s.ch = make(chan struct{})
+	}
+	return s.ch
+}
+
+func (s *signal) fire() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.ch != nil {
+		close(s.ch)
+		s.ch = nil
+	}
+}
+
+var (
+	signalsMu sync.Mutex
+	signals   = map[*testing.T]*signal{}
+)
+
+// changed is t's signal: it fires whenever something the test may wait
+// for has happened: one of its endpoints got a request, or its forwarder's
+// observer heard of an attempt or a finished delivery (which the store has
+// recorded by then).
+func changed(t *testing.T) *signal {
+	signalsMu.Lock()
+	defer signalsMu.Unlock()
+	s := signals[t]
+	if s == nil {
+		s = &signal{}
+		signals[t] = s
+		t.Cleanup(func() {
+			signalsMu.Lock()
+			delete(signals, t)
+			signalsMu.Unlock()
+		})
+	}
+	return s
+}
+
+// waitFor returns once cond holds, checking it now and after each change
+// of t's; it fails the test when waitLimit passes first.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	await(t, changed(t), what, cond)
+}
+
+// await returns once cond holds, checking it now and each time s fires;
+// it fails the test when waitLimit passes first.
+func await(t *testing.T, s *signal, what string, cond func() bool) {
+	t.Helper()
+	limit := time.NewTimer(waitLimit)
+	defer limit.Stop()
+	for {
+		next := s.next() // before cond: a change during cond is not missed
+		if cond() {
+			return
+		}
+		select {
+		case <-next:
+		case <-limit.C:
+			t.Fatalf("%v passed waiting for %s", waitLimit, what)
+		}
+	}
+}
+
+// recv receives from ch, failing the test when waitLimit passes first.
+func recv[T any](t *testing.T, what string, ch <-chan T) T {
+	t.Helper()
+	select {
+	case v := <-ch:
+		return v
+	case <-time.After(waitLimit):
+		t.Fatalf("%v passed waiting for %s", waitLimit, what)
+		panic("unreachable")
 	}
 }
 
@@ -85,8 +196,9 @@ func (g *gauge) get() (cur, max int) {
 // client goes away.
 type hook struct {
 	*httptest.Server
-	gauge *gauge // this hook's concurrency
-	share *gauge // optional, shared with other hooks
+	changed *signal // the test's
+	gauge   *gauge  // this hook's concurrency
+	share   *gauge  // optional, shared with other hooks
 
 	mu     sync.Mutex
 	reqs   []request
@@ -104,7 +216,7 @@ func answers(codes ...int) hookOpt { return func(h *hook) { h.script = codes } }
 
 func newHook(t *testing.T, opts ...hookOpt) *hook {
 	t.Helper()
-	h := &hook{gauge: &gauge{}}
+	h := &hook{changed: changed(t), gauge: &gauge{}}
 	for _, o := range opts {
 		o(h)
 	}
@@ -134,6 +246,7 @@ func (h *hook) serve(w http.ResponseWriter, r *http.Request) {
 		code = h.script[min(n, len(h.script)-1)]
 	}
 	h.mu.Unlock()
+	h.changed.fire()
 	if h.gate != nil {
 		select {
 		case <-h.gate:
@@ -182,7 +295,10 @@ type finishSeen struct {
 }
 
 type observer struct {
-	delay time.Duration // Finished takes this long (set before use)
+	// With hold set (before use), Finished says so on entered (buffered)
+	// and returns only once hold is closed.
+	hold    chan struct{}
+	entered chan struct{}
 
 	mu       sync.Mutex
 	attempts []attemptSeen
@@ -196,7 +312,10 @@ func (o *observer) Attempt(source string, a webhook.Attempt) {
 }
 
 func (o *observer) Finished(source string, status store.Status, retry bool) {
-	time.Sleep(o.delay)
+	if o.hold != nil {
+		o.entered <- struct{}{}
+		<-o.hold
+	}
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	o.finished = append(o.finished, finishSeen{source, status, retry})
@@ -220,6 +339,160 @@ func (o *observer) finishedN(t *testing.T, n int) ([]attemptSeen, []finishSeen) 
 		return len(f) >= n
 	})
 	return a, f
+}
+
+// announcer passes what the forwarder observes on to the test's observer,
+// if any, and then fires the test's signal: by then the store has the
+// completion.
+type announcer struct {
+	next    Observer
+	changed *signal
+}
+
+func (a announcer) Attempt(source string, at webhook.Attempt) {
+	if a.next != nil {
+		a.next.Attempt(source, at)
+	}
+	a.changed.fire()
+}
+
+func (a announcer) Finished(source string, status store.Status, retry bool) {
+	if a.next != nil {
+		a.next.Finished(source, status, retry)
+	}
+	a.changed.fire()
+}
+
+// ---- lanes ----
+
+// tracer keeps what the lanes of one forwarder told its trace seam, and
+// fires changed at each step (its own signal: the conditions of waitFor
+// need not be checked again at every step of every lane).
+type tracer struct {
+	changed signal
+	mu      sync.Mutex
+	mark    uint64 // raised by settle; each pass remembers its value at the start
+	lanes   map[string]*laneLog
+}
+
+type laneLog struct {
+	last   laneEvent
+	passes []passLog
+}
+
+type passLog struct {
+	mark   uint64
+	leased int
+	idle   bool // the pass ended and the lane waited
+}
+
+func (tr *tracer) trace(source string, ev laneEvent, leased int) {
+	tr.mu.Lock()
+	l := tr.lanes[source]
+	if l == nil {
+		l = &laneLog{}
+		tr.lanes[source] = l
+	}
+	l.last = ev
+	switch ev {
+	case lanePass:
+		l.passes = append(l.passes, passLog{mark: tr.mark})
+	case laneLeased:
+		l.passes[len(l.passes)-1].leased += leased
+	case laneIdle:
+		l.passes[len(l.passes)-1].idle = true
+	}
+	tr.mu.Unlock()
+	tr.changed.fire()
+}
+
+// leased is how many deliveries source's lane leased in passes that began
+// at mark or later.
+func (tr *tracer) leased(source string, mark uint64) int {
+	tr.mu.Lock()
+	defer tr.mu.Unlock()
+	n := 0
+	if l := tr.lanes[source]; l != nil {
+		for _, p := range l.passes {
+			if p.mark >= mark {
+				n += p.leased
+			}
+		}
+	}
+	return n
+}
+
+// settle wakes source's lane and waits until it has made a whole pass that
+// began after the call, so it has seen the store and the clock as they are
+// now; it returns how many deliveries the lane leased since the call.
+//
+// A pass that begins after the mark is raised began after the wake-up
+// below was sent or found pending, and the lane always makes a pass after
+// taking a wake-up: so such a pass comes, and nothing the test did before
+// the call is hidden from it.
+func (r *running) settle(t *testing.T, source string) int {
+	t.Helper()
+	tr := r.tracer
+	tr.mu.Lock()
+	tr.mark++
+	mark := tr.mark
+	tr.mu.Unlock()
+	r.Notify(source)
+	await(t, &tr.changed, "lane "+source+" to look at the store again", func() bool {
+		tr.mu.Lock()
+		defer tr.mu.Unlock()
+		l := tr.lanes[source]
+		if l == nil {
+			return false
+		}
+		for _, p := range l.passes {
+			if p.mark >= mark && p.idle {
+				return true
+			}
+		}
+		return false
+	})
+	return tr.leased(source, mark)
+}
+
+// quiet waits until every lane named waits: for a wake-up or for a process
+// token. It means "no lane can take more" only while nothing can wake them
+// (no delivery finishes, no Notify, no poll).
+func (r *running) quiet(t *testing.T, sources ...string) {
+	t.Helper()
+	tr := r.tracer
+	await(t, &tr.changed, "the lanes to wait", func() bool {
+		tr.mu.Lock()
+		defer tr.mu.Unlock()
+		for _, src := range sources {
+			l := tr.lanes[src]
+			if l == nil || (l.last != laneIdle && l.last != laneStarved) {
+				return false
+			}
+		}
+		return true
+	})
+}
+
+// ---- grace period by hand ----
+
+// graceByHand replaces the timer of Run's grace period: armed says that
+// Run started waiting (and for how long it means to), and the grace period
+// is over when the test closes end.
+type graceByHand struct {
+	armed chan time.Duration
+	end   chan time.Time
+}
+
+func newGraceByHand() *graceByHand {
+	return &graceByHand{armed: make(chan time.Duration, 1), end: make(chan time.Time)}
+}
+
+func (g *graceByHand) install(f *Forwarder) {
+	f.after = func(d time.Duration) <-chan time.Time {
+		g.armed <- d
+		return g.end
+	}
 }
 
 // ---- store, forwarder ----
@@ -261,18 +534,22 @@ func dest(hooks ...*hook) *webhook.Destination {
 
 // running is a forwarder whose Run is in progress.
 type running struct {
-	*forwarder.Forwarder
+	*Forwarder
+	tracer *tracer
 	cancel context.CancelFunc
 	done   chan struct{}
 }
 
-// start makes a forwarder with cfg (filling in the sender, the owner, a
-// short poll and grace, and the clock) and runs it until the test ends or
-// stop is called.
-func start(t *testing.T, c *clock, cfg forwarder.Config) *running {
+// start makes a forwarder with cfg and runs it until the test ends or
+// stop is called. It fills in the sender (with an attempt deadline no
+// test reaches: a held request must not time out on a slow machine), the
+// owner, the clock, a poll of an hour (lanes move on wake-ups only), a
+// grace period, and no jitter; it listens to the observer and the lanes'
+// trace. setup, if given, may set more seams before Run starts.
+func start(t *testing.T, c *clock, cfg Config, setup ...func(*Forwarder)) *running {
 	t.Helper()
 	if cfg.Sender == nil {
-		sender, err := webhook.NewSender(webhook.Options{Timeout: 5 * time.Second, Now: c.Now})
+		sender, err := webhook.NewSender(webhook.Options{Timeout: time.Hour, Now: c.Now})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -283,7 +560,7 @@ func start(t *testing.T, c *clock, cfg forwarder.Config) *running {
 		cfg.Owner = "test-" + t.Name()
 	}
 	if cfg.Poll == 0 {
-		cfg.Poll = 10 * time.Millisecond
+		cfg.Poll = time.Hour
 	}
 	if cfg.Grace == 0 {
 		cfg.Grace = 200 * time.Millisecond
@@ -292,43 +569,52 @@ func start(t *testing.T, c *clock, cfg forwarder.Config) *running {
 	if cfg.Policy.Jitter == 0 {
 		cfg.Policy.Jitter = -1
 	}
-	f, err := forwarder.New(cfg)
+	cfg.Observer = announcer{next: cfg.Observer, changed: changed(t)}
+	f, err := New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
+	tr := &tracer{lanes: map[string]*laneLog{}}
+	f.trace = tr.trace
+	for _, s := range setup {
+		s(f)
+	}
 	ctx, cancel := context.WithCancel(context.Background())
-	r := &running{Forwarder: f, cancel: cancel, done: make(chan struct{})}
+	r := &running{Forwarder: f, tracer: tr, cancel: cancel, done: make(chan struct{})}
 	go func() {
 		defer close(r.done)
 		if err := f.Run(ctx); err != nil {
 			t.Errorf("Run: %v", err)
 		}
 	}()
-	t.Cleanup(func() { r.stop(t, 10*time.Second) })
+	t.Cleanup(func() { r.stop(t) })
 	return r
 }
 
-// stop cancels Run's context and returns how long Run took to return.
-func (r *running) stop(t *testing.T, limit time.Duration) time.Duration {
+// stop cancels Run's context and waits for Run to return.
+func (r *running) stop(t *testing.T) {
 	t.Helper()
-	begin := time.Now()
 	r.cancel()
 	select {
 	case <-r.done:
-	case <-time.After(limit):
-		t.Fatalf("Run did not return within %v of its context ending", limit)
+	case <-time.After(waitLimit):
+		t.Errorf("Run did not return within %v of its context ending", waitLimit)
 	}
-	return time.Since(begin)
 }
 
-func waitFor(t *testing.T, what string, cond func() bool) {
+// returned waits for Run to return.
+func (r *running) returned(t *testing.T) {
 	t.Helper()
-	deadline := time.Now().Add(15 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(2 * time.Millisecond)
+	recv(t, "Run to return", r.done)
+}
+
+// stillRunning fails the test if Run has returned.
+func (r *running) stillRunning(t *testing.T, when string) {
+	t.Helper()
+	select {
+	case <-r.done:
+		t.Fatalf("Run returned %s", when)
+	default:
 	}
 }
 
@@ -393,7 +679,7 @@ func TestDeliversSignedPOSTInEndpointOrder(t *testing.T) {
 	e0, e1, e2 := newHook(t, answers(503)), newHook(t), newHook(t)
 	ingest(t, s, msg("web", "m1"))
 	obs := &observer{}
-	start(t, c, forwarder.Config{Store: s, Destinations: map[string]*webhook.Destination{"web": dest(e0, e1, e2)}, Observer: obs})
+	start(t, c, Config{Store: s, Destinations: map[string]*webhook.Destination{"web": dest(e0, e1, e2)}, Observer: obs})
 
 	waitFor(t, "delivered", func() bool { return only(t, s).Status == store.Delivered })
 
@@ -458,7 +744,7 @@ func TestRetryAfter500ThenDelivered(t *testing.T) {
 	e := newHook(t, answers(500, 200))
 	ingest(t, s, msg("web", "m1"))
 	obs := &observer{}
-	f := start(t, c, forwarder.Config{
+	f := start(t, c, Config{
 		Store: s, Destinations: map[string]*webhook.Destination{"web": dest(e)}, Observer: obs,
 		Policy: webhook.Policy{Initial: 30 * time.Second},
 	})
@@ -470,17 +756,14 @@ func TestRetryAfter500ThenDelivered(t *testing.T) {
 	if got, want := records(detail(t, s, d.ID)), "1:0:500:retryable"; got != want {
 		t.Errorf("records %q, want %q", got, want)
 	}
-	// Not due yet: polls and a wake-up do not send it again.
-	f.Notify("web")
-	time.Sleep(50 * time.Millisecond)
-	if n := e.count(); n != 1 {
-		t.Fatalf("%d requests before the retry was due", n)
+	// Not due yet: a wake-up does not send it again, nor one a millisecond
+	// before it is due. settle returns once the lane has looked.
+	if n := f.settle(t, "web"); n != 0 || e.count() != 1 {
+		t.Fatalf("before the retry was due: %d leased, %d requests", n, e.count())
 	}
 	c.Set(d.NextAttempt.Add(-time.Millisecond))
-	f.Notify("web")
-	time.Sleep(30 * time.Millisecond)
-	if n := e.count(); n != 1 {
-		t.Fatalf("%d requests a millisecond before the retry was due", n)
+	if n := f.settle(t, "web"); n != 0 || e.count() != 1 {
+		t.Fatalf("a millisecond before the retry was due: %d leased, %d requests", n, e.count())
 	}
 
 	c.Set(d.NextAttempt)
@@ -515,7 +798,7 @@ func TestPermanentFailureEndsDeadAfterWindow(t *testing.T) {
 	e := newHook(t, answers(500))
 	ingest(t, s, msg("web", "m1"))
 	obs := &observer{}
-	f := start(t, c, forwarder.Config{
+	f := start(t, c, Config{
 		Store: s, Destinations: map[string]*webhook.Destination{"web": dest(e)}, Observer: obs,
 		// Backoff 10s, 20s, 40s, 40s...; window 100s: deliveries start at
 		// t0, +10s, +30s, +70s; the next would be +110s, past the window.
@@ -548,10 +831,8 @@ func TestPermanentFailureEndsDeadAfterWindow(t *testing.T) {
 	}
 	// Dead is final: a much later clock does not bring it back.
 	c.Set(t0.Add(time.Hour))
-	f.Notify("web")
-	time.Sleep(30 * time.Millisecond)
-	if n := e.count(); n != 4 {
-		t.Errorf("a dead delivery was sent again (%d requests)", n)
+	if n := f.settle(t, "web"); n != 0 || e.count() != 4 {
+		t.Errorf("a dead delivery was leased again (%d leased, %d requests)", n, e.count())
 	}
 	if got, want := records(detail(t, s, d.ID)), "1:0:500:retryable 2:0:500:retryable 3:0:500:retryable 4:0:500:retryable"; got != want {
 		t.Errorf("records %q, want %q", got, want)
@@ -574,15 +855,17 @@ func TestFinalOutcomesFail(t *testing.T) {
 	bad.Body = []byte(`{"event":"no type"}`)
 	ingest(t, s, msg("web", "m1"), bad)
 	obs := &observer{}
-	f := start(t, c, forwarder.Config{
+	f := start(t, c, Config{
 		Store: s, Observer: obs,
 		Destinations: map[string]*webhook.Destination{"web": dest(e), "bad": dest(e)},
 	})
 	waitFor(t, "both failed", func() bool { return len(list(t, s, store.Filter{Status: store.Failed})) == 2 })
 	c.Set(t0.Add(time.Hour))
-	f.Notify("web")
-	f.Notify("bad")
-	time.Sleep(30 * time.Millisecond)
+	for _, src := range []string{"web", "bad"} {
+		if n := f.settle(t, src); n != 0 {
+			t.Errorf("%s: a failed delivery was leased again (%d)", src, n)
+		}
+	}
 	if n := e.count(); n != 1 {
 		t.Errorf("endpoint got %d requests, want 1 (no retry, nothing for the bad message)", n)
 	}
@@ -619,7 +902,7 @@ func TestObserverMatchesRecords(t *testing.T) {
 	e0, e1 := newHook(t, answers(500)), newHook(t, answers(404, 200))
 	ingest(t, s, msg("web", "m1"))
 	obs := &observer{}
-	f := start(t, c, forwarder.Config{
+	f := start(t, c, Config{
 		Store: s, Destinations: map[string]*webhook.Destination{"web": dest(e0, e1)}, Observer: obs,
 		Policy: webhook.Policy{Initial: time.Minute},
 	})
@@ -666,7 +949,7 @@ func TestHungSourceDoesNotHoldBackOthers(t *testing.T) {
 		msgs = append(msgs, msg("fast", fmt.Sprint("f", i)))
 	}
 	ingest(t, s, msgs...)
-	start(t, c, forwarder.Config{
+	f := start(t, c, Config{
 		Store: s, PerSource: 2, MaxInFlight: 8,
 		Destinations: map[string]*webhook.Destination{"slow": dest(slow), "fast": dest(fast)},
 	})
@@ -675,7 +958,14 @@ func TestHungSourceDoesNotHoldBackOthers(t *testing.T) {
 		return len(list(t, s, store.Filter{Source: "fast", Status: store.Delivered})) == 4
 	})
 	waitFor(t, "slow lane full", func() bool { cur, _ := slow.gauge.get(); return cur >= 2 })
-	time.Sleep(30 * time.Millisecond) // a few polls: the lane must not take a third
+	// Woken again (as each of fast's deliveries woke it), the full lane
+	// must not take a third.
+	if n := f.settle(t, "slow"); n != 0 {
+		t.Fatalf("the full lane leased %d more", n)
+	}
+	if n := f.tracer.leased("slow", 0); n != 2 {
+		t.Fatalf("the hung source leased %d deliveries, bound 2", n)
+	}
 	if cur, peak := slow.gauge.get(); cur != 2 || peak != 2 || slow.count() != 2 {
 		t.Fatalf("hung source: %d in flight, peak %d, %d requests; want 2, 2, 2", cur, peak, slow.count())
 	}
@@ -715,12 +1005,18 @@ func TestMaxInFlightAcrossSources(t *testing.T) {
 		}
 	}
 	ingest(t, s, msgs...)
-	start(t, c, forwarder.Config{Store: s, PerSource: 10, MaxInFlight: 3, Destinations: dests})
+	f := start(t, c, Config{Store: s, PerSource: 10, MaxInFlight: 3, Destinations: dests})
 
 	waitFor(t, "the process bound reached", func() bool { cur, _ := all.get(); return cur >= 3 })
-	time.Sleep(30 * time.Millisecond)
-	if cur, peak := all.get(); cur != 3 || peak != 3 {
-		t.Fatalf("%d in flight, peak %d, bound 3", cur, peak)
+	// The three in flight hold every token and none can finish, so once
+	// each lane waits (for a token, or idle) no lane can take more.
+	f.quiet(t, "src0", "src1", "src2")
+	leased := 0
+	for src := range dests {
+		leased += f.tracer.leased(src, 0)
+	}
+	if cur, peak := all.get(); cur != 3 || peak != 3 || leased != 3 {
+		t.Fatalf("%d in flight, peak %d, %d leased; bound 3", cur, peak, leased)
 	}
 	for _, h := range hooks {
 		h.open()
@@ -738,30 +1034,38 @@ func TestMaxInFlightAcrossSources(t *testing.T) {
 	}
 }
 
-// Stopping with a delivery that outlasts the grace period: Run returns
-// soon after the grace period, the attempt is on record as interrupted,
-// and the delivery is pending, unleased and uncounted, so the next
-// forwarder delivers it.
+// Stopping with a delivery that outlasts the grace period: Run waits the
+// grace period out, then interrupts the delivery, and returns only once the
+// interrupted attempt is recorded and reported; the delivery is pending,
+// unleased and uncounted, so the next forwarder delivers it. The test ends
+// the grace period itself and holds the observer's Finished, so each "Run
+// has not returned yet" below is a fact, not a race against a timer.
 func TestShutdownInterruptsAfterGraceAndKeepsDelivery(t *testing.T) {
 	t.Parallel()
 	c := newClock()
 	s := openStore(t, c)
 	hung := newHook(t, gated())
 	ingest(t, s, msg("web", "m1"))
-	// A slow observer: Run must wait for the interrupted delivery to be
-	// recorded and reported, not just interrupted.
-	obs := &observer{delay: 100 * time.Millisecond}
+	obs := &observer{hold: make(chan struct{}), entered: make(chan struct{}, 1)}
 	const grace = 150 * time.Millisecond
-	f := start(t, c, forwarder.Config{
+	g := newGraceByHand()
+	f := start(t, c, Config{
 		Store: s, Destinations: map[string]*webhook.Destination{"web": dest(hung)}, Observer: obs,
 		Grace: grace, LeaseTTL: time.Hour,
-	})
+	}, g.install)
 	waitFor(t, "request in flight", func() bool { return hung.count() == 1 })
 
-	took := f.stop(t, 5*time.Second)
-	if took < grace+obs.delay || took > grace+3*time.Second {
-		t.Errorf("Run returned %v after its context ended; grace %v", took, grace)
+	f.cancel()
+	if d := recv(t, "Run to start its grace period", g.armed); d != grace {
+		t.Errorf("grace period %v, want %v", d, grace)
 	}
+	f.stillRunning(t, "before its grace period was over, with a delivery in flight")
+	close(g.end)
+	recv(t, "the interrupted delivery to be reported", obs.entered)
+	f.stillRunning(t, "before the interrupted delivery was reported")
+	close(obs.hold)
+	f.returned(t)
+
 	d := only(t, s)
 	if d.Status != store.Pending || d.Attempts != 0 || !d.FirstAttempt.IsZero() || d.NextAttempt.After(c.Now()) {
 		t.Errorf("after shutdown: %s, attempts %d, first %v, next %v; want pending, 0, none, due now",
@@ -778,7 +1082,7 @@ func TestShutdownInterruptsAfterGraceAndKeepsDelivery(t *testing.T) {
 	// The lease was given back (it was taken for an hour): a new forwarder
 	// delivers it right away, as its first counted delivery.
 	good := newHook(t)
-	start(t, c, forwarder.Config{Store: s, Owner: "next", Destinations: map[string]*webhook.Destination{"web": dest(good)}})
+	start(t, c, Config{Store: s, Owner: "next", Destinations: map[string]*webhook.Destination{"web": dest(good)}})
 	waitFor(t, "delivered by the next forwarder", func() bool { return only(t, s).Status == store.Delivered })
 	d = only(t, s)
 	if d.Attempts != 1 || good.count() != 1 {
@@ -791,33 +1095,28 @@ func TestShutdownInterruptsAfterGraceAndKeepsDelivery(t *testing.T) {
 
 // Stopping with a delivery that finishes within the grace period: Run
 // waits for it, and it ends delivered; nothing new is leased meanwhile.
+// The grace period never ends here: Run returns because the delivery did.
 func TestShutdownWaitsForDeliveryWithinGrace(t *testing.T) {
 	t.Parallel()
 	c := newClock()
 	s := openStore(t, c)
 	e := newHook(t, gated())
 	ingest(t, s, msg("web", "m1"))
-	f := start(t, c, forwarder.Config{
+	g := newGraceByHand()
+	f := start(t, c, Config{
 		Store: s, Destinations: map[string]*webhook.Destination{"web": dest(e)}, Grace: 5 * time.Second,
-	})
+	}, g.install)
 	waitFor(t, "request in flight", func() bool { return e.count() == 1 })
 
 	f.cancel()
-	select {
-	case <-f.done:
-		t.Fatal("Run returned with a delivery in flight, inside the grace period")
-	case <-time.After(50 * time.Millisecond):
-	}
+	// Run starts the grace period once its lanes have stopped.
+	recv(t, "Run to start its grace period", g.armed)
+	f.stillRunning(t, "with a delivery in flight, inside the grace period")
 	// The lanes have stopped: a message stored now stays pending.
 	ingest(t, s, msg("web", "m2"))
 	f.Notify("web")
-	time.Sleep(30 * time.Millisecond)
 	e.open()
-	select {
-	case <-f.done:
-	case <-time.After(3 * time.Second):
-		t.Fatal("Run did not return once the delivery in flight finished")
-	}
+	f.returned(t)
 	ds := list(t, s, store.Filter{})
 	if len(ds) != 2 || ds[0].Status != store.Delivered || ds[0].Attempts != 1 || ds[1].Status != store.Pending || ds[1].Attempts != 0 {
 		t.Errorf("deliveries after shutdown: %+v", ds)
@@ -841,7 +1140,7 @@ func TestWakeupsDriveLanesWithoutPolling(t *testing.T) {
 		dests[fmt.Sprint("idle", i)] = dest(h)
 	}
 	ingest(t, s, msg("busy", "a"), msg("busy", "b"), msg("busy", "c"))
-	f := start(t, c, forwarder.Config{Store: s, MaxInFlight: 2, PerSource: 1, Poll: time.Hour, Destinations: dests})
+	f := start(t, c, Config{Store: s, MaxInFlight: 2, PerSource: 1, Poll: time.Hour, Destinations: dests})
 	delivered := func(n int) func() bool {
 		return func() bool { return len(list(t, s, store.Filter{Status: store.Delivered})) == n }
 	}
@@ -866,13 +1165,135 @@ func TestNewRequiresStoreSenderOwner(t *testing.T) {
 	}
 	c := newClock()
 	s := openStore(t, c)
-	for _, cfg := range []forwarder.Config{
+	for _, cfg := range []Config{
 		{Sender: sender, Owner: "o"},
 		{Store: s, Owner: "o"},
 		{Store: s, Sender: sender},
 	} {
-		if _, err := forwarder.New(cfg); err == nil {
+		if _, err := New(cfg); err == nil {
 			t.Errorf("New(%+v) succeeded", cfg)
 		}
 	}
+}
+
+// ---- the lanes' own timing, on fake time ----
+
+// memStore stands in for the store calls a lane makes, in memory, so a
+// forwarder can run in a synctest bubble: Lease hands out what is due, in
+// order, and notes when (on the bubble's clock) it was called; Complete
+// notes what it was told. Every other method is the nil Store's: a call
+// panics.
+type memStore struct {
+	store.Store
+	mu        sync.Mutex
+	due       []store.Delivery
+	leases    []time.Time
+	completed map[int64]time.Time
+}
+
+func (m *memStore) Lease(ctx context.Context, r store.LeaseRequest) ([]store.Delivery, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.leases = append(m.leases, time.Now())
+	n := min(r.Limit, len(m.due))
+	out := m.due[:n:n]
+	m.due = m.due[n:]
+	return out, nil
+}
+
+func (m *memStore) Complete(ctx context.Context, cs []store.Completion) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, c := range cs {
+		m.completed[c.ID] = time.Now()
+	}
+	return nil
+}
+
+// since returns the times of the leases from the i-th on, as offsets from
+// base, and how many leases there were in all.
+func (m *memStore) since(i int, base time.Time) ([]time.Duration, int) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var out []time.Duration
+	for _, at := range m.leases[min(i, len(m.leases)):] {
+		out = append(out, at.Sub(base))
+	}
+	return out, len(m.leases)
+}
+
+// The lane's own timing, which needs no network, checked on the fake clock
+// of a synctest bubble (time moves only when every goroutine of the test
+// waits): an idle lane looks at the store at once and then every Poll; a
+// wake-up makes it look at once and starts a new Poll; a backlog is worked
+// off at once, PerSource at a time, each finished delivery waking the lane
+// for the next, never waiting for a poll. The deliveries' stored messages
+// cannot become webhook bodies, so each fails at once, without a request.
+func TestLaneTimingOnFakeTime(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		base := time.Now()
+		ms := &memStore{completed: map[int64]time.Time{}}
+		sender, err := webhook.NewSender(webhook.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		const poll = time.Second
+		f, err := New(Config{Store: ms, Sender: sender, Owner: "o", PerSource: 2, Poll: poll,
+			Destinations: map[string]*webhook.Destination{"web": {}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(t.Context())
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			f.Run(ctx)
+		}()
+		check := func(what string, from int, want ...time.Duration) int {
+			t.Helper()
+			synctest.Wait() // the lane has done all it can without time moving
+			got, n := ms.since(from, base)
+			if fmt.Sprint(got) != fmt.Sprint(want) {
+				t.Errorf("%s: leases at %v, want %v", what, got, want)
+			}
+			return n
+		}
+
+		time.Sleep(3*poll + poll/2)
+		n := check("idle", 0, 0, poll, 2*poll, 3*poll)
+		f.Notify("web")
+		n = check("woken", n, 3*poll+poll/2)
+		time.Sleep(poll)
+		n = check("a Poll after the wake-up", n, 4*poll+poll/2)
+
+		const backlog = 7
+		ms.mu.Lock()
+		for id := range int64(backlog) {
+			ms.due = append(ms.due, store.Delivery{ID: id + 1, Source: "web", Body: []byte(`{"event":"no type"}`)})
+		}
+		ms.mu.Unlock()
+		f.Notify("web")
+		synctest.Wait()
+		now := time.Now()
+		got, _ := ms.since(n, base)
+		for _, at := range got {
+			if at != now.Sub(base) {
+				t.Errorf("working off the backlog: leases at %v, all want %v", got, now.Sub(base))
+				break
+			}
+		}
+		ms.mu.Lock()
+		if len(ms.completed) != backlog || len(ms.due) != 0 {
+			t.Errorf("%d of %d deliveries completed, %d left", len(ms.completed), backlog, len(ms.due))
+		}
+		for id, at := range ms.completed {
+			if !at.Equal(now) {
+				t.Errorf("delivery %d completed at %v, want at once (%v)", id, at.Sub(base), now.Sub(base))
+			}
+		}
+		ms.mu.Unlock()
+
+		cancel()
+		<-done
+	})
 }
