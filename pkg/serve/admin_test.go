@@ -20,10 +20,22 @@ import (
 
 const adminToken = "adm_t0ken"
 
+// adminPolicy is the retry schedule of the admin tests' service: a failed
+// delivery waits an hour, on the test's clock, for its retry, so none is
+// due before the test moves the clock past it.
+var adminPolicy = webhook.Policy{Initial: time.Hour, Max: time.Hour, Jitter: -1}
+
 // startAdmin runs a service with the admin API on (unless token is ""):
 // sources "web" and "app" forward to their own hooks, "quiet" has no
-// webhooks.
+// webhooks. Its clock is c, its retry policy adminPolicy.
 func startAdmin(t *testing.T, c *clock, token string, web, app *hook) (*harness, *serve.AdminClient) {
+	t.Helper()
+	return startAdminOpts(t, serve.Options{Now: c.now}, token, web, app)
+}
+
+// startAdminOpts is startAdmin with options (Now is required); a Policy
+// without Initial is adminPolicy, and a zero Poll is 5ms.
+func startAdminOpts(t *testing.T, opts serve.Options, token string, web, app *hook) (*harness, *serve.AdminClient) {
 	t.Helper()
 	dest := func(h *hook) serve.Webhooks {
 		return serve.Webhooks{Enabled: true, Destination: webhook.Destination{SharedSecret: secret, Endpoints: []webhook.Endpoint{{URL: h.URL}}}}
@@ -38,7 +50,13 @@ func startAdmin(t *testing.T, c *clock, token string, web, app *hook) (*harness,
 		},
 		AdminToken: token,
 	}
-	h := run(t, cfg, serve.Options{Now: c.now, Poll: 5 * time.Millisecond})
+	if opts.Policy.Initial == 0 {
+		opts.Policy = adminPolicy
+	}
+	if opts.Poll == 0 {
+		opts.Poll = 5 * time.Millisecond
+	}
+	h := run(t, cfg, opts)
 	return h, &serve.AdminClient{Endpoint: h.url, Token: token}
 }
 
@@ -109,10 +127,23 @@ func TestAdminAuth(t *testing.T) {
 	}
 }
 
+// A deletion request cancels the user's pending deliveries and purges their
+// bodies in every source, and queues one delete notification for each
+// source with webhooks.
+//
+// The order of events is fixed by construction, not by timing: w1's failed
+// first attempt puts its retry an hour later on the test's clock
+// (adminPolicy), and the clock moves only when nothing is in flight: a
+// minute on before the deletion (w1 still not due, so it is pending when
+// the deletion cancels it), and past w1's retry only once the delete
+// notifications are on record (no lease left that the jump could expire
+// and hand out again).
 func TestDeletionFanOutCancelsAndPurges(t *testing.T) {
 	c := newClock(t0)
 	web, app := newHook(t, 500), newHook(t) // web's first delivery fails and waits for a retry
-	h, adm := startAdmin(t, c, adminToken, web, app)
+	// One delivery at a time per source, the earliest due first: see the end.
+	h, adm := startAdminOpts(t, serve.Options{Now: c.now, PerSource: 1}, adminToken, web, app)
+	ctx := context.Background()
 	for _, m := range []struct{ key, body string }{
 		{"wk_web", `{"userId":"u1","event":"A","messageId":"w1"}`},
 		{"wk_app", `{"userId":"u2","event":"B","messageId":"a1"}`},
@@ -122,39 +153,38 @@ func TestDeletionFanOutCancelsAndPurges(t *testing.T) {
 			t.Fatalf("track: %d %s", code, body)
 		}
 	}
-	waitFor(t, "first attempts", func() bool { return len(web.received()) == 1 && len(app.received()) == 1 })
-	waitFor(t, "w1 to wait for its retry", func() bool {
+	waitFor(t, "w1 to wait for its retry and a1 delivered", func() bool {
 		ds := deliveries(t, h, store.Filter{Source: "web"})
-		return len(ds) == 1 && ds[0].Attempts == 1
+		return len(ds) == 1 && ds[0].Attempts == 1 && len(deliveries(t, h, store.Filter{Source: "app", Status: store.Delivered})) == 1
 	})
+	if w1 := deliveries(t, h, store.Filter{Source: "web"})[0]; w1.Status != store.Pending || !w1.NextAttempt.Equal(t0.Add(time.Hour)) {
+		t.Fatalf("w1 after its failed attempt: %s, next at %v; want pending, due at t0+1h", w1.Status, w1.NextAttempt)
+	}
 
 	c.add(time.Minute)
-	d, err := adm.CreateDeletion(context.Background(), "u1", nil)
+	d, err := adm.CreateDeletion(ctx, "u1", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
+	waitFor(t, "the delete notifications delivered", func() bool {
+		return len(deliveries(t, h, store.Filter{Status: store.Delivered})) == 3 // a1 and the two deletes
+	})
 	want := `{"type":"delete","userId":"u1","timestamp":"2024-05-01T12:01:00.000Z"}`
-	waitFor(t, "delete notifications", func() bool { return len(web.received()) == 2 && len(app.received()) == 2 })
-	if got := string(web.received()[1].body); got != want {
-		t.Errorf("web got %s, want %s", got, want)
+	if got := web.received(); len(got) != 2 || string(got[1].body) != want {
+		t.Errorf("web got %d requests, the last %s; want w1's failed attempt, then %s", len(got), got[len(got)-1].body, want)
 	}
-	if got := app.received()[1]; string(got.body) != want || got.sig != sign(got.body) {
-		t.Errorf("app got %s (sig %s), want %s signed", got.body, got.sig, want)
+	if got := app.received(); len(got) != 2 || string(got[1].body) != want || got[1].sig != sign(got[1].body) {
+		t.Errorf("app got %d requests, the last %s (sig %s); want a1, then %s signed", len(got), got[len(got)-1].body, got[len(got)-1].sig, want)
 	}
-	// The cancelled w1 is not retried, even once its retry is due.
-	c.add(time.Hour)
 	ds := deliveries(t, h, store.Filter{Source: "web"})
 	if len(ds) != 2 || ds[0].Status != store.Cancelled {
 		t.Fatalf("web deliveries = %+v, want w1 cancelled", ds)
 	}
-	if got, err := h.srv.Store().Get(context.Background(), ds[0].ID); err != nil || len(got.Body) != 0 {
+	w1 := ds[0]
+	if got, err := h.srv.Store().Get(ctx, w1.ID); err != nil || len(got.Body) != 0 {
 		t.Errorf("w1 body = %q, %v; want purged", got.Body, err)
 	}
-	waitFor(t, "delete deliveries to finish", func() bool {
-		got, err := adm.Deletion(context.Background(), d.ID)
-		return err == nil && got.Sources[0].Status == store.Delivered && got.Sources[2].Status == store.Delivered
-	})
-	got, err := adm.Deletion(context.Background(), d.ID)
+	got, err := adm.Deletion(ctx, d.ID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -169,8 +199,23 @@ func TestDeletionFanOutCancelsAndPurges(t *testing.T) {
 	if diff := cmp.Diff(wantD, got); diff != "" {
 		t.Errorf("deletion mismatch (-want +got):\n%s", diff)
 	}
-	if len(web.received()) != 2 {
-		t.Errorf("web got %d requests, want 2 (w1's failed attempt and the delete)", len(web.received()))
+
+	// The cancelled w1 is not retried, even once its retry is due. With
+	// the clock past it, a new message goes through web's lane, which
+	// leases one delivery at a time, the earliest due first: were w1
+	// leasable, it would go out, and be on record, before w2.
+	c.set(t0.Add(2 * time.Hour))
+	if code, body := h.post(t, "/v1/track", "wk_web", `{"userId":"u3","event":"D","messageId":"w2"}`); code != 200 {
+		t.Fatalf("track: %d %s", code, body)
+	}
+	waitFor(t, "w2 delivered", func() bool {
+		return len(deliveries(t, h, store.Filter{Source: "web", Status: store.Delivered})) == 2 // the delete and w2
+	})
+	if got := web.received(); len(got) != 3 || !strings.Contains(string(got[2].body), `"messageId":"w2"`) {
+		t.Errorf("web got %d requests; want 3: w1's failed attempt, the delete, w2", len(got))
+	}
+	if got, err := h.srv.Store().Get(ctx, w1.ID); err != nil || got.Status != store.Cancelled || got.Attempts != 1 {
+		t.Errorf("w1 = %+v, %v; want cancelled after its one attempt", got, err)
 	}
 }
 

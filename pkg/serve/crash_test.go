@@ -56,6 +56,8 @@ sources:
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
 		}
+		// The server is another process: its answer on /healthz is the
+		// only sign this one gets that it is up.
 		deadline := time.Now().Add(10 * time.Second)
 		for time.Now().Before(deadline) {
 			if resp, err := http.Get("http://" + addr + "/healthz"); err == nil {

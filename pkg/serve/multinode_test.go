@@ -77,7 +77,9 @@ func TestMultiNodeSharesQueue(t *testing.T) {
 			n.cmd.Wait()
 		}
 	}()
-	for _, n := range ns { // all three start (and migrate) at once
+	// All three start (and migrate) at once. They are other processes: an
+	// answer on /healthz is the only sign this one gets that one is up.
+	for _, n := range ns {
 		deadline := time.Now().Add(20 * time.Second)
 		for {
 			if resp, err := http.Get("http://" + n.addr + "/healthz"); err == nil {
@@ -124,6 +126,7 @@ func TestMultiNodeSharesQueue(t *testing.T) {
 
 	var ackMu sync.Mutex
 	acked := map[string]bool{}
+	half := make(chan struct{}) // closed once half the events are acknowledged
 	const clients = 4
 	var sending sync.WaitGroup
 	for c := range clients {
@@ -133,8 +136,12 @@ func TestMultiNodeSharesQueue(t *testing.T) {
 			OnBatch: func(b analytics.BatchResult) {
 				if b.Accepted() {
 					ackMu.Lock()
+					n := len(acked)
 					for _, id := range b.MessageIds {
 						acked[id] = true
+					}
+					if n < events/2 && len(acked) >= events/2 {
+						close(half)
 					}
 					ackMu.Unlock()
 				}
@@ -160,14 +167,12 @@ func TestMultiNodeSharesQueue(t *testing.T) {
 
 	// Kill the victim once half the events are acknowledged, with its
 	// requests and deliveries in flight.
-	for {
-		ackMu.Lock()
-		n := len(acked)
-		ackMu.Unlock()
-		if n >= events/2 {
-			break
-		}
-		time.Sleep(5 * time.Millisecond)
+	sent := make(chan struct{})
+	go func() { sending.Wait(); close(sent) }()
+	select {
+	case <-half:
+	case <-sent:
+		t.Fatalf("the clients finished with fewer than half of %d events acknowledged", events)
 	}
 	ns[victim].cmd.Process.Signal(syscall.SIGKILL)
 	ns[victim].cmd.Wait()

@@ -30,6 +30,11 @@ type idCounter struct {
 	*httptest.Server
 	mu  sync.Mutex
 	got map[string]int
+	// Set by waitAll: the ids it waits for, how many of them have not
+	// arrived, and a channel closed when none is missing.
+	want    map[string]bool
+	missing int
+	all     chan struct{}
 }
 
 func newIDCounter(t *testing.T) *idCounter {
@@ -40,32 +45,47 @@ func newIDCounter(t *testing.T) *idCounter {
 			id, _ := obj.GetString("messageId")
 			c.mu.Lock()
 			c.got[id]++
+			if c.got[id] == 1 && c.want[id] {
+				if c.missing--; c.missing == 0 {
+					close(c.all)
+				}
+			}
 			c.mu.Unlock()
+			changed.fire()
 		}
 	}))
 	t.Cleanup(c.Close)
 	return c
 }
 
-// waitAll polls until every acknowledged id has arrived or the deadline
+// waitAll waits until every acknowledged id has arrived, or the deadline
 // passes; it returns how many never arrived and how many deliveries were
-// duplicates.
+// duplicates. Each arrival counts itself off, so waiting costs nothing per
+// delivery and ends at the one that completes the set.
 func (c *idCounter) waitAll(acked map[string]bool, deadline time.Time) (missing, dups int) {
-	for {
-		c.mu.Lock()
-		missing, dups = 0, 0
-		for id := range acked {
-			if c.got[id] == 0 {
-				missing++
-			}
+	c.mu.Lock()
+	c.want, c.missing, c.all = map[string]bool{}, 0, make(chan struct{})
+	for id := range acked {
+		c.want[id] = true
+		if c.got[id] == 0 {
+			c.missing++
 		}
-		for _, n := range c.got {
-			dups += n - 1
-		}
-		c.mu.Unlock()
-		if missing == 0 || time.Now().After(deadline) {
-			return missing, dups
-		}
-		time.Sleep(100 * time.Millisecond)
 	}
+	if c.missing == 0 {
+		close(c.all)
+	}
+	all := c.all
+	c.mu.Unlock()
+	limit := time.NewTimer(time.Until(deadline))
+	defer limit.Stop()
+	select {
+	case <-all:
+	case <-limit.C:
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, n := range c.got {
+		dups += n - 1
+	}
+	return c.missing, dups
 }

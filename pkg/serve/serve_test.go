@@ -9,6 +9,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -26,6 +27,22 @@ import (
 
 var update = flag.Bool("update", false, "rewrite golden files in testdata/")
 
+// How these tests wait. The service runs for real: its HTTP server and the
+// webhook endpoints on loopback sockets, a SQLite file, its own goroutines.
+// Real sockets rule out testing/synctest (a bubble whose goroutines wait
+// on the network never advances its clock), so the tests are deterministic
+// by construction instead:
+//
+//   - The service's clock is a fake one (clock) that only the test moves,
+//     and retry policies are chosen so that nothing becomes due unless the
+//     test moves the clock there. The test moves it only when nothing is
+//     in flight (no lease that a jump could expire, no retry that a jump
+//     could release early), and then waits for what follows.
+//   - Nothing sleeps. waitFor checks its condition again each time
+//     something happens (changed): an endpoint got a request, or the
+//     service logged, which it does for every delivery outcome it records,
+//     after recording it.
+
 const secret = "s3cret"
 
 var t0 = time.Date(2024, 5, 1, 12, 0, 0, 0, time.UTC)
@@ -37,6 +54,56 @@ func newClock(t time.Time) *clock    { c := &clock{}; c.set(t); return c }
 func (c *clock) now() time.Time      { return time.Unix(0, c.ns.Load()).UTC() }
 func (c *clock) set(t time.Time)     { c.ns.Store(t.UnixNano()) }
 func (c *clock) add(d time.Duration) { c.ns.Add(int64(d)) }
+
+// signal is a broadcast: next returns a channel that the following fire
+// closes.
+type signal struct {
+	mu sync.Mutex
+	ch chan struct{}
+}
+
+func (s *signal) next() <-chan struct{} {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.ch == nil {
+		s.ch = make(chan struct{})
+	}
+	return s.ch
+}
+
+func (s *signal) fire() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.ch != nil {
+		close(s.ch)
+		s.ch = nil
+	}
+}
+
+// changed fires whenever something a test may wait for has happened: a
+// test endpoint (hook, idCounter) got a request, or a service started by
+// run logged a record (the forwarder logs every delivery outcome once it
+// is in the store and the metrics; the admin API, the pruner and the
+// collector's refusals log too).
+var changed signal
+
+// announcer is a slog.Handler that fires changed for every record, and
+// passes on the records its next handler wants.
+type announcer struct{ next slog.Handler }
+
+func (a announcer) Enabled(context.Context, slog.Level) bool { return true }
+
+func (a announcer) Handle(ctx context.Context, r slog.Record) error {
+	var err error
+	if a.next.Enabled(ctx, r.Level) {
+		err = a.next.Handle(ctx, r)
+	}
+	changed.fire()
+	return err
+}
+
+func (a announcer) WithAttrs(as []slog.Attr) slog.Handler { return announcer{a.next.WithAttrs(as)} }
+func (a announcer) WithGroup(name string) slog.Handler    { return announcer{a.next.WithGroup(name)} }
 
 // hook is an endpoint that answers with the next status of its script
 // (200 once it runs out) and keeps what it got.
@@ -64,6 +131,7 @@ func newHook(t *testing.T, script ...int) *hook {
 			status, h.script = h.script[0], h.script[1:]
 		}
 		h.mu.Unlock()
+		changed.fire()
 		w.WriteHeader(status)
 	}))
 	t.Cleanup(h.Close)
@@ -108,6 +176,11 @@ func start(t *testing.T, opts serve.Options, urls ...string) *harness {
 func run(t *testing.T, cfg serve.Config, opts serve.Options) *harness {
 	t.Helper()
 	opts.Version = "1.0.0"
+	next := slog.DiscardHandler
+	if opts.Logger != nil {
+		next = opts.Logger.Handler()
+	}
+	opts.Logger = slog.New(announcer{next})
 	ctx, cancel := context.WithCancel(context.Background())
 	srv, err := serve.New(ctx, cfg, opts)
 	if err != nil {
@@ -145,15 +218,35 @@ func (h *harness) post(t *testing.T, path, key, body string) (int, string) {
 	return resp.StatusCode, string(b)
 }
 
-// waitFor polls cond until it holds or 10 s pass.
+// waitLimit bounds every wait of a test that is going wrong; a test that
+// passes never waits for it.
+const waitLimit = 30 * time.Second
+
+// recheck is how often waitFor looks at its condition when nothing has
+// happened. It is only a safety net for a condition on state that changes
+// without a log record or a request to a test endpoint: the waits in this
+// file and in admin_test.go all pass with it set to an hour.
+const recheck = 50 * time.Millisecond
+
+// waitFor returns once cond holds, checking it now and after each change
+// (see changed); it fails the test when waitLimit passes first.
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
+	limit := time.NewTimer(waitLimit)
+	defer limit.Stop()
+	tick := time.NewTicker(recheck)
+	defer tick.Stop()
+	for {
+		next := changed.next() // before cond: a change during cond is not missed
+		if cond() {
+			return
 		}
-		time.Sleep(2 * time.Millisecond)
+		select {
+		case <-next:
+		case <-tick.C:
+		case <-limit.C:
+			t.Fatalf("%v passed waiting for %s", waitLimit, what)
+		}
 	}
 }
 
@@ -254,11 +347,27 @@ func TestFirstSuccessOfFiveEndpoints(t *testing.T) {
 	}
 }
 
+// Each retry waits for its backoff on the service's clock: the test moves
+// the clock to the next attempt only once the previous one is on record.
 func TestRetriesAfter500sThenDelivered(t *testing.T) {
+	c := newClock(t0)
 	rcv := newHook(t, 500, 503, 500)
-	h := start(t, serve.Options{Policy: webhook.Policy{Initial: 5 * time.Millisecond, Max: 20 * time.Millisecond, Jitter: -1}}, rcv.URL)
+	h := start(t, serve.Options{Now: c.now, Policy: webhook.Policy{Initial: time.Minute, Max: 3 * time.Minute, Jitter: -1}}, rcv.URL)
 	if code, _ := h.post(t, "/v1/track", "wk_web", `{"userId":"u","event":"E","messageId":"m1"}`); code != 200 {
 		t.Fatal(code)
+	}
+	// Deliveries start at t0, +1m, +3m (1m + 2m) and +6m (3m + the 3m cap).
+	for n, at := range []time.Duration{time.Minute, 3 * time.Minute, 6 * time.Minute} {
+		var d store.Delivery
+		waitFor(t, fmt.Sprintf("delivery %d on record", n+1), func() bool {
+			d = deliveries(t, h, store.Filter{})[0]
+			return d.Attempts > n
+		})
+		if d.Status != store.Pending || d.Attempts != n+1 || !d.NextAttempt.Equal(t0.Add(at)) {
+			t.Fatalf("after delivery %d: %s, attempts %d, next at t0+%v; want pending, %d, t0+%v",
+				n+1, d.Status, d.Attempts, d.NextAttempt.Sub(t0), n+1, at)
+		}
+		c.set(d.NextAttempt)
 	}
 	waitFor(t, "delivered", func() bool { return len(deliveries(t, h, store.Filter{Status: store.Delivered})) == 1 })
 	d := deliveries(t, h, store.Filter{})[0]
@@ -385,6 +494,7 @@ func TestDeadEndpointDoesNotBlockOtherSources(t *testing.T) {
 	defer slow.Close()
 	defer close(hang)
 	fast := newHook(t)
+	c := newClock(t0) // a hung attempt is retried only when the test says so: never
 	cfg := serve.Config{
 		Addr:  "127.0.0.1:0",
 		Store: filepath.Join(t.TempDir(), "evfwd.db"),
@@ -393,14 +503,7 @@ func TestDeadEndpointDoesNotBlockOtherSources(t *testing.T) {
 			{Name: "fast", WriteKey: "wk_fast", Webhooks: serve.Webhooks{Enabled: true, Destination: webhook.Destination{Endpoints: []webhook.Endpoint{{URL: fast.URL}}}}},
 		},
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	srv, err := serve.New(ctx, cfg, serve.Options{PerSource: 4, MaxInFlight: 8, Poll: 5 * time.Millisecond, Grace: 100 * time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- srv.Run(ctx) }()
-	h := &harness{srv: srv, url: srv.URL()}
+	h := run(t, cfg, serve.Options{Now: c.now, PerSource: 4, MaxInFlight: 8, Poll: 5 * time.Millisecond, Grace: 100 * time.Millisecond})
 	var batch strings.Builder
 	batch.WriteString(`{"batch":[`)
 	for i := range 50 {
@@ -417,10 +520,7 @@ func TestDeadEndpointDoesNotBlockOtherSources(t *testing.T) {
 		t.Fatal(code)
 	}
 	waitFor(t, "fast source delivered while slow hangs", func() bool { return len(fast.received()) == 50 })
-	cancel()
-	if err := <-done; err != nil {
-		t.Errorf("Run: %v", err)
-	}
+	h.stop() // with slow's deliveries in flight: the grace period interrupts them
 }
 
 func TestConfigValidation(t *testing.T) {
