@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/evfwd/evfwd/internal/cli"
+	"github.com/evfwd/evfwd/internal/tlscert"
 	"github.com/evfwd/evfwd/pkg/message"
 	"github.com/evfwd/evfwd/pkg/receiver"
 	"github.com/evfwd/evfwd/pkg/webhook"
@@ -327,11 +328,11 @@ func freshLine(w *os.File, path string) error {
 func listen(opts *ListenOptions) (net.Listener, string, error) {
 	var cfg *tls.Config
 	if opts.TLSCert != "" {
-		cert, err := tls.LoadX509KeyPair(opts.TLSCert, opts.TLSKey)
+		certs, err := tlscert.NewReloader(opts.TLSCert, opts.TLSKey)
 		if err != nil {
 			return nil, "", cli.UsageErrorf("--tls-cert/--tls-key: %v", err)
 		}
-		cfg = &tls.Config{Certificates: []tls.Certificate{cert}, NextProtos: []string{"h2", "http/1.1"}}
+		cfg = certs.ServerConfig()
 	}
 	ln, err := net.Listen("tcp", opts.Addr)
 	if errors.Is(err, syscall.EADDRINUSE) {

@@ -6,8 +6,11 @@ import (
 	"io"
 	"log/slog"
 	"maps"
+	"os"
+	"os/signal"
 	"slices"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/evfwd/evfwd/internal/cli"
@@ -31,9 +34,13 @@ type ServeOptions struct {
 	LeaseTTL  time.Duration
 	Retention time.Duration
 	Check     bool // validate the config, print the effective settings, and stop
+	TLSCert   string
+	TLSKey    string
 
-	ctx   context.Context
-	ready func(url string) // tests: called once the port is open
+	ctx      context.Context
+	ready    func(url string) // tests: called once the port is open
+	hup      chan os.Signal   // tests: stands for SIGHUP
+	reloaded func(err error)  // tests: called after each reload of the TLS pair
 }
 
 // NewCmdServe builds `evfwd serve`; runF replaces serveRun in tests.
@@ -80,6 +87,12 @@ config and the form of the store URL without opening the store, prints the
 effective settings with secrets masked (-o json for scripts) and exits 0
 when they are valid, 2 when not; serve does not start.
 
+With --tls-cert and --tls-key (tls_cert, tls_key in the file) serve speaks
+HTTPS only, TLS 1.2 or later, HTTP/2 or HTTP/1.1: Segment's Ruby client
+(analytics-ruby 2.x) has no plain-HTTP mode. SIGHUP reads the pair again:
+new connections get the new certificate, open ones are not dropped; a pair
+that does not load is logged and the one in use stays.
+
 GET /healthz and GET /metrics (Prometheus) are served beside the API.
 SIGTERM or Ctrl-C drains: new requests get 503, requests and deliveries in
 flight get --grace to finish, and serve exits 0.`,
@@ -87,6 +100,7 @@ flight get --grace to finish, and serve exits 0.`,
   evfwd serve --config evfwd.yaml --check
   EVFWD_STORE=sqlite:///var/lib/evfwd/evfwd.db evfwd serve --log-format json
   EVFWD_STORE=postgres://evfwd:pw@db.internal/evfwd evfwd serve --addr 0.0.0.0:8787
+  evfwd serve --config evfwd.yaml --tls-cert cert.pem --tls-key key.pem   # kill -HUP reloads them
   evfwd deliveries list --status dead`,
 		GroupID: groupServer,
 		Args:    cli.Args(cobra.NoArgs),
@@ -107,7 +121,9 @@ flight get --grace to finish, and serve exits 0.`,
 	fl.DurationVar(&opts.LeaseTTL, "lease-ttl", forwarder.DefaultLeaseTTL, "how long a delivery stays leased; on PostgreSQL, how soon other nodes take over a dead node's work")
 	fl.DurationVar(&opts.Retention, "retention", store.DefaultRetention, "keep finished messages this long, then prune them (0 keeps everything)")
 	fl.BoolVar(&opts.Check, "check", false, "validate the config, print the effective settings (secrets masked) and exit without serving")
-	cli.BindEnv(cmd, "addr", "store", "log-format", "log-level", "lease-ttl", "retention")
+	fl.StringVar(&opts.TLSCert, "tls-cert", "", "serve HTTPS with this certificate `FILE` (PEM; reloaded on SIGHUP)")
+	fl.StringVar(&opts.TLSKey, "tls-key", "", "private key `FILE` (PEM) for --tls-cert")
+	cli.BindEnv(cmd, "addr", "store", "log-format", "log-level", "lease-ttl", "retention", "tls-cert", "tls-key")
 	// The file's addr, store, sources, ... are known keys for every command.
 	cli.ReadsConfig(cmd, serve.Config{})
 	return cmd
@@ -118,10 +134,14 @@ flight get --grace to finish, and serve exits 0.`,
 func serveConfig(opts *ServeOptions) (serve.Config, error) {
 	f := opts.Factory
 	var cfg serve.Config
+	if (opts.TLSCert == "") != (opts.TLSKey == "") {
+		return cfg, cli.UsageErrorf("--tls-cert and --tls-key go together")
+	}
 	if err := f.Config.Viper().UnmarshalKey("sources", &cfg.Sources); err != nil {
 		return cfg, cli.UsageErrorf("config %s: sources: %v", f.Config.File, err)
 	}
 	cfg.Addr, cfg.Store, cfg.Retention = opts.Addr, opts.Store, opts.Retention
+	cfg.TLSCert, cfg.TLSKey = opts.TLSCert, opts.TLSKey
 	// The admin token is a secret: config file or environment, no flag.
 	cfg.AdminToken = f.Config.Viper().GetString("admin_token")
 	if tok := f.Getenv(serve.AdminEnv); tok != "" {
@@ -176,11 +196,44 @@ func serveRun(opts *ServeOptions) error {
 	if err != nil {
 		return fmt.Errorf("serve: %w", err)
 	}
+	if cfg.TLSCert != "" {
+		defer reloadOnHUP(srv, opts.hup, opts.reloaded)()
+	}
 	if opts.ready != nil {
 		opts.ready(srv.URL())
 	}
 	// A drain after SIGTERM or Ctrl-C is the normal way to stop: exit 0.
 	return srv.Run(ctx)
+}
+
+// reloadOnHUP reads the TLS pair again on each SIGHUP (on hup, when a test
+// gives one) until the returned stop is called. ReloadTLS logs the outcome;
+// a failure keeps the certificate in use. done, when set, hears each one.
+func reloadOnHUP(srv *serve.Server, hup chan os.Signal, done func(error)) (stop func()) {
+	if hup == nil {
+		hup = make(chan os.Signal, 1)
+		signal.Notify(hup, syscall.SIGHUP)
+	}
+	quit, finished := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(finished)
+		for {
+			select {
+			case <-hup:
+				err := srv.ReloadTLS()
+				if done != nil {
+					done(err)
+				}
+			case <-quit:
+				return
+			}
+		}
+	}()
+	return func() {
+		signal.Stop(hup)
+		close(quit)
+		<-finished
+	}
 }
 
 // serveSettings is what `serve --check` prints: the effective settings,
@@ -195,7 +248,13 @@ type serveSettings struct {
 	LogFormat string           `json:"logFormat"`
 	LogLevel  string           `json:"logLevel"`
 	AdminAPI  bool             `json:"adminApi"`
+	TLS       *tlsSettings     `json:"tls,omitempty"` // nil: plain HTTP
 	Sources   []sourceSettings `json:"sources"`
+}
+
+type tlsSettings struct {
+	Cert string `json:"cert"`
+	Key  string `json:"key"`
 }
 
 type sourceSettings struct {
@@ -218,6 +277,9 @@ func serveCheck(opts *ServeOptions, cfg serve.Config) error {
 		LeaseTTL: shortDuration(opts.LeaseTTL), Grace: shortDuration(opts.Grace),
 		LogFormat: opts.LogFormat, LogLevel: opts.LogLevel, AdminAPI: cfg.AdminToken != "",
 		Sources: make([]sourceSettings, len(cfg.Sources)),
+	}
+	if cfg.TLSCert != "" {
+		st.TLS = &tlsSettings{Cert: cfg.TLSCert, Key: cfg.TLSKey}
 	}
 	for i, src := range cfg.Sources {
 		s := &st.Sources[i]
@@ -252,6 +314,9 @@ func writeSettings(w io.Writer, st serveSettings) {
 		{"lease-ttl", st.LeaseTTL}, {"grace", st.Grace}, {"log", st.LogFormat + ", " + st.LogLevel}, {"admin API", admin},
 	} {
 		fmt.Fprintf(w, "%-10s %s\n", row[0], row[1])
+	}
+	if st.TLS != nil {
+		fmt.Fprintf(w, "%-10s cert %s, key %s\n", "tls", st.TLS.Cert, st.TLS.Key)
 	}
 	for _, s := range st.Sources {
 		fmt.Fprintf(w, "source %s\n  write_key  %s\n", s.Name, s.WriteKey)

@@ -2,13 +2,17 @@ package cmd
 
 import (
 	"context"
+	"crypto/tls"
 	"encoding/json"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
+	"github.com/evfwd/evfwd/internal/tlscert/tlscerttest"
 	"github.com/evfwd/evfwd/pkg/store"
 	"github.com/evfwd/evfwd/pkg/store/sqlite"
 	"github.com/evfwd/evfwd/pkg/store/storetest"
@@ -261,5 +265,156 @@ func TestServeCheckExitCodes(t *testing.T) {
 	var got map[string]any
 	if strings.Count(res.Stdout, "\n") != 1 || json.Unmarshal([]byte(res.Stdout), &got) != nil || res.Stderr != "" {
 		t.Errorf("json: stdout %q stderr %q", res.Stdout, res.Stderr)
+	}
+}
+
+func TestServeTLSFlagsGoTogether(t *testing.T) {
+	ca := tlscerttest.NewCA(t)
+	certFile, keyFile := ca.Files(t, 1)
+	minimal := writeFile(t, "evfwd.yaml", "sources:\n  - name: web\n    write_key: wk\n")
+	store := "sqlite://" + filepath.Join(t.TempDir(), "evfwd.db")
+	tests := []struct {
+		name string
+		args []string
+		env  map[string]string
+	}{
+		{"--tls-cert alone", []string{"--tls-cert", certFile}, nil},
+		{"--tls-key alone", []string{"--tls-key", keyFile}, nil},
+		{"EVFWD_TLS_CERT alone", nil, map[string]string{"EVFWD_TLS_CERT": certFile}},
+		{"tls_key in the file alone", []string{"--config", writeFile(t, "key.yaml", "tls_key: "+keyFile+"\nsources:\n  - name: web\n    write_key: wk\n")}, nil},
+	}
+	for _, tt := range tests {
+		for _, check := range []bool{false, true} {
+			args := append([]string{"serve", "--config", minimal, "--store", store, "--addr", "127.0.0.1:0"}, tt.args...)
+			if check {
+				args = append(args, "--check")
+			}
+			res := execute(t, testFactory(t, "", false, tt.env), args...)
+			if want := "error: --tls-cert and --tls-key go together\n"; res.Code != 2 || res.Stderr != want || res.Stdout != "" {
+				t.Errorf("%s (--check %v): code %d stdout %q stderr %q, want 2 and %q", tt.name, check, res.Code, res.Stdout, res.Stderr, want)
+			}
+		}
+	}
+	if _, err := os.Stat(strings.TrimPrefix(store, "sqlite://")); !os.IsNotExist(err) {
+		t.Errorf("the store was opened: %v", err)
+	}
+}
+
+func TestServeCheckTLS(t *testing.T) {
+	ca := tlscerttest.NewCA(t)
+	certFile, keyFile := ca.Files(t, 1)
+	_, otherKey := ca.Files(t, 2)
+	const sources = "sources:\n  - name: web\n    write_key: wk\n"
+	env := map[string]string{"XDG_STATE_HOME": t.TempDir()}
+
+	// A mismatched pair, from flags or from the file: exit 2 naming both files.
+	for _, args := range [][]string{
+		{"--config", writeFile(t, "evfwd.yaml", sources), "--tls-cert", certFile, "--tls-key", otherKey},
+		{"--config", writeFile(t, "evfwd.yaml", "tls_cert: "+certFile+"\ntls_key: "+otherKey+"\n"+sources)},
+	} {
+		res := execute(t, testFactory(t, "", false, env), append([]string{"serve", "--check"}, args...)...)
+		want := "tls: key " + otherKey + " (for certificate " + certFile + "): private key does not match public key"
+		if res.Code != 2 || !strings.Contains(res.Stderr, want) || res.Stdout != "" {
+			t.Errorf("%v: code %d stdout %q stderr %q, want 2 and %q", args, res.Code, res.Stdout, res.Stderr, want)
+		}
+	}
+	// A missing file is named too, and serve does not start either.
+	missing := filepath.Join(t.TempDir(), "cert.pem")
+	for _, check := range []string{"--check", "--addr=127.0.0.1:0"} {
+		res := execute(t, testFactory(t, "", false, env), "serve", check, "--config", writeFile(t, "evfwd.yaml", sources), "--tls-cert", missing, "--tls-key", keyFile)
+		if want := "tls: certificate: open " + missing + ": no such file or directory"; res.Code != 2 || !strings.Contains(res.Stderr, want) {
+			t.Errorf("%s: code %d stderr %q, want 2 and %q", check, res.Code, res.Stderr, want)
+		}
+	}
+
+	// A good pair from the environment shows in the settings.
+	env["EVFWD_TLS_CERT"], env["EVFWD_TLS_KEY"] = certFile, keyFile
+	cfg := writeFile(t, "evfwd.yaml", sources)
+	res := execute(t, testFactory(t, "", false, env), "serve", "--check", "--config", cfg)
+	if want := "tls        cert " + certFile + ", key " + keyFile + "\n"; res.Code != 0 || !strings.Contains(res.Stdout, want) {
+		t.Errorf("code %d stdout %q stderr %q, want 0 and %q", res.Code, res.Stdout, res.Stderr, want)
+	}
+	res = execute(t, testFactory(t, "", false, env), "serve", "--check", "--config", cfg, "-o", "json")
+	var got struct{ TLS *tlsSettings }
+	if err := json.Unmarshal([]byte(res.Stdout), &got); err != nil || got.TLS == nil || *got.TLS != (tlsSettings{Cert: certFile, Key: keyFile}) {
+		t.Errorf("json: %q (%v)", res.Stdout, err)
+	}
+}
+
+func TestServeTLSReloadOnHUP(t *testing.T) {
+	ca := tlscerttest.NewCA(t)
+	certFile, keyFile := ca.Files(t, 1)
+	cfg := writeFile(t, "evfwd.yaml", "sources:\n  - name: web\n    write_key: wk\n")
+	f := testFactory(t, "", false, map[string]string{
+		"EVFWD_STORE": "sqlite://" + filepath.Join(t.TempDir(), "e.db"), "EVFWD_ADDR": "127.0.0.1:0",
+		"EVFWD_TLS_CERT": certFile, "EVFWD_TLS_KEY": keyFile,
+	})
+	ready, reloaded := make(chan string, 1), make(chan error)
+	hup := make(chan os.Signal)
+	root := NewRootCmd(f)
+	old, _, _ := root.Find([]string{"serve"})
+	root.RemoveCommand(old)
+	root.AddCommand(NewCmdServe(f, func(o *ServeOptions) error {
+		o.ready = func(url string) { ready <- url }
+		o.hup, o.reloaded = hup, func(err error) { reloaded <- err }
+		return serveRun(o)
+	}))
+	root.SetArgs([]string{"serve", "--config", cfg})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- root.ExecuteContext(ctx) }()
+	defer func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("serve: %v", err)
+		}
+	}()
+	var url string
+	select {
+	case url = <-ready:
+	case err := <-done:
+		t.Fatalf("serve ended before it was ready: %v", err)
+	}
+	if !strings.HasPrefix(url, "https://") {
+		t.Fatalf("URL %s, want https", url)
+	}
+
+	// serialOf posts a batch on a new connection and returns the serial
+	// of the certificate it met.
+	serialOf := func() int64 {
+		t.Helper()
+		tr := &http.Transport{TLSClientConfig: &tls.Config{RootCAs: ca.Pool}}
+		defer tr.CloseIdleConnections()
+		req, _ := http.NewRequest(http.MethodPost, url+"/v1/batch", strings.NewReader(`{"batch":[{"type":"track","userId":"u","event":"e"}]}`))
+		req.SetBasicAuth("wk", "")
+		resp, err := (&http.Client{Transport: tr}).Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != 200 {
+			t.Errorf("status %d", resp.StatusCode)
+		}
+		return resp.TLS.PeerCertificates[0].SerialNumber.Int64()
+	}
+	if got := serialOf(); got != 1 {
+		t.Errorf("serial %d, want 1", got)
+	}
+	ca.Issue(t, 2).Write(t, certFile, keyFile)
+	hup <- syscall.SIGHUP
+	if err := <-reloaded; err != nil {
+		t.Fatalf("reload: %v", err)
+	}
+	if got := serialOf(); got != 2 {
+		t.Errorf("after SIGHUP: serial %d, want 2", got)
+	}
+	// A bad pair is refused and the certificate in use stays.
+	os.WriteFile(keyFile, []byte("garbage\n"), 0o600)
+	hup <- syscall.SIGHUP
+	if err := <-reloaded; err == nil || !strings.Contains(err.Error(), keyFile) {
+		t.Errorf("reload of a bad pair: %v, want an error naming %s", err, keyFile)
+	}
+	if got := serialOf(); got != 2 {
+		t.Errorf("after a failed reload: serial %d, want 2", got)
 	}
 }

@@ -29,6 +29,10 @@ type Config struct {
 	// Retention is how long finished messages are kept (see
 	// store.Store.Prune); 0 keeps them forever.
 	Retention time.Duration `mapstructure:"retention"`
+	// TLSCert and TLSKey are PEM files; with both set the service speaks
+	// HTTPS only (tls.go), and Server.ReloadTLS reads them again.
+	TLSCert string `mapstructure:"tls_cert"`
+	TLSKey  string `mapstructure:"tls_key"`
 }
 
 // Source is one source: its write key and its webhook destination.

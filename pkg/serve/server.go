@@ -13,6 +13,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/evfwd/evfwd/internal/tlscert"
 	"github.com/evfwd/evfwd/pkg/collector"
 	"github.com/evfwd/evfwd/pkg/forwarder"
 	"github.com/evfwd/evfwd/pkg/message"
@@ -61,9 +62,11 @@ type Server struct {
 	metrics   *Metrics
 	draining  atomic.Bool
 	admin     *adminAPI
+	tls       *tlscert.Reloader // nil: plain HTTP
 }
 
-// New validates cfg, opens and locks the store, and listens.
+// New validates cfg, loads the TLS pair when set, opens and locks the
+// store, and listens.
 func New(ctx context.Context, cfg Config, opts Options) (*Server, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
@@ -87,6 +90,9 @@ func New(ctx context.Context, cfg Config, opts Options) (*Server, error) {
 		cfg.Addr = DefaultAddr
 	}
 	s := &Server{cfg: cfg, opts: opts, log: opts.Logger, metrics: NewMetrics()}
+	if err := s.useTLS(); err != nil {
+		return nil, err
+	}
 	var err error
 	if s.store, s.unlock, err = openLocked(ctx, cfg.Store, opts.Now); err != nil {
 		return nil, err
@@ -103,6 +109,7 @@ func New(ctx context.Context, cfg Config, opts Options) (*Server, error) {
 			return nil, fmt.Errorf("listen %s: %w", cfg.Addr, err)
 		}
 	}
+	s.ln = s.listenTLS(s.ln)
 	return s, nil
 }
 
@@ -174,8 +181,13 @@ func owner() string {
 // Addr is the address the service listens on.
 func (s *Server) Addr() string { return s.ln.Addr().String() }
 
-// URL is the service's base URL, for clients.
-func (s *Server) URL() string { return "http://" + s.Addr() }
+// URL is the service's base URL, for clients: https when TLS is on.
+func (s *Server) URL() string {
+	if s.tls != nil {
+		return "https://" + s.Addr()
+	}
+	return "http://" + s.Addr()
+}
 
 // Store is the service's store (for tests and `evfwd demo`).
 func (s *Server) Store() store.Store { return s.store }
@@ -219,7 +231,7 @@ func (s *Server) Run(ctx context.Context) error {
 	go func() { defer close(prunerDone); s.pruner(runCtx) }()
 	srvErr := make(chan error, 1)
 	go func() { srvErr <- hs.Serve(s.ln) }()
-	s.log.Info("serving", "addr", s.Addr(), "store", s.store.Path(), "sources", len(s.cfg.Sources), "retention", s.cfg.Retention)
+	s.log.Info("serving", "addr", s.Addr(), "url", s.URL(), "store", s.store.Path(), "sources", len(s.cfg.Sources), "retention", s.cfg.Retention)
 
 	var err error
 	select {

@@ -12,11 +12,15 @@ import (
 )
 
 // Check is Validate plus the form of the store setting, as New would read
-// it, without opening or creating the store (`evfwd serve --check`).
+// it, without opening or creating the store (`evfwd serve --check`), and
+// the TLS certificate and key, which it loads as New would.
 func (c *Config) Check() error {
 	err := c.Validate()
 	if serr := CheckStore(c.Store); serr != nil {
 		err = errors.Join(err, serr)
+	}
+	if _, terr := c.loadTLS(); terr != nil {
+		err = errors.Join(err, terr)
 	}
 	return err
 }
