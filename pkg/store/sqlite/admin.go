@@ -500,40 +500,42 @@ func (r syncRun) finish(ctx context.Context, step stepFunc, hook func(string) er
 }
 
 // moveOutbox moves the first moveChunk messages of run's outbox into the
-// queue, deliveries created at at, and reports how many it moved. A message
-// already in the queue is skipped, as Ingest skips it.
+// queue, deliveries created at at, and reports how many it moved. It is
+// Ingest done in SQL, the bodies never leaving the database: a message
+// already in the queue is skipped (and gets no deliveries), and a repeat
+// within the outbox keeps its first occurrence.
 func moveOutbox(ctx context.Context, tx *sql.Tx, run string, at int64) (int, error) {
-	rows, err := tx.QueryContext(ctx, `SELECT id, source, message_id, type, user_id, received_at, body, destinations
-		FROM sync_outbox WHERE run = ? ORDER BY id LIMIT ?`, run, moveChunk)
-	if err != nil {
+	var n int
+	var last sql.NullInt64
+	if err := tx.QueryRowContext(ctx, `SELECT count(*), max(id) FROM
+		(SELECT id FROM sync_outbox WHERE run = ? ORDER BY id LIMIT ?)`, run, moveChunk).Scan(&n, &last); err != nil || n == 0 {
 		return 0, err
 	}
-	var msgs []store.Message
-	var last int64
-	for rows.Next() {
-		var m store.Message
-		var received int64
-		var dests string
-		if err := rows.Scan(&last, &m.Source, &m.MessageID, &m.Type, &m.UserID, &received, &m.Body, &dests); err != nil {
-			rows.Close()
-			return 0, err
-		}
-		m.ReceivedAt = store.FromMillis(received)
-		if err := json.Unmarshal([]byte(dests), &m.Destinations); err != nil {
-			rows.Close()
-			return 0, fmt.Errorf("outbox message %s: destinations: %w", m.MessageID, err)
-		}
-		msgs = append(msgs, m)
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil || len(msgs) == 0 {
+	// Message ids only grow (no AUTOINCREMENT, but a new rowid is always
+	// above the largest), so the ones this step adds are those above
+	// before.
+	var before int64
+	if err := tx.QueryRowContext(ctx, `SELECT coalesce(max(id), 0) FROM messages`).Scan(&before); err != nil {
 		return 0, err
 	}
-	if err := insertMessages(ctx, tx, msgs, at); err != nil {
+	if _, err := tx.ExecContext(ctx, `INSERT INTO messages (source, message_id, type, user_id, received_at, body)
+		SELECT source, message_id, type, user_id, received_at, body FROM sync_outbox
+		WHERE run = ? AND id <= ? ORDER BY id
+		ON CONFLICT (source, message_id) DO NOTHING`, run, last.Int64); err != nil {
 		return 0, err
 	}
-	_, err = tx.ExecContext(ctx, `DELETE FROM sync_outbox WHERE run = ? AND id <= ?`, run, last)
-	return len(msgs), err
+	// The outbox rows lead the join (CROSS JOIN fixes the order), each
+	// finding its message by the unique (source, message_id).
+	if _, err := tx.ExecContext(ctx, `INSERT INTO deliveries (message, source, destination, status, next_attempt_at, created_at, updated_at)
+		SELECT f.message, f.source, d.value, 'pending', f.received_at, ?, ?
+		FROM (SELECT m.id AS message, m.source AS source, m.received_at AS received_at, o.destinations AS destinations, min(o.id)
+			FROM sync_outbox o CROSS JOIN messages m ON m.source = o.source AND m.message_id = o.message_id
+			WHERE o.run = ? AND o.id <= ? AND m.id > ? GROUP BY m.id) f, json_each(f.destinations) d
+		WHERE d.type = 'text' ORDER BY f.message, d.key`, at, at, run, last.Int64, before); err != nil {
+		return 0, err
+	}
+	_, err := tx.ExecContext(ctx, `DELETE FROM sync_outbox WHERE run = ? AND id <= ?`, run, last.Int64)
+	return n, err
 }
 
 // dropList deletes the rows of list, a chunk per step.

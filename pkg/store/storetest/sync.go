@@ -55,6 +55,7 @@ func RunSync(t *testing.T, reopen Reopen) {
 		{"ReadersSeeOldOrNew", testSyncReaders},
 		{"FailedListLeavesNoRows", testSyncFailedLeftovers},
 		{"SyncsOfOneKeyTakeTurns", testSyncTurns},
+		{"MessageIDsDeduplicated", testSyncDedup},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) { tt.fn(t, reopen(t)) })
@@ -508,5 +509,62 @@ func testSyncTurns(t *testing.T, open func() store.Store) {
 	}
 	if got := results[0].Messages + results[1].Messages; got != len(want) {
 		t.Errorf("results count %d messages, want %d", got, len(want))
+	}
+}
+
+// testSyncDedup queues sync messages as Ingest would: one whose (source,
+// messageId) is already stored is skipped, and a repeat within the sync
+// keeps its first occurrence, each with one delivery per destination.
+func testSyncDedup(t *testing.T, open func() store.Store) {
+	ctx := context.Background()
+	s := openSync(t, open)
+	defer s.Close()
+	ingest(t, s, Msg("web", "known", 0, true))
+	msg := func(id, user string, value []byte, dests ...string) store.Message {
+		return store.Message{Source: "web", MessageID: id, Type: "identify", UserID: user, ReceivedAt: t0,
+			Body: []byte(fmt.Sprintf("%s:%s=%s", id, user, value)), Destinations: dests}
+	}
+	sy := store.Sync{Kind: store.KindTrait, Key: "ltv", Name: "ltv", Now: t0, Removed: []byte("null"),
+		Messages: func(user string, value []byte) []store.Message {
+			switch user {
+			case "a":
+				return []store.Message{msg("known", user, value, store.DestinationWebhooks)}
+			case "b":
+				return []store.Message{msg("twice", user, value, store.DestinationWebhooks, "other")}
+			case "c":
+				return []store.Message{msg("twice", user, value, store.DestinationWebhooks), msg("quiet", user, value)}
+			}
+			return nil
+		}}
+	res, err := s.Sync(ctx, sy, values(map[string]string{"a": "1", "b": "2", "c": "3"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Messages != 4 {
+		t.Errorf("result counts %d messages, want the 4 made", res.Messages)
+	}
+	got := []string{}
+	ds, err := s.List(ctx, store.Filter{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range ds {
+		full, err := s.Get(ctx, d.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, d.MessageID+" "+d.Destination+" "+string(full.Body))
+	}
+	slices.Sort(got)
+	want := []string{
+		"known webhooks " + string(Msg("web", "known", 0, true).Body),
+		"twice other twice:b=2",
+		"twice webhooks twice:b=2",
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("deliveries mismatch (-want +got):\n%s", diff)
+	}
+	if n := leftovers(t, s); n != 0 {
+		t.Errorf("%d rows left over", n)
 	}
 }
