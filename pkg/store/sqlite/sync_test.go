@@ -2,8 +2,17 @@ package sqlite_test
 
 import (
 	"context"
+	crand "crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"maps"
+	"math/rand/v2"
+	"os"
+	"os/exec"
 	"path/filepath"
+	"slices"
 	"testing"
+	"time"
 
 	"github.com/evfwd/evfwd/pkg/store"
 	"github.com/evfwd/evfwd/pkg/store/sqlite"
@@ -21,4 +30,174 @@ func TestSyncConformance(t *testing.T) {
 			return s
 		}
 	})
+}
+
+// killLists are the two lists TestSyncKilled syncs back and forth: 10,000
+// users, then 1,000 leaving, 1,000 joining and 1,000 changing value.
+func killLists() [2]map[string]string {
+	a, b := map[string]string{}, map[string]string{}
+	for i := range 10_000 {
+		a[fmt.Sprintf("u%05d", i)] = "1"
+		b[fmt.Sprintf("u%05d", i+1000)] = "1"
+	}
+	for i := 5000; i < 6000; i++ {
+		b[fmt.Sprintf("u%05d", i)] = "2"
+	}
+	return [2]map[string]string{a, b}
+}
+
+// killSync syncs list to path: the work of the child process of
+// TestSyncKilled.
+func killSync(path string, list map[string]string) error {
+	ctx := context.Background()
+	s, err := sqlite.Open(ctx, path, sqlite.Options{})
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	b := make([]byte, 4)
+	crand.Read(b)
+	run, n := hex.EncodeToString(b), 0
+	sy := store.Sync{Kind: store.KindTrait, Key: "ltv", Name: "ltv", Now: time.Now(), Removed: []byte("null"),
+		Messages: func(user string, value []byte) []store.Message {
+			n++
+			return []store.Message{{Source: "web", MessageID: fmt.Sprintf("%s-%d", run, n), Type: "identify", UserID: user,
+				ReceivedAt: time.Now(), Body: []byte(user + "=" + string(value)), Destinations: []string{store.DestinationWebhooks}}}
+		}}
+	_, err = s.Sync(ctx, sy, func(yield func(store.Value, error) bool) {
+		for _, u := range slices.Sorted(maps.Keys(list)) {
+			if !yield(store.Value{UserID: u, Value: []byte(list[u])}, nil) {
+				return
+			}
+		}
+	})
+	return err
+}
+
+// TestSyncKilled kills a process with SIGKILL at random moments of a sync
+// and checks, after each, that the store holds the list before or the list
+// after, never a mix, and has queued the sync's messages exactly once if
+// and only if it holds the list after.
+func TestSyncKilled(t *testing.T) {
+	lists := killLists()
+	if path := os.Getenv("EVFWD_SYNC_KILL_CHILD"); path != "" {
+		list := lists[0]
+		if os.Getenv("EVFWD_SYNC_KILL_LIST") == "1" {
+			list = lists[1]
+		}
+		if err := killSync(path, list); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
+	if testing.Short() {
+		t.Skip("kills processes")
+	}
+	path := filepath.Join(t.TempDir(), "evfwd.db")
+	child := func(list int) *exec.Cmd {
+		cmd := exec.Command(os.Args[0], "-test.run=^TestSyncKilled$")
+		cmd.Env = append(os.Environ(), "EVFWD_SYNC_KILL_CHILD="+path, fmt.Sprintf("EVFWD_SYNC_KILL_LIST=%d", list))
+		cmd.Stderr = os.Stderr
+		return cmd
+	}
+	// The first sync runs to the end, and says how long one takes.
+	start := time.Now()
+	if err := child(0).Run(); err != nil {
+		t.Fatal(err)
+	}
+	took := time.Since(start)
+	ctx := context.Background()
+	var seen int64 // deliveries up to here are checked
+	s, err := sqlite.Open(ctx, path, sqlite.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ds, err := s.List(ctx, store.Filter{}); err != nil || len(ds) != len(lists[0]) {
+		t.Fatalf("first sync queued %d messages (%v), want %d", len(ds), err, len(lists[0]))
+	} else {
+		seen = ds[len(ds)-1].ID
+	}
+	s.Close()
+	cur, kills := 0, map[string]int{}
+	for i := 0; i < 12 || kills["old"] == 0 || kills["new"] == 0; i++ {
+		if i == 40 {
+			t.Fatalf("no kill left the old and the new list both in 40 tries: %v", kills)
+		}
+		next := 1 - cur
+		cmd := child(next)
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(time.Duration(rand.Int64N(int64(took))))
+		cmd.Process.Kill()
+		cmd.Wait()
+
+		s, err := sqlite.Open(ctx, path, sqlite.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := map[string]string{}
+		for v, err := range s.SyncValues(ctx, store.KindTrait, "ltv") {
+			if err != nil {
+				t.Fatal(err)
+			}
+			got[v.UserID] = string(v.Value)
+		}
+		ds, err := s.List(ctx, store.Filter{After: seen})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var sent []string
+		for _, d := range ds {
+			full, err := s.Get(ctx, d.ID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			sent = append(sent, string(full.Body))
+			seen = d.ID
+		}
+		slices.Sort(sent)
+		n, err := s.SyncLeftovers(ctx)
+		s.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n != 0 {
+			t.Errorf("kill %d: %d rows left over after Open", i, n)
+		}
+		switch {
+		case maps.Equal(got, lists[cur]):
+			kills["old"]++
+			if len(sent) != 0 {
+				t.Errorf("kill %d: the list is the old one, but %d messages were queued", i, len(sent))
+			}
+		case maps.Equal(got, lists[next]):
+			kills["new"]++
+			if want := diffOf(lists[cur], lists[next]); !slices.Equal(want, sent) {
+				t.Errorf("kill %d: the list is the new one; %d messages queued, want %d exactly once", i, len(sent), len(want))
+			}
+			cur = next
+		default:
+			t.Fatalf("kill %d: the list is neither the old nor the new (%d users)", i, len(got))
+		}
+	}
+	t.Logf("a sync takes %v; kills left the old list %d times, the new one %d", took, kills["old"], kills["new"])
+}
+
+// diffOf is what a sync from old to new sends, "user=value" sorted.
+func diffOf(old, new map[string]string) []string {
+	var out []string
+	for u, v := range new {
+		if old[u] != v {
+			out = append(out, u+"="+v)
+		}
+	}
+	for u := range old {
+		if _, ok := new[u]; !ok {
+			out = append(out, u+"=null")
+		}
+	}
+	slices.Sort(out)
+	return out
 }
