@@ -134,7 +134,7 @@ func (h *Handler) collect(w http.ResponseWriter, r *http.Request, limit int64, p
 	if !ok {
 		return
 	}
-	b, err := parse(body)
+	b, err := parse(validUTF8(body))
 	if err != nil {
 		writeError(w, http.StatusBadRequest, err.Error(), nil)
 		return

@@ -12,6 +12,7 @@ import (
 	"sync"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/evfwd/evfwd/pkg/collector"
 	"github.com/evfwd/evfwd/pkg/message"
@@ -233,4 +234,43 @@ func FuzzHandler(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestInvalidUTF8BecomesReplacementChar: a userId (or any string) holding
+// bytes that are not UTF-8 is stored as encoding/json decodes it, each bad
+// byte a U+FFFD, in the body and in UserID alike, so a deletion request
+// for that form (JSON cannot carry the raw bytes) finds the message.
+func TestInvalidUTF8BecomesReplacementChar(t *testing.T) {
+	st := &memStore{}
+	h := newHandler(t, st)
+	body := "{\"batch\":[{\"type\":\"track\",\"userId\":\"u\xff\xc3\",\"event\":\"E\xe2\x82\",\"properties\":{\"k\x80\":\"v\"}}," +
+		"{\"type\":\"track\",\"anonymousId\":\"a\xed\xa0\x80\",\"event\":\"E\"}],\"context\":{\"ip\":\"\xff\"}}"
+	if w := do(h, req{path: "/v1/batch", body: body, key: "wk_web"}); w.Code != 200 {
+		t.Fatalf("got %d %s", w.Code, w.Body)
+	}
+	if len(st.msgs) != 2 {
+		t.Fatalf("stored %d messages, want 2", len(st.msgs))
+	}
+	for i, want := range []string{"u\uFFFD\uFFFD", "a\uFFFD\uFFFD\uFFFD"} {
+		m := st.msgs[i]
+		if m.UserID != want {
+			t.Errorf("message %d: UserID %q, want %q", i, m.UserID, want)
+		}
+		var decoded map[string]any
+		if err := json.Unmarshal(m.Body, &decoded); err != nil {
+			t.Fatal(err)
+		}
+		if !utf8.Valid(m.Body) || (decoded["userId"] != want && decoded["anonymousId"] != want) {
+			t.Errorf("message %d: body %q", i, m.Body)
+		}
+		if !bytes.Contains(m.Body, []byte(`"context":{"ip":"`+"\uFFFD"+`"}`)) {
+			t.Errorf("message %d: the batch context was not made valid: %s", i, m.Body)
+		}
+	}
+	// A deletion request is JSON, decoded by encoding/json: its userId is
+	// the stored one.
+	var dr struct{ UserID string }
+	if err := json.Unmarshal([]byte("{\"userId\":\"u\xff\xc3\"}"), &dr); err != nil || dr.UserID != st.msgs[0].UserID {
+		t.Errorf("deletion request decodes to %q, %v; stored %q", dr.UserID, err, st.msgs[0].UserID)
+	}
 }

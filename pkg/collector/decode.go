@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/evfwd/evfwd/pkg/message"
 	"github.com/evfwd/evfwd/pkg/store"
@@ -53,6 +54,30 @@ func readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, bool
 		return nil, false
 	}
 	return body, true
+}
+
+// validUTF8 returns body with each byte that is not part of valid UTF-8
+// replaced by U+FFFD, exactly as encoding/json does when it decodes a
+// string (one U+FFFD per byte utf8.DecodeRune refuses). Outside its strings
+// JSON is ASCII, so in a valid body only strings change. This is the one
+// rule for invalid UTF-8: the stored body, the user_id a deletion request
+// (decoded by encoding/json) matches, and the webhook body then all hold
+// the same text. A valid body, nearly every one, is returned as it is.
+func validUTF8(body []byte) []byte {
+	if utf8.Valid(body) {
+		return body
+	}
+	out := make([]byte, 0, len(body)+len(body)/8)
+	for len(body) > 0 {
+		r, n := utf8.DecodeRune(body)
+		if r == utf8.RuneError && n == 1 {
+			out = utf8.AppendRune(out, utf8.RuneError)
+		} else {
+			out = append(out, body[:n]...)
+		}
+		body = body[n:]
+	}
+	return out
 }
 
 func tooLarge(err error) bool {

@@ -10,14 +10,25 @@ import (
 // computed-trait syncs). It is separate from Store so that an engine can
 // offer the queue without it; `serve` turns the admin API off with a clear
 // message when its store does not implement Admin. Every method is atomic:
-// what it records and the messages it queues commit together (Sync in
-// bounded steps; see there).
+// what it records and the messages it queues commit together (Sync and
+// CreateDeletion in bounded steps; see there).
 type Admin interface {
 	// CreateDeletion applies a deletion request: it cancels the pending
 	// deliveries of r.UserID's messages in r.Sources, empties those
 	// messages' bodies, ingests r.Messages (the delete notifications, whose
 	// own deliveries are left alone) and records the request. Earlier
-	// delete notifications are neither cancelled nor purged.
+	// delete notifications are neither cancelled nor purged. It covers the
+	// user's messages stored when the request is recorded.
+	//
+	// The request and its notifications commit first, together; the purge
+	// may then go in bounded steps, each committing its changes with its
+	// counts, so that a user with many messages never holds up ingest; last,
+	// the engine clears what its files still keep of the emptied bodies
+	// (SQLite truncates its WAL, PostgreSQL rewrites the table). When it
+	// returns nil, no file of the store holds a byte of them (PostgreSQL's
+	// WAL apart: see store/postgres). A recorded request is carried out even
+	// if ctx ends; one that a stopped process left unfinished is finished by
+	// the next CreateDeletion or the next Open of the store.
 	CreateDeletion(ctx context.Context, r DeletionRequest) (*Deletion, error)
 	// Deletion returns a recorded request with each source's current
 	// notification status; ErrNotFound when id is unknown.

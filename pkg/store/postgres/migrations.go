@@ -141,6 +141,13 @@ CREATE TABLE sync_outbox (
 );
 CREATE INDEX sync_outbox_run ON sync_outbox (run, id);
 `,
+	// Deletions finish after their transaction (deletion.go): done_at 0
+	// marks one whose rewrite has not run. Earlier requests were finished
+	// in their one transaction.
+	`
+ALTER TABLE deletions ADD COLUMN done_at bigint NOT NULL DEFAULT 0;
+UPDATE deletions SET done_at = greatest(created_at, 1);
+`,
 }
 
 // migrateLock is the advisory lock key every node takes around migrations,

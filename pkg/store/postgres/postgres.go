@@ -104,6 +104,10 @@ func Open(ctx context.Context, url string, opts Options) (*Store, error) {
 		s.Close()
 		return nil, fmt.Errorf("store %s: %w", name, err)
 	}
+	if err := s.finishDeletions(ctx); err != nil { // deletion.go: rewrite away what a stopped process left
+		s.Close()
+		return nil, fmt.Errorf("store %s: %w", name, err)
+	}
 	return s, nil
 }
 

@@ -5,40 +5,64 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/evfwd/evfwd/pkg/store"
 	"github.com/evfwd/evfwd/pkg/store/internal/rowscan"
 )
 
-// CreateDeletion implements store.Admin.
+// A deletion request runs in bounded steps, so that a user with a hundred
+// thousand messages does not hold the writer for seconds (issue 13):
+//
+//  1. record: one transaction stores the request (deletions, with upto, the
+//     newest message id at that moment, and done_at 0), its delete
+//     notifications, and a deletion_sources row per source with zero
+//     counts.
+//  2. purge: a page of the user's messages in the affected sources with
+//     ids up to upto is read from the read pool (no writer held), then one
+//     transaction cancels their pending deliveries, empties their bodies
+//     and adds what it changed to deletion_sources. Repeated until no
+//     page is left. Every step is idempotent (it changes only pending
+//     deliveries and non-empty bodies) and its counts commit with its
+//     changes, so a step done twice counts nothing twice.
+//  3. scrub: the WAL is checkpointed into the database file and truncated
+//     to zero bytes. secure_delete (see Open) has zeroed the freed bytes
+//     of every emptied body, in its row's page and its overflow pages, so
+//     after this no file of the store holds the bodies: not the database
+//     file, not the WAL, and the -shm file never holds content.
+//  4. done: deletions.done_at is set.
+//
+// A deletion whose done_at is 0 is unfinished: the process stopped between
+// its steps. Open finishes every such deletion before it returns, and so
+// does every CreateDeletion (the caller's retry).
+
+// deletionPage is the number of messages one purge step changes: about
+// ten milliseconds of writer time for small bodies, a few tens when every
+// body spills into overflow pages. A variable so that tests can make a
+// deletion take many steps.
+var deletionPage = 1000
+
+// CreateDeletion implements store.Admin. Once its request is recorded the
+// deletion runs to the end even if ctx ends, and an unfinished one left by
+// an earlier process or call is finished too.
 func (s *Store) CreateDeletion(ctx context.Context, r store.DeletionRequest) (*store.Deletion, error) {
+	if err := s.recordDeletion(ctx, r); err != nil {
+		return nil, err
+	}
+	if err := s.finishDeletions(context.WithoutCancel(ctx)); err != nil {
+		return nil, fmt.Errorf("deletion %s is recorded but not finished (it will be on the next request or start): %w", r.ID, err)
+	}
+	return s.Deletion(ctx, r.ID)
+}
+
+// recordDeletion is step 1.
+func (s *Store) recordDeletion(ctx context.Context, r store.DeletionRequest) error {
 	now := store.Millis(s.opts.Now())
-	err := s.do(ctx, len(r.Messages), func(ctx context.Context, tx *sql.Tx) error {
-		if _, err := tx.ExecContext(ctx, `INSERT INTO deletions (id, user_id, created_at) VALUES (?, ?, ?)`,
+	return s.do(ctx, len(r.Messages), func(ctx context.Context, tx *sql.Tx) error {
+		if _, err := tx.ExecContext(ctx, `INSERT INTO deletions (id, user_id, created_at, upto, done_at)
+			VALUES (?, ?, ?, (SELECT coalesce(max(id), 0) FROM messages), 0)`,
 			r.ID, r.UserID, store.Millis(r.CreatedAt)); err != nil {
 			return err
-		}
-		type did struct{ cancelled, purged int64 }
-		done := map[string]did{}
-		for _, src := range r.Sources {
-			// Earlier delete notifications are the customer's clean-up
-			// signal: they are neither withdrawn nor emptied.
-			const mine = `SELECT id FROM messages WHERE user_id = ? AND source = ? AND type != 'delete'`
-			res, err := tx.ExecContext(ctx, `UPDATE deliveries SET status = 'cancelled', lease_owner = NULL,
-				lease_expires_at = 0, last_error = ?, updated_at = ?
-				WHERE status = 'pending' AND source = ? AND message IN (`+mine+`)`,
-				"cancelled by deletion request "+r.ID, now, src, r.UserID, src)
-			if err != nil {
-				return err
-			}
-			c, _ := res.RowsAffected()
-			res, err = tx.ExecContext(ctx, `UPDATE messages SET body = X'' WHERE id IN (`+mine+`) AND length(body) > 0`,
-				r.UserID, src)
-			if err != nil {
-				return err
-			}
-			p, _ := res.RowsAffected()
-			done[src] = did{c, p}
 		}
 		if len(r.Messages) > 0 {
 			if err := insertChunkTx(ctx, tx, r.Messages, now); err != nil {
@@ -59,16 +83,124 @@ func (s *Store) CreateDeletion(ctx context.Context, r store.DeletionRequest) (*s
 				msg = rowid
 			}
 			if _, err := tx.ExecContext(ctx, `INSERT INTO deletion_sources (deletion, source, message, cancelled, purged)
-				VALUES (?, ?, ?, ?, ?)`, r.ID, src, msg, done[src].cancelled, done[src].purged); err != nil {
+				VALUES (?, ?, ?, 0, 0)`, r.ID, src, msg); err != nil {
 				return err
 			}
 		}
 		return nil
 	})
+}
+
+// finishDeletions runs steps 2 to 4 of every unfinished deletion, oldest
+// first, with one scrub for all of them.
+func (s *Store) finishDeletions(ctx context.Context) error {
+	rows, err := s.read.QueryContext(ctx, `SELECT id FROM deletions WHERE done_at = 0 ORDER BY created_at, id`)
+	if err != nil {
+		return err
+	}
+	ids, err := collect(rows, func(sc rowscan.Scanner) (id string, err error) { return id, sc.Scan(&id) })
+	if err != nil || len(ids) == 0 {
+		return err
+	}
+	for _, id := range ids {
+		if err := s.purgeDeletion(ctx, id); err != nil {
+			return fmt.Errorf("deletion %s: %w", id, err)
+		}
+	}
+	if err := s.Checkpoint(ctx); err != nil {
+		return err
+	}
+	done := store.Millis(s.opts.Now())
+	return s.do(ctx, 0, func(ctx context.Context, tx *sql.Tx) error {
+		for _, id := range ids {
+			if _, err := tx.ExecContext(ctx, `UPDATE deletions SET done_at = ? WHERE id = ?`, done, id); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// purgeDeletion is step 2 of deletion id: page after page until none is
+// left. Earlier delete notifications are the customer's clean-up signal:
+// they are neither withdrawn nor emptied.
+func (s *Store) purgeDeletion(ctx context.Context, id string) error {
+	var user string
+	var upto int64
+	if err := s.read.QueryRowContext(ctx, `SELECT user_id, upto FROM deletions WHERE id = ?`, id).Scan(&user, &upto); err != nil {
+		return err
+	}
+	for after := int64(0); ; {
+		page, err := s.deletionPage(ctx, id, user, after, upto)
+		if err != nil || len(page) == 0 {
+			return err
+		}
+		if err := s.purgeStep(ctx, id, page); err != nil {
+			return err
+		}
+		after = page[len(page)-1].id
+	}
+}
+
+// doomed is one message a deletion empties.
+type doomed struct {
+	id     int64
+	source string
+}
+
+// deletionPage reads, without the writer, the next page of the user's
+// messages (ids after after, up to upto) in the deletion's sources.
+// Messages are not indexed by user (migration 2): the pages walk the table
+// in id order, so the whole deletion reads it once.
+func (s *Store) deletionPage(ctx context.Context, id, user string, after, upto int64) ([]doomed, error) {
+	rows, err := s.read.QueryContext(ctx, `SELECT id, source FROM messages
+		WHERE id > ? AND id <= ? AND user_id = ? AND type != 'delete'
+			AND source IN (SELECT source FROM deletion_sources WHERE deletion = ?)
+		ORDER BY id LIMIT ?`, after, upto, user, id, deletionPage)
 	if err != nil {
 		return nil, err
 	}
-	return s.Deletion(ctx, r.ID)
+	return collect(rows, func(sc rowscan.Scanner) (d doomed, err error) { return d, sc.Scan(&d.id, &d.source) })
+}
+
+// purgeStep cancels the pending deliveries of page and empties its bodies
+// in one transaction, and adds what it changed to the deletion's counts.
+func (s *Store) purgeStep(ctx context.Context, deletion string, page []doomed) error {
+	now := store.Millis(s.opts.Now())
+	bySource := map[string][]any{}
+	var order []string
+	for _, d := range page {
+		if _, ok := bySource[d.source]; !ok {
+			order = append(order, d.source)
+		}
+		bySource[d.source] = append(bySource[d.source], d.id)
+	}
+	return s.do(ctx, 0, func(ctx context.Context, tx *sql.Tx) error {
+		for _, src := range order {
+			ids := bySource[src]
+			in := "(" + strings.Repeat("?,", len(ids)-1) + "?)"
+			res, err := tx.ExecContext(ctx, `UPDATE deliveries SET status = 'cancelled', lease_owner = NULL,
+				lease_expires_at = 0, last_error = ?, updated_at = ? WHERE status = 'pending' AND message IN `+in,
+				append([]any{"cancelled by deletion request " + deletion, now}, ids...)...)
+			if err != nil {
+				return err
+			}
+			c, _ := res.RowsAffected()
+			res, err = tx.ExecContext(ctx, `UPDATE messages SET body = X'' WHERE length(body) > 0 AND id IN `+in, ids...)
+			if err != nil {
+				return err
+			}
+			p, _ := res.RowsAffected()
+			if c == 0 && p == 0 {
+				continue
+			}
+			if _, err := tx.ExecContext(ctx, `UPDATE deletion_sources SET cancelled = cancelled + ?, purged = purged + ?
+				WHERE deletion = ? AND source = ?`, c, p, deletion, src); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
 }
 
 // Deletion implements store.Admin.

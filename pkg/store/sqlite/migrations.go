@@ -133,6 +133,15 @@ CREATE TABLE sync_outbox (
 );
 CREATE INDEX sync_outbox_run ON sync_outbox (run, id);
 `,
+	// Deletions in bounded steps (deletion.go): upto is the newest message
+	// id when the request was recorded (it covers the user's messages up
+	// to there), done_at 0 marks one not finished. Earlier requests were
+	// finished in their one transaction.
+	`
+ALTER TABLE deletions ADD COLUMN upto INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE deletions ADD COLUMN done_at INTEGER NOT NULL DEFAULT 0;
+UPDATE deletions SET done_at = max(created_at, 1);
+`,
 }
 
 // migrate brings the schema to the newest version.

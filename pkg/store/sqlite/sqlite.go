@@ -200,6 +200,10 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 		done:    make(chan struct{}),
 	}
 	go s.writer()
+	if err := s.finishDeletions(ctx); err != nil { // what a stopped process left unfinished
+		s.Close()
+		return nil, fmt.Errorf("store %s: %w", path, err)
+	}
 	return s, nil
 }
 

@@ -22,6 +22,8 @@ func RunAdmin(t *testing.T, open Open) {
 	}{
 		{"DeletionCancelsAndPurges", testDeletion},
 		{"DeletionUnknown", testDeletionUnknown},
+		{"DeletionInSteps", testDeletionInSteps},
+		{"DeletionWhileIngesting", testDeletionWhileIngesting},
 		{"SyncAudienceDiff", testSyncAudience},
 		{"SyncTraitValues", testSyncTrait},
 		{"SyncFailedListChangesNothing", testSyncFailed},

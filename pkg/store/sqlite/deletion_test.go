@@ -1,0 +1,188 @@
+package sqlite
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/evfwd/evfwd/pkg/store"
+	"github.com/evfwd/evfwd/pkg/store/storetest"
+	"github.com/google/go-cmp/cmp"
+)
+
+var t0 = time.Date(2024, 5, 1, 12, 0, 0, 0, time.UTC)
+
+func openAt(t *testing.T, path string) *Store {
+	t.Helper()
+	s, err := Open(context.Background(), path, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// TestDeletionLeavesNoByte is the marker test on the SQLite file, its WAL
+// and its shared-memory file.
+func TestDeletionLeavesNoByte(t *testing.T) {
+	dir := t.TempDir()
+	s := openAt(t, filepath.Join(dir, "evfwd.db"))
+	defer s.Close()
+	storetest.RunScrub(t, s, storetest.ScanDir(dir))
+}
+
+// TestDeletionLeavesNoByteAfterRestart stops the store cleanly after the
+// deletion and opens it again, as in the report of issue 13.
+func TestDeletionLeavesNoByteAfterRestart(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "evfwd.db")
+	s := openAt(t, path)
+	var msgs []store.Message
+	for i := range 300 {
+		m := storetest.Msg("web", fmt.Sprint("m", i), 0, true)
+		m.UserID = "u1"
+		m.Body = []byte(`{"userId":"u1","note":"MARKERMARKER ` + strings.Repeat("x", i*20) + `"}`)
+		msgs = append(msgs, m)
+	}
+	if err := s.Ingest(context.Background(), msgs); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.CreateDeletion(context.Background(), store.DeletionRequest{ID: "d", UserID: "u1", CreatedAt: t0, Sources: []string{"web"}}); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	s = openAt(t, path)
+	s.Close()
+	if found := storetest.ScanDir(dir)(t, []byte("MARKERMARKER")); len(found) != 0 {
+		t.Errorf("marker found after a restart: %v", found)
+	}
+}
+
+// TestDeletionFinishedOnOpen stops a deletion after its first purge step,
+// as a process that dies would, and checks that the next Open finishes it:
+// every message purged, every pending delivery cancelled, each counted
+// once, and the request marked done.
+func TestDeletionFinishedOnOpen(t *testing.T) {
+	defer func(n int) { deletionPage = n }(deletionPage)
+	deletionPage = 100
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "evfwd.db")
+	s := openAt(t, path)
+	var msgs []store.Message
+	for i := range 450 {
+		m := storetest.Msg([]string{"web", "app"}[i%2], fmt.Sprint("m", i), 0, true)
+		m.UserID = []string{"u1", "u2", "u1"}[i%3]
+		msgs = append(msgs, m)
+	}
+	if err := s.Ingest(ctx, msgs); err != nil {
+		t.Fatal(err)
+	}
+	r := store.DeletionRequest{ID: "del", UserID: "u1", CreatedAt: t0, Sources: []string{"app", "web"},
+		Messages: []store.Message{storetest.DeleteMsg("web", "del", "u1")}}
+	if err := s.recordDeletion(ctx, r); err != nil {
+		t.Fatal(err)
+	}
+	page, err := s.deletionPage(ctx, "del", "u1", 0, 1<<62)
+	if err != nil || len(page) != deletionPage {
+		t.Fatalf("first page: %d messages, %v", len(page), err)
+	}
+	if err := s.purgeStep(ctx, "del", page); err != nil {
+		t.Fatal(err)
+	}
+	// A message of the user stored after the request is not its business.
+	late := storetest.Msg("web", "late", 0, true)
+	late.UserID = "u1"
+	if err := s.Ingest(ctx, []store.Message{late}); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+
+	s = openAt(t, path)
+	defer s.Close()
+	d, err := s.Deletion(ctx, "del")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []store.DeletionSource{
+		{Source: "app", Cancelled: 150, Purged: 150},
+		{Source: "web", Notified: true, MessageID: "del", Status: store.Pending, Cancelled: 150, Purged: 150},
+	}
+	if diff := cmp.Diff(want, d.Sources, cmp.FilterPath(func(p cmp.Path) bool { return p.Last().String() == ".Delivery" }, cmp.Ignore())); diff != "" {
+		t.Errorf("finished deletion mismatch (-want +got):\n%s", diff)
+	}
+	var unfinished, emptied int
+	if err := s.read.QueryRow(`SELECT count(*) FROM deletions WHERE done_at = 0`).Scan(&unfinished); err != nil || unfinished != 0 {
+		t.Errorf("unfinished deletions after Open: %d, %v", unfinished, err)
+	}
+	if err := s.read.QueryRow(`SELECT count(*) FROM messages WHERE length(body) = 0`).Scan(&emptied); err != nil || emptied != 300 {
+		t.Errorf("emptied bodies: %d, %v; want 300 (not the late one)", emptied, err)
+	}
+}
+
+// TestDeletionKeepsIngestMoving deletes a user with 6,000 messages, a
+// tenth of them over 4 KB, in steps of 500, while another client ingests
+// one message at a time, and reports the longest ingest. Each step holds
+// the writer for one bounded transaction, so an ingest never waits for the
+// whole deletion.
+func TestDeletionKeepsIngestMoving(t *testing.T) {
+	if testing.Short() {
+		t.Skip("a 6,000-message deletion: runs without -short")
+	}
+	defer func(n int) { deletionPage = n }(deletionPage)
+	deletionPage = 500
+	const n = 6000
+	ctx := context.Background()
+	s := openAt(t, filepath.Join(t.TempDir(), "evfwd.db"))
+	defer s.Close()
+	big := []byte(`{"userId":"u1","note":"` + strings.Repeat("y", 6000) + `"}`)
+	var msgs []store.Message
+	for i := range n {
+		m := storetest.Msg("web", fmt.Sprint("m", i), 0, true)
+		m.UserID = "u1"
+		if i%10 == 0 {
+			m.Body = big
+		}
+		msgs = append(msgs, m)
+		if len(msgs) == 1000 {
+			if err := s.Ingest(ctx, msgs); err != nil {
+				t.Fatal(err)
+			}
+			msgs = msgs[:0]
+		}
+	}
+	done := make(chan struct{})
+	longest := make(chan time.Duration)
+	go func() {
+		var worst time.Duration
+		for i := 0; ; i++ {
+			select {
+			case <-done:
+				longest <- worst
+				return
+			default:
+			}
+			start := time.Now()
+			if err := s.Ingest(ctx, []store.Message{storetest.Msg("web", fmt.Sprint("n", i), 0, true)}); err != nil {
+				t.Error(err)
+			}
+			worst = max(worst, time.Since(start))
+		}
+	}()
+	start := time.Now()
+	d, err := s.CreateDeletion(ctx, store.DeletionRequest{ID: "d", UserID: "u1", CreatedAt: t0, Sources: []string{"web"}})
+	took := time.Since(start)
+	close(done)
+	worst := <-longest
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.Sources[0].Purged != n {
+		t.Errorf("purged %d, want %d", d.Sources[0].Purged, n)
+	}
+	t.Logf("deletion of %d messages: %v; longest ingest meanwhile: %v", n, took, worst)
+	if worst > took/2 {
+		t.Errorf("an ingest waited %v of the deletion's %v", worst, took)
+	}
+}
