@@ -21,19 +21,16 @@ type pathStore interface {
 // postgresql://) URL is the PostgreSQL store that many serve processes
 // share; anything else is a SQLite file (see StorePath). It takes no lock:
 // `evfwd deliveries` reads a store beside a running serve.
+// It leaves what a stopped serve left unfinished to the next serve.
 func OpenStore(ctx context.Context, dsn string, now func() time.Time) (store.Store, error) {
-	return open(ctx, dsn, now)
-}
-
-func open(ctx context.Context, dsn string, now func() time.Time) (pathStore, error) {
 	if postgres.IsURL(dsn) {
-		return postgres.Open(ctx, dsn, postgres.Options{Now: now})
+		return postgres.Open(ctx, dsn, postgres.Options{Now: now, NoRecover: true})
 	}
 	path, err := StorePath(dsn)
 	if err != nil {
 		return nil, err
 	}
-	return sqlite.Open(ctx, path, sqlite.Options{Now: now})
+	return sqlite.Open(ctx, path, sqlite.Options{Now: now, NoRecover: true})
 }
 
 // openLocked opens the store for serve. A SQLite file is locked first, as
@@ -41,7 +38,7 @@ func open(ctx context.Context, dsn string, now func() time.Time) (pathStore, err
 // lock, since leases there are exclusive across processes.
 func openLocked(ctx context.Context, dsn string, now func() time.Time) (pathStore, func(), error) {
 	if postgres.IsURL(dsn) {
-		st, err := open(ctx, dsn, now)
+		st, err := postgres.Open(ctx, dsn, postgres.Options{Now: now})
 		return st, func() {}, err
 	}
 	path, err := StorePath(dsn)

@@ -43,6 +43,11 @@ type Options struct {
 	MaxPending int
 	// Now is the clock for created/updated times (default time.Now).
 	Now func() time.Time
+	// NoRecover leaves what a stopped process left unfinished (a sync's
+	// runs, a deletion's steps) to the service, which finishes it when it
+	// starts. Tools that open the store beside a running serve (evfwd
+	// deliveries) set it, so they never take part in the service's work.
+	NoRecover bool
 }
 
 // Store is the PostgreSQL implementation of store.Store.
@@ -100,6 +105,9 @@ func Open(ctx context.Context, url string, opts Options) (*Store, error) {
 	}
 	s := &Store{pool: pool, name: name, opts: opts, completions: make(chan completion, maxGroup), quit: make(chan struct{})}
 	go s.completer()
+	if opts.NoRecover {
+		return s, nil
+	}
 	if err := s.recoverSyncs(ctx); err != nil { // admin.go: finish or drop syncs that dead nodes left
 		s.Close()
 		return nil, fmt.Errorf("store %s: %w", name, err)

@@ -99,6 +99,17 @@ func TestDeletionFinishedOnOpen(t *testing.T) {
 	}
 	s.Close()
 
+	// A tool opening the file beside serve leaves the work to serve.
+	tool, err := Open(ctx, path, Options{NoRecover: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var left int
+	if err := tool.read.QueryRow(`SELECT count(*) FROM deletions WHERE done_at = 0`).Scan(&left); err != nil || left != 1 {
+		t.Errorf("a NoRecover Open touched the unfinished deletion: %d left, %v", left, err)
+	}
+	tool.Close()
+
 	s = openAt(t, path)
 	defer s.Close()
 	d, err := s.Deletion(ctx, "del")

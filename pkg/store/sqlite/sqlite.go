@@ -42,6 +42,11 @@ type Options struct {
 	MaxGroup int
 	// Now is the clock for created/updated times (default time.Now).
 	Now func() time.Time
+	// NoRecover leaves what a stopped process left unfinished (a sync's
+	// runs, a deletion's steps) and the one-time conversion of an old file to the service, which finishes it when it
+	// starts. Tools that open the store beside a running serve (evfwd
+	// deliveries) set it, so they never take part in the service's work.
+	NoRecover bool
 }
 
 // Store is the SQLite implementation of store.Store.
@@ -175,17 +180,21 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 		write.Close()
 		return nil, fmt.Errorf("store %s: %w", path, err)
 	}
-	if err := incrementalVacuum(ctx, write); err != nil {
-		write.Close()
-		return nil, fmt.Errorf("store %s: %w", path, err)
+	if !opts.NoRecover {
+		if err := incrementalVacuum(ctx, write); err != nil {
+			write.Close()
+			return nil, fmt.Errorf("store %s: %w", path, err)
+		}
 	}
 	if err := migrate(ctx, write); err != nil {
 		write.Close()
 		return nil, fmt.Errorf("store %s: %w", path, err)
 	}
-	if err := clearStaging(ctx, write); err != nil {
-		write.Close()
-		return nil, fmt.Errorf("store %s: %w", path, err)
+	if !opts.NoRecover {
+		if err := clearStaging(ctx, write); err != nil {
+			write.Close()
+			return nil, fmt.Errorf("store %s: %w", path, err)
+		}
 	}
 	read, err := sql.Open("sqlite", dsn)
 	if err != nil {
@@ -200,6 +209,9 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 		done:    make(chan struct{}),
 	}
 	go s.writer()
+	if opts.NoRecover {
+		return s, nil
+	}
 	if err := s.finishDeletions(ctx); err != nil { // what a stopped process left unfinished
 		s.Close()
 		return nil, fmt.Errorf("store %s: %w", path, err)
