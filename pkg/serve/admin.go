@@ -36,8 +36,10 @@ const AdminEnv = "EVFWD_ADMIN_TOKEN"
 // only stops a runaway upload.
 const MaxSyncBytes = 1 << 30
 
-// syncDeadline is how long a sync request may take to upload and apply
-// (the server's usual read and write timeouts are for small requests).
+// syncDeadline is how long a sync request may take to upload and apply,
+// and a deletion request to purge (on PostgreSQL it rewrites the messages
+// table before it answers); the server's usual read and write timeouts are
+// for small requests.
 const syncDeadline = 30 * time.Minute
 
 // Deletion is a deletion request as the admin API shows it.
@@ -144,6 +146,7 @@ func (a *adminAPI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 func (a *adminAPI) createDeletion(w http.ResponseWriter, r *http.Request) {
+	http.NewResponseController(w).SetWriteDeadline(time.Now().Add(syncDeadline))
 	var req DeletionRequest
 	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, 64<<10))
 	dec.DisallowUnknownFields()
