@@ -2,8 +2,11 @@ package postgres
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
+
+	"github.com/evfwd/evfwd/pkg/store"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -148,6 +151,15 @@ CREATE INDEX sync_outbox_run ON sync_outbox (run, id);
 ALTER TABLE deletions ADD COLUMN done_at bigint NOT NULL DEFAULT 0;
 UPDATE deletions SET done_at = greatest(created_at, 1);
 `,
+	// Retention (prune.go) deletes as many rows as ingest adds: vacuum the
+	// queue's busiest tables after 5% of their rows died rather than the
+	// default 20%, so their size stays near the live rows. messages keeps
+	// the defaults: a deletion request rewrites it (deletion.go), and a
+	// storage option on it would make that fall back to VACUUM FULL.
+	`
+ALTER TABLE deliveries SET (autovacuum_vacuum_scale_factor = 0.05, autovacuum_vacuum_insert_scale_factor = 0.05);
+ALTER TABLE attempts SET (autovacuum_vacuum_scale_factor = 0.05, autovacuum_vacuum_insert_scale_factor = 0.05);
+`,
 }
 
 // migrateLock is the advisory lock key every node takes around migrations,
@@ -156,7 +168,10 @@ const migrateLock = 0x657666776d6967
 
 // migrate creates schema (when set) and brings it to the newest version.
 // Each step holds the advisory lock for its transaction: a node that waits
-// for it then sees the version applied and skips it.
+// for it then sees the version applied and skips it. A schema that records
+// a version newer than this build knows is refused (*store.SchemaError)
+// under the lock before anything is applied, and again at every step, so a
+// newer node that migrates between this node's steps is seen too.
 func migrate(ctx context.Context, pool *pgxpool.Pool, schema string) error {
 	step := func(fn func(tx pgx.Tx) error) error {
 		return pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
@@ -172,15 +187,23 @@ func migrate(ctx context.Context, pool *pgxpool.Pool, schema string) error {
 				return err
 			}
 		}
-		_, err := tx.Exec(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (
-			version int PRIMARY KEY, applied_at bigint NOT NULL)`)
-		return err
+		if _, err := tx.Exec(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (
+			version int PRIMARY KEY, applied_at bigint NOT NULL)`); err != nil {
+			return err
+		}
+		return checkNewer(ctx, tx)
 	})
+	if errors.Is(err, store.ErrSchemaNewer) {
+		return err
+	}
 	if err != nil {
 		return fmt.Errorf("migrate: %w", err)
 	}
 	for v := 1; v < len(migrations); v++ {
 		err := step(func(tx pgx.Tx) error {
+			if err := checkNewer(ctx, tx); err != nil {
+				return err
+			}
 			var n int
 			if err := tx.QueryRow(ctx, `SELECT count(*) FROM schema_migrations WHERE version = $1`, v).Scan(&n); err != nil || n > 0 {
 				return err
@@ -191,11 +214,24 @@ func migrate(ctx context.Context, pool *pgxpool.Pool, schema string) error {
 			_, err := tx.Exec(ctx, `INSERT INTO schema_migrations (version, applied_at) VALUES ($1, $2)`, v, time.Now().UnixMilli())
 			return err
 		})
+		if errors.Is(err, store.ErrSchemaNewer) {
+			return err
+		}
 		if err != nil {
 			return fmt.Errorf("migrate to version %d: %w", v, err)
 		}
 	}
 	return nil
+}
+
+// checkNewer refuses a schema newer than this build knows; it runs under
+// the migration lock.
+func checkNewer(ctx context.Context, tx pgx.Tx) error {
+	var have int
+	if err := tx.QueryRow(ctx, `SELECT coalesce(max(version), 0) FROM schema_migrations`).Scan(&have); err != nil {
+		return err
+	}
+	return store.CheckSchema(have, SchemaVersion())
 }
 
 // SchemaVersion is the newest schema version this build knows.
