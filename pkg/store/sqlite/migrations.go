@@ -3,8 +3,11 @@ package sqlite
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"time"
+
+	"github.com/evfwd/evfwd/pkg/store"
 )
 
 // migrations are applied in order, each once, each in its own transaction;
@@ -144,18 +147,47 @@ UPDATE deletions SET done_at = max(created_at, 1);
 `,
 }
 
-// migrate brings the schema to the newest version.
+// migrate brings the schema to the newest version. A store that records a
+// version newer than this build knows is refused (*store.SchemaError)
+// before anything is applied; each step checks again in its transaction,
+// so a newer evfwd migrating the file meanwhile is seen too.
 func migrate(ctx context.Context, db *sql.DB) error {
-	if _, err := db.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (
+	tx, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("migrate: %w", err)
+	}
+	defer tx.Rollback()
+	if _, err := tx.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (
 		version INTEGER PRIMARY KEY, applied_at INTEGER NOT NULL)`); err != nil {
+		return fmt.Errorf("migrate: %w", err)
+	}
+	if err := checkNewer(ctx, tx); err != nil {
+		if errors.Is(err, store.ErrSchemaNewer) {
+			return err
+		}
+		return fmt.Errorf("migrate: %w", err)
+	}
+	if err := tx.Commit(); err != nil {
 		return fmt.Errorf("migrate: %w", err)
 	}
 	for v := 1; v < len(migrations); v++ {
 		if err := apply(ctx, db, v); err != nil {
+			if errors.Is(err, store.ErrSchemaNewer) {
+				return err
+			}
 			return fmt.Errorf("migrate to version %d: %w", v, err)
 		}
 	}
 	return nil
+}
+
+// checkNewer refuses a schema newer than this build knows.
+func checkNewer(ctx context.Context, tx *sql.Tx) error {
+	var have int
+	if err := tx.QueryRowContext(ctx, `SELECT coalesce(max(version), 0) FROM schema_migrations`).Scan(&have); err != nil {
+		return err
+	}
+	return store.CheckSchema(have, SchemaVersion())
 }
 
 func apply(ctx context.Context, db *sql.DB, v int) error {
@@ -164,6 +196,9 @@ func apply(ctx context.Context, db *sql.DB, v int) error {
 		return err
 	}
 	defer tx.Rollback()
+	if err := checkNewer(ctx, tx); err != nil {
+		return err
+	}
 	var n int
 	if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM schema_migrations WHERE version = ?`, v).Scan(&n); err != nil {
 		return err

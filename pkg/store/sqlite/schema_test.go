@@ -1,0 +1,120 @@
+package sqlite_test
+
+import (
+	"bytes"
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/evfwd/evfwd/pkg/store"
+	"github.com/evfwd/evfwd/pkg/store/sqlite"
+)
+
+// TestSchemaNewerRefused opens a file a newer evfwd migrated (one version
+// past this build's) and checks that Open refuses it, naming both
+// versions, and leaves the file as it was.
+func TestSchemaNewerRefused(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "evfwd.db")
+	s, err := sqlite.Open(ctx, path, sqlite.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	newer := sqlite.SchemaVersion() + 1
+	schemaExec(t, path, fmt.Sprintf(`INSERT INTO schema_migrations (version, applied_at) VALUES (%d, 1)`, newer))
+	before := schemaFiles(t, path)
+
+	for _, opts := range []sqlite.Options{{}, {NoRecover: true}} {
+		s, err := sqlite.Open(ctx, path, opts)
+		if err == nil {
+			s.Close()
+			t.Fatalf("Open %+v: a newer schema was opened", opts)
+		}
+		checkSchemaError(t, err, path, newer)
+		if after := schemaFiles(t, path); !bytes.Equal(after, before) {
+			t.Errorf("Open %+v changed the file (%d bytes, were %d)", opts, len(after), len(before))
+		}
+	}
+}
+
+// TestSchemaNewerNothingApplied: a file that records only a version past
+// this build's gets none of this build's migrations.
+func TestSchemaNewerNothingApplied(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "evfwd.db")
+	newer := sqlite.SchemaVersion() + 1
+	schemaExec(t, path, fmt.Sprintf(`CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, applied_at INTEGER NOT NULL);
+		INSERT INTO schema_migrations (version, applied_at) VALUES (%d, 1)`, newer))
+	_, err := sqlite.Open(context.Background(), path, sqlite.Options{NoRecover: true})
+	checkSchemaError(t, err, path, newer)
+	db := schemaDB(t, path)
+	var tables []string
+	rows, err := db.Query(`SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var name string
+		rows.Scan(&name)
+		tables = append(tables, name)
+	}
+	if fmt.Sprint(tables) != "[schema_migrations]" {
+		t.Errorf("tables after the refusal: %v", tables)
+	}
+}
+
+func checkSchemaError(t *testing.T, err error, path string, have int) {
+	t.Helper()
+	if !errors.Is(err, store.ErrSchemaNewer) {
+		t.Fatalf("err %v: not ErrSchemaNewer", err)
+	}
+	var se *store.SchemaError
+	if !errors.As(err, &se) || se.Have != have || se.Know != sqlite.SchemaVersion() {
+		t.Fatalf("err %v: SchemaError %+v, want Have %d Know %d", err, se, have, sqlite.SchemaVersion())
+	}
+	want := fmt.Sprintf("store %s: schema version %d is newer than this evfwd knows (%d): ", path, have, sqlite.SchemaVersion())
+	if !strings.HasPrefix(err.Error(), want) {
+		t.Errorf("message %q, want it to start %q", err, want)
+	}
+}
+
+func schemaDB(t *testing.T, path string) *sql.DB {
+	t.Helper()
+	db, err := sql.Open("sqlite", "file:"+path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	return db
+}
+
+func schemaExec(t *testing.T, path, query string) {
+	t.Helper()
+	db, err := sql.Open("sqlite", "file:"+path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if _, err := db.Exec(query); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// schemaFiles is the database file's bytes followed by its WAL's, if any.
+func schemaFiles(t *testing.T, path string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w, err := os.ReadFile(path + "-wal"); err == nil {
+		b = append(b, w...)
+	}
+	return b
+}
