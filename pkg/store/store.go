@@ -184,6 +184,16 @@ type Store interface {
 	// the audit trail. It stops early when ctx ends, reporting what it
 	// removed so far.
 	Prune(ctx context.Context, before time.Time) (Pruned, error)
+	// SaveEndpoint records st as the circuit-breaker state of its
+	// endpoint (Source, URL), replacing the one recorded before.
+	SaveEndpoint(ctx context.Context, st EndpointState) error
+	// Endpoints returns the recorded endpoint states by source and URL.
+	Endpoints(ctx context.Context) ([]EndpointState, error)
+	// Release makes the pending deliveries of source that are scheduled
+	// after now and whose last error starts with one of prefixes due at
+	// now (an endpoint recovered: what waited on it goes at once), in
+	// steps of at most ReleaseStep, and reports how many it changed.
+	Release(ctx context.Context, source string, prefixes []string, now time.Time) (int, error)
 	Close() error
 }
 

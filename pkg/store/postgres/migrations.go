@@ -160,6 +160,22 @@ UPDATE deletions SET done_at = greatest(created_at, 1);
 ALTER TABLE deliveries SET (autovacuum_vacuum_scale_factor = 0.05, autovacuum_vacuum_insert_scale_factor = 0.05);
 ALTER TABLE attempts SET (autovacuum_vacuum_scale_factor = 0.05, autovacuum_vacuum_insert_scale_factor = 0.05);
 `,
+	// Endpoint health (breaker.go): the last circuit-breaker transition
+	// of each source's webhook URL, for evfwd deliveries endpoints.
+	`
+CREATE TABLE endpoint_states (
+	source        text   NOT NULL,
+	url           text   NOT NULL,
+	state         text   NOT NULL,
+	failures      int    NOT NULL,
+	since         bigint NOT NULL,
+	next_probe_at bigint NOT NULL,
+	node          text   NOT NULL,
+	last_error    text   NOT NULL DEFAULT '',
+	updated_at    bigint NOT NULL,
+	PRIMARY KEY (source, url)
+);
+`,
 }
 
 // migrateLock is the advisory lock key every node takes around migrations,

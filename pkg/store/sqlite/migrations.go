@@ -145,6 +145,22 @@ ALTER TABLE deletions ADD COLUMN upto INTEGER NOT NULL DEFAULT 0;
 ALTER TABLE deletions ADD COLUMN done_at INTEGER NOT NULL DEFAULT 0;
 UPDATE deletions SET done_at = max(created_at, 1);
 `,
+	// Endpoint health (breaker.go): the last circuit-breaker transition
+	// of each source's webhook URL, for evfwd deliveries endpoints.
+	`
+CREATE TABLE endpoint_states (
+	source        TEXT    NOT NULL,
+	url           TEXT    NOT NULL,
+	state         TEXT    NOT NULL,
+	failures      INTEGER NOT NULL,
+	since         INTEGER NOT NULL,
+	next_probe_at INTEGER NOT NULL,
+	node          TEXT    NOT NULL,
+	last_error    TEXT    NOT NULL DEFAULT '',
+	updated_at    INTEGER NOT NULL,
+	PRIMARY KEY (source, url)
+);
+`,
 }
 
 // migrate brings the schema to the newest version. A store that records a

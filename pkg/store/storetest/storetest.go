@@ -37,6 +37,8 @@ func Run(t *testing.T, open Open) {
 		{"ConcurrentIngest", testConcurrentIngest},
 		{"Stats", testStats},
 		{"PruneFinishedBeforeWindow", testPrune},
+		{"EndpointStates", testEndpoints},
+		{"ReleaseWaitingDeliveries", testRelease},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -1,0 +1,86 @@
+package postgres
+
+import (
+	"context"
+	"time"
+
+	"github.com/evfwd/evfwd/pkg/store"
+	"github.com/evfwd/evfwd/pkg/store/internal/rowscan"
+)
+
+// SaveEndpoint implements store.Store: the last writer wins, whichever
+// node it is.
+func (s *Store) SaveEndpoint(ctx context.Context, st store.EndpointState) error {
+	leave, err := s.enter()
+	if err != nil {
+		return err
+	}
+	defer leave()
+	return again(func() error {
+		_, err := s.pool.Exec(ctx, `INSERT INTO endpoint_states (source, url, state, failures, since,
+			next_probe_at, node, last_error, updated_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
+			ON CONFLICT (source, url) DO UPDATE SET state = excluded.state, failures = excluded.failures,
+			since = excluded.since, next_probe_at = excluded.next_probe_at, node = excluded.node,
+			last_error = excluded.last_error, updated_at = excluded.updated_at`,
+			st.Source, st.URL, string(st.State), st.Failures, store.Millis(st.Since), store.Millis(st.NextProbe),
+			st.Node, st.LastError, store.Millis(st.UpdatedAt))
+		return err
+	})
+}
+
+// Endpoints implements store.Store.
+func (s *Store) Endpoints(ctx context.Context) ([]store.EndpointState, error) {
+	leave, err := s.enter()
+	if err != nil {
+		return nil, err
+	}
+	defer leave()
+	rows, err := s.pool.Query(ctx, `SELECT source, url, state, failures, since, next_probe_at, node,
+		last_error, updated_at FROM endpoint_states ORDER BY source COLLATE "C", url COLLATE "C"`)
+	if err != nil {
+		return nil, err
+	}
+	return collect(rows, scanEndpoint)
+}
+
+func scanEndpoint(sc rowscan.Scanner) (store.EndpointState, error) {
+	var st store.EndpointState
+	var state string
+	var since, next, updated int64
+	err := sc.Scan(&st.Source, &st.URL, &state, &st.Failures, &since, &next, &st.Node, &st.LastError, &updated)
+	st.State, st.Since, st.NextProbe, st.UpdatedAt = store.Health(state), store.FromMillis(since), store.FromMillis(next), store.FromMillis(updated)
+	return st, err
+}
+
+// releaseSQL makes one step of deliveries due; rows another node holds
+// locked (completing them) are skipped: their completion decides.
+const releaseSQL = `UPDATE deliveries SET next_attempt_at = $1, updated_at = $1 WHERE id IN (
+	SELECT id FROM deliveries WHERE source = $2 AND status = 'pending' AND next_attempt_at > $1
+		AND EXISTS (SELECT 1 FROM unnest($3::text[]) AS p WHERE starts_with(last_error, p))
+	LIMIT $4 FOR UPDATE SKIP LOCKED)`
+
+// Release implements store.Store, a step per statement.
+func (s *Store) Release(ctx context.Context, source string, prefixes []string, now time.Time) (int, error) {
+	if len(prefixes) == 0 {
+		return 0, nil
+	}
+	leave, err := s.enter()
+	if err != nil {
+		return 0, err
+	}
+	defer leave()
+	at := store.Millis(now)
+	total := 0
+	for {
+		var n int64
+		err := again(func() error {
+			tag, err := s.pool.Exec(ctx, releaseSQL, at, source, prefixes, store.ReleaseStep)
+			n = tag.RowsAffected()
+			return err
+		})
+		total += int(n)
+		if err != nil || n < store.ReleaseStep {
+			return total, err
+		}
+	}
+}

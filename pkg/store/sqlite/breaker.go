@@ -1,0 +1,80 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"strings"
+	"time"
+
+	"github.com/evfwd/evfwd/pkg/store"
+	"github.com/evfwd/evfwd/pkg/store/internal/rowscan"
+)
+
+// SaveEndpoint implements store.Store.
+func (s *Store) SaveEndpoint(ctx context.Context, st store.EndpointState) error {
+	return s.do(ctx, 0, func(ctx context.Context, tx *sql.Tx) error {
+		_, err := tx.ExecContext(ctx, `INSERT INTO endpoint_states (source, url, state, failures, since,
+			next_probe_at, node, last_error, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
+			ON CONFLICT (source, url) DO UPDATE SET state = excluded.state, failures = excluded.failures,
+			since = excluded.since, next_probe_at = excluded.next_probe_at, node = excluded.node,
+			last_error = excluded.last_error, updated_at = excluded.updated_at`,
+			st.Source, st.URL, string(st.State), st.Failures, store.Millis(st.Since), store.Millis(st.NextProbe),
+			st.Node, st.LastError, store.Millis(st.UpdatedAt))
+		return err
+	})
+}
+
+// Endpoints implements store.Store.
+func (s *Store) Endpoints(ctx context.Context) ([]store.EndpointState, error) {
+	rows, err := s.read.QueryContext(ctx, `SELECT source, url, state, failures, since, next_probe_at, node,
+		last_error, updated_at FROM endpoint_states ORDER BY source, url`)
+	if err != nil {
+		return nil, err
+	}
+	return collect(rows, scanEndpoint)
+}
+
+func scanEndpoint(sc rowscan.Scanner) (store.EndpointState, error) {
+	var st store.EndpointState
+	var state string
+	var since, next, updated int64
+	err := sc.Scan(&st.Source, &st.URL, &state, &st.Failures, &since, &next, &st.Node, &st.LastError, &updated)
+	st.State, st.Since, st.NextProbe, st.UpdatedAt = store.Health(state), store.FromMillis(since), store.FromMillis(next), store.FromMillis(updated)
+	return st, err
+}
+
+// Release implements store.Store: a step at a time, each its own
+// transaction, so ingest and completions interleave with a large release.
+// The rows it changes are due at now and no longer match, so it ends.
+func (s *Store) Release(ctx context.Context, source string, prefixes []string, now time.Time) (int, error) {
+	if len(prefixes) == 0 {
+		return 0, nil
+	}
+	at := store.Millis(now)
+	var match []string
+	args := []any{at, at, source, at}
+	for _, p := range prefixes {
+		match = append(match, `substr(last_error, 1, length(?)) = ?`)
+		args = append(args, p, p)
+	}
+	args = append(args, store.ReleaseStep)
+	q := `UPDATE deliveries SET next_attempt_at = ?, updated_at = ? WHERE id IN (SELECT id FROM deliveries
+		INDEXED BY deliveries_due WHERE source = ? AND status = 'pending' AND next_attempt_at > ? AND (` +
+		strings.Join(match, " OR ") + `) LIMIT ?)`
+	total := 0
+	for {
+		var n int64
+		err := s.do(ctx, 0, func(ctx context.Context, tx *sql.Tx) error {
+			res, err := tx.ExecContext(ctx, q, args...)
+			if err != nil {
+				return err
+			}
+			n, err = res.RowsAffected()
+			return err
+		})
+		total += int(n)
+		if err != nil || n < store.ReleaseStep {
+			return total, err
+		}
+	}
+}
