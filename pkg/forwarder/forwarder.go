@@ -6,6 +6,15 @@
 // Each source has its own lane with its own bound on deliveries in flight,
 // under a bound for the whole process, so a slow or dead endpoint fills only
 // its own lane and never holds back other sources' deliveries.
+//
+// Each endpoint (source and URL) has a health state in this process, a
+// circuit breaker (breaker.go): after Threshold retryable failures in a row
+// it is open, deliveries skip it without a request (and go to the next URL),
+// and one probe at a time tests it on the retry schedule. A delivery whose
+// URLs are all open waits without spending an attempt ("held"). When a
+// probe succeeds the endpoint closes and what waited on it is made due at
+// once (store.Release), so the backlog drains at full speed. Transitions
+// are recorded in the store (store.EndpointState) for evfwd deliveries.
 package forwarder
 
 import (
@@ -61,7 +70,11 @@ type Config struct {
 	Grace    time.Duration
 	Now      func() time.Time
 	Logger   *slog.Logger
+	// Observer is told what happens; when it is an EndpointObserver it is
+	// told about endpoint health too.
 	Observer Observer
+	// Breaker configures the endpoints' health state.
+	Breaker BreakerConfig
 }
 
 // Forwarder runs the lanes; make one with New and call Run.
@@ -80,6 +93,8 @@ type Forwarder struct {
 	// delay. See forwarder_test.go.
 	trace func(source string, ev laneEvent, leased int) // nil: no one listens
 	after func(time.Duration) <-chan time.Time          // nil: time.After
+
+	endpoints EndpointObserver // cfg.Observer when it is one
 }
 
 // laneEvent is a step of a lane, as told to Forwarder.trace.
@@ -109,6 +124,10 @@ func (f *Forwarder) tell(l *lane, ev laneEvent, leased int) {
 type lane struct {
 	source   string
 	dest     *webhook.Destination
+	// breakers[i] is endpoint i's health (nil with the breaker off); two
+	// endpoints with one URL share one. held are the prefixes of the last
+	// error of deliveries that waited on them (see release).
+	breakers []*breaker
 	wake     chan struct{}
 	mu       sync.Mutex
 	inflight int
@@ -146,9 +165,26 @@ func New(cfg Config) (*Forwarder, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
+	cfg.Breaker = cfg.Breaker.withDefaults(cfg.Policy)
 	f := &Forwarder{cfg: cfg, lanes: map[string]*lane{}, sem: make(chan struct{}, cfg.MaxInFlight)}
+	f.endpoints, _ = cfg.Observer.(EndpointObserver)
 	for source, dest := range cfg.Destinations {
-		f.lanes[source] = &lane{source: source, dest: dest, wake: make(chan struct{}, 1)}
+		l := &lane{source: source, dest: dest, wake: make(chan struct{}, 1)}
+		if !cfg.Breaker.Disabled {
+			byURL := map[string]*breaker{}
+			for _, ep := range dest.Endpoints {
+				b := byURL[ep.URL]
+				if b == nil {
+					b = newBreaker(source, ep.URL, cfg.Breaker)
+					byURL[ep.URL] = b
+					if f.endpoints != nil {
+						f.endpoints.EndpointState(source, ep.URL, store.EndpointClosed)
+					}
+				}
+				l.breakers = append(l.breakers, b)
+			}
+		}
+		f.lanes[source] = l
 	}
 	return f, nil
 }
@@ -173,6 +209,14 @@ func (l *lane) poke() {
 func (f *Forwarder) Run(ctx context.Context) error {
 	deliverCtx, interrupt := context.WithCancel(context.WithoutCancel(ctx))
 	defer interrupt()
+	// A state recorded by an earlier run is stale: this one starts closed.
+	for _, l := range f.lanes {
+		for i, b := range l.breakers {
+			if i == 0 || b != l.breakers[i-1] {
+				f.persist(b)
+			}
+		}
+	}
 	var lanes sync.WaitGroup
 	for _, l := range f.lanes {
 		lanes.Add(1)
@@ -234,6 +278,15 @@ func (f *Forwarder) fill(ctx, deliverCtx context.Context, l *lane) (got, full bo
 	if room <= 0 {
 		return false, false
 	}
+	// Endpoints' health: when every one is open, lease nothing until a
+	// probe is due, and then one delivery, to make it.
+	var probe *breaker
+	switch m, b := l.mode(f.cfg.Now()); m {
+	case modeNone:
+		return false, false
+	case modeProbe:
+		probe, room = b, 1
+	}
 	// Wait for the first token rather than sleep a whole Poll: another
 	// lane may hold them only for its Lease and hand them back unused,
 	// which wakes no one.
@@ -246,6 +299,15 @@ func (f *Forwarder) fill(ctx, deliverCtx context.Context, l *lane) (got, full bo
 		case f.sem <- struct{}{}:
 		case <-ctx.Done():
 			return false, false
+		}
+	}
+	if probe != nil {
+		// Admitted now, so the next pass does not lease a second probe.
+		if ok, _, changed := probe.admit(f.cfg.Now()); !ok {
+			<-f.sem
+			return false, false
+		} else if changed {
+			f.transition(l, probe)
 		}
 	}
 	tokens := 1
@@ -265,6 +327,17 @@ func (f *Forwarder) fill(ctx, deliverCtx context.Context, l *lane) (got, full bo
 		f.cfg.Logger.Error("lease deliveries", "source", l.source, "err", err)
 	}
 	f.tell(l, laneLeased, len(ds))
+	if probe != nil && len(ds) == 0 {
+		// Nothing is due to make the probe with: what waits here is held.
+		// Make it due and try again a step later.
+		now := f.cfg.Now()
+		probe.unused(now)
+		probe.postpone(now)
+		f.transition(l, probe)
+		if _, err := f.cfg.Store.Release(ctx, l.source, []string{heldError}, now); err != nil && ctx.Err() == nil {
+			f.cfg.Logger.Error("release held deliveries", "source", l.source, "err", err)
+		}
+	}
 	for range tokens - len(ds) {
 		<-f.sem
 	}
@@ -275,7 +348,7 @@ func (f *Forwarder) fill(ctx, deliverCtx context.Context, l *lane) (got, full bo
 		f.wg.Add(1)
 		go func() {
 			defer f.wg.Done()
-			f.deliver(deliverCtx, l, d)
+			f.deliver(deliverCtx, l, d, probe)
 			<-f.sem
 			l.mu.Lock()
 			l.inflight--
@@ -289,8 +362,9 @@ func (f *Forwarder) fill(ctx, deliverCtx context.Context, l *lane) (got, full bo
 	return len(ds) > 0, len(ds) == tokens
 }
 
-// deliver makes one delivery attempt of d and records its outcome.
-func (f *Forwarder) deliver(ctx context.Context, l *lane, d store.Delivery) {
+// deliver makes one delivery attempt of d and records its outcome. probe,
+// when set, is the endpoint the lane admitted d to probe.
+func (f *Forwarder) deliver(ctx context.Context, l *lane, d store.Delivery, probe *breaker) {
 	c := store.Completion{ID: d.ID, Owner: f.cfg.Owner, Attempts: d.Attempts + 1, FirstAttempt: d.FirstAttempt}
 	if c.FirstAttempt.IsZero() {
 		c.FirstAttempt = f.cfg.Now()
@@ -302,11 +376,30 @@ func (f *Forwarder) deliver(ctx context.Context, l *lane, d store.Delivery) {
 		f.complete(l, c, false)
 		return
 	}
-	res := f.cfg.Sender.DeliverFunc(ctx, l.dest, body, func(a webhook.Attempt) {
+	g := f.gate(l, probe)
+	if g.held() {
+		f.hold(l, d, c, g)
+		return
+	}
+	dest := l.dest
+	if g.skipped != nil {
+		dest = g.dest
+	}
+	res := f.cfg.Sender.DeliverFunc(ctx, dest, body, func(a webhook.Attempt) {
+		g.remap(&a)
 		if f.cfg.Observer != nil {
 			f.cfg.Observer.Attempt(l.source, a)
 		}
 	})
+	for i := range res.Attempts {
+		g.remap(&res.Attempts[i])
+	}
+	f.reportHealth(l, g, res)
+	if g.skipped != nil && (res.Outcome == webhook.Final || res.Outcome == webhook.TLSError) {
+		// An open endpoint was skipped, not refused: it may take the
+		// message later.
+		res.Outcome = webhook.Retryable
+	}
 	for _, a := range res.Attempts {
 		c.Records = append(c.Records, record(c.Attempts, a))
 	}
@@ -325,7 +418,7 @@ func (f *Forwarder) deliver(ctx context.Context, l *lane, d store.Delivery) {
 		}
 	default:
 		if next, ok := f.cfg.Policy.NextAttempt(c.FirstAttempt, c.Attempts, res); ok {
-			c.Status, c.NextAttempt, retry = store.Pending, next, true
+			c.Status, c.NextAttempt, retry = store.Pending, g.probeDue(next), true
 		} else if res.Outcome == webhook.Retryable {
 			c.Status = store.Dead
 		} else {
