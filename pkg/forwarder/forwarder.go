@@ -67,9 +67,9 @@ type Config struct {
 	Poll        time.Duration // how often an idle lane looks for due work
 	// Grace is how long Run waits, after its context ends, for deliveries
 	// in flight before it interrupts them (they stay pending).
-	Grace    time.Duration
-	Now      func() time.Time
-	Logger   *slog.Logger
+	Grace  time.Duration
+	Now    func() time.Time
+	Logger *slog.Logger
 	// Observer is told what happens; when it is an EndpointObserver it is
 	// told about endpoint health too.
 	Observer Observer
@@ -122,8 +122,8 @@ func (f *Forwarder) tell(l *lane, ev laneEvent, leased int) {
 
 // lane is one source's share of the work.
 type lane struct {
-	source   string
-	dest     *webhook.Destination
+	source string
+	dest   *webhook.Destination
 	// breakers[i] is endpoint i's health (nil with the breaker off); two
 	// endpoints with one URL share one. held are the prefixes of the last
 	// error of deliveries that waited on them (see release).
