@@ -11,6 +11,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/evfwd/evfwd/pkg/forwarder"
 	"github.com/evfwd/evfwd/pkg/store"
 	"github.com/evfwd/evfwd/pkg/webhook"
 )
@@ -31,6 +32,8 @@ type Metrics struct {
 	ingested, delivered, retried, failed, dead *prometheus.CounterVec
 	latency                                    *prometheus.HistogramVec
 	pruned                                     prometheus.Counter
+	endpointState                              *prometheus.GaugeVec
+	skipped                                    *prometheus.CounterVec
 
 	mu      sync.RWMutex
 	sources map[string]*sourceMetrics
@@ -60,9 +63,14 @@ func NewMetrics(sources ...string) *Metrics {
 		}, []string{"source"}),
 		pruned: prometheus.NewCounter(prometheus.CounterOpts{Name: "evfwd_pruned_messages_total",
 			Help: "Finished messages removed, with their deliveries and attempts, once older than the retention window."}),
+		endpointState: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "evfwd_endpoint_state",
+			Help: "Health of each webhook endpoint in this process: 0 closed, 1 open (requests skipped), 2 half-open (a probe in flight)."},
+			[]string{"source", "url"}),
+		skipped: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "evfwd_endpoint_skipped_total",
+			Help: "Requests not made because their endpoint was open."}, []string{"source", "url"}),
 		sources: map[string]*sourceMetrics{},
 	}
-	m.reg.MustRegister(m.ingested, m.delivered, m.retried, m.failed, m.dead, m.latency, m.pruned,
+	m.reg.MustRegister(m.ingested, m.delivered, m.retried, m.failed, m.dead, m.latency, m.pruned, m.endpointState, m.skipped,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	for _, s := range sources {
 		m.source(s)
@@ -133,6 +141,16 @@ func (m *Metrics) Finished(source string, status store.Status, retry bool) {
 		s.dead.Inc()
 	}
 }
+
+// EndpointState implements forwarder.EndpointObserver: the endpoint's
+// gauge, and its skipped counter shown from zero.
+func (m *Metrics) EndpointState(source, url string, state store.Health) {
+	m.endpointState.WithLabelValues(source, url).Set(forwarder.Gauge(state))
+	m.skipped.WithLabelValues(source, url)
+}
+
+// Skipped implements forwarder.EndpointObserver.
+func (m *Metrics) Skipped(source, url string) { m.skipped.WithLabelValues(source, url).Inc() }
 
 // Handler serves the metrics with promhttp, together with gauges read
 // from st at each scrape (see storeCollector); now is the clock the store's

@@ -46,6 +46,9 @@ type Options struct {
 	// forwarder's default unless set); on a shared store it is how soon
 	// other nodes take over the work of one that died.
 	LeaseTTL time.Duration
+	// Breaker configures the endpoints' health state (the forwarder's
+	// defaults unless set).
+	Breaker forwarder.BreakerConfig
 }
 
 // Server is a configured, listening service; Run serves until its context
@@ -145,7 +148,7 @@ func (s *Server) build(ctx context.Context) error {
 	if s.forwarder, err = forwarder.New(forwarder.Config{
 		Store: s.store, Sender: sender, Destinations: dests, Policy: s.opts.Policy,
 		Owner: owner(), LeaseTTL: s.opts.LeaseTTL, MaxInFlight: s.opts.MaxInFlight, PerSource: s.opts.PerSource, Poll: s.opts.Poll,
-		Grace: s.opts.Grace, Now: s.opts.Now, Logger: s.log, Observer: s.metrics,
+		Grace: s.opts.Grace, Now: s.opts.Now, Logger: s.log, Observer: s.metrics, Breaker: s.opts.Breaker,
 	}); err != nil {
 		return err
 	}
