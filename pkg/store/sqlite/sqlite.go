@@ -180,17 +180,16 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 		write.Close()
 		return nil, fmt.Errorf("store %s: %w", path, err)
 	}
-	if !opts.NoRecover {
-		if err := incrementalVacuum(ctx, write); err != nil {
-			write.Close()
-			return nil, fmt.Errorf("store %s: %w", path, err)
-		}
-	}
 	if err := migrate(ctx, write); err != nil {
 		write.Close()
 		return nil, fmt.Errorf("store %s: %w", path, err)
 	}
 	if !opts.NoRecover {
+		// After migrate, which refuses a file a newer evfwd made.
+		if err := incrementalVacuum(ctx, write); err != nil {
+			write.Close()
+			return nil, fmt.Errorf("store %s: %w", path, err)
+		}
 		if err := clearStaging(ctx, write); err != nil {
 			write.Close()
 			return nil, fmt.Errorf("store %s: %w", path, err)
@@ -334,7 +333,9 @@ func (s *Store) commit(group []*op) {
 			}
 			if errs[i] = o.apply(ctx, tx); errs[i] != nil {
 				if _, err := tx.ExecContext(ctx, "ROLLBACK TO op"); err != nil {
-					return err
+					// SQLite rolled the whole transaction back (it may on
+					// SQLITE_FULL): the op's error is why.
+					return fmt.Errorf("%w (rollback to savepoint: %v)", errs[i], err)
 				}
 			}
 			if _, err := tx.ExecContext(ctx, "RELEASE op"); err != nil {
@@ -361,7 +362,7 @@ func (s *Store) Ingest(ctx context.Context, msgs []store.Message) error {
 		return nil
 	}
 	now := store.Millis(s.opts.Now())
-	return s.do(ctx, len(msgs), func(ctx context.Context, tx *sql.Tx) error {
+	return classify(s.do(ctx, len(msgs), func(ctx context.Context, tx *sql.Tx) error {
 		for len(msgs) > 0 {
 			n := min(len(msgs), insertChunk)
 			if err := insertChunkTx(ctx, tx, msgs[:n], now); err != nil {
@@ -370,7 +371,7 @@ func (s *Store) Ingest(ctx context.Context, msgs []store.Message) error {
 			msgs = msgs[n:]
 		}
 		return nil
-	})
+	}))
 }
 
 // insertChunk bounds the rows of one multi-row INSERT (6 parameters each,
