@@ -200,7 +200,7 @@ func (s *Store) Ingest(ctx context.Context, msgs []store.Message) error {
 	// The statement commits on its own (autocommit): nil means committed;
 	// an error, even a cancelled ctx after commit, is only not acknowledged
 	// and the client's retry is skipped as a known messageId.
-	return again(func() error { return ingestExec(ctx, s.pool, msgs, now) })
+	return classify(again(func() error { return ingestExec(ctx, s.pool, msgs, now) }))
 }
 
 // execer is a pool or a transaction.
