@@ -60,6 +60,7 @@ type gate struct {
 	dest    *webhook.Destination
 	closes  uint64 // l.closings() before the decision
 	probed  []*breaker
+	called  []*breaker // the endpoints requests went to (reportHealth)
 }
 
 // gate admits d's requests endpoint by endpoint. probe is the breaker the
@@ -121,11 +122,12 @@ func (g *gate) remap(a *webhook.Attempt) {
 	}
 }
 
-// probeDue brings a failed probe's next attempt forward to the endpoint's
-// next probe: the delivery waits only on the endpoint, and so there is a
-// delivery due for each probe.
+// probeDue brings a failed delivery's next attempt forward to the next
+// probe of an endpoint it called that is open now: the delivery waits on
+// the endpoint, not on its own backoff, and so there is a delivery due for
+// each probe.
 func (g *gate) probeDue(next time.Time) time.Time {
-	for _, b := range g.probed {
+	for _, b := range g.called {
 		if at := b.nextProbe(); !at.IsZero() && at.Before(next) {
 			next = at
 		}
@@ -143,6 +145,9 @@ func (f *Forwarder) reportHealth(l *lane, g *gate, res webhook.Result) {
 	used := map[*breaker]bool{}
 	for _, a := range res.Attempts {
 		b := l.breakers[a.Endpoint]
+		if !used[b] {
+			g.called = append(g.called, b)
+		}
 		used[b] = true
 		if changed, _ := b.report(now, a, g.probes[a.Endpoint]); changed {
 			f.transition(l, b)
