@@ -1,0 +1,99 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/evfwd/evfwd/pkg/store"
+	"github.com/evfwd/evfwd/pkg/store/postgres/pgtest"
+	"github.com/jackc/pgx/v5/pgconn"
+)
+
+func TestClassify(t *testing.T) {
+	pg := func(code string) *pgconn.PgError {
+		return &pgconn.PgError{Severity: "ERROR", Code: code, Message: "code " + code}
+	}
+	for _, tt := range []struct {
+		name string
+		err  error
+		full bool
+	}{
+		{"disk_full", pg("53100"), true},
+		{"out_of_memory", pg("53200"), true},
+		{"too_many_connections", pg("53300"), true},
+		{"insufficient_resources", pg("53000"), true},
+		{"a refused connection", fmt.Errorf("failed to connect to `user=evfwd database=evfwd`: %w", pg("53300")), true},
+		{"configuration_limit_exceeded", pg("53400"), false},
+		{"unique_violation", pg("23505"), false},
+		{"deadlock_detected", pg("40P01"), false},
+		{"query_canceled", pg("57014"), false},
+		{"busy", store.ErrBusy, false},
+		{"context", context.DeadlineExceeded, false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			got := classify(tt.err)
+			if errors.Is(got, store.ErrFull) != tt.full {
+				t.Fatalf("classify(%v) = %v: ErrFull %v, want %v", tt.err, got, !tt.full, tt.full)
+			}
+			if !errors.Is(got, tt.err) {
+				t.Errorf("classify(%v) = %v lost the driver's error", tt.err, got)
+			}
+		})
+	}
+	if classify(nil) != nil {
+		t.Error("classify(nil) is not nil")
+	}
+}
+
+// TestIngestDiskFull: the server answering disk_full to the INSERT (a
+// trigger raises it, as PostgreSQL does when it cannot extend a file)
+// makes Ingest fail with store.ErrFull and store nothing; once the server
+// writes again, so does Ingest.
+func TestIngestDiskFull(t *testing.T) {
+	ctx := context.Background()
+	s, err := Open(ctx, pgtest.URL(t), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if _, err := s.pool.Exec(ctx, `
+		CREATE FUNCTION evfwd_test_disk_full() RETURNS trigger LANGUAGE plpgsql AS $$
+		BEGIN RAISE EXCEPTION 'could not extend file "base/16384/16385": No space left on device' USING ERRCODE = 'disk_full'; END $$;
+		CREATE TRIGGER evfwd_test_disk_full BEFORE INSERT ON messages FOR EACH ROW EXECUTE FUNCTION evfwd_test_disk_full();`); err != nil {
+		t.Fatal(err)
+	}
+	msgs := func(ids ...string) (ms []store.Message) {
+		for _, id := range ids {
+			ms = append(ms, store.Message{Source: "web", MessageID: id, Type: "track", ReceivedAt: time.UnixMilli(1714564800000),
+				Body: []byte(`{"type":"track"}`), Destinations: []string{store.DestinationWebhooks}})
+		}
+		return ms
+	}
+	err = s.Ingest(ctx, msgs("a", "b"))
+	var pe *pgconn.PgError
+	if !errors.Is(err, store.ErrFull) || !errors.As(err, &pe) || pe.Code != "53100" {
+		t.Fatalf("Ingest on a full disk: %v, want store.ErrFull around SQLSTATE 53100", err)
+	}
+	if _, err := s.pool.Exec(ctx, `DROP TRIGGER evfwd_test_disk_full ON messages`); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Ingest(ctx, msgs("c")); err != nil {
+		t.Fatalf("after the disk was freed: %v", err)
+	}
+	var ids []string
+	rows, err := s.pool.Query(ctx, `SELECT message_id FROM messages ORDER BY id`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for rows.Next() {
+		var id string
+		rows.Scan(&id)
+		ids = append(ids, id)
+	}
+	if rows.Err() != nil || fmt.Sprint(ids) != "[c]" {
+		t.Errorf("stored %v (%v), want only [c]", ids, rows.Err())
+	}
+}
