@@ -18,13 +18,6 @@ import (
 	"github.com/evfwd/evfwd/pkg/store"
 )
 
-// Body limits (DESIGN §2). A batch limit a little over the client's
-// 500,000 bytes, so that no batch the client builds is refused.
-const (
-	MaxBatchBytes   = 500 << 10
-	MaxMessageBytes = message.MaxMessageBytes
-)
-
 // RetryAfter is what a 429 asks the client to wait, in seconds.
 const RetryAfter = 1
 
@@ -167,6 +160,12 @@ func (h *Handler) headerSource(w http.ResponseWriter, r *http.Request) (*Source,
 
 // store completes the batch's messages, commits them, and answers.
 func (h *Handler) store(w http.ResponseWriter, r *http.Request, src *Source, b *batch, pathType message.Type) {
+	if len(b.elems) == 0 {
+		// analytics-ruby posts {"batch":[]} after dropping an oversized
+		// message; Segment answers 200, and so does evfwd, storing nothing.
+		writeSuccess(w)
+		return
+	}
 	now := h.cfg.Now()
 	msgs, details, tooLarge := b.messages(src, pathType, now, h.cfg.NewID)
 	switch {
@@ -183,6 +182,12 @@ func (h *Handler) store(w http.ResponseWriter, r *http.Request, src *Source, b *
 			w.Header().Set("Retry-After", fmt.Sprint(RetryAfter))
 			writeError(w, http.StatusTooManyRequests, "store is busy, retry later", nil)
 			h.onError(http.StatusTooManyRequests, err)
+		case errors.Is(err, store.ErrFull):
+			// The disk (or the database) is full: nothing was stored, and
+			// the client keeps the messages to retry.
+			w.Header().Set("Retry-After", fmt.Sprint(RetryAfterFull))
+			writeError(w, http.StatusServiceUnavailable, "store cannot write (full), retry later", nil)
+			h.onError(http.StatusServiceUnavailable, err)
 		case errors.Is(err, store.ErrClosed), errors.Is(err, context.Canceled):
 			writeError(w, http.StatusServiceUnavailable, "server is shutting down", nil)
 			h.onError(http.StatusServiceUnavailable, err)
@@ -195,6 +200,10 @@ func (h *Handler) store(w http.ResponseWriter, r *http.Request, src *Source, b *
 	if h.cfg.OnStored != nil {
 		h.cfg.OnStored(src.Name, msgs)
 	}
+	writeSuccess(w)
+}
+
+func writeSuccess(w http.ResponseWriter) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(http.StatusOK)
 	w.Write([]byte(`{"success":true}` + "\n"))

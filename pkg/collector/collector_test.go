@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -22,16 +23,19 @@ import (
 
 var now = time.Date(2024, 5, 1, 12, 0, 0, 123_000_000, time.UTC)
 
-// memStore records what it is asked to ingest; err, when set, is returned.
+// memStore records what it is asked to ingest and how often; err, when
+// set, is returned.
 type memStore struct {
-	mu   sync.Mutex
-	msgs []store.Message
-	err  error
+	mu    sync.Mutex
+	msgs  []store.Message
+	calls int
+	err   error
 }
 
 func (m *memStore) Ingest(_ context.Context, msgs []store.Message) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	m.calls++
 	if m.err != nil {
 		return m.err
 	}
@@ -163,15 +167,14 @@ func TestErrors(t *testing.T) {
 		{"invalid JSON", req{path: "/v1/batch", body: `{"batch":[`, key: "wk_web"}, 400, ``},
 		{"no batch", req{path: "/v1/batch", body: `{}`, key: "wk_web"}, 400, `{"error":"batch is required"}`},
 		{"batch not array", req{path: "/v1/batch", body: `{"batch":{}}`, key: "wk_web"}, 400, `{"error":"batch must be an array"}`},
-		{"empty batch", req{path: "/v1/batch", body: `{"batch":[]}`, key: "wk_web"}, 400, `{"error":"batch is empty"}`},
 		{"invalid messages", req{path: "/v1/batch", body: `{"batch":[{"type":"track","userId":"u","event":"E"},{"type":"track","userId":"u"},3,{"type":"nope","userId":"u"}]}`, key: "wk_web"}, 400,
 			`{"error":"invalid message","details":[{"index":1,"field":"event","reason":"is required"},{"index":2,"reason":"must be a JSON object"},{"index":3,"field":"type","reason":"must be one of identify, track, page, screen, group, alias (got \"nope\")"}]}`},
 		{"type mismatch", req{path: "/v1/track", body: `{"type":"page","userId":"u"}`, key: "wk_web"}, 400,
 			`{"error":"invalid message","details":[{"index":0,"field":"type","reason":"must be \"track\" on /v1/track"}]}`},
-		{"message over 32 KB", req{path: "/v1/batch", body: `{"batch":[{"type":"track","userId":"u","event":"` + big + `"}]}`, key: "wk_web"}, 413, ``},
-		{"single body over 32 KB", req{path: "/v1/track", body: `{"userId":"u","event":"` + big + `"}`, key: "wk_web"}, 413, `{"error":"body is 40985 bytes, over the 32768-byte limit"}`},
-		{"batch over 500 KB", req{path: "/v1/batch", body: huge, key: "wk_web"}, 413, ``},
-		{"gzip over 500 KB inflated", req{path: "/v1/batch", body: bomb, key: "wk_web", gzip: true}, 413, `{"error":"body is over the 512000-byte limit"}`},
+		{"message over the limit", req{path: "/v1/batch", body: `{"batch":[{"type":"track","userId":"u","event":"` + big + `"}]}`, key: "wk_web"}, 413, ``},
+		{"single body over the limit", req{path: "/v1/track", body: `{"userId":"u","event":"` + big + `"}`, key: "wk_web"}, 413, `{"error":"body is 40985 bytes, over the 33792-byte limit"}`},
+		{"batch over the limit", req{path: "/v1/batch", body: huge, key: "wk_web"}, 413, ``},
+		{"gzip over the limit inflated", req{path: "/v1/batch", body: bomb, key: "wk_web", gzip: true}, 413, `{"error":"body is over the 513024-byte limit once inflated"}`},
 		{"bad gzip", req{path: "/v1/batch", body: `{}`, key: "wk_web", header: map[string]string{"Content-Encoding": "gzip"}}, 400, ``},
 		{"unknown encoding", req{path: "/v1/batch", body: `{}`, key: "wk_web", header: map[string]string{"Content-Encoding": "br"}}, 400, `{"error":"unsupported Content-Encoding \"br\""}`},
 	}
@@ -210,22 +213,80 @@ func TestBackPressureAndDrain(t *testing.T) {
 	}
 }
 
+// TestStoreFull: a store that cannot write for lack of space is a 503 with
+// Retry-After, never a 500, and reported to OnError; nothing is stored.
+func TestStoreFull(t *testing.T) {
+	st := &memStore{err: fmt.Errorf("%w: store: commit: database or disk is full (13)", store.ErrFull)}
+	var reported []int
+	h, err := collector.New(collector.Config{
+		Sources: []collector.Source{{Name: "web", WriteKey: "wk_web"}},
+		Store:   st,
+		OnError: func(status int, err error) { reported = append(reported, status) },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, path := range []string{"/v1/batch", "/v1/track"} {
+		body := `{"userId":"u","event":"E"}`
+		if path == "/v1/batch" {
+			body = `{"batch":[{"type":"track","userId":"u","event":"E"}]}`
+		}
+		w := do(h, req{path: path, body: body, key: "wk_web"})
+		if w.Code != 503 || w.Header().Get("Retry-After") != fmt.Sprint(collector.RetryAfterFull) ||
+			strings.TrimSpace(w.Body.String()) != `{"error":"store cannot write (full), retry later"}` {
+			t.Errorf("%s: %d Retry-After=%q %s", path, w.Code, w.Header().Get("Retry-After"), w.Body)
+		}
+	}
+	if len(st.msgs) != 0 || fmt.Sprint(reported) != "[503 503]" {
+		t.Errorf("stored %d, reported %v", len(st.msgs), reported)
+	}
+}
+
+// FuzzHandler: whatever the body (sent as is or gzipped), the handler never
+// fails (5xx), stores only valid messages, and answers 413 exactly when the
+// JSON is over the endpoint's limit, never 200 then.
 func FuzzHandler(f *testing.F) {
-	f.Add([]byte(`{"batch":[{"type":"track","userId":"u","event":"E"}],"context":{"a":1},"integrations":{"All":false}}`), "/v1/batch")
-	f.Add([]byte(`{"userId":"u","event":"E","context":null}`), "/v1/track")
-	f.Add([]byte(`{"batch":[{"type":"alias","userId":"u","previousId":"p","context":{"x":[1,2]}}],"context":"s"}`), "/v1/import")
-	f.Add([]byte(`{"batch":[{"type":"group","userId":"u","groupId":"g","timestamp":1714561200}]}`), "/v1/batch")
-	f.Fuzz(func(t *testing.T, body []byte, path string) {
+	f.Add([]byte(`{"batch":[{"type":"track","userId":"u","event":"E"}],"context":{"a":1},"integrations":{"All":false}}`), "/v1/batch", false)
+	f.Add([]byte(`{"userId":"u","event":"E","context":null}`), "/v1/track", false)
+	f.Add([]byte(`{"batch":[{"type":"alias","userId":"u","previousId":"p","context":{"x":[1,2]}}],"context":"s"}`), "/v1/import", false)
+	f.Add([]byte(`{"batch":[{"type":"group","userId":"u","groupId":"g","timestamp":1714561200}]}`), "/v1/batch", false)
+	f.Add([]byte(`{"sentAt":"2024-05-01T12:00:00.123456+00:00","batch":[]}`), "/v1/batch", true)
+	f.Add([]byte(`{"batch": [{"type": "track", "userId": "u", "event": "\u00e9"}], "writeKey": "wk_web"}`), "/v1/batch", true)
+	f.Fuzz(func(t *testing.T, body []byte, path string, gz bool) {
 		st := &memStore{}
 		h := newHandler(t, st)
 		if !strings.HasPrefix(path, "/") {
 			path = "/" + path
 		}
-		hr := httptest.NewRequest(http.MethodPost, "/", bytes.NewReader(body))
+		sent := body
+		if gz {
+			var buf bytes.Buffer
+			zw := gzip.NewWriter(&buf)
+			zw.Write(body)
+			zw.Close()
+			sent = buf.Bytes()
+		}
+		hr := httptest.NewRequest(http.MethodPost, "/", bytes.NewReader(sent))
 		hr.URL.Path = path
 		hr.Header.Set("Authorization", "Basic "+base64.StdEncoding.EncodeToString([]byte("wk_web:")))
+		if gz {
+			hr.Header.Set("Content-Encoding", "gzip")
+		}
 		w := httptest.NewRecorder()
 		h.ServeHTTP(w, hr)
+		if w.Code >= 500 {
+			t.Fatalf("%d %s", w.Code, w.Body)
+		}
+		limit := -1
+		switch strings.TrimPrefix(path, "/v1/") {
+		case "batch", "import":
+			limit = collector.MaxBatchBytes
+		case "identify", "track", "page", "screen", "group", "alias":
+			limit = collector.MaxMessageBytes
+		}
+		if limit >= 0 && len(body) > limit && w.Code != http.StatusRequestEntityTooLarge {
+			t.Fatalf("%d bytes to %s, over the %d-byte limit: %d %s", len(body), path, limit, w.Code, w.Body)
+		}
 		if w.Code == 200 {
 			for _, m := range st.msgs {
 				if !json.Valid(m.Body) || m.MessageID == "" {

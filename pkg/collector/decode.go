@@ -16,23 +16,35 @@ import (
 	"github.com/evfwd/evfwd/pkg/store"
 )
 
-// readBody reads the request body within limit bytes, both as sent and,
-// for gzip, once inflated (a small gzip body may inflate to gigabytes).
-// A declared length over the limit is refused before reading anything.
-// It answers 413 or 400 itself and reports false then.
+// readBody reads the request body within limit bytes of JSON: for gzip,
+// at most limit+GzipSlack bytes as sent and limit once inflated (a small
+// gzip body may inflate to gigabytes; reading stops one byte past the
+// limit). A declared length over the limit is refused before reading
+// anything. It answers 413 or 400 itself and reports false then.
 func readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, bool) {
-	if r.ContentLength > limit {
-		writeError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("body is %d bytes, over the %d-byte limit", r.ContentLength, limit), nil)
-		return nil, false
-	}
-	var in io.Reader = http.MaxBytesReader(w, r.Body, limit)
-	switch enc := strings.ToLower(strings.TrimSpace(r.Header.Get("Content-Encoding"))); enc {
+	enc := strings.ToLower(strings.TrimSpace(r.Header.Get("Content-Encoding")))
+	wire, what := limit, "body"
+	switch enc {
 	case "", "identity":
 	case "gzip":
+		wire, what = limit+GzipSlack, "gzip body"
+	default:
+		writeError(w, http.StatusBadRequest, fmt.Sprintf("unsupported Content-Encoding %q", enc), nil)
+		return nil, false
+	}
+	overWire := func() {
+		writeError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("%s is over the %d-byte limit", what, wire), nil)
+	}
+	if r.ContentLength > wire {
+		writeError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("%s is %d bytes, over the %d-byte limit", what, r.ContentLength, wire), nil)
+		return nil, false
+	}
+	var in io.Reader = http.MaxBytesReader(w, r.Body, wire)
+	if enc == "gzip" {
 		zr, err := gzip.NewReader(in)
 		if err != nil {
 			if tooLarge(err) {
-				writeError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("body is over the %d-byte limit", limit), nil)
+				overWire()
 			} else {
 				writeError(w, http.StatusBadRequest, "invalid gzip body: "+err.Error(), nil)
 			}
@@ -40,14 +52,14 @@ func readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, bool
 		}
 		defer zr.Close()
 		in = io.LimitReader(zr, limit+1)
-	default:
-		writeError(w, http.StatusBadRequest, fmt.Sprintf("unsupported Content-Encoding %q", enc), nil)
-		return nil, false
 	}
 	body, err := io.ReadAll(in)
 	switch {
-	case tooLarge(err) || int64(len(body)) > limit:
-		writeError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("body is over the %d-byte limit", limit), nil)
+	case tooLarge(err):
+		overWire()
+		return nil, false
+	case int64(len(body)) > limit:
+		writeError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("body is over the %d-byte limit once inflated", limit), nil)
 		return nil, false
 	case err != nil:
 		writeError(w, http.StatusBadRequest, "reading body: "+err.Error(), nil)
@@ -114,9 +126,6 @@ func parseBatch(body []byte) (*batch, error) {
 	if err := json.Unmarshal(raw, &b.elems); err != nil {
 		return nil, fmt.Errorf("invalid JSON in batch: %v", err)
 	}
-	if len(b.elems) == 0 {
-		return nil, errors.New("batch is empty")
-	}
 	return b, nil
 }
 
@@ -163,8 +172,8 @@ func (b *batch) messages(src *Source, pathType message.Type, now time.Time, newI
 	received := message.FormatTime(now)
 	clock := func() time.Time { return now }
 	for i, elem := range b.elems {
-		if err := message.CheckSize(len(elem)); err != nil {
-			details = append(details, Detail{Index: i, Reason: err.Error()})
+		if n := len(elem); n > MaxMessageBytes {
+			details = append(details, Detail{Index: i, Reason: (&message.SizeError{Size: n, Limit: MaxMessageBytes}).Error()})
 			tooLarge = true
 			continue
 		}
