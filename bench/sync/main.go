@@ -1,13 +1,13 @@
 // Command sync-bench measures what a large audience sync does to ingest:
 // it starts evfwd serve in-process (SQLite in a temp dir, or -store
 // postgres://...), sends small /v1/batch requests at a steady rate (open
-// loop: a stalled store shows as latency, not as fewer requests), and
-// meanwhile syncs a -members audience through the admin API, twice: the
-// first sync (every member joins) and a second one in which -churn members
-// leave and as many join. It prints, per sync, its duration, the ingest
-// latency of the requests sent while it ran (p50, p99, max), and the peak
-// size of the SQLite WAL. The forwarder delivers the identify messages to a
-// local receiver answering 200 meanwhile, as in production.
+// loop: a stalled store shows as latency, not as fewer requests), measures
+// them alone for -idle, then syncs a -members audience through the admin
+// API twice: the first sync (every member joins) and a second one in which
+// -churn members leave and as many join. It prints, per sync, its duration,
+// the ingest latency of the requests sent while it ran (p50, p99, max), and
+// the peak size of the SQLite WAL. The forwarder delivers the identify
+// messages to a local receiver answering 200 meanwhile, as in production.
 // bench/sync/run.sh runs it and prints the table.
 package main
 
@@ -49,6 +49,7 @@ func main() {
 	forward := flag.Bool("forward", true, "deliver the identify messages to a local receiver meanwhile")
 	header := flag.Bool("header", true, "print the table header")
 	label := flag.String("label", "", "label of the rows (default: the store)")
+	idle := flag.Duration("idle", 10*time.Second, "how long to measure ingest alone first")
 	flag.Parse()
 	if *label == "" {
 		*label = "SQLite"
@@ -157,16 +158,19 @@ func main() {
 		what  string
 		first int
 	}{
+		{fmt.Sprintf("none (%v of ingest alone)", *idle), -1},
 		{fmt.Sprintf("first, %s members", count(*members)), 0},
 		{fmt.Sprintf("%s out, %s in", count(*churn), count(*churn)), *churn},
 	} {
 		walPeak.Store(0)
 		start := time.Now()
-		rep, err := adm.Sync(context.Background(), "audience", "Bench Audience", nil, list(step.first, *members))
-		end := time.Now()
-		if err != nil {
+		rep := &serve.SyncReport{}
+		if step.first < 0 {
+			time.Sleep(*idle)
+		} else if rep, err = adm.Sync(context.Background(), "audience", "Bench Audience", nil, list(step.first, *members)); err != nil {
 			panic(err)
 		}
+		end := time.Now()
 		// Wait for the answers to every request sent before the end.
 		during := func() (n, answered int) {
 			mu.Lock()

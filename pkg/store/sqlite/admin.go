@@ -12,6 +12,7 @@ import (
 	"iter"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/evfwd/evfwd/pkg/store"
 )
@@ -19,7 +20,8 @@ import (
 var _ store.Admin = (*Store)(nil)
 
 // A sync runs in bounded steps, each its own small transaction through the
-// writer, so ingest commits between them (issue 13):
+// writer, so ingest commits between them (issue 13); a pacer sizes each
+// kind of step to about stepTarget of writer time:
 //
 //  1. stage: the list goes into sync_lists under the run's id, a chunk per
 //     transaction; no reader looks there, since syncs.list names the
@@ -43,16 +45,64 @@ var _ store.Admin = (*Store)(nil)
 // no message is queued twice). Syncs of one key take turns (syncKeys): the
 // diff of one must see the list the previous one committed.
 
-// Sizes of the steps of a sync. Each step is one transaction of at most
-// this many rows (tens of milliseconds at most), so an ingest waits for at
-// most one of them.
-const (
-	stageChunk  = 2000 // list rows staged
-	syncPage    = 2000 // users read per diff page (read pool, no writer)
-	outboxChunk = 1000 // outbox rows written
-	moveChunk   = 1000 // outbox rows moved into messages and deliveries
-	dropChunk   = 5000 // rows of a replaced or abandoned list deleted
-)
+// syncPage is the users read per diff page (from the read pool: no writer
+// held).
+const syncPage = 2000
+
+// stepTarget is the writer time a step of a sync aims at: an ingest that
+// arrives during a step waits about that long, plus the step's share of
+// the group commit.
+const stepTarget = 15 * time.Millisecond
+
+// A pacer sizes the steps of one kind (rows per transaction) so that each
+// holds the writer for about stepTarget, however fast the machine is at
+// the moment: it starts at start rows and follows the time the steps take,
+// within [least, most].
+type pacer struct {
+	n, least, most int
+}
+
+func newPacer(start, least, most int) *pacer { return &pacer{start, least, most} }
+
+func (p *pacer) size() int { return p.n }
+
+// took adjusts the size after a step of rows rows took d.
+func (p *pacer) took(rows int, d time.Duration) {
+	if rows < p.n/2 {
+		return // a short last step says little
+	}
+	// Halfway to the size that would have taken stepTarget.
+	want := float64(rows) * float64(stepTarget) / float64(max(d, time.Microsecond))
+	p.n = min(max(int((float64(p.n)+want)/2), p.least), p.most)
+}
+
+// The pacers of one sync (or recovery) for each kind of step.
+type pacers struct {
+	stage, outbox, move, drop *pacer
+}
+
+func newPacers() *pacers {
+	return &pacers{
+		stage:  newPacer(2000, 100, 10_000), // list rows staged
+		outbox: newPacer(1000, 50, 5000),    // outbox rows written
+		move:   newPacer(500, 50, 5000),     // outbox rows moved into messages and deliveries
+		drop:   newPacer(2000, 100, 20_000), // rows of a replaced or abandoned list deleted
+	}
+}
+
+// paced runs fn as a step and tells p how long it held the writer for the
+// rows it reports.
+func paced(ctx context.Context, step stepFunc, p *pacer, fn func(ctx context.Context, tx *sql.Tx) (int, error)) (int, error) {
+	var n int
+	err := step(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		start := time.Now()
+		var err error
+		n, err = fn(ctx, tx)
+		p.took(n, time.Since(start))
+		return err
+	})
+	return n, err
+}
 
 // Steps at which a test hook (SetSyncHook) is called.
 const (
@@ -175,7 +225,7 @@ func recoverRuns(ctx context.Context, db *sql.DB, step stepFunc, where string, a
 	}
 	var runs []syncRun
 	for rows.Next() {
-		var r syncRun
+		r := syncRun{pace: newPacers()}
 		if err := rows.Scan(&r.id, &r.replaces, &r.committed, &r.at); err != nil {
 			rows.Close()
 			return err
@@ -204,7 +254,8 @@ type syncRun struct {
 	id        string // also the id of its list
 	replaces  string // the list it replaces; "" on a first sync
 	committed bool
-	at        int64 // the sync's time (created_at of its deliveries)
+	at        int64   // the sync's time (created_at of its deliveries)
+	pace      *pacers // the sizes of its steps
 }
 
 // Sync implements store.Admin (see the steps above). It answers after the
@@ -219,7 +270,7 @@ func (s *Store) Sync(ctx context.Context, sy store.Sync, values iter.Seq2[store.
 		return nil, err
 	}
 	var res store.SyncResult
-	r := syncRun{id: newRunID(), at: store.Millis(sy.Now)}
+	r := syncRun{id: newRunID(), at: store.Millis(sy.Now), pace: newPacers()}
 	switch err := s.read.QueryRowContext(ctx, `SELECT list FROM syncs WHERE kind = ? AND key = ?`, sy.Kind, sy.Key).Scan(&r.replaces); {
 	case errors.Is(err, sql.ErrNoRows):
 		res.First = true
@@ -247,7 +298,7 @@ func (s *Store) Sync(ctx context.Context, sy store.Sync, values iter.Seq2[store.
 		}
 		return nil, err
 	}
-	if err := s.stage(ctx, r.id, values); err != nil {
+	if err := s.stage(ctx, r, values); err != nil {
 		return fail(err)
 	}
 	if err := hook(StepStaged); err != nil {
@@ -280,9 +331,10 @@ func newRunID() string {
 	return hex.EncodeToString(b)
 }
 
-// stage writes values into sync_lists under list, a chunk per transaction.
-func (s *Store) stage(ctx context.Context, list string, values iter.Seq2[store.Value, error]) error {
-	chunk := make([]store.Value, 0, stageChunk)
+// stage writes values into sync_lists under the run's id, a chunk per
+// transaction.
+func (s *Store) stage(ctx context.Context, r syncRun, values iter.Seq2[store.Value, error]) error {
+	var chunk []store.Value
 	flush := func() error {
 		if len(chunk) == 0 {
 			return nil
@@ -295,13 +347,13 @@ func (s *Store) stage(ctx context.Context, list string, values iter.Seq2[store.V
 				q.WriteByte(',')
 			}
 			q.WriteString("(?,?,?)")
-			args = append(args, list, v.UserID, v.Value)
+			args = append(args, r.id, v.UserID, v.Value)
 		}
 		// A user listed twice takes the last value.
 		q.WriteString(` ON CONFLICT (list, user_id) DO UPDATE SET value = excluded.value`)
-		err := s.step(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		_, err := paced(ctx, s.step, r.pace.stage, func(ctx context.Context, tx *sql.Tx) (int, error) {
 			_, err := tx.ExecContext(ctx, q.String(), args...)
-			return err
+			return len(chunk), err
 		})
 		chunk = chunk[:0]
 		return err
@@ -312,7 +364,7 @@ func (s *Store) stage(ctx context.Context, list string, values iter.Seq2[store.V
 		}
 		// Copy: the caller may reuse its buffers.
 		chunk = append(chunk, store.Value{UserID: v.UserID, Value: append([]byte(nil), v.Value...)})
-		if len(chunk) == stageChunk {
+		if len(chunk) >= r.pace.stage.size() {
 			if err := flush(); err != nil {
 				return err
 			}
@@ -328,10 +380,10 @@ func (s *Store) stage(ctx context.Context, list string, values iter.Seq2[store.V
 func (s *Store) diff(ctx context.Context, r syncRun, sy store.Sync, res *store.SyncResult) error {
 	var out []store.Message
 	flush := func(all bool) error {
-		for len(out) >= outboxChunk || all && len(out) > 0 {
-			n := min(len(out), outboxChunk)
-			if err := s.step(ctx, func(ctx context.Context, tx *sql.Tx) error {
-				return writeOutbox(ctx, tx, r.id, out[:n])
+		for len(out) >= r.pace.outbox.size() || all && len(out) > 0 {
+			n := min(len(out), r.pace.outbox.size())
+			if _, err := paced(ctx, s.step, r.pace.outbox, func(ctx context.Context, tx *sql.Tx) (int, error) {
+				return n, writeOutbox(ctx, tx, r.id, out[:n])
 			}); err != nil {
 				return err
 			}
@@ -470,12 +522,10 @@ func (s *Store) flip(ctx context.Context, r syncRun, sy store.Sync, first bool) 
 func (r syncRun) finish(ctx context.Context, step stepFunc, hook func(string) error) (int, error) {
 	moved := 0
 	for {
-		n := 0
-		if err := step(ctx, func(ctx context.Context, tx *sql.Tx) error {
-			var err error
-			n, err = moveOutbox(ctx, tx, r.id, r.at)
-			return err
-		}); err != nil {
+		n, err := paced(ctx, step, r.pace.move, func(ctx context.Context, tx *sql.Tx) (int, error) {
+			return moveOutbox(ctx, tx, r.id, r.at, r.pace.move.size())
+		})
+		if err != nil {
 			return moved, err
 		}
 		if n == 0 {
@@ -489,7 +539,7 @@ func (r syncRun) finish(ctx context.Context, step stepFunc, hook func(string) er
 		}
 	}
 	if r.replaces != "" {
-		if err := dropList(ctx, step, r.replaces, hook); err != nil {
+		if err := dropList(ctx, step, r.pace.drop, r.replaces, hook); err != nil {
 			return moved, err
 		}
 	}
@@ -499,16 +549,16 @@ func (r syncRun) finish(ctx context.Context, step stepFunc, hook func(string) er
 	})
 }
 
-// moveOutbox moves the first moveChunk messages of run's outbox into the
+// moveOutbox moves the first limit messages of run's outbox into the
 // queue, deliveries created at at, and reports how many it moved. It is
 // Ingest done in SQL, the bodies never leaving the database: a message
 // already in the queue is skipped (and gets no deliveries), and a repeat
 // within the outbox keeps its first occurrence.
-func moveOutbox(ctx context.Context, tx *sql.Tx, run string, at int64) (int, error) {
+func moveOutbox(ctx context.Context, tx *sql.Tx, run string, at int64, limit int) (int, error) {
 	var n int
 	var last sql.NullInt64
 	if err := tx.QueryRowContext(ctx, `SELECT count(*), max(id) FROM
-		(SELECT id FROM sync_outbox WHERE run = ? ORDER BY id LIMIT ?)`, run, moveChunk).Scan(&n, &last); err != nil || n == 0 {
+		(SELECT id FROM sync_outbox WHERE run = ? ORDER BY id LIMIT ?)`, run, limit).Scan(&n, &last); err != nil || n == 0 {
 		return 0, err
 	}
 	// Message ids only grow (no AUTOINCREMENT, but a new rowid is always
@@ -539,18 +589,18 @@ func moveOutbox(ctx context.Context, tx *sql.Tx, run string, at int64) (int, err
 }
 
 // dropList deletes the rows of list, a chunk per step.
-func dropList(ctx context.Context, step stepFunc, list string, hook func(string) error) error {
+func dropList(ctx context.Context, step stepFunc, p *pacer, list string, hook func(string) error) error {
 	for {
-		var n int64
-		if err := step(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		n, err := paced(ctx, step, p, func(ctx context.Context, tx *sql.Tx) (int, error) {
 			res, err := tx.ExecContext(ctx, `DELETE FROM sync_lists WHERE list = ? AND user_id IN
-				(SELECT user_id FROM sync_lists WHERE list = ? ORDER BY user_id LIMIT ?)`, list, list, dropChunk)
+				(SELECT user_id FROM sync_lists WHERE list = ? ORDER BY user_id LIMIT ?)`, list, list, p.size())
 			if err != nil {
-				return err
+				return 0, err
 			}
-			n, err = res.RowsAffected()
-			return err
-		}); err != nil || n == 0 {
+			n, err := res.RowsAffected()
+			return int(n), err
+		})
+		if err != nil || n == 0 {
 			return err
 		}
 		if hook != nil {
@@ -565,23 +615,23 @@ func dropList(ctx context.Context, step stepFunc, list string, hook func(string)
 // its row.
 func (r syncRun) discard(ctx context.Context, step stepFunc) error {
 	for {
-		var n int64
-		if err := step(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		n, err := paced(ctx, step, r.pace.outbox, func(ctx context.Context, tx *sql.Tx) (int, error) {
 			res, err := tx.ExecContext(ctx, `DELETE FROM sync_outbox WHERE run = ? AND id IN
-				(SELECT id FROM sync_outbox WHERE run = ? ORDER BY id LIMIT ?)`, r.id, r.id, dropChunk)
+				(SELECT id FROM sync_outbox WHERE run = ? ORDER BY id LIMIT ?)`, r.id, r.id, r.pace.outbox.size())
 			if err != nil {
-				return err
+				return 0, err
 			}
-			n, err = res.RowsAffected()
-			return err
-		}); err != nil {
+			n, err := res.RowsAffected()
+			return int(n), err
+		})
+		if err != nil {
 			return err
 		}
 		if n == 0 {
 			break
 		}
 	}
-	if err := dropList(ctx, step, r.id, nil); err != nil {
+	if err := dropList(ctx, step, r.pace.drop, r.id, nil); err != nil {
 		return err
 	}
 	return step(ctx, func(ctx context.Context, tx *sql.Tx) error {
