@@ -105,7 +105,24 @@ beside a running serve, a short step at a time.`,
 		},
 	}
 	prune.Flags().DurationVar(&opts.Older, "older-than", store.DefaultRetention, "prune finished messages received longer ago than `DURATION` (default: the config's retention, else 168h)")
-	cmd.AddCommand(list, show, retry, prune)
+	endpoints := &cobra.Command{
+		Use:   "endpoints",
+		Short: "Show each webhook endpoint's health: closed, open or half-open",
+		Long: `Show the health state serve keeps for each source's webhook URLs, as last
+recorded in the store: closed (requests go through), open (after repeated
+failures: deliveries skip it and wait, one probe at a time tests it) or
+half-open (a probe is in flight), since when, the failures in a row, the
+next probe and the failure that opened it. The state lives in the serve
+process; on PostgreSQL each node keeps its own and the row is the latest
+any node recorded (NODE).`,
+		Example: "  evfwd deliveries endpoints\n  evfwd deliveries endpoints -o json",
+		Args:    cli.Args(cobra.NoArgs),
+		RunE: func(c *cobra.Command, args []string) error {
+			opts.ctx = c.Context()
+			return deliveriesEndpoints(opts)
+		},
+	}
+	cmd.AddCommand(list, show, retry, prune, endpoints)
 	return cmd
 }
 
@@ -351,4 +368,54 @@ func deliveriesPrune(o *DeliveriesOptions) error {
 	fmt.Fprintf(o.Factory.IO.Out, "pruned %d messages (%d deliveries, %d attempts) received before %s\n",
 		n.Messages, n.Deliveries, n.Attempts, wireTime(before))
 	return nil
+}
+
+// endpointJSON is one endpoint's health in -o json output.
+type endpointJSON struct {
+	Source    string       `json:"source"`
+	URL       string       `json:"url"`
+	State     store.Health `json:"state"`
+	Failures  int          `json:"failures"`
+	Since     string       `json:"since,omitempty"`
+	NextProbe string       `json:"nextProbe,omitempty"`
+	LastError string       `json:"lastError,omitempty"`
+	Node      string       `json:"node"`
+	UpdatedAt string       `json:"updatedAt"`
+}
+
+func deliveriesEndpoints(o *DeliveriesOptions) error {
+	st, err := o.open()
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	eps, err := st.Endpoints(o.ctx)
+	if err != nil {
+		return err
+	}
+	io := o.Factory.IO
+	if o.Factory.Format.JSON() {
+		for _, e := range eps {
+			if err := cli.WriteJSON(io.Out, endpointJSON{Source: e.Source, URL: e.URL, State: e.State, Failures: e.Failures,
+				Since: wireTime(e.Since), NextProbe: wireTime(e.NextProbe), LastError: e.LastError, Node: e.Node,
+				UpdatedAt: wireTime(e.UpdatedAt)}); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	if len(eps) == 0 {
+		fmt.Fprintln(io.ErrOut, "no endpoint state recorded yet (serve records it when it starts)")
+		return nil
+	}
+	tw := tabwriter.NewWriter(io.Out, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "SOURCE\tURL\tSTATE\tSINCE\tFAILURES\tNEXT PROBE\tLAST ERROR")
+	for _, e := range eps {
+		next := "-"
+		if !e.NextProbe.IsZero() {
+			next = wireTime(e.NextProbe)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\t%s\n", e.Source, e.URL, e.State, wireTime(e.Since), e.Failures, next, e.LastError)
+	}
+	return tw.Flush()
 }

@@ -181,6 +181,7 @@ func TestDeadEndpointGetsOnlyProbes(t *testing.T) {
 		Policy:       webhook.Policy{Initial: time.Minute},
 	})
 	obs.finishedN(t, 3)
+	drained(t, f, "web")
 	if n := f.settle(t, "web"); n != 0 || dead.count() != 3 {
 		t.Fatalf("open endpoint: %d leased, %d requests; want 0, 3", n, dead.count())
 	}
@@ -201,6 +202,7 @@ func TestDeadEndpointGetsOnlyProbes(t *testing.T) {
 			t.Fatalf("probe %d: leased %d, want 1", i+1, n)
 		}
 		obs.finishedN(t, 4+i+1)
+		drained(t, f, "web")
 		if n := f.settle(t, "web"); n != 0 {
 			t.Fatalf("after probe %d: leased %d more", i+1, n)
 		}
@@ -356,4 +358,17 @@ func TestWindowStillKillsWhileOpen(t *testing.T) {
 	if h.count() != 3 {
 		t.Errorf("%d requests, want the first, a probe, and the last", h.count())
 	}
+}
+
+// drained waits until source's lane has no delivery in flight: a delivery
+// is reported Finished a moment before it gives its room in the lane back
+// (and then wakes the lanes, which the tracer hears).
+func drained(t *testing.T, r *running, source string) {
+	t.Helper()
+	l := r.lanes[source]
+	await(t, &r.tracer.changed, "no delivery of "+source+" in flight", func() bool {
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		return l.inflight == 0
+	})
 }
