@@ -21,7 +21,7 @@ const (
 	// every few seconds costs a dead endpoint nothing, and it bounds how
 	// long a recovered endpoint goes unnoticed. Each message's own
 	// schedule (doubling to 10 minutes, dead after 4 h) is unchanged.
-	DefaultProbeMax = 5 * time.Second
+	DefaultProbeMax = 2 * time.Second
 )
 
 // BreakerConfig configures the endpoints' health state (a circuit breaker
