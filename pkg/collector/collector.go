@@ -98,6 +98,7 @@ func (h *Handler) Drain() { h.draining.Store(true) }
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if h.draining.Load() {
 		w.Header().Set("Connection", "close")
+		w.Header().Set("Retry-After", fmt.Sprint(RetryAfter))
 		writeError(w, http.StatusServiceUnavailable, "server is shutting down", nil)
 		return
 	}
@@ -189,6 +190,7 @@ func (h *Handler) store(w http.ResponseWriter, r *http.Request, src *Source, b *
 			writeError(w, http.StatusServiceUnavailable, "store cannot write (full), retry later", nil)
 			h.onError(http.StatusServiceUnavailable, err)
 		case errors.Is(err, store.ErrClosed), errors.Is(err, context.Canceled):
+			w.Header().Set("Retry-After", fmt.Sprint(RetryAfter))
 			writeError(w, http.StatusServiceUnavailable, "server is shutting down", nil)
 			h.onError(http.StatusServiceUnavailable, err)
 		default:

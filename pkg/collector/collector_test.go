@@ -208,7 +208,7 @@ func TestBackPressureAndDrain(t *testing.T) {
 	}
 	st.err = nil
 	h.Drain()
-	if w := do(h, req{path: "/v1/batch", body: body, key: "wk_web"}); w.Code != 503 {
+	if w := do(h, req{path: "/v1/batch", body: body, key: "wk_web"}); w.Code != 503 || w.Header().Get("Retry-After") == "" {
 		t.Errorf("draining: %d, want 503", w.Code)
 	}
 }
