@@ -328,15 +328,22 @@ func (f *Forwarder) fill(ctx, deliverCtx context.Context, l *lane) (got, full bo
 	}
 	f.tell(l, laneLeased, len(ds))
 	if probe != nil && len(ds) == 0 {
-		// Nothing is due to make the probe with: what waits here is held.
-		// Make it due and try again a step later.
+		// Nothing is due to make the probe with. Held deliveries wait for
+		// one: make them due, and the next pass takes one. With none, the
+		// probe waits a step (each failed delivery's own next attempt is
+		// due by then or later, and probes it).
 		now := f.cfg.Now()
 		probe.unused(now)
-		probe.postpone(now)
-		f.transition(l, probe)
-		if _, err := f.cfg.Store.Release(ctx, l.source, []string{heldError}, now); err != nil && ctx.Err() == nil {
+		n, err := f.cfg.Store.Release(ctx, l.source, []string{heldError}, now)
+		if err != nil && ctx.Err() == nil {
 			f.cfg.Logger.Error("release held deliveries", "source", l.source, "err", err)
 		}
+		if n == 0 {
+			probe.postpone(now)
+		} else {
+			l.poke()
+		}
+		f.transition(l, probe)
 	}
 	for range tokens - len(ds) {
 		<-f.sem
@@ -418,7 +425,7 @@ func (f *Forwarder) deliver(ctx context.Context, l *lane, d store.Delivery, prob
 		}
 	default:
 		if next, ok := f.cfg.Policy.NextAttempt(c.FirstAttempt, c.Attempts, res); ok {
-			c.Status, c.NextAttempt, retry = store.Pending, g.probeDue(next), true
+			c.Status, c.NextAttempt, retry = store.Pending, next, true
 		} else if res.Outcome == webhook.Retryable {
 			c.Status = store.Dead
 		} else {

@@ -60,7 +60,6 @@ type gate struct {
 	dest    *webhook.Destination
 	closes  uint64 // l.closings() before the decision
 	probed  []*breaker
-	called  []*breaker // the endpoints requests went to (reportHealth)
 }
 
 // gate admits d's requests endpoint by endpoint. probe is the breaker the
@@ -122,19 +121,6 @@ func (g *gate) remap(a *webhook.Attempt) {
 	}
 }
 
-// probeDue brings a failed delivery's next attempt forward to the next
-// probe of an endpoint it called that is open now: the delivery waits on
-// the endpoint, not on its own backoff, and so there is a delivery due for
-// each probe.
-func (g *gate) probeDue(next time.Time) time.Time {
-	for _, b := range g.called {
-		if at := b.nextProbe(); !at.IsZero() && at.Before(next) {
-			next = at
-		}
-	}
-	return next
-}
-
 // reportHealth tells each endpoint's breaker how its request ended, and
 // gives back probes admitted but not made.
 func (f *Forwarder) reportHealth(l *lane, g *gate, res webhook.Result) {
@@ -145,9 +131,6 @@ func (f *Forwarder) reportHealth(l *lane, g *gate, res webhook.Result) {
 	used := map[*breaker]bool{}
 	for _, a := range res.Attempts {
 		b := l.breakers[a.Endpoint]
-		if !used[b] {
-			g.called = append(g.called, b)
-		}
 		used[b] = true
 		if changed, _ := b.report(now, a, g.probes[a.Endpoint]); changed {
 			f.transition(l, b)
