@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/evfwd/evfwd/pkg/forwarder"
 	"github.com/evfwd/evfwd/pkg/serve"
 	"github.com/evfwd/evfwd/pkg/store"
 	"github.com/evfwd/evfwd/pkg/store/storetest"
@@ -43,7 +44,10 @@ func TestDeletionLeavesNoByteInStore(t *testing.T) {
 			{Name: "quiet", WriteKey: "wk_quiet"},
 		},
 		AdminToken: adminToken,
-	}, serve.Options{Now: c.now, Poll: 5 * time.Millisecond})
+	}, serve.Options{Now: c.now, Poll: 5 * time.Millisecond,
+		// Every message to a failing endpoint makes its first attempt, so
+		// that each waits for a retry rather than for a probe.
+		Breaker: forwarder.BreakerConfig{Disabled: true}})
 	adm := &serve.AdminClient{Endpoint: h.url, Token: adminToken}
 	ctx := context.Background()
 
