@@ -21,9 +21,12 @@ func (s *Server) Prune(ctx context.Context) (store.Pruned, error) {
 	before := s.opts.Now().Add(-s.cfg.Retention)
 	n, err := s.store.Prune(ctx, before)
 	s.metrics.Pruned(n.Messages)
-	if n.Messages > 0 || err != nil {
+	if n.Messages > 0 {
 		s.log.Info("pruned", "before", before, "messages", n.Messages, "deliveries", n.Deliveries,
-			"attempts", n.Attempts, "took", time.Since(start).Round(time.Millisecond), "err", err)
+			"attempts", n.Attempts, "took", time.Since(start).Round(time.Millisecond))
+	}
+	if err != nil && ctx.Err() == nil {
+		s.log.Error("prune", "before", before, "err", err)
 	}
 	return n, err
 }
