@@ -418,3 +418,29 @@ func TestServeTLSReloadOnHUP(t *testing.T) {
 		t.Errorf("after a failed reload: serial %d, want 2", got)
 	}
 }
+
+func TestDeliveriesEndpoints(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "evfwd.db")
+	ctx := context.Background()
+	st, err := sqlite.Open(ctx, path, sqlite.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	since := time.Date(2024, 5, 1, 12, 0, 0, 0, time.UTC)
+	err = st.SaveEndpoint(ctx, store.EndpointState{Source: "web", URL: "http://hooks.test/a", State: store.EndpointOpen,
+		Failures: 5, Since: since, NextProbe: since.Add(2 * time.Second), LastError: "HTTP 503", UpdatedAt: since})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st.Close()
+	env := map[string]string{"EVFWD_STORE": "sqlite://" + path}
+	res := execute(t, testFactory(t, "", false, env), "deliveries", "endpoints")
+	if res.Code != 0 || !strings.Contains(res.Stdout, "http://hooks.test/a") || !strings.Contains(res.Stdout, "open") ||
+		!strings.Contains(res.Stdout, "2024-05-01T12:00:02.000Z") {
+		t.Errorf("endpoints: %d %q %q", res.Code, res.Stdout, res.Stderr)
+	}
+	res = execute(t, testFactory(t, "", false, env), "deliveries", "endpoints", "-o", "json")
+	if res.Code != 0 || !strings.Contains(res.Stdout, `"state":"open"`) || !strings.Contains(res.Stdout, `"failures":5`) {
+		t.Errorf("endpoints json: %d %q", res.Code, res.Stdout)
+	}
+}
