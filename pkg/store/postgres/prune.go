@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/evfwd/evfwd/pkg/store"
+	"github.com/evfwd/evfwd/pkg/store/internal/rowscan"
 	"github.com/jackc/pgx/v5"
 )
 
@@ -52,31 +53,10 @@ func pruneStep(ctx context.Context, tx pgx.Tx, after, cutoff int64, n *store.Pru
 	if err != nil {
 		return after, false, err
 	}
-	var ids []int64
-	examined, done := 0, false
-	for rows.Next() {
-		var id int64
-		var candidate, old bool
-		if err := rows.Scan(&id, &candidate, &old); err != nil {
-			rows.Close()
-			return after, false, err
-		}
-		if !old {
-			done = true
-			break
-		}
-		examined++
-		after = id
-		if candidate {
-			ids = append(ids, id)
-		}
-	}
+	ids, after, done, err := rowscan.PruneScan(rows, after)
 	rows.Close()
-	if err := rows.Err(); err != nil {
+	if err != nil {
 		return after, false, err
-	}
-	if examined < store.PruneStep {
-		done = true
 	}
 	if len(ids) == 0 {
 		return after, done, nil

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/evfwd/evfwd/pkg/store"
+	"github.com/evfwd/evfwd/pkg/store/internal/rowscan"
 )
 
 // Prune implements store.Store. Each step is one group-commit op, so
@@ -61,34 +62,17 @@ func pruneStep(ctx context.Context, tx *sql.Tx, after, cutoff int64, n *store.Pr
 	if err != nil {
 		return after, false, err
 	}
-	var ids []any
-	examined, done := 0, false
-	for rows.Next() {
-		var id int64
-		var prunable, old bool
-		if err := rows.Scan(&id, &prunable, &old); err != nil {
-			rows.Close()
-			return after, false, err
-		}
-		if !old {
-			done = true
-			break
-		}
-		examined++
-		after = id
-		if prunable {
-			ids = append(ids, id)
-		}
-	}
+	ids, after, done, err := rowscan.PruneScan(rows, after)
 	rows.Close()
-	if err := rows.Err(); err != nil {
+	if err != nil {
 		return after, false, err
-	}
-	if examined < store.PruneStep {
-		done = true
 	}
 	if len(ids) == 0 {
 		return after, done, nil
+	}
+	args := make([]any, len(ids))
+	for i, id := range ids {
+		args[i] = id
 	}
 	in := "(?" + strings.Repeat(",?", len(ids)-1) + ")"
 	for _, q := range []struct {
@@ -99,7 +83,7 @@ func pruneStep(ctx context.Context, tx *sql.Tx, after, cutoff int64, n *store.Pr
 		{`DELETE FROM deliveries WHERE message IN ` + in, &n.Deliveries},
 		{`DELETE FROM messages WHERE id IN ` + in, &n.Messages},
 	} {
-		res, err := tx.ExecContext(ctx, q.sql, ids...)
+		res, err := tx.ExecContext(ctx, q.sql, args...)
 		if err != nil {
 			return after, false, err
 		}
