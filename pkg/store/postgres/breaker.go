@@ -35,21 +35,11 @@ func (s *Store) Endpoints(ctx context.Context) ([]store.EndpointState, error) {
 		return nil, err
 	}
 	defer leave()
-	rows, err := s.pool.Query(ctx, `SELECT source, url, state, failures, since, next_probe_at, node,
-		last_error, updated_at FROM endpoint_states ORDER BY source COLLATE "C", url COLLATE "C"`)
+	rows, err := s.pool.Query(ctx, `SELECT `+rowscan.EndpointColumns+` FROM endpoint_states ORDER BY source COLLATE "C", url COLLATE "C"`)
 	if err != nil {
 		return nil, err
 	}
-	return collect(rows, scanEndpoint)
-}
-
-func scanEndpoint(sc rowscan.Scanner) (store.EndpointState, error) {
-	var st store.EndpointState
-	var state string
-	var since, next, updated int64
-	err := sc.Scan(&st.Source, &st.URL, &state, &st.Failures, &since, &next, &st.Node, &st.LastError, &updated)
-	st.State, st.Since, st.NextProbe, st.UpdatedAt = store.Health(state), store.FromMillis(since), store.FromMillis(next), store.FromMillis(updated)
-	return st, err
+	return collect(rows, rowscan.Endpoint)
 }
 
 // releaseSQL makes one step of deliveries due; rows another node holds

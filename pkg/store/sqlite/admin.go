@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/evfwd/evfwd/pkg/store"
+	"github.com/evfwd/evfwd/pkg/store/internal/rowscan"
 )
 
 var _ store.Admin = (*Store)(nil)
@@ -663,19 +664,7 @@ func (s *Store) SyncValues(ctx context.Context, kind store.SyncKind, key string)
 			return
 		}
 		defer rows.Close()
-		for rows.Next() {
-			var v store.Value
-			if err := rows.Scan(&v.UserID, &v.Value); err != nil {
-				yield(store.Value{}, err)
-				return
-			}
-			if !yield(v, nil) {
-				return
-			}
-		}
-		if err := rows.Err(); err != nil {
-			yield(store.Value{}, err)
-		}
+		rowscan.Values(rows, yield)
 	}
 }
 

@@ -26,21 +26,11 @@ func (s *Store) SaveEndpoint(ctx context.Context, st store.EndpointState) error 
 
 // Endpoints implements store.Store.
 func (s *Store) Endpoints(ctx context.Context) ([]store.EndpointState, error) {
-	rows, err := s.read.QueryContext(ctx, `SELECT source, url, state, failures, since, next_probe_at, node,
-		last_error, updated_at FROM endpoint_states ORDER BY source, url`)
+	rows, err := s.read.QueryContext(ctx, `SELECT `+rowscan.EndpointColumns+` FROM endpoint_states ORDER BY source, url`)
 	if err != nil {
 		return nil, err
 	}
-	return collect(rows, scanEndpoint)
-}
-
-func scanEndpoint(sc rowscan.Scanner) (store.EndpointState, error) {
-	var st store.EndpointState
-	var state string
-	var since, next, updated int64
-	err := sc.Scan(&st.Source, &st.URL, &state, &st.Failures, &since, &next, &st.Node, &st.LastError, &updated)
-	st.State, st.Since, st.NextProbe, st.UpdatedAt = store.Health(state), store.FromMillis(since), store.FromMillis(next), store.FromMillis(updated)
-	return st, err
+	return collect(rows, rowscan.Endpoint)
 }
 
 // Release implements store.Store: a step at a time, each its own

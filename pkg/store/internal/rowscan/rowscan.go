@@ -96,3 +96,34 @@ func DeletionSource(sc Scanner) (store.DeletionSource, error) {
 	}
 	return ds, nil
 }
+
+// EndpointColumns are the columns Endpoint reads, from endpoint_states.
+const EndpointColumns = `source, url, state, failures, since, next_probe_at, node, last_error, updated_at`
+
+// Endpoint scans EndpointColumns.
+func Endpoint(sc Scanner) (store.EndpointState, error) {
+	var st store.EndpointState
+	var state string
+	var since, next, updated int64
+	err := sc.Scan(&st.Source, &st.URL, &state, &st.Failures, &since, &next, &st.Node, &st.LastError, &updated)
+	st.State, st.Since, st.NextProbe, st.UpdatedAt = store.Health(state), store.FromMillis(since), store.FromMillis(next), store.FromMillis(updated)
+	return st, err
+}
+
+// Values yields each (user_id, value) row to yield, then the rows' error
+// if any, stopping when yield does.
+func Values(rows Rows, yield func(store.Value, error) bool) {
+	for rows.Next() {
+		var v store.Value
+		if err := rows.Scan(&v.UserID, &v.Value); err != nil {
+			yield(store.Value{}, err)
+			return
+		}
+		if !yield(v, nil) {
+			return
+		}
+	}
+	if err := rows.Err(); err != nil {
+		yield(store.Value{}, err)
+	}
+}
