@@ -9,13 +9,13 @@ import (
 	"io"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"runtime"
 	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/evfwd/evfwd/internal/fullfs"
 
 	"github.com/evfwd/evfwd/pkg/collector"
 	"github.com/evfwd/evfwd/pkg/serve"
@@ -128,48 +128,12 @@ func TestBatchLimitThroughServe(t *testing.T) {
 	}
 }
 
-// mountSmallFS mounts a tmpfs of size on a new directory for the test, or
-// skips it where mounting is not permitted (CI runs as root, where it is).
-func mountSmallFS(t *testing.T, size string) string {
-	t.Helper()
-	if runtime.GOOS != "linux" {
-		t.Skip("a full file system is made with a Linux tmpfs")
-	}
-	dir := t.TempDir()
-	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size="+size, "tmpfs", dir).CombinedOutput(); err != nil {
-		t.Skipf("cannot mount a %s tmpfs to fill (needs root): %v: %s", size, err, strings.TrimSpace(string(out)))
-	}
-	t.Cleanup(func() { // before TempDir's cleanup, registered first
-		if out, err := exec.Command("umount", dir).CombinedOutput(); err != nil {
-			t.Errorf("umount %s: %v: %s", dir, err, out)
-			exec.Command("umount", "-l", dir).Run()
-		}
-	})
-	return dir
-}
-
-// fill writes path until the file system is full.
-func fill(t *testing.T, path string) {
-	t.Helper()
-	f, err := os.Create(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	buf := make([]byte, 64<<10)
-	for n := len(buf); n > 0; {
-		if _, err := f.Write(buf[:n]); err != nil {
-			n /= 2
-		}
-	}
-}
-
 // TestDiskFullAnswers503: serve on a SQLite file whose file system fills
 // answers 503 with Retry-After, never 500, and stores nothing of what it
 // refused; everything it answered 200 is stored. Once space is freed it
 // answers 200 again, and the client's retry of a refused batch is stored.
 func TestDiskFullAnswers503(t *testing.T) {
-	dir := mountSmallFS(t, "4m")
+	dir := fullfs.Mount(t, "4m")
 	hk := newHook(t)
 	h := run(t, serve.Config{
 		Addr:  "127.0.0.1:0",
@@ -196,7 +160,7 @@ func TestDiskFullAnswers503(t *testing.T) {
 	}
 	post(batch(0))
 	ballast := filepath.Join(dir, "ballast")
-	fill(t, ballast)
+	fullfs.Fill(t, ballast, 0)
 	// SQLite writes into room its WAL file has already, then fails.
 	var refused [][]byte
 	var refusedIDs []string

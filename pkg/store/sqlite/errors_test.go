@@ -6,12 +6,12 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/evfwd/evfwd/internal/fullfs"
 
 	"github.com/evfwd/evfwd/pkg/store"
 )
@@ -84,64 +84,13 @@ func TestClassify(t *testing.T) {
 	}
 }
 
-// mountSmallFS mounts a tmpfs of size on a new directory for the test, or
-// skips it where mounting is not permitted (CI runs as root, where it is).
-func mountSmallFS(t *testing.T, size string) string {
-	t.Helper()
-	if runtime.GOOS != "linux" {
-		t.Skip("a full file system is made with a Linux tmpfs")
-	}
-	dir := t.TempDir()
-	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size="+size, "tmpfs", dir).CombinedOutput(); err != nil {
-		t.Skipf("cannot mount a %s tmpfs to fill (needs root): %v: %s", size, err, strings.TrimSpace(string(out)))
-	}
-	t.Cleanup(func() { // before TempDir's cleanup, registered first
-		if out, err := exec.Command("umount", dir).CombinedOutput(); err != nil {
-			t.Errorf("umount %s: %v: %s", dir, err, out)
-			exec.Command("umount", "-l", dir).Run()
-		}
-	})
-	return dir
-}
-
-// fill writes path until the file system is full, then gives back keep
-// bytes.
-func fill(t *testing.T, path string, keep int64) {
-	t.Helper()
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	buf := make([]byte, 64<<10)
-	for {
-		if _, err := f.Write(buf); err != nil {
-			break
-		}
-	}
-	for n := len(buf) / 2; n > 0; n /= 2 { // the last partial block
-		if _, err := f.Write(buf[:n]); err != nil {
-			continue
-		}
-	}
-	if keep > 0 {
-		fi, err := f.Stat()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := f.Truncate(max(fi.Size()-keep, 0)); err != nil {
-			t.Fatal(err)
-		}
-	}
-}
-
 // TestIngestOnFullDisk: on a file system that is full, Ingest fails with
 // store.ErrFull and stores nothing, whether SQLite fails at commit (a small
 // transaction) or while writing pages out of its cache mid-transaction (a
 // large one, which SQLite then rolls back whole); once space is freed the
 // store writes again.
 func TestIngestOnFullDisk(t *testing.T) {
-	dir := mountSmallFS(t, "8m")
+	dir := fullfs.Mount(t, "8m")
 	ctx := context.Background()
 	s, err := Open(ctx, filepath.Join(dir, "evfwd.db"), Options{})
 	if err != nil {
@@ -172,7 +121,7 @@ func TestIngestOnFullDisk(t *testing.T) {
 
 	// 3 MiB free and a 5 MB transaction: SQLite's page cache (2 MB)
 	// spills into the WAL before the commit and the disk fills then.
-	fill(t, ballast, 3<<20)
+	fullfs.Fill(t, ballast, 3<<20)
 	err = s.Ingest(ctx, batch(50, 100_000))
 	t.Logf("mid-transaction: %v", err)
 	if !errors.Is(err, store.ErrFull) {
@@ -180,7 +129,7 @@ func TestIngestOnFullDisk(t *testing.T) {
 	}
 	// Nothing free: small transactions go into the room the WAL file has
 	// already (it keeps its size), then fail at their commit.
-	fill(t, ballast, 0)
+	fullfs.Fill(t, ballast, 0)
 	acked := count()
 	for i, refused := 0, 0; refused < 3; i++ {
 		if i == 1000 {
