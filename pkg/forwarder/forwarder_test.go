@@ -13,6 +13,8 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/evfwd/evfwd/internal/broadcast"
+
 	"github.com/evfwd/evfwd/pkg/message"
 	"github.com/evfwd/evfwd/pkg/signature"
 	"github.com/evfwd/evfwd/pkg/store"
@@ -76,46 +78,21 @@ func (c *clock) Set(t time.Time) {
 
 // ---- waiting on events ----
 
-// signal is a broadcast: next returns a channel that the following fire
-// closes.
-type signal struct {
-	mu sync.Mutex
-	ch chan struct{}
-}
-
-func (s *signal) next() <-chan struct{} {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.ch == nil {
-		s.ch = make(chan struct{})
-	}
-	return s.ch
-}
-
-func (s *signal) fire() {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.ch != nil {
-		close(s.ch)
-		s.ch = nil
-	}
-}
-
 var (
 	signalsMu sync.Mutex
-	signals   = map[*testing.T]*signal{}
+	signals   = map[*testing.T]*broadcast.Signal{}
 )
 
 // changed is t's signal: it fires whenever something the test may wait
 // for has happened: one of its endpoints got a request, or its forwarder's
 // observer heard of an attempt or a finished delivery (which the store has
 // recorded by then).
-func changed(t *testing.T) *signal {
+func changed(t *testing.T) *broadcast.Signal {
 	signalsMu.Lock()
 	defer signalsMu.Unlock()
 	s := signals[t]
 	if s == nil {
-		s = &signal{}
+		s = &broadcast.Signal{}
 		signals[t] = s
 		t.Cleanup(func() {
 			signalsMu.Lock()
@@ -135,12 +112,12 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 
 // await returns once cond holds, checking it now and each time s fires;
 // it fails the test when waitLimit passes first.
-func await(t *testing.T, s *signal, what string, cond func() bool) {
+func await(t *testing.T, s *broadcast.Signal, what string, cond func() bool) {
 	t.Helper()
 	limit := time.NewTimer(waitLimit)
 	defer limit.Stop()
 	for {
-		next := s.next() // before cond: a change during cond is not missed
+		next := s.Next() // before cond: a change during cond is not missed
 		if cond() {
 			return
 		}
@@ -196,9 +173,9 @@ func (g *gauge) get() (cur, max int) {
 // client goes away.
 type hook struct {
 	*httptest.Server
-	changed *signal // the test's
-	gauge   *gauge  // this hook's concurrency
-	share   *gauge  // optional, shared with other hooks
+	changed *broadcast.Signal // the test's
+	gauge   *gauge            // this hook's concurrency
+	share   *gauge            // optional, shared with other hooks
 
 	mu     sync.Mutex
 	reqs   []request
@@ -246,7 +223,7 @@ func (h *hook) serve(w http.ResponseWriter, r *http.Request) {
 		code = h.script[min(n, len(h.script)-1)]
 	}
 	h.mu.Unlock()
-	h.changed.fire()
+	h.changed.Fire()
 	if h.gate != nil {
 		select {
 		case <-h.gate:
@@ -346,21 +323,21 @@ func (o *observer) finishedN(t *testing.T, n int) ([]attemptSeen, []finishSeen) 
 // completion.
 type announcer struct {
 	next    Observer
-	changed *signal
+	changed *broadcast.Signal
 }
 
 func (a announcer) Attempt(source string, at webhook.Attempt) {
 	if a.next != nil {
 		a.next.Attempt(source, at)
 	}
-	a.changed.fire()
+	a.changed.Fire()
 }
 
 func (a announcer) Finished(source string, status store.Status, retry bool) {
 	if a.next != nil {
 		a.next.Finished(source, status, retry)
 	}
-	a.changed.fire()
+	a.changed.Fire()
 }
 
 // ---- lanes ----
@@ -369,7 +346,7 @@ func (a announcer) Finished(source string, status store.Status, retry bool) {
 // fires changed at each step (its own signal: the conditions of waitFor
 // need not be checked again at every step of every lane).
 type tracer struct {
-	changed signal
+	changed broadcast.Signal
 	mu      sync.Mutex
 	mark    uint64 // raised by settle; each pass remembers its value at the start
 	lanes   map[string]*laneLog
@@ -403,7 +380,7 @@ func (tr *tracer) trace(source string, ev laneEvent, leased int) {
 		l.passes[len(l.passes)-1].idle = true
 	}
 	tr.mu.Unlock()
-	tr.changed.fire()
+	tr.changed.Fire()
 }
 
 // leased is how many deliveries source's lane leased in passes that began

@@ -51,7 +51,7 @@ func newIDCounter(t *testing.T) *idCounter {
 				}
 			}
 			c.mu.Unlock()
-			changed.fire()
+			changed.Fire()
 		}
 	}))
 	t.Cleanup(c.Close)

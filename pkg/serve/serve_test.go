@@ -20,6 +20,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/evfwd/evfwd/internal/broadcast"
+
 	"github.com/evfwd/evfwd/pkg/serve"
 	"github.com/evfwd/evfwd/pkg/store"
 	"github.com/evfwd/evfwd/pkg/webhook"
@@ -55,37 +57,12 @@ func (c *clock) now() time.Time      { return time.Unix(0, c.ns.Load()).UTC() }
 func (c *clock) set(t time.Time)     { c.ns.Store(t.UnixNano()) }
 func (c *clock) add(d time.Duration) { c.ns.Add(int64(d)) }
 
-// signal is a broadcast: next returns a channel that the following fire
-// closes.
-type signal struct {
-	mu sync.Mutex
-	ch chan struct{}
-}
-
-func (s *signal) next() <-chan struct{} {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.ch == nil {
-		s.ch = make(chan struct{})
-	}
-	return s.ch
-}
-
-func (s *signal) fire() {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.ch != nil {
-		close(s.ch)
-		s.ch = nil
-	}
-}
-
 // changed fires whenever something a test may wait for has happened: a
 // test endpoint (hook, idCounter) got a request, or a service started by
 // run logged a record (the forwarder logs every delivery outcome once it
 // is in the store and the metrics; the admin API, the pruner and the
 // collector's refusals log too).
-var changed signal
+var changed broadcast.Signal
 
 // announcer is a slog.Handler that fires changed for every record, and
 // passes on the records its next handler wants.
@@ -98,7 +75,7 @@ func (a announcer) Handle(ctx context.Context, r slog.Record) error {
 	if a.next.Enabled(ctx, r.Level) {
 		err = a.next.Handle(ctx, r)
 	}
-	changed.fire()
+	changed.Fire()
 	return err
 }
 
@@ -131,7 +108,7 @@ func newHook(t *testing.T, script ...int) *hook {
 			status, h.script = h.script[0], h.script[1:]
 		}
 		h.mu.Unlock()
-		changed.fire()
+		changed.Fire()
 		w.WriteHeader(status)
 	}))
 	t.Cleanup(h.Close)
@@ -237,7 +214,7 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 	tick := time.NewTicker(recheck)
 	defer tick.Stop()
 	for {
-		next := changed.next() // before cond: a change during cond is not missed
+		next := changed.Next() // before cond: a change during cond is not missed
 		if cond() {
 			return
 		}
