@@ -9,15 +9,12 @@ package main
 import (
 	"bytes"
 	"context"
-	"crypto/rand"
 	"encoding/base64"
-	"encoding/hex"
 	"flag"
 	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
@@ -25,10 +22,11 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/evfwd/evfwd/bench/internal/benchpg"
+
 	"github.com/evfwd/evfwd/pkg/message"
 	"github.com/evfwd/evfwd/pkg/serve"
 	"github.com/evfwd/evfwd/pkg/webhook"
-	"github.com/jackc/pgx/v5"
 )
 
 var auth = "Basic " + base64.StdEncoding.EncodeToString([]byte("wk_bench:"))
@@ -76,8 +74,8 @@ func main() {
 	run := func(name string, forward bool, fn func(urls []string)) {
 		storeURL := filepath.Join(dir, name+".db")
 		if *pgURL != "" {
-			storeURL = schemaURL(*pgURL, name)
-			defer dropSchema(*pgURL, storeURL)
+			storeURL = benchpg.SchemaURL(*pgURL, name)
+			defer benchpg.Drop(*pgURL, storeURL)
 		}
 		ctx, cancel := context.WithCancel(context.Background())
 		var urls []string
@@ -214,29 +212,4 @@ func post(url string, body []byte) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-}
-
-// schemaURL is base with a new schema (search_path) for one run.
-func schemaURL(base, name string) string {
-	b := make([]byte, 4)
-	rand.Read(b)
-	u, err := url.Parse(base)
-	if err != nil {
-		panic(err)
-	}
-	q := u.Query()
-	q.Set("search_path", "evfwd_bench_"+name+"_"+hex.EncodeToString(b))
-	u.RawQuery = q.Encode()
-	return u.String()
-}
-
-func dropSchema(base, schemaURL string) {
-	u, _ := url.Parse(schemaURL)
-	ctx := context.Background()
-	conn, err := pgx.Connect(ctx, base)
-	if err != nil {
-		panic(err)
-	}
-	defer conn.Close(ctx)
-	conn.Exec(ctx, "DROP SCHEMA "+pgx.Identifier{u.Query().Get("search_path")}.Sanitize()+" CASCADE")
 }

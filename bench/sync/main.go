@@ -14,15 +14,12 @@ package main
 import (
 	"bytes"
 	"context"
-	"crypto/rand"
 	"encoding/base64"
-	"encoding/hex"
 	"flag"
 	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
@@ -30,10 +27,11 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/evfwd/evfwd/bench/internal/benchpg"
+
 	"github.com/evfwd/evfwd/pkg/message"
 	"github.com/evfwd/evfwd/pkg/serve"
 	"github.com/evfwd/evfwd/pkg/webhook"
-	"github.com/jackc/pgx/v5"
 )
 
 const token = "bench_admin"
@@ -73,8 +71,8 @@ func main() {
 	dbPath := filepath.Join(dir, "evfwd.db")
 	storeURL := "sqlite://" + dbPath
 	if *pgURL != "" {
-		storeURL = schemaURL(*pgURL)
-		defer dropSchema(*pgURL, storeURL)
+		storeURL = benchpg.SchemaURL(*pgURL, "sync")
+		defer benchpg.Drop(*pgURL, storeURL)
 	}
 	cfg := serve.Config{Addr: "127.0.0.1:0", Store: storeURL, AdminToken: token, Sources: []serve.Source{{
 		Name: "bench", WriteKey: "wk_bench",
@@ -287,29 +285,4 @@ func post(base string, body []byte) bool {
 	io.Copy(io.Discard, resp.Body)
 	resp.Body.Close()
 	return resp.StatusCode == http.StatusOK
-}
-
-// schemaURL is base with a new schema (search_path) for one run.
-func schemaURL(base string) string {
-	b := make([]byte, 4)
-	rand.Read(b)
-	u, err := url.Parse(base)
-	if err != nil {
-		panic(err)
-	}
-	q := u.Query()
-	q.Set("search_path", "evfwd_syncbench_"+hex.EncodeToString(b))
-	u.RawQuery = q.Encode()
-	return u.String()
-}
-
-func dropSchema(base, schemaURL string) {
-	u, _ := url.Parse(schemaURL)
-	ctx := context.Background()
-	conn, err := pgx.Connect(ctx, base)
-	if err != nil {
-		panic(err)
-	}
-	defer conn.Close(ctx)
-	conn.Exec(ctx, "DROP SCHEMA "+pgx.Identifier{u.Query().Get("search_path")}.Sanitize()+" CASCADE")
 }
