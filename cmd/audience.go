@@ -8,8 +8,8 @@ import (
 	"strings"
 
 	"github.com/evfwd/evfwd/internal/cli"
-	"github.com/evfwd/evfwd/pkg/message"
 	"github.com/evfwd/evfwd/pkg/ndjson"
+	"github.com/evfwd/evfwd/pkg/rawjson"
 	"github.com/evfwd/evfwd/pkg/serve"
 	"github.com/spf13/cobra"
 )
@@ -128,7 +128,7 @@ func writeList(w io.Writer, lines *ndjson.Reader, audience bool) error {
 		b = b[:0]
 		line := bytes.TrimSpace(l.Bytes)
 		if audience && len(line) > 0 && line[0] != '{' && line[0] != '"' {
-			b = message.AppendString(b, string(line))
+			b = rawjson.AppendString(b, string(line))
 		} else {
 			b = append(b, line...)
 		}

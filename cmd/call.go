@@ -10,6 +10,7 @@ import (
 	"github.com/evfwd/evfwd/internal/cli"
 	"github.com/evfwd/evfwd/pkg/analytics"
 	"github.com/evfwd/evfwd/pkg/message"
+	"github.com/evfwd/evfwd/pkg/rawjson"
 	"github.com/spf13/cobra"
 )
 
@@ -240,7 +241,7 @@ func printCallResult(f *cli.Factory, t message.Type, r callResult) error {
 func buildCall(opts *CallOptions) (*message.Raw, error) {
 	f := opts.Factory
 	stdin := &stdinOnce{io: f.IO}
-	obj := &message.Object{}
+	obj := &rawjson.Object{}
 	obj.SetString("type", string(opts.Type))
 	id := opts.MessageID
 	if id == "" {
@@ -267,7 +268,7 @@ func buildCall(opts *CallOptions) (*message.Raw, error) {
 			return nil, err
 		}
 		if len(opts.Pairs) > 0 && data == nil {
-			data = &message.Object{}
+			data = &rawjson.Object{}
 		}
 		for _, p := range opts.Pairs {
 			k, v, err := parsePair(p)
@@ -303,7 +304,7 @@ func pairFlag(dataKey string) string {
 	return "trait"
 }
 
-func setString(o *message.Object, key, val string) {
+func setString(o *rawjson.Object, key, val string) {
 	if val != "" {
 		o.SetString(key, val)
 	}

@@ -8,7 +8,7 @@ import (
 	"strings"
 
 	"github.com/evfwd/evfwd/internal/cli"
-	"github.com/evfwd/evfwd/pkg/message"
+	"github.com/evfwd/evfwd/pkg/rawjson"
 )
 
 // stdinOnce hands stdin to at most one JSON argument.
@@ -19,7 +19,7 @@ type stdinOnce struct {
 
 // jsonArg reads a JSON-object flag value: inline JSON, @FILE, or - for
 // stdin. "" gives nil. Numbers keep their digits; whitespace is dropped.
-func jsonArg(stdin *stdinOnce, flag, val string) (*message.Object, error) {
+func jsonArg(stdin *stdinOnce, flag, val string) (*rawjson.Object, error) {
 	switch {
 	case val == "":
 		return nil, nil
@@ -36,7 +36,7 @@ func jsonArg(stdin *stdinOnce, flag, val string) (*message.Object, error) {
 	if err := json.Compact(&compact, data); err != nil {
 		return nil, cli.UsageErrorf("%s: invalid JSON: %v", flag, err)
 	}
-	obj, err := message.ParseObject(compact.Bytes())
+	obj, err := rawjson.ParseObject(compact.Bytes())
 	if err != nil {
 		return nil, cli.UsageErrorf("%s: want a JSON object: %v", flag, err)
 	}
@@ -62,7 +62,7 @@ func parsePair(p string) (string, json.RawMessage, error) {
 	if val == "true" || val == "false" || isJSONNumber(val) {
 		return key, json.RawMessage(val), nil
 	}
-	return key, message.AppendString(nil, val), nil
+	return key, rawjson.AppendString(nil, val), nil
 }
 
 // isJSONNumber reports whether s is exactly one JSON number literal.

@@ -16,6 +16,7 @@ import (
 
 	"github.com/evfwd/evfwd/internal/cli"
 	"github.com/evfwd/evfwd/pkg/message"
+	"github.com/evfwd/evfwd/pkg/rawjson"
 	"github.com/evfwd/evfwd/pkg/signature"
 	"github.com/evfwd/evfwd/pkg/webhook"
 	"github.com/google/uuid"
@@ -116,7 +117,7 @@ type trigger struct {
 	f      *cli.Factory
 	ctx    context.Context
 	typ    message.Type
-	msg    *message.Object
+	msg    *rawjson.Object
 	dest   *webhook.Destination
 	sender *webhook.Sender
 	out    *attemptPrinter
@@ -240,9 +241,9 @@ func flagConfigError(err error) error {
 
 // message builds the collected message: the sample, or --data, with the
 // overrides applied and messageId/timestamp filled in when missing.
-func (tr *trigger) message() (*message.Object, error) {
+func (tr *trigger) message() (*rawjson.Object, error) {
 	opts, now := tr.opts, tr.f.Now()
-	var msg *message.Object
+	var msg *rawjson.Object
 	if opts.Data == "" {
 		var err error
 		if msg, err = webhook.Sample(tr.typ, now, uuid.NewString()); err != nil {
@@ -253,7 +254,7 @@ func (tr *trigger) message() (*message.Object, error) {
 		if err != nil {
 			return nil, err
 		}
-		if msg, err = message.ParseObject(raw); err != nil {
+		if msg, err = rawjson.ParseObject(raw); err != nil {
 			return nil, cli.UsageErrorf("--data %s: %v", name, err)
 		}
 		if t, ok := msg.GetString("type"); ok && t != opts.Type {
@@ -312,7 +313,7 @@ func newAttemptPrinter(f *cli.Factory, endpoints int) *attemptPrinter {
 	return &attemptPrinter{f: f, w: f.IO.Out, st: f.IO.OutStyles(), json: f.Format.JSON(), endpoints: endpoints}
 }
 
-func (p *attemptPrinter) intro(t message.Type, msg *message.Object, body []byte, secret string) {
+func (p *attemptPrinter) intro(t message.Type, msg *rawjson.Object, body []byte, secret string) {
 	if p.json {
 		return
 	}
@@ -325,13 +326,13 @@ func (p *attemptPrinter) intro(t message.Type, msg *message.Object, body []byte,
 }
 
 // attempt prints one attempt line, or one NDJSON record.
-func (p *attemptPrinter) attempt(a webhook.Attempt, msg *message.Object) {
+func (p *attemptPrinter) attempt(a webhook.Attempt, msg *rawjson.Object) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.json {
 		b, _ := json.Marshal(a)
 		id, _ := msg.GetString("messageId")
-		rec := append([]byte(`{"record":"attempt","message_id":`), message.AppendString(nil, id)...)
+		rec := append([]byte(`{"record":"attempt","message_id":`), rawjson.AppendString(nil, id)...)
 		rec = append(append(rec, ','), b[1:]...)
 		p.w.Write(append(rec, '\n'))
 		return
@@ -417,7 +418,7 @@ type onceSummary struct {
 }
 
 // verdict prints the end of a single delivery and picks the exit code.
-func (p *attemptPrinter) verdict(res webhook.Result, deliveries, attempts int, msg *message.Object, body []byte) error {
+func (p *attemptPrinter) verdict(res webhook.Result, deliveries, attempts int, msg *rawjson.Object, body []byte) error {
 	last := res.Last()
 	if p.json {
 		id, _ := msg.GetString("messageId")
@@ -489,7 +490,7 @@ func (tr *trigger) load() error {
 			st := &stats[w]
 			st.latencies = make([]time.Duration, 0, n/c+1)
 			st.statuses, st.errors = map[int]int{}, map[webhook.Class]int{}
-			msg := &message.Object{Fields: slices.Clone(tr.msg.Fields)}
+			msg := &rawjson.Object{Fields: slices.Clone(tr.msg.Fields)}
 			size := 256
 			for ctx.Err() == nil && next.Add(1) <= int64(n) {
 				if tr.typ != webhook.TypeDelete {

@@ -25,6 +25,7 @@ import (
 	"github.com/evfwd/evfwd/bench/internal/benchpg"
 
 	"github.com/evfwd/evfwd/pkg/message"
+	"github.com/evfwd/evfwd/pkg/rawjson"
 	"github.com/evfwd/evfwd/pkg/serve"
 	"github.com/evfwd/evfwd/pkg/webhook"
 )
@@ -56,7 +57,7 @@ func main() {
 	rcv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(r.Body)
 		now := time.Now()
-		obj, _ := message.ParseObject(body)
+		obj, _ := rawjson.ParseObject(body)
 		id, _ := obj.GetString("messageId")
 		s.mu.Lock()
 		if s.first.IsZero() {

@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/evfwd/evfwd/pkg/message"
+	"github.com/evfwd/evfwd/pkg/rawjson"
 	"github.com/evfwd/evfwd/pkg/store"
 )
 
@@ -25,17 +26,17 @@ const (
 func Identify(userID, key string, value []byte, class, messageID string, now time.Time) []byte {
 	b := make([]byte, 0, 192+len(userID)+2*len(key)+len(value))
 	b = append(b, `{"type":"identify","userId":`...)
-	b = message.AppendString(b, userID)
+	b = rawjson.AppendString(b, userID)
 	b = append(b, `,"traits":{`...)
-	b = message.AppendString(b, key)
+	b = rawjson.AppendString(b, key)
 	b = append(b, ':')
 	b = append(b, value...)
 	b = append(b, `},"context":{"personas":{"computation_class":`...)
-	b = message.AppendString(b, class)
+	b = rawjson.AppendString(b, class)
 	b = append(b, `,"computation_key":`...)
-	b = message.AppendString(b, key)
+	b = rawjson.AppendString(b, key)
 	b = append(b, `}},"messageId":`...)
-	b = message.AppendString(b, messageID)
+	b = rawjson.AppendString(b, messageID)
 	b = append(b, `,"timestamp":"`...)
 	b = message.AppendTime(b, now)
 	b = append(b, `","receivedAt":"`...)

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/evfwd/evfwd/pkg/message"
+	"github.com/evfwd/evfwd/pkg/rawjson"
 	"github.com/evfwd/evfwd/pkg/webhook"
 	"github.com/google/go-cmp/cmp"
 )
@@ -93,7 +93,7 @@ func TestReadErrors(t *testing.T) {
 func TestIdentifyPassesTheBodyBuilder(t *testing.T) {
 	now := time.Date(2024, 5, 1, 12, 0, 0, 123e6, time.UTC)
 	raw := Identify(`u"1`, "high_value_users", []byte("true"), ClassAudience, "m-1", now)
-	obj, err := message.ParseObject(raw)
+	obj, err := rawjson.ParseObject(raw)
 	if err != nil {
 		t.Fatalf("%s: %v", raw, err)
 	}

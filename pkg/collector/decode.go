@@ -13,6 +13,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/evfwd/evfwd/pkg/message"
+	"github.com/evfwd/evfwd/pkg/rawjson"
 	"github.com/evfwd/evfwd/pkg/store"
 )
 
@@ -108,7 +109,7 @@ type batch struct {
 
 // parseBatch decodes a /v1/batch body.
 func parseBatch(body []byte) (*batch, error) {
-	top, err := message.ParseObject(body)
+	top, err := rawjson.ParseObject(body)
 	if err != nil {
 		return nil, fmt.Errorf("invalid JSON: %v", err)
 	}
@@ -129,7 +130,7 @@ func parseBatch(body []byte) (*batch, error) {
 	return b, nil
 }
 
-func (b *batch) batchLevel(top *message.Object) error {
+func (b *batch) batchLevel(top *rawjson.Object) error {
 	b.writeKey, _ = top.GetString("writeKey")
 	for _, k := range [...]string{"context", "integrations"} {
 		v, ok := top.Get(k)
@@ -155,7 +156,7 @@ func (b *batch) batchLevel(top *message.Object) error {
 
 // parseSingle decodes a /v1/{type} body: one message.
 func parseSingle(body []byte) (*batch, error) {
-	obj, err := message.ParseObject(body)
+	obj, err := rawjson.ParseObject(body)
 	if err != nil {
 		return nil, fmt.Errorf("invalid JSON: %v", err)
 	}
@@ -177,7 +178,7 @@ func (b *batch) messages(src *Source, pathType message.Type, now time.Time, newI
 			tooLarge = true
 			continue
 		}
-		obj, err := message.ParseObject(elem)
+		obj, err := rawjson.ParseObject(elem)
 		if err != nil {
 			details = append(details, Detail{Index: i, Reason: "must be a JSON object"})
 			continue
@@ -234,7 +235,7 @@ func (b *batch) messages(src *Source, pathType message.Type, now time.Time, newI
 
 // merge adds the batch-level object's members to the message's object
 // under key; the message's own members win.
-func merge(obj *message.Object, key string, batchLevel json.RawMessage) error {
+func merge(obj *rawjson.Object, key string, batchLevel json.RawMessage) error {
 	if batchLevel == nil {
 		return nil
 	}
@@ -246,11 +247,11 @@ func merge(obj *message.Object, key string, batchLevel json.RawMessage) error {
 	if own[0] != '{' {
 		return errors.New("must be an object")
 	}
-	mine, err := message.ParseObject(own)
+	mine, err := rawjson.ParseObject(own)
 	if err != nil {
 		return err
 	}
-	theirs, err := message.ParseObject(batchLevel)
+	theirs, err := rawjson.ParseObject(batchLevel)
 	if err != nil {
 		return err
 	}

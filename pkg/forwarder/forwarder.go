@@ -25,7 +25,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/evfwd/evfwd/pkg/message"
+	"github.com/evfwd/evfwd/pkg/rawjson"
 	"github.com/evfwd/evfwd/pkg/store"
 	"github.com/evfwd/evfwd/pkg/webhook"
 )
@@ -454,7 +454,7 @@ func (f *Forwarder) complete(l *lane, c store.Completion, retry bool) {
 
 // webhookBody turns a stored message into the exact bytes to send.
 func webhookBody(stored []byte) ([]byte, error) {
-	obj, err := message.ParseObject(stored)
+	obj, err := rawjson.ParseObject(stored)
 	if err != nil {
 		return nil, fmt.Errorf("stored message: %w", err)
 	}

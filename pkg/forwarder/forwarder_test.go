@@ -15,7 +15,7 @@ import (
 
 	"github.com/evfwd/evfwd/internal/broadcast"
 
-	"github.com/evfwd/evfwd/pkg/message"
+	"github.com/evfwd/evfwd/pkg/rawjson"
 	"github.com/evfwd/evfwd/pkg/signature"
 	"github.com/evfwd/evfwd/pkg/store"
 	"github.com/evfwd/evfwd/pkg/store/sqlite"
@@ -662,7 +662,7 @@ func TestDeliversSignedPOSTInEndpointOrder(t *testing.T) {
 
 	d := only(t, s)
 	det := detail(t, s, d.ID)
-	obj, err := message.ParseObject(det.Body)
+	obj, err := rawjson.ParseObject(det.Body)
 	if err != nil {
 		t.Fatal(err)
 	}

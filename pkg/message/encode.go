@@ -3,6 +3,8 @@ package message
 import (
 	"encoding/json"
 	"time"
+
+	"github.com/evfwd/evfwd/pkg/rawjson"
 )
 
 // EncodeOptions says what a sender adds while encoding a message.
@@ -15,9 +17,9 @@ type EncodeOptions struct {
 // LibraryJSON returns the context.library value {"name":...,"version":...}.
 func LibraryJSON(name, version string) json.RawMessage {
 	b := []byte(`{"name":`)
-	b = AppendString(b, name)
+	b = rawjson.AppendString(b, name)
 	b = append(b, `,"version":`...)
-	b = AppendString(b, version)
+	b = rawjson.AppendString(b, version)
 	return append(b, '}')
 }
 
@@ -91,7 +93,7 @@ func appendStringField(dst []byte, key, value string) []byte {
 	dst = append(dst, ',', '"')
 	dst = append(dst, key...)
 	dst = append(dst, '"', ':')
-	return AppendString(dst, value)
+	return rawjson.AppendString(dst, value)
 }
 
 func appendTail(dst []byte, dataKey string, data, context, integrations map[string]any, opts *EncodeOptions) ([]byte, error) {
@@ -100,7 +102,7 @@ func appendTail(dst []byte, dataKey string, data, context, integrations map[stri
 		dst = append(dst, ',', '"')
 		dst = append(dst, dataKey...)
 		dst = append(dst, '"', ':')
-		if dst, err = appendMap(dst, data, 0); err != nil {
+		if dst, err = rawjson.AppendValue(dst, data); err != nil {
 			return dst, &ValidationError{Field: dataKey, Reason: "cannot be encoded: " + err.Error()}
 		}
 	}
@@ -109,7 +111,7 @@ func appendTail(dst []byte, dataKey string, data, context, integrations map[stri
 	}
 	if integrations != nil {
 		dst = append(dst, `,"integrations":`...)
-		if dst, err = appendMap(dst, integrations, 0); err != nil {
+		if dst, err = rawjson.AppendValue(dst, integrations); err != nil {
 			return dst, &ValidationError{Field: "integrations", Reason: "cannot be encoded: " + err.Error()}
 		}
 	}
@@ -134,7 +136,7 @@ func appendContext(dst []byte, context map[string]any, opts *EncodeOptions) ([]b
 		n++
 	}
 	var buf [16]string
-	for _, k := range appendSortedKeys(buf[:0], context) {
+	for _, k := range rawjson.AppendSortedKeys(buf[:0], context) {
 		if lib != nil && k == "library" {
 			continue
 		}
@@ -142,10 +144,10 @@ func appendContext(dst []byte, context map[string]any, opts *EncodeOptions) ([]b
 			dst = append(dst, ',')
 		}
 		n++
-		dst = AppendString(dst, k)
+		dst = rawjson.AppendString(dst, k)
 		dst = append(dst, ':')
 		var err error
-		if dst, err = appendValue(dst, context[k], 1); err != nil {
+		if dst, err = rawjson.AppendValue(dst, context[k]); err != nil {
 			return dst, err
 		}
 	}

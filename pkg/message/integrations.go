@@ -1,6 +1,10 @@
 package message
 
-import "encoding/json"
+import (
+	"encoding/json"
+
+	"github.com/evfwd/evfwd/pkg/rawjson"
+)
 
 // Webhooks is the documented name of the webhook destination, the key that
 // turns it on or off in a message's integrations.
@@ -15,7 +19,7 @@ func Enabled(raw json.RawMessage, destination string) bool {
 	if len(raw) == 0 || raw[0] != '{' {
 		return true
 	}
-	o, err := ParseObject(raw)
+	o, err := rawjson.ParseObject(raw)
 	if err != nil {
 		return true
 	}

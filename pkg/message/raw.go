@@ -1,11 +1,12 @@
 package message
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"time"
 	"unicode/utf8"
+
+	"github.com/evfwd/evfwd/pkg/rawjson"
 )
 
 // Raw is a message decoded from JSON (an NDJSON line, one element of a
@@ -28,9 +29,9 @@ type Raw struct {
 	checked bool
 
 	// The Object form; nil while spliced.
-	obj *Object
+	obj *rawjson.Object
 	// own backs obj for a parsed Raw: no second allocation.
-	own Object
+	own rawjson.Object
 
 	// The spliced form.
 	sp spliced
@@ -40,23 +41,7 @@ type Raw struct {
 	scratch [32 + 64]byte
 }
 
-// spliced is a Raw kept as its input: data is the input, vals locate the
-// values of the known members (end 0: absent), lib context.library's
-// value, open and close the object's braces; id and ts replace (or add)
-// messageId and timestamp, as JSON.
-type spliced struct {
-	data        []byte
-	vals        [numKeys]span
-	lib         span
-	open, close int
-	members     int
-	id, ts      []byte
-}
-
 var errEmptyRaw = errors.New("message: Raw holds no message (Parse it first)")
-
-// span is where a value sits in the input.
-type span struct{ start, end int }
 
 // key is one of the top-level members the rules read or write.
 type key uint8
@@ -137,7 +122,7 @@ func (r *Raw) Parse(data []byte) error {
 	if !r.splice(data) {
 		r.reset()
 		r.obj = &r.own
-		if err := r.own.parse(data); err != nil {
+		if err := r.own.Parse(data); err != nil {
 			return err
 		}
 	}
@@ -150,149 +135,18 @@ func (r *Raw) Parse(data []byte) error {
 func (r *Raw) reset() {
 	r.typ, r.checked, r.obj, r.sp = "", false, nil, spliced{}
 	if r.own.Fields != nil {
-		r.own = Object{} // let the previous input go
+		r.own = rawjson.Object{} // let the previous input go
 	}
 }
 
 // NewRaw checks obj as ParseRaw does and wraps it; the Raw owns obj from
 // then on.
-func NewRaw(obj *Object) (*Raw, error) {
+func NewRaw(obj *rawjson.Object) (*Raw, error) {
 	r := &Raw{obj: obj}
 	if err := r.init(); err != nil {
 		return nil, err
 	}
 	return r, nil
-}
-
-// maxUnknownKeys bounds the other members a spliced line may have: they
-// are compared pairwise to catch a repeated key.
-const maxUnknownKeys = 16
-
-// splice scans data as a compact JSON object with plain, distinct keys and
-// records where the known members are. It reports false for anything else
-// (including invalid JSON), which the Object form then handles.
-func (r *Raw) splice(data []byte) bool {
-	i := skipSpace(data, 0)
-	if i >= len(data) || data[i] != '{' {
-		return false
-	}
-	r.sp.data, r.sp.open = data, i
-	var unknown [maxUnknownKeys][]byte
-	nu := 0
-	if i++; i < len(data) && data[i] == '}' {
-		r.sp.close = i
-		return skipSpace(data, i+1) == len(data)
-	}
-	for {
-		if i >= len(data) || data[i] != '"' {
-			return false
-		}
-		kend, err := scanString(data, i)
-		if err != nil || kend >= len(data) || data[kend] != ':' {
-			return false
-		}
-		name, v := data[i+1:kend-1], kend+1
-		k, known := lookupKey(name)
-		var vend int
-		if known && k == kContext && v < len(data) && data[v] == '{' {
-			var ok bool
-			if vend, ok = r.spliceContext(data, v); !ok {
-				return false
-			}
-		} else {
-			var spaced bool
-			if vend, spaced, err = scanValue(data, v, 1); err != nil || spaced {
-				return false
-			}
-		}
-		if known {
-			if r.sp.vals[k].end != 0 {
-				return false
-			}
-			r.sp.vals[k] = span{v, vend}
-		} else {
-			if !plainKey(name) {
-				return false
-			}
-			for _, u := range unknown[:nu] {
-				if string(u) == string(name) {
-					return false
-				}
-			}
-			if nu == len(unknown) {
-				return false
-			}
-			unknown[nu] = name
-			nu++
-		}
-		r.sp.members++
-		if vend >= len(data) {
-			return false
-		}
-		switch data[vend] {
-		case ',':
-			i = vend + 1
-		case '}':
-			r.sp.close = vend
-			return skipSpace(data, vend+1) == len(data)
-		default:
-			return false
-		}
-	}
-}
-
-// spliceContext scans the context object at data[i] == '{' as splice does
-// the message, records where its library member's value is, and returns
-// the index past the object.
-func (r *Raw) spliceContext(data []byte, i int) (int, bool) {
-	if i++; i < len(data) && data[i] == '}' {
-		return i + 1, true
-	}
-	for {
-		if i >= len(data) || data[i] != '"' {
-			return i, false
-		}
-		kend, err := scanString(data, i)
-		if err != nil || kend >= len(data) || data[kend] != ':' {
-			return i, false
-		}
-		name, v := data[i+1:kend-1], kend+1
-		vend, spaced, err := scanValue(data, v, 2)
-		if err != nil || spaced {
-			return i, false
-		}
-		switch {
-		case string(name) == "library":
-			if r.sp.lib.end != 0 {
-				return i, false // repeated: the Object form keeps one
-			}
-			r.sp.lib = span{v, vend}
-		case bytes.IndexByte(name, '\\') >= 0:
-			return i, false // might spell "library"
-		}
-		if vend >= len(data) {
-			return vend, false
-		}
-		switch data[vend] {
-		case ',':
-			i = vend + 1
-		case '}':
-			return vend + 1, true
-		default:
-			return vend, false
-		}
-	}
-}
-
-// plainKey reports whether a key's bytes are what AppendString writes for
-// it, so that copying them matches re-encoding them.
-func plainKey(b []byte) bool {
-	for _, c := range b {
-		if !plainASCII(c) {
-			return false
-		}
-	}
-	return true
 }
 
 // init checks the members and normalizes the timestamp.
@@ -314,21 +168,11 @@ func (r *Raw) get(k key) (json.RawMessage, bool) {
 	if r.obj != nil {
 		return r.obj.Get(keyNames[k])
 	}
-	switch {
-	case k == kMessageID && r.sp.id != nil:
-		return r.sp.id, true
-	case k == kTimestamp && r.sp.ts != nil:
-		return r.sp.ts, true
-	}
-	s := r.sp.vals[k]
-	if s.end == 0 {
-		return nil, false
-	}
-	return r.sp.data[s.start:s.end], true
+	return r.sp.get(k)
 }
 
 // getString returns the value of a known member when it is a JSON string.
-func (r *Raw) getString(k key) (string, bool) { return stringValue(r.get(k)) }
+func (r *Raw) getString(k key) (string, bool) { return rawjson.StringValue(r.get(k)) }
 
 func (r *Raw) absent(k key) bool {
 	v, ok := r.get(k)
@@ -337,47 +181,15 @@ func (r *Raw) absent(k key) bool {
 
 // set replaces messageId or timestamp with v (compact JSON).
 func (r *Raw) set(k key, v []byte) {
-	switch {
-	case r.obj != nil:
+	if r.obj != nil {
 		r.obj.Set(keyNames[k], v)
-	case k == kMessageID:
-		r.sp.id = v
-	default:
-		r.sp.ts = v
+		return
 	}
+	r.sp.set(k, v)
 }
 
 // Type is the message's type.
 func (r *Raw) Type() Type { return r.typ }
-
-// Object is the message's members; changes to it are not re-validated
-// until Validate is called.
-func (r *Raw) Object() *Object {
-	if r.obj == nil {
-		r.unsplice()
-	}
-	r.checked = false
-	return r.obj
-}
-
-// unsplice moves a spliced Raw to the Object form, edits included; a Raw
-// that holds no message gets an empty Object.
-func (r *Raw) unsplice() {
-	r.obj = &r.own
-	if r.sp.data == nil {
-		return
-	}
-	if err := r.own.parse(r.sp.data); err != nil {
-		panic("message: the bytes a Raw was parsed from changed: " + err.Error())
-	}
-	// The order Fill uses, so that added members land where they would.
-	if r.sp.id != nil {
-		r.obj.Set("messageId", r.sp.id)
-	}
-	if r.sp.ts != nil {
-		r.obj.Set("timestamp", r.sp.ts)
-	}
-}
 
 // MessageId is the messageId, or "" before Fill when the input had none.
 func (r *Raw) MessageId() string {
@@ -409,7 +221,7 @@ func (r *Raw) Validate() error {
 // from newID and a timestamp from now. Present values are kept.
 func (r *Raw) Fill(newID func() string, now func() time.Time) {
 	if v, _ := r.get(kMessageID); r.absent(kMessageID) || string(v) == `""` {
-		r.set(kMessageID, AppendString(r.scratch[32:32], newID()))
+		r.set(kMessageID, rawjson.AppendString(r.scratch[32:32], newID()))
 	}
 	if r.absent(kTimestamp) {
 		r.setTimestamp(now())
@@ -430,125 +242,13 @@ func (r *Raw) AppendJSON(dst []byte, opts *EncodeOptions) ([]byte, error) {
 	if opts != nil {
 		lib = opts.Library
 	}
-	if r.obj == nil {
-		if r.sp.data == nil {
-			return dst, errEmptyRaw
-		}
-		return r.appendSpliced(dst, lib), nil
+	switch {
+	case r.obj != nil:
+		return r.appendObject(dst, lib)
+	case r.sp.data == nil:
+		return dst, errEmptyRaw
 	}
-	if lib == nil {
-		return r.obj.AppendJSON(dst), nil
-	}
-	dst = append(dst, '{')
-	wroteContext := false
-	for i, f := range r.obj.Fields {
-		if i > 0 {
-			dst = append(dst, ',')
-		}
-		dst = AppendString(dst, f.Key)
-		dst = append(dst, ':')
-		if f.Key != "context" {
-			dst = append(dst, f.Value...)
-			continue
-		}
-		wroteContext = true
-		if isNull(f.Value) {
-			dst = appendLibraryOnly(dst, lib)
-			continue
-		}
-		var err error
-		if dst, err = appendWithMember(dst, f.Value, "library", lib); err != nil {
-			return dst, &ValidationError{Type: r.typ, Field: "context", Reason: "must be an object"}
-		}
-	}
-	if !wroteContext {
-		if len(r.obj.Fields) > 0 {
-			dst = append(dst, ',')
-		}
-		dst = append(dst, `"context":`...)
-		dst = appendLibraryOnly(dst, lib)
-	}
-	return append(dst, '}'), nil
-}
-
-// edit replaces data[start:end] with pre+val+post.
-type edit struct {
-	start, end int
-	pre        string
-	val        []byte
-	post       string
-}
-
-// appendSpliced copies the input around its edits: the filled-in or
-// normalized messageId and timestamp in place, context.library in place
-// or at the end of context, and the members the input lacked at the end,
-// in the order the Object form adds them.
-func (r *Raw) appendSpliced(dst []byte, lib json.RawMessage) []byte {
-	var edits [3]edit
-	n := 0
-	if s := r.sp.vals[kMessageID]; r.sp.id != nil && s.end != 0 {
-		edits[n] = edit{start: s.start, end: s.end, val: r.sp.id}
-		n++
-	}
-	if s := r.sp.vals[kTimestamp]; r.sp.ts != nil && s.end != 0 {
-		edits[n] = edit{start: s.start, end: s.end, val: r.sp.ts}
-		n++
-	}
-	if s := r.sp.vals[kContext]; lib != nil && s.end != 0 {
-		switch {
-		case r.sp.data[s.start] == 'n': // null (check allows nothing else but an object)
-			edits[n] = edit{start: s.start, end: s.end, pre: `{"library":`, val: lib, post: "}"}
-		case r.sp.lib.end != 0:
-			edits[n] = edit{start: r.sp.lib.start, end: r.sp.lib.end, val: lib}
-		case s.end-s.start == 2: // {}
-			edits[n] = edit{start: s.end - 1, end: s.end - 1, pre: `"library":`, val: lib}
-		default:
-			edits[n] = edit{start: s.end - 1, end: s.end - 1, pre: `,"library":`, val: lib}
-		}
-		n++
-	}
-	// Insertion sort: at most three.
-	for i := 1; i < n; i++ {
-		for j := i; j > 0 && edits[j].start < edits[j-1].start; j-- {
-			edits[j], edits[j-1] = edits[j-1], edits[j]
-		}
-	}
-	at := r.sp.open
-	for _, e := range edits[:n] {
-		dst = append(dst, r.sp.data[at:e.start]...)
-		dst = append(dst, e.pre...)
-		dst = append(dst, e.val...)
-		dst = append(dst, e.post...)
-		at = e.end
-	}
-	dst = append(dst, r.sp.data[at:r.sp.close]...)
-	members := r.sp.members
-	add := func(k string, pre string, v []byte, post string) {
-		if members > 0 {
-			dst = append(dst, ',')
-		}
-		members++
-		dst = append(dst, k...)
-		dst = append(dst, pre...)
-		dst = append(dst, v...)
-		dst = append(dst, post...)
-	}
-	if r.sp.id != nil && r.sp.vals[kMessageID].end == 0 {
-		add(`"messageId":`, "", r.sp.id, "")
-	}
-	if r.sp.ts != nil && r.sp.vals[kTimestamp].end == 0 {
-		add(`"timestamp":`, "", r.sp.ts, "")
-	}
-	if lib != nil && r.sp.vals[kContext].end == 0 {
-		add(`"context":`, `{"library":`, lib, "}")
-	}
-	return append(dst, '}')
-}
-
-func appendLibraryOnly(dst []byte, lib json.RawMessage) []byte {
-	dst = append(dst, `{"library":`...)
-	dst = append(dst, lib...)
-	return append(dst, '}')
+	return r.appendSpliced(dst, lib), nil
 }
 
 // MarshalJSON implements json.Marshaler: the message as it stands.
@@ -715,5 +415,5 @@ func quoteShort(s string) string {
 	if utf8.RuneCountInString(s) > limit {
 		s = string([]rune(s)[:limit]) + "…"
 	}
-	return string(AppendString(nil, s))
+	return string(rawjson.AppendString(nil, s))
 }

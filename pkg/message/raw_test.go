@@ -8,6 +8,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/evfwd/evfwd/pkg/rawjson"
 	"github.com/google/go-cmp/cmp"
 )
 
@@ -212,7 +213,7 @@ func FuzzRawForms(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte) {
 		rerr := reused.Parse(data)
 		spliced, err := ParseRaw(data)
-		obj, perr := ParseObject(data)
+		obj, perr := rawjson.ParseObject(data)
 		var object *Raw
 		if perr == nil {
 			object, perr = NewRaw(obj)

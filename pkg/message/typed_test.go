@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/evfwd/evfwd/pkg/rawjson"
 	"github.com/google/go-cmp/cmp"
 )
 
@@ -165,7 +166,7 @@ func TestDecimalsAsStrings(t *testing.T) {
 		"labels":  map[string]string{"k": "v"},
 		"struct":  struct{ A int }{1},
 	}
-	got, err := AppendValue(nil, props)
+	got, err := rawjson.AppendValue(nil, props)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -186,7 +187,7 @@ func TestAppendValueErrors(t *testing.T) {
 		"unsupported": map[string]any{"ch": make(chan int)},
 	}
 	for name, v := range tests {
-		if _, err := AppendValue(nil, v); err == nil {
+		if _, err := rawjson.AppendValue(nil, v); err == nil {
 			t.Errorf("%s: want an error", name)
 		}
 	}
@@ -209,13 +210,13 @@ func FuzzAppendJSONString(f *testing.F) {
 
 func checkStringEncoding(t *testing.T, s string) {
 	want, _ := json.Marshal(s)
-	if diff := cmp.Diff(string(want), string(AppendString(nil, s))); diff != "" {
+	if diff := cmp.Diff(string(want), string(rawjson.AppendString(nil, s))); diff != "" {
 		t.Errorf("%q: mismatch (-want +got):\n%s", s, diff)
 	}
 }
 
 func TestAppendTimeMatchesFormatTime(t *testing.T) {
-	got, _ := AppendValue(nil, ts)
+	got, _ := rawjson.AppendValue(nil, ts)
 	if diff := cmp.Diff(`"`+FormatTime(ts)+`"`, string(got)); diff != "" {
 		t.Errorf("mismatch (-want +got):\n%s", diff)
 	}

@@ -38,6 +38,7 @@ import (
 	"time"
 
 	"github.com/evfwd/evfwd/pkg/message"
+	"github.com/evfwd/evfwd/pkg/rawjson"
 	"github.com/evfwd/evfwd/pkg/signature"
 )
 
@@ -238,7 +239,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // inspect fills the verdicts and the fields read from the body.
 func (h *Handler) inspect(req *Request) {
 	req.Signature = h.verify(req.Body, req.Header.Get(signature.Header))
-	o, err := message.ParseObject(req.Body)
+	o, err := rawjson.ParseObject(req.Body)
 	if err != nil {
 		req.Shape = Shape{Reason: parseShapeErr(req.Body).Error()}
 		req.bodyJSON = jsonNo

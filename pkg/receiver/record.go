@@ -16,6 +16,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/evfwd/evfwd/pkg/message"
+	"github.com/evfwd/evfwd/pkg/rawjson"
 )
 
 // Record is one line of a --record file (and of `listen -o json`), as
@@ -135,12 +136,12 @@ func (r *Request) AppendJSON(b []byte) []byte {
 	b = append(b, `{"received_at":"`...)
 	b = message.AppendTime(b, r.ReceivedAt)
 	b = append(b, `","method":`...)
-	b = message.AppendString(b, r.Method)
+	b = rawjson.AppendString(b, r.Method)
 	b = append(b, `,"path":`...)
-	b = message.AppendString(b, r.Path)
+	b = rawjson.AppendString(b, r.Path)
 	if r.Query != "" {
 		b = append(b, `,"query":`...)
-		b = message.AppendString(b, r.Query)
+		b = rawjson.AppendString(b, r.Query)
 	}
 	b = append(b, `,"headers":`...)
 	b = appendHeaders(b, r.Header)
@@ -166,7 +167,7 @@ func (r *Request) AppendJSON(b []byte) []byte {
 	b = appendMillis(b, r.Latency)
 	if f := r.Forward; f != nil {
 		b = append(b, `,"forward":{"url":`...)
-		b = message.AppendString(b, f.URL)
+		b = rawjson.AppendString(b, f.URL)
 		if f.Status != 0 {
 			b = append(b, `,"status":`...)
 			b = strconv.AppendInt(b, int64(f.Status), 10)
@@ -185,7 +186,7 @@ func (r *Request) AppendJSON(b []byte) []byte {
 	if !exact {
 		if utf8.Valid(r.Body) {
 			b = append(b, `,"body_raw":`...)
-			b = message.AppendString(b, string(r.Body))
+			b = rawjson.AppendString(b, string(r.Body))
 		} else {
 			b = append(b, `,"body_base64":"`...)
 			b = base64.StdEncoding.AppendEncode(b, r.Body)
@@ -210,7 +211,7 @@ func appendBody(b, body []byte, known jsonState) ([]byte, bool) {
 		json.Compact(&c, body)
 		return append(b, c.Bytes()...), false
 	}
-	return message.AppendString(b, strings.ToValidUTF8(string(body), "\uFFFD")), false
+	return rawjson.AppendString(b, strings.ToValidUTF8(string(body), "\uFFFD")), false
 }
 
 func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }
@@ -222,7 +223,7 @@ func appendOptString(b []byte, key, v string) []byte {
 	b = append(b, ',', '"')
 	b = append(b, key...)
 	b = append(b, '"', ':')
-	return message.AppendString(b, v)
+	return rawjson.AppendString(b, v)
 }
 
 func appendMillis(b []byte, d time.Duration) []byte {
@@ -243,12 +244,12 @@ func appendHeaders(b []byte, h http.Header) []byte {
 		if i > 0 {
 			b = append(b, ',')
 		}
-		b = message.AppendString(b, k)
+		b = rawjson.AppendString(b, k)
 		b = append(b, ':')
 		if v := h[k]; len(v) == 1 {
-			b = message.AppendString(b, v[0])
+			b = rawjson.AppendString(b, v[0])
 		} else {
-			b = message.AppendString(b, strings.Join(v, ", "))
+			b = rawjson.AppendString(b, strings.Join(v, ", "))
 		}
 	}
 	return append(b, '}')

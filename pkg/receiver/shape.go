@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/evfwd/evfwd/pkg/message"
+	"github.com/evfwd/evfwd/pkg/rawjson"
 	"github.com/evfwd/evfwd/pkg/webhook"
 )
 
@@ -23,7 +24,7 @@ func shapeErr(reason string) error { return &ShapeError{Reason: reason} }
 // destination sends it (spec 2.1, DESIGN §4), returning a *ShapeError
 // naming the first problem found, or nil.
 func CheckShape(body []byte) error {
-	o, err := message.ParseObject(body)
+	o, err := rawjson.ParseObject(body)
 	if err != nil {
 		return parseShapeErr(body)
 	}
@@ -49,7 +50,7 @@ var deleteFields = map[string]bool{"type": true, "userId": true, "timestamp": tr
 // pageProperties are the string members spec 2.1 lists for page.
 var pageProperties = []string{"path", "referrer", "title", "url"}
 
-func checkObject(o *message.Object) error {
+func checkObject(o *rawjson.Object) error {
 	typ, err := needString(o, "type")
 	if err != nil {
 		return err
@@ -102,7 +103,7 @@ func checkObject(o *message.Object) error {
 
 // checkCommon checks identity and the optional members every non-delete
 // message may carry.
-func checkCommon(o *message.Object, t message.Type) error {
+func checkCommon(o *rawjson.Object, t message.Type) error {
 	if t == message.TypeAlias {
 		// The payload names the identities with spaces (spec 2.1).
 		if _, err := needString(o, "Previous ID"); err != nil {
@@ -138,7 +139,7 @@ func checkCommon(o *message.Object, t message.Type) error {
 	return optKind(o, "integrations", '{')
 }
 
-func checkVersion(o *message.Object, isDelete bool) error {
+func checkVersion(o *rawjson.Object, isDelete bool) error {
 	v, ok := o.Get("version")
 	switch {
 	case isDelete && ok:
@@ -156,7 +157,7 @@ func checkVersion(o *message.Object, isDelete bool) error {
 // wireTimeLen is the length of 2024-05-01T12:00:00.123Z.
 const wireTimeLen = len("2006-01-02T15:04:05.000Z")
 
-func checkTimestamp(o *message.Object) error {
+func checkTimestamp(o *rawjson.Object) error {
 	s, err := needString(o, "timestamp")
 	if err != nil {
 		return err
@@ -170,7 +171,7 @@ func checkTimestamp(o *message.Object) error {
 	return nil
 }
 
-func checkPageProperties(o *message.Object) error {
+func checkPageProperties(o *rawjson.Object) error {
 	raw, ok := o.Get("properties")
 	if !ok {
 		return nil
@@ -178,7 +179,7 @@ func checkPageProperties(o *message.Object) error {
 	if raw[0] != '{' {
 		return shapeErr("properties not an object")
 	}
-	props, err := message.ParseObject(raw)
+	props, err := rawjson.ParseObject(raw)
 	if err != nil {
 		return shapeErr("properties not an object")
 	}
@@ -192,7 +193,7 @@ func checkPageProperties(o *message.Object) error {
 
 // needString returns the string member key or a "missing"/"not a string"
 // error.
-func needString(o *message.Object, key string) (string, error) {
+func needString(o *rawjson.Object, key string) (string, error) {
 	raw, ok := o.Get(key)
 	if !ok {
 		return "", shapeErr("missing " + quoteKey(key))
@@ -206,7 +207,7 @@ func needString(o *message.Object, key string) (string, error) {
 
 // optKind checks that key, when present, holds a value starting with
 // first ('"' string, '{' object).
-func optKind(o *message.Object, key string, first byte) error {
+func optKind(o *rawjson.Object, key string, first byte) error {
 	raw, ok := o.Get(key)
 	if !ok || raw[0] == first {
 		return nil

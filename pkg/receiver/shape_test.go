@@ -6,6 +6,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/evfwd/evfwd/pkg/message"
+	"github.com/evfwd/evfwd/pkg/rawjson"
 	"github.com/evfwd/evfwd/pkg/webhook"
 )
 
@@ -75,7 +76,7 @@ func FuzzCheckShape(f *testing.F) {
 		err := CheckShape(body)
 		if err == nil {
 			// A body that passes is an object with a known type.
-			o, perr := message.ParseObject(body)
+			o, perr := rawjson.ParseObject(body)
 			if perr != nil {
 				t.Fatalf("accepted a body ParseObject rejects: %v", perr)
 			}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/evfwd/evfwd/pkg/audience"
 	"github.com/evfwd/evfwd/pkg/message"
+	"github.com/evfwd/evfwd/pkg/rawjson"
 	"github.com/evfwd/evfwd/pkg/store"
 	"github.com/evfwd/evfwd/pkg/webhook"
 )
@@ -171,9 +172,9 @@ func (a *adminAPI) createDeletion(w http.ResponseWriter, r *http.Request) {
 		}
 		// The stored message; the webhook body keeps type, userId and
 		// timestamp only (spec 2.1).
-		body := append([]byte(`{"type":"delete","userId":`), message.AppendString(nil, req.UserID)...)
+		body := append([]byte(`{"type":"delete","userId":`), rawjson.AppendString(nil, req.UserID)...)
 		body = append(body, `,"messageId":`...)
-		body = message.AppendString(body, dr.ID)
+		body = rawjson.AppendString(body, dr.ID)
 		body = append(body, `,"timestamp":"`...)
 		body = message.AppendTime(body, now)
 		body = append(body, `"}`...)

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/evfwd/evfwd/pkg/message"
+	"github.com/evfwd/evfwd/pkg/rawjson"
 )
 
 // What the subprocess tests (crash, multi-node) share.
@@ -41,7 +41,7 @@ func newIDCounter(t *testing.T) *idCounter {
 	c := &idCounter{got: map[string]int{}}
 	c.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(r.Body)
-		if obj, err := message.ParseObject(body); err == nil {
+		if obj, err := rawjson.ParseObject(body); err == nil {
 			id, _ := obj.GetString("messageId")
 			c.mu.Lock()
 			c.got[id]++

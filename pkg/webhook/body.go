@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/evfwd/evfwd/pkg/message"
+	"github.com/evfwd/evfwd/pkg/rawjson"
 )
 
 // TypeDelete is the type of a deletion notification (spec 6). It is not
@@ -56,7 +57,7 @@ func (e *MessageError) Error() string { return e.Field + " " + e.Reason }
 func (e *MessageError) Is(target error) bool { return target == ErrInvalidMessage }
 
 // Body returns the webhook body for a collected message; see AppendBody.
-func Body(msg *message.Object) ([]byte, error) {
+func Body(msg *rawjson.Object) ([]byte, error) {
 	return AppendBody(make([]byte, 0, 64+bodySize(msg)), msg)
 }
 
@@ -75,7 +76,7 @@ func Body(msg *message.Object) ([]byte, error) {
 //   - delete: only type, userId (required), timestamp, in that order;
 //   - "writeKey" and "sentAt" are dropped; "receivedAt", "integrations"
 //     and everything else ride along.
-func AppendBody(dst []byte, msg *message.Object) ([]byte, error) {
+func AppendBody(dst []byte, msg *rawjson.Object) ([]byte, error) {
 	typ, ok := msg.GetString(keyType)
 	if !ok {
 		return dst, &MessageError{Field: keyType, Reason: "is required (a string)"}
@@ -90,7 +91,7 @@ func AppendBody(dst []byte, msg *message.Object) ([]byte, error) {
 	}
 
 	dst = append(dst, `{"type":`...)
-	dst = message.AppendString(dst, typ)
+	dst = rawjson.AppendString(dst, typ)
 
 	if t == TypeDelete {
 		uid, ok := msg.Get(keyUserID)
@@ -139,7 +140,7 @@ func AppendBody(dst []byte, msg *message.Object) ([]byte, error) {
 
 func appendMember(dst []byte, key string, raw json.RawMessage) []byte {
 	dst = append(dst, ',')
-	dst = message.AppendString(dst, key)
+	dst = rawjson.AppendString(dst, key)
 	dst = append(dst, ':')
 	return append(dst, raw...)
 }
@@ -153,7 +154,7 @@ func appendTimestamp(dst []byte, ts time.Time) []byte {
 // timestampOf reads the message's timestamp (a string in any form
 // message.ParseTime accepts, or a bare Unix number), falling back to
 // receivedAt when timestamp is absent.
-func timestampOf(msg *message.Object) (ts time.Time, fromReceived bool, err error) {
+func timestampOf(msg *rawjson.Object) (ts time.Time, fromReceived bool, err error) {
 	key := keyTimestamp
 	raw, ok := msg.Get(key)
 	if !ok {
@@ -178,7 +179,7 @@ func timestampOf(msg *message.Object) (ts time.Time, fromReceived bool, err erro
 func isString(raw json.RawMessage) bool { return len(raw) >= 2 && raw[0] == '"' }
 
 // bodySize estimates the body length to size the buffer once.
-func bodySize(msg *message.Object) int {
+func bodySize(msg *rawjson.Object) int {
 	n := 2
 	for _, f := range msg.Fields {
 		n += len(f.Key) + len(f.Value) + 4

@@ -10,9 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/evfwd/evfwd/pkg/rawjson"
 	"github.com/google/go-cmp/cmp"
-
-	"github.com/evfwd/evfwd/pkg/message"
 )
 
 var update = flag.Bool("update", false, "rewrite golden files in testdata/")
@@ -36,9 +35,9 @@ func golden(t *testing.T, name string, got []byte) {
 	}
 }
 
-func parse(t testing.TB, s string) *message.Object {
+func parse(t testing.TB, s string) *rawjson.Object {
 	t.Helper()
-	o, err := message.ParseObject([]byte(s))
+	o, err := rawjson.ParseObject([]byte(s))
 	if err != nil {
 		t.Fatalf("ParseObject(%s): %v", s, err)
 	}

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/evfwd/evfwd/pkg/message"
+	"github.com/evfwd/evfwd/pkg/rawjson"
 )
 
 // samples are realistic collected messages of each type, after spec 2.1:
@@ -31,18 +32,18 @@ var samples = map[message.Type]string{
 
 // Sample returns a realistic collected message of type t with the given
 // messageId and timestamp, for `evfwd trigger` and demos.
-func Sample(t message.Type, at time.Time, messageID string) (*message.Object, error) {
+func Sample(t message.Type, at time.Time, messageID string) (*rawjson.Object, error) {
 	s, ok := samples[t]
 	if !ok {
 		return nil, fmt.Errorf("no sample for type %q", t)
 	}
-	o, err := message.ParseObject([]byte(s))
+	o, err := rawjson.ParseObject([]byte(s))
 	if err != nil {
 		return nil, err
 	}
 	if t != TypeDelete {
 		o.SetString("messageId", messageID)
 	}
-	o.Set(keyTimestamp, message.AppendString(nil, message.FormatTime(at)))
+	o.Set(keyTimestamp, rawjson.AppendString(nil, message.FormatTime(at)))
 	return o, nil
 }

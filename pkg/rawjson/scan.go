@@ -1,4 +1,4 @@
-package message
+package rawjson
 
 import (
 	"encoding/binary"
@@ -18,16 +18,16 @@ var errSyntax = errors.New("invalid JSON")
 // recurse without end.
 const maxScanDepth = 10000
 
-// scanValue validates the value starting at b[i] (no leading space) and
+// ScanValue validates the value starting at b[i] (no leading space) and
 // returns the index just past it, and whether it holds insignificant
 // whitespace.
-func scanValue(b []byte, i, depth int) (end int, spaced bool, err error) {
+func ScanValue(b []byte, i, depth int) (end int, spaced bool, err error) {
 	if i >= len(b) {
 		return i, false, errSyntax
 	}
 	switch c := b[i]; {
 	case c == '"':
-		end, err = scanString(b, i)
+		end, err = ScanString(b, i)
 		return end, false, err
 	case c == '{':
 		return scanContainer(b, i, depth, '}', true)
@@ -52,7 +52,7 @@ func scanContainer(b []byte, i, depth int, closer byte, members bool) (int, bool
 		return i, false, errSyntax
 	}
 	spaced := false
-	j := skipSpace(b, i+1)
+	j := SkipSpace(b, i+1)
 	spaced = spaced || j != i+1
 	if j < len(b) && b[j] == closer {
 		return j + 1, spaced, nil
@@ -62,29 +62,29 @@ func scanContainer(b []byte, i, depth int, closer byte, members bool) (int, bool
 			if j >= len(b) || b[j] != '"' {
 				return j, false, errSyntax
 			}
-			end, err := scanString(b, j)
+			end, err := ScanString(b, j)
 			if err != nil {
 				return end, false, err
 			}
-			k := skipSpace(b, end)
+			k := SkipSpace(b, end)
 			if k >= len(b) || b[k] != ':' {
 				return k, false, errSyntax
 			}
-			j = skipSpace(b, k+1)
+			j = SkipSpace(b, k+1)
 			spaced = spaced || k != end || j != k+1
 		}
-		end, sp, err := scanValue(b, j, depth+1)
+		end, sp, err := ScanValue(b, j, depth+1)
 		if err != nil {
 			return end, false, err
 		}
-		k := skipSpace(b, end)
+		k := SkipSpace(b, end)
 		spaced = spaced || sp || k != end
 		if k >= len(b) {
 			return k, false, errSyntax
 		}
 		switch b[k] {
 		case ',':
-			j = skipSpace(b, k+1)
+			j = SkipSpace(b, k+1)
 			spaced = spaced || j != k+1
 		case closer:
 			return k + 1, spaced, nil
@@ -94,9 +94,9 @@ func scanContainer(b []byte, i, depth int, closer byte, members bool) (int, bool
 	}
 }
 
-// scanString validates the string at b[i] == '"': no raw control
+// ScanString validates the string at b[i] == '"': no raw control
 // characters, only JSON's escapes.
-func scanString(b []byte, i int) (int, error) {
+func ScanString(b []byte, i int) (int, error) {
 	words := i // where skipping a word at a time resumes after an escape
 	for i++; i < len(b); i++ {
 		// Strings are mostly long runs of plain bytes: skip them a word at a

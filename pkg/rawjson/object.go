@@ -1,7 +1,4 @@
-// Package message is evfwd's event model: the six client calls, their
-// validation and size rules, timestamps, destination selection, and a raw
-// form that carries a decoded message without touching user data.
-package message
+package rawjson
 
 import (
 	"bytes"
@@ -39,25 +36,25 @@ var errNotObject = errors.New("not a JSON object")
 // its last value, as encoding/json does.
 func ParseObject(data []byte) (*Object, error) {
 	o := &Object{}
-	if err := o.parse(data); err != nil {
+	if err := o.Parse(data); err != nil {
 		return nil, err
 	}
 	return o, nil
 }
 
-// parse fills an empty o from data, as ParseObject.
-func (o *Object) parse(data []byte) error {
+// Parse makes o the object in data, as ParseObject does, reusing o's memory.
+func (o *Object) Parse(data []byte) error {
 	o.Fields, o.index = o.inline[:0], nil
-	i := skipSpace(data, 0)
+	i := SkipSpace(data, 0)
 	if i >= len(data) || data[i] != '{' {
 		if i < len(data) && scanAll(data, i) == nil {
 			return errNotObject
 		}
 		return syntaxError(data)
 	}
-	i = skipSpace(data, i+1)
+	i = SkipSpace(data, i+1)
 	if i < len(data) && data[i] == '}' {
-		if skipSpace(data, i+1) != len(data) {
+		if SkipSpace(data, i+1) != len(data) {
 			return syntaxError(data)
 		}
 		return nil
@@ -66,7 +63,7 @@ func (o *Object) parse(data []byte) error {
 		if i >= len(data) || data[i] != '"' {
 			return syntaxError(data)
 		}
-		end, err := scanString(data, i)
+		end, err := ScanString(data, i)
 		if err != nil {
 			return syntaxError(data)
 		}
@@ -74,12 +71,12 @@ func (o *Object) parse(data []byte) error {
 		if err != nil {
 			return err
 		}
-		i = skipSpace(data, end)
+		i = SkipSpace(data, end)
 		if i >= len(data) || data[i] != ':' {
 			return syntaxError(data)
 		}
-		i = skipSpace(data, i+1)
-		vend, spaced, err := scanValue(data, i, 1)
+		i = SkipSpace(data, i+1)
+		vend, spaced, err := ScanValue(data, i, 1)
 		if err != nil {
 			return syntaxError(data)
 		}
@@ -88,12 +85,12 @@ func (o *Object) parse(data []byte) error {
 			val = appendCompact(nil, val)
 		}
 		o.Set(key, val)
-		i = skipSpace(data, vend)
+		i = SkipSpace(data, vend)
 		if i >= len(data) {
 			return syntaxError(data)
 		}
 		if data[i] == '}' {
-			if skipSpace(data, i+1) != len(data) {
+			if SkipSpace(data, i+1) != len(data) {
 				return syntaxError(data)
 			}
 			return nil
@@ -101,16 +98,16 @@ func (o *Object) parse(data []byte) error {
 		if data[i] != ',' {
 			return syntaxError(data)
 		}
-		i = skipSpace(data, i+1)
+		i = SkipSpace(data, i+1)
 	}
 }
 
-// appendWithMember appends the JSON object obj with key's value set to val:
+// AppendWithMember appends the JSON object obj with key's value set to val:
 // in place when obj has key, else as its last member. It walks obj's
 // members without building an Object, so the common edit of a message
 // (context.library) allocates nothing.
-func appendWithMember(dst, obj []byte, key string, val json.RawMessage) ([]byte, error) {
-	i := skipSpace(obj, 0)
+func AppendWithMember(dst, obj []byte, key string, val json.RawMessage) ([]byte, error) {
+	i := SkipSpace(obj, 0)
 	if i >= len(obj) || obj[i] != '{' {
 		return dst, errNotObject
 	}
@@ -128,14 +125,14 @@ func appendWithMember(dst, obj []byte, key string, val json.RawMessage) ([]byte,
 			dst = append(dst, v...)
 		}
 	}
-	for i = skipSpace(obj, i+1); i < len(obj) && obj[i] != '}'; {
-		kend, err := scanString(obj, i)
+	for i = SkipSpace(obj, i+1); i < len(obj) && obj[i] != '}'; {
+		kend, err := ScanString(obj, i)
 		if err != nil {
 			return dst, err
 		}
 		k := obj[i:kend]
-		j := skipSpace(obj, skipSpace(obj, kend)+1) // past ':'
-		vend, spaced, err := scanValue(obj, j, 1)
+		j := SkipSpace(obj, SkipSpace(obj, kend)+1) // past ':'
+		vend, spaced, err := ScanValue(obj, j, 1)
 		if err != nil {
 			return dst, err
 		}
@@ -146,8 +143,8 @@ func appendWithMember(dst, obj []byte, key string, val json.RawMessage) ([]byte,
 			member(k, val, false)
 			found = true
 		}
-		if i = skipSpace(obj, vend); i < len(obj) && obj[i] == ',' {
-			i = skipSpace(obj, i+1)
+		if i = SkipSpace(obj, vend); i < len(obj) && obj[i] == ',' {
+			i = SkipSpace(obj, i+1)
 		}
 	}
 	if !found {
@@ -158,8 +155,8 @@ func appendWithMember(dst, obj []byte, key string, val json.RawMessage) ([]byte,
 
 // scanAll validates that data[i:] is one JSON value and nothing more.
 func scanAll(data []byte, i int) error {
-	end, _, err := scanValue(data, i, 0)
-	if err == nil && skipSpace(data, end) != len(data) {
+	end, _, err := ScanValue(data, i, 0)
+	if err == nil && SkipSpace(data, end) != len(data) {
 		err = errSyntax
 	}
 	return err
@@ -173,7 +170,7 @@ func syntaxError(data []byte) error {
 	return errors.New("invalid JSON")
 }
 
-func skipSpace(b []byte, i int) int {
+func SkipSpace(b []byte, i int) int {
 	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r') {
 		i++
 	}
@@ -274,10 +271,10 @@ func (o *Object) Get(key string) (json.RawMessage, bool) {
 func (o *Object) Has(key string) bool { return o.find(key) >= 0 }
 
 // GetString returns the value of key when it is a JSON string.
-func (o *Object) GetString(key string) (string, bool) { return stringValue(o.Get(key)) }
+func (o *Object) GetString(key string) (string, bool) { return StringValue(o.Get(key)) }
 
-// stringValue decodes a value found (ok) when it is a JSON string.
-func stringValue(v json.RawMessage, ok bool) (string, bool) {
+// StringValue decodes a value found (ok) when it is a JSON string.
+func StringValue(v json.RawMessage, ok bool) (string, bool) {
 	if !ok || len(v) < 2 || v[0] != '"' {
 		return "", false
 	}

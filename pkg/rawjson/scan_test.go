@@ -1,4 +1,4 @@
-package message
+package rawjson
 
 import (
 	"encoding/binary"
@@ -7,7 +7,7 @@ import (
 	"testing"
 )
 
-// scanStringRef is scanString as it was, a byte at a time: the word-at-a-time
+// scanStringRef is ScanString as it was, a byte at a time: the word-at-a-time
 // version must agree with it on every input.
 func scanStringRef(b []byte, i int) (int, error) {
 	for i++; i < len(b); i++ {
@@ -92,10 +92,10 @@ func TestSpecialBytes(t *testing.T) {
 
 func checkScanString(t *testing.T, b []byte) {
 	t.Helper()
-	end, err := scanString(b, 0)
+	end, err := ScanString(b, 0)
 	wantEnd, wantErr := scanStringRef(b, 0)
 	if (err == nil) != (wantErr == nil) || err == nil && end != wantEnd {
-		t.Fatalf("scanString(%q) = %d, %v; want %d, %v", b, end, err, wantEnd, wantErr)
+		t.Fatalf("ScanString(%q) = %d, %v; want %d, %v", b, end, err, wantEnd, wantErr)
 	}
 }
 
@@ -147,10 +147,10 @@ func FuzzScanValueAgreesWithJSONValid(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		end, _, err := scanValue(data, skipSpace(data, 0), 0)
-		ok := err == nil && skipSpace(data, end) == len(data)
+		end, _, err := ScanValue(data, SkipSpace(data, 0), 0)
+		ok := err == nil && SkipSpace(data, end) == len(data)
 		if want := json.Valid(data); ok != want {
-			t.Fatalf("scanValue(%q) ok = %v (err %v), json.Valid = %v", data, ok, err, want)
+			t.Fatalf("ScanValue(%q) ok = %v (err %v), json.Valid = %v", data, ok, err, want)
 		}
 	})
 }

@@ -1,4 +1,4 @@
-package message
+package rawjson
 
 import (
 	"encoding/json"
@@ -132,7 +132,7 @@ func TestAppendWithMember(t *testing.T) {
 		{`{"n":12345678901234567890.000000001}`, `{"n":12345678901234567890.000000001,"library":{"name":"evfwd"}}`},
 	}
 	for _, tt := range tests {
-		got, err := appendWithMember([]byte("x"), []byte(tt.in), "library", lib)
+		got, err := AppendWithMember([]byte("x"), []byte(tt.in), "library", lib)
 		if err != nil {
 			t.Fatalf("%s: %v", tt.in, err)
 		}
@@ -140,7 +140,7 @@ func TestAppendWithMember(t *testing.T) {
 			t.Errorf("%s: mismatch (-want +got):\n%s", tt.in, diff)
 		}
 	}
-	if _, err := appendWithMember(nil, []byte(`[1]`), "library", lib); err == nil {
+	if _, err := AppendWithMember(nil, []byte(`[1]`), "library", lib); err == nil {
 		t.Error("an array was accepted as an object")
 	}
 }

@@ -1,4 +1,4 @@
-package message
+package rawjson
 
 import (
 	"encoding/json"
@@ -114,7 +114,7 @@ func appendValue(dst []byte, v any, depth int) ([]byte, error) {
 		return append(dst, ']'), nil
 	case map[string]string:
 		var buf [16]string
-		keys := appendSortedKeys(buf[:0], v)
+		keys := AppendSortedKeys(buf[:0], v)
 		dst = append(dst, '{')
 		for i, k := range keys {
 			if i > 0 {
@@ -146,7 +146,7 @@ func appendValue(dst []byte, v any, depth int) ([]byte, error) {
 
 func appendMap(dst []byte, m map[string]any, depth int) ([]byte, error) {
 	var buf [16]string // keys of small maps stay on the stack
-	keys := appendSortedKeys(buf[:0], m)
+	keys := AppendSortedKeys(buf[:0], m)
 	dst = append(dst, '{')
 	for i, k := range keys {
 		if i > 0 {
@@ -162,8 +162,8 @@ func appendMap(dst []byte, m map[string]any, depth int) ([]byte, error) {
 	return append(dst, '}'), nil
 }
 
-// appendSortedKeys appends the keys of m to keys and sorts them.
-func appendSortedKeys[V any](keys []string, m map[string]V) []string {
+// AppendSortedKeys appends the keys of m to keys and sorts them.
+func AppendSortedKeys[V any](keys []string, m map[string]V) []string {
 	for k := range m {
 		keys = append(keys, k)
 	}
@@ -301,8 +301,8 @@ func validNumber(s string) bool {
 
 const hexDigits = "0123456789abcdef"
 
-// plainASCII reports whether AppendString writes byte c as itself.
-func plainASCII(c byte) bool {
+// PlainASCII reports whether AppendString writes byte c as itself.
+func PlainASCII(c byte) bool {
 	return c >= 0x20 && c < utf8.RuneSelf && c != '"' && c != '\\' && c != '<' && c != '>' && c != '&'
 }
 
@@ -315,7 +315,7 @@ func AppendString(dst []byte, s string) []byte {
 	for i := 0; i < len(s); {
 		c := s[i]
 		if c < utf8.RuneSelf {
-			if plainASCII(c) {
+			if PlainASCII(c) {
 				i++
 				continue
 			}

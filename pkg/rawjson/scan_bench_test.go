@@ -1,4 +1,4 @@
-package message
+package rawjson
 
 import (
 	"strings"
@@ -22,7 +22,7 @@ func BenchmarkScanString(b *testing.B) {
 			in := []byte(c.s + `,"next":1}`)
 			b.SetBytes(int64(len(c.s)))
 			for b.Loop() {
-				if end, err := scanString(in, 0); err != nil || end != len(c.s) {
+				if end, err := ScanString(in, 0); err != nil || end != len(c.s) {
 					b.Fatal(end, err)
 				}
 			}
