@@ -254,7 +254,7 @@ func TestDeliverClassifies(t *testing.T) {
 		{"connection reset", reset, summary{Class: ClassReset, Outcome: Retryable}, Retryable},
 		{"long body excerpt", func(w http.ResponseWriter, r *http.Request) {
 			w.WriteHeader(400)
-			io.WriteString(w, string(make([]byte, 5000)))
+			w.Write(make([]byte, 5000))
 		}, summary{Status: 400, Class: ClassClientError, Outcome: Final, Body: string(make([]byte, ExcerptSize))}, Final},
 	}
 	s := newSender(t, Options{Timeout: 100 * time.Millisecond, Now: now})
