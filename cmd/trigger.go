@@ -11,10 +11,10 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/evfwd/evfwd/internal/cli"
+	"github.com/evfwd/evfwd/pkg/loadgen"
 	"github.com/evfwd/evfwd/pkg/message"
 	"github.com/evfwd/evfwd/pkg/rawjson"
 	"github.com/evfwd/evfwd/pkg/signature"
@@ -459,108 +459,38 @@ func plural(n int, one, many string) string {
 	return strconv.Itoa(n) + " " + many
 }
 
-// loadStats is what one load worker saw; merged at the end, so workers
-// share nothing while they run.
-type loadStats struct {
-	latencies   []time.Duration
-	statuses    map[int]int
-	errors      map[webhook.Class]int
-	delivered   int
-	failed      int
-	interrupted int
-}
-
-// load sends the message Count times from Concurrency workers, each with a
-// fresh messageId, one delivery each (no retries), and reports latency
-// percentiles, a histogram, status counts and throughput.
+// load sends the message Count times from Concurrency workers (see
+// loadgen) and reports latency percentiles, a histogram, status counts
+// and throughput.
 func (tr *trigger) load() error {
-	opts := tr.opts
-	n, c := opts.Count, min(opts.Concurrency, opts.Count)
-	ctx := tr.ctx
-	var (
-		next  atomic.Int64
-		done  atomic.Int64
-		wg    sync.WaitGroup
-		stats = make([]loadStats, c)
-	)
-	var onAttempt func(webhook.Attempt)
-	start := time.Now()
-	for w := range c {
-		wg.Go(func() {
-			st := &stats[w]
-			st.latencies = make([]time.Duration, 0, n/c+1)
-			st.statuses, st.errors = map[int]int{}, map[webhook.Class]int{}
-			msg := &rawjson.Object{Fields: slices.Clone(tr.msg.Fields)}
-			size := 256
-			for ctx.Err() == nil && next.Add(1) <= int64(n) {
-				if tr.typ != webhook.TypeDelete {
-					msg.SetString("messageId", uuid.NewString())
-				}
-				// A fresh body per message: the transport may still hold
-				// the last one after Deliver returns.
-				body, _ := webhook.AppendBody(make([]byte, 0, size), msg)
-				size = len(body) + 64
-				cb := onAttempt
-				if tr.out.json {
-					cb = func(a webhook.Attempt) { tr.out.attempt(a, msg) }
-				}
-				t0 := time.Now()
-				res := tr.sender.DeliverFunc(ctx, tr.dest, body, cb)
-				lat := time.Since(t0)
-				if res.Outcome == webhook.Interrupted {
-					st.interrupted++
-					break
-				}
-				for _, a := range res.Attempts {
-					if a.Status != 0 {
-						st.statuses[a.Status]++
-					} else {
-						st.errors[a.Class]++
-					}
-				}
-				st.latencies = append(st.latencies, lat)
-				if res.Delivered() {
-					st.delivered++
-				} else {
-					st.failed++
-				}
-				done.Add(1)
-			}
-		})
+	o := loadgen.Options{
+		Sender: tr.sender, Destination: tr.dest, Message: tr.msg,
+		Count: tr.opts.Count, Concurrency: tr.opts.Concurrency,
 	}
-	stop := tr.progress(&done, n, start)
-	wg.Wait()
+	if tr.out.json {
+		o.OnAttempt = tr.out.attempt
+	}
+	g, err := loadgen.New(o)
+	if err != nil {
+		return err
+	}
+	stop := tr.progress(g, o.Count, time.Now())
+	rep := g.Run(tr.ctx)
 	stop()
-	elapsed := time.Since(start)
-
-	total := loadStats{statuses: map[int]int{}, errors: map[webhook.Class]int{}}
-	for _, st := range stats {
-		total.latencies = append(total.latencies, st.latencies...)
-		for k, v := range st.statuses {
-			total.statuses[k] += v
-		}
-		for k, v := range st.errors {
-			total.errors[k] += v
-		}
-		total.delivered += st.delivered
-		total.failed += st.failed
-		total.interrupted += st.interrupted
-	}
-	slices.Sort(total.latencies)
-	if err := tr.out.loadSummary(tr.typ, n, c, elapsed, &total); err != nil {
+	if err := tr.out.loadSummary(tr.typ, rep); err != nil {
 		return err
 	}
 	switch {
-	case ctx.Err() != nil:
+	case tr.ctx.Err() != nil:
 		return cli.Silent(cli.ExitInterrupted)
-	case total.failed > 0:
+	case rep.Failed > 0:
 		return cli.Silent(cli.ExitFailure)
 	}
 	return nil
 }
 
 // progress shows a live count and rate on a terminal's stderr.
-func (tr *trigger) progress(done *atomic.Int64, n int, start time.Time) (stop func()) {
+func (tr *trigger) progress(g *loadgen.Generator, n int, start time.Time) (stop func()) {
 	if !tr.f.IO.ErrTTY {
 		return func() {}
 	}
@@ -575,7 +505,7 @@ func (tr *trigger) progress(done *atomic.Int64, n int, start time.Time) (stop fu
 				fmt.Fprint(tr.f.IO.ErrOut, "\r\033[K")
 				return
 			case <-tick.C:
-				d := done.Load()
+				d := g.Done()
 				rate := float64(d) / time.Since(start).Seconds()
 				fmt.Fprintf(tr.f.IO.ErrOut, "\r\033[K  %d/%d  %.0f/s", d, n, rate)
 			}
@@ -584,47 +514,10 @@ func (tr *trigger) progress(done *atomic.Int64, n int, start time.Time) (stop fu
 	return func() { close(quit); <-finished }
 }
 
-// histogramBounds are the upper bounds of the latency buckets.
-var histogramBounds = []time.Duration{
-	500 * time.Microsecond, time.Millisecond, 2 * time.Millisecond, 5 * time.Millisecond,
-	10 * time.Millisecond, 20 * time.Millisecond, 50 * time.Millisecond, 100 * time.Millisecond,
-	250 * time.Millisecond, 500 * time.Millisecond, time.Second, 2500 * time.Millisecond,
-	5 * time.Second,
-}
-
+// bucket is a histogram bucket as -o json prints it.
 type bucket struct {
 	LE    *float64 `json:"le_ms"` // nil: above the last bound
 	Count int      `json:"count"`
-}
-
-// histogram counts sorted latencies per bucket, dropping empty ones.
-func histogram(sorted []time.Duration) []bucket {
-	var out []bucket
-	i := 0
-	for _, b := range histogramBounds {
-		j := i
-		for j < len(sorted) && sorted[j] <= b {
-			j++
-		}
-		if j > i {
-			le := float64(b.Microseconds()) / 1000
-			out = append(out, bucket{LE: &le, Count: j - i})
-		}
-		i = j
-	}
-	if i < len(sorted) {
-		out = append(out, bucket{Count: len(sorted) - i})
-	}
-	return out
-}
-
-// percentile of sorted latencies, nearest rank.
-func percentile(sorted []time.Duration, p float64) time.Duration {
-	if len(sorted) == 0 {
-		return 0
-	}
-	k := int(float64(len(sorted))*p+0.999999) - 1
-	return sorted[min(max(k, 0), len(sorted)-1)]
 }
 
 type loadSummaryJSON struct {
@@ -643,34 +536,42 @@ type loadSummaryJSON struct {
 	Histogram   []bucket           `json:"histogram"`
 }
 
-func (p *attemptPrinter) loadSummary(t message.Type, n, c int, elapsed time.Duration, s *loadStats) error {
-	sent := len(s.latencies)
-	rate := float64(sent) / elapsed.Seconds()
-	lat := s.latencies
+func (p *attemptPrinter) loadSummary(t message.Type, r *loadgen.Report) error {
+	n, c, elapsed := r.Count, r.Concurrency, r.Elapsed
+	sent, rate := r.Sent(), r.PerSecond()
 	pcts := []struct {
 		name string
 		d    time.Duration
 	}{
-		{"p50", percentile(lat, 0.50)}, {"p90", percentile(lat, 0.90)}, {"p99", percentile(lat, 0.99)}, {"max", percentile(lat, 1)},
+		{"p50", r.Latency.Percentile(0.50)}, {"p90", r.Latency.Percentile(0.90)}, {"p99", r.Latency.Percentile(0.99)}, {"max", r.Latency.Percentile(1)},
 	}
 	status := map[string]int{}
-	for k, v := range s.statuses {
+	for k, v := range r.Status {
 		status[strconv.Itoa(k)] = v
 	}
-	for k, v := range s.errors {
+	for k, v := range r.Errors {
 		status[string(k)] = v
 	}
-	hist := histogram(lat)
+	hist := r.Latency.Buckets()
 	if p.json {
 		ms := map[string]float64{}
 		for _, q := range pcts {
 			ms[q.name] = float64(q.d.Microseconds()) / 1000
 		}
+		var buckets []bucket
+		for _, h := range hist {
+			b := bucket{Count: h.Count}
+			if h.UpTo > 0 {
+				le := float64(h.UpTo.Microseconds()) / 1000
+				b.LE = &le
+			}
+			buckets = append(buckets, b)
+		}
 		return cli.WriteJSON(p.w, loadSummaryJSON{
-			Record: "summary", Type: string(t), Count: n, Sent: sent, Delivered: s.delivered, Failed: s.failed,
-			Interrupted: s.interrupted > 0 || sent < n, Concurrency: c,
+			Record: "summary", Type: string(t), Count: n, Sent: sent, Delivered: r.Delivered, Failed: r.Failed,
+			Interrupted: r.Interrupted, Concurrency: c,
 			ElapsedMS: float64(elapsed.Microseconds()) / 1000, PerSecond: rate,
-			LatencyMS: ms, Status: status, Histogram: hist,
+			LatencyMS: ms, Status: status, Histogram: buckets,
 		})
 	}
 	st := p.st
@@ -678,10 +579,10 @@ func (p *attemptPrinter) loadSummary(t message.Type, n, c int, elapsed time.Dura
 	fmt.Fprintf(&b, "%s  %d of %d sent by %d workers in %s: %s deliveries/s\n",
 		st.Bold.Sprint(string(t)), sent, n, c, elapsed.Round(time.Millisecond), st.Bold.Sprintf("%.0f", rate))
 	verdict := st.OK.Sprint(cli.SymOK)
-	if s.failed > 0 {
+	if r.Failed > 0 {
 		verdict = st.Fail.Sprint(cli.SymFail)
 	}
-	fmt.Fprintf(&b, "%s delivered %d  failed %d", verdict, s.delivered, s.failed)
+	fmt.Fprintf(&b, "%s delivered %d  failed %d", verdict, r.Delivered, r.Failed)
 	if sent < n {
 		fmt.Fprintf(&b, "  %s", st.Warn.Sprintf("interrupted, %d not sent", n-sent))
 	}
@@ -709,9 +610,9 @@ func (p *attemptPrinter) loadSummary(t message.Type, n, c int, elapsed time.Dura
 		most = max(most, h.Count)
 	}
 	for _, h := range hist {
-		label := "> 5s"
-		if h.LE != nil {
-			label = "≤ " + fmtLatency(time.Duration(*h.LE*1000)*time.Microsecond)
+		label := "> " + fmtLatency(h.Above)
+		if h.UpTo > 0 {
+			label = "≤ " + fmtLatency(h.UpTo)
 		}
 		bar := strings.Repeat("█", max(1, h.Count*40/max(most, 1)))
 		fmt.Fprintf(&b, "  %9s %s %d\n", label, st.Accent.Sprint(bar), h.Count)

@@ -420,25 +420,6 @@ func TestTriggerLoad(t *testing.T) {
 	}
 }
 
-func TestPercentileHistogram(t *testing.T) {
-	var lat []time.Duration
-	for i := 1; i <= 100; i++ {
-		lat = append(lat, time.Duration(i)*time.Millisecond)
-	}
-	got := []time.Duration{percentile(lat, 0.5), percentile(lat, 0.9), percentile(lat, 0.99), percentile(lat, 1)}
-	if diff := cmp.Diff([]time.Duration{50 * time.Millisecond, 90 * time.Millisecond, 99 * time.Millisecond, 100 * time.Millisecond}, got); diff != "" {
-		t.Errorf("percentiles mismatch (-want +got):\n%s", diff)
-	}
-	var counts []int
-	for _, b := range histogram(lat) {
-		counts = append(counts, b.Count)
-	}
-	// ≤1ms, ≤2, ≤5, ≤10, ≤20, ≤50, ≤100
-	if diff := cmp.Diff([]int{1, 1, 3, 5, 10, 30, 50}, counts); diff != "" {
-		t.Errorf("histogram mismatch (-want +got):\n%s", diff)
-	}
-}
-
 func FuzzParseHeader(f *testing.F) {
 	for _, s := range []string{"Authorization: Bearer x", "X-A:1", ":v", "NoColon", "  X : a:b  ", ""} {
 		f.Add(s)
