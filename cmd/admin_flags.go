@@ -6,6 +6,7 @@ import (
 	"net/http"
 
 	"github.com/evfwd/evfwd/internal/cli"
+	"github.com/evfwd/evfwd/pkg/admin"
 	"github.com/evfwd/evfwd/pkg/serve"
 	"github.com/spf13/cobra"
 )
@@ -26,17 +27,17 @@ func (a *adminFlags) add(cmd *cobra.Command, sourceUsage string) {
 }
 
 // client returns the admin client, or a usage error without a token.
-func (a *adminFlags) client(f *cli.Factory) (*serve.AdminClient, error) {
+func (a *adminFlags) client(f *cli.Factory) (*admin.Client, error) {
 	if a.Token == "" {
 		return nil, cli.UsageErrorf("an admin token is required: use --admin-token or %s (serve's admin_token)", cli.EnvName("admin-token"))
 	}
-	return &serve.AdminClient{Endpoint: a.Endpoint, Token: a.Token, UserAgent: "evfwd/" + f.Version}, nil
+	return &admin.Client{Endpoint: a.Endpoint, Token: a.Token, UserAgent: "evfwd/" + f.Version}, nil
 }
 
 // adminErr turns an admin API failure into the command's error: a refused
 // token or a failed request exits 1, input the server refused exits 2.
 func adminErr(err error, input string) error {
-	var ae *serve.AdminError
+	var ae *admin.Error
 	switch {
 	case err == nil:
 		return nil

@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/evfwd/evfwd/internal/broadcast"
+	"github.com/evfwd/evfwd/pkg/admin"
 	"github.com/evfwd/evfwd/pkg/serve"
 	"github.com/evfwd/evfwd/pkg/webhook"
 )
@@ -19,18 +21,12 @@ import (
 const testAdminToken = "adm_secret"
 
 // startAdminServe runs serve in-process with the admin API on: source
-// "web" forwards to a receiver that counts requests, "quiet" has no
-// webhooks. It returns serve's URL and the receiver's bodies.
-func startAdminServe(t *testing.T) (string, func() []string) {
+// "web" forwards to a receiver that records the bodies, "quiet" has no
+// webhooks. It returns serve's URL and the receiver.
+func startAdminServe(t *testing.T) (string, *hookRecorder) {
 	t.Helper()
-	var mu sync.Mutex
-	var got []string
-	hook := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		b, _ := io.ReadAll(r.Body)
-		mu.Lock()
-		got = append(got, string(b))
-		mu.Unlock()
-	}))
+	rcv := &hookRecorder{}
+	hook := httptest.NewServer(rcv)
 	t.Cleanup(hook.Close)
 	cfg := serve.Config{
 		Addr: "127.0.0.1:0", Store: "sqlite://" + filepath.Join(t.TempDir(), "evfwd.db"), AdminToken: testAdminToken,
@@ -47,24 +43,50 @@ func startAdminServe(t *testing.T) (string, func() []string) {
 	done := make(chan error, 1)
 	go func() { done <- srv.Run(ctx) }()
 	t.Cleanup(func() { cancel(); <-done })
-	return srv.URL(), func() []string {
-		mu.Lock()
-		defer mu.Unlock()
-		return append([]string(nil), got...)
-	}
+	return srv.URL(), rcv
 }
 
-func waitUntil(t *testing.T, what string, cond func() bool) {
+// hookRecorder is a webhook endpoint that records the bodies it gets.
+type hookRecorder struct {
+	mu   sync.Mutex
+	got  []string
+	more broadcast.Signal // fires after each body
+}
+
+func (rc *hookRecorder) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	b, _ := io.ReadAll(r.Body)
+	rc.mu.Lock()
+	rc.got = append(rc.got, string(b))
+	rc.mu.Unlock()
+	rc.more.Fire()
+}
+
+func (rc *hookRecorder) bodies() []string {
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	return append([]string(nil), rc.got...)
+}
+
+// wait returns once n bodies have come, woken by each one.
+func (rc *hookRecorder) wait(t *testing.T, what string, n int) {
 	t.Helper()
-	for deadline := time.Now().Add(10 * time.Second); !cond(); time.Sleep(2 * time.Millisecond) {
-		if time.Now().After(deadline) {
+	limit := time.NewTimer(10 * time.Second)
+	defer limit.Stop()
+	for {
+		next := rc.more.Next() // before the check: a body during it is not missed
+		if len(rc.bodies()) == n {
+			return
+		}
+		select {
+		case <-next:
+		case <-limit.C:
 			t.Fatalf("timed out waiting for %s", what)
 		}
 	}
 }
 
 func TestDeleteCommand(t *testing.T) {
-	url, received := startAdminServe(t)
+	url, rcv := startAdminServe(t)
 	env := map[string]string{"EVFWD_ENDPOINT": url, "EVFWD_ADMIN_TOKEN": testAdminToken}
 
 	r := execute(t, testFactory(t, "", false, env), "delete", "--user-id", "u_42")
@@ -75,13 +97,13 @@ func TestDeleteCommand(t *testing.T) {
 	if len(lines) != 4 || !strings.HasPrefix(lines[1], "SOURCE") || !strings.HasPrefix(lines[2], "quiet") || !strings.HasPrefix(lines[3], "web") {
 		t.Errorf("table:\n%s", r.Stdout)
 	}
-	waitUntil(t, "the delete webhook", func() bool { return len(received()) == 1 })
-	if got := received()[0]; !strings.HasPrefix(got, `{"type":"delete","userId":"u_42","timestamp":"`) {
+	rcv.wait(t, "the delete webhook", 1)
+	if got := rcv.bodies()[0]; !strings.HasPrefix(got, `{"type":"delete","userId":"u_42","timestamp":"`) {
 		t.Errorf("webhook body %s", got)
 	}
 
 	r = execute(t, testFactory(t, "", false, env), "delete", "--user-id", "u_7", "--source", "quiet", "-o", "json")
-	var d serve.Deletion
+	var d admin.Deletion
 	if r.Code != 0 || json.Unmarshal([]byte(r.Stdout), &d) != nil || d.UserID != "u_7" || len(d.Sources) != 1 || d.Sources[0].Notified {
 		t.Errorf("delete -o json: %+v (%+v)", r, d)
 	}
@@ -116,7 +138,7 @@ func TestAdminCommandErrors(t *testing.T) {
 }
 
 func TestAudienceAndTraitSyncCommands(t *testing.T) {
-	url, received := startAdminServe(t)
+	url, rcv := startAdminServe(t)
 	env := map[string]string{"EVFWD_ENDPOINT": url, "EVFWD_ADMIN_TOKEN": testAdminToken}
 	members := writeFile(t, "members.txt", "u1\n\"u2\"\n{\"userId\":\"u3\",\"plan\":\"pro\"}\n\n")
 	r := execute(t, testFactory(t, "", false, env), "audience", "sync", "VIP-Users (EU)", members)
@@ -124,16 +146,16 @@ func TestAudienceAndTraitSyncCommands(t *testing.T) {
 	if r.Code != 0 || r.Stdout != want {
 		t.Fatalf("first sync: %+v\nwant stdout %q", r, want)
 	}
-	waitUntil(t, "3 identifies", func() bool { return len(received()) == 3 })
+	rcv.wait(t, "3 identifies", 3)
 
 	// From stdin, as JSON output: u1 left, u4 joined.
 	r = execute(t, testFactory(t, "u2\nu3\nu4\n", false, env), "audience", "sync", "VIP-Users (EU)", "-", "-o", "json")
-	var rep serve.SyncReport
+	var rep admin.SyncReport
 	if r.Code != 0 || json.Unmarshal([]byte(r.Stdout), &rep) != nil || rep.Added != 1 || rep.Removed != 1 || rep.Unchanged != 2 || rep.First {
 		t.Fatalf("second sync: %+v", r)
 	}
-	waitUntil(t, "2 more identifies", func() bool { return len(received()) == 5 })
-	changed := strings.Join(received()[3:], "\n")
+	rcv.wait(t, "2 more identifies", 5)
+	changed := strings.Join(rcv.bodies()[3:], "\n")
 	if !strings.Contains(changed, `"userId":"u1","traits":{"vip_users_eu":false}`) || !strings.Contains(changed, `"userId":"u4","traits":{"vip_users_eu":true}`) {
 		t.Errorf("identifies of the second sync:\n%s", changed)
 	}
@@ -154,8 +176,8 @@ func TestAudienceAndTraitSyncCommands(t *testing.T) {
 	if r.Code != 0 || !strings.Contains(r.Stdout, "added 0, removed 0, changed 1, unchanged 1; 1 identify messages") {
 		t.Fatalf("trait sync 2: %+v", r)
 	}
-	waitUntil(t, "trait identifies", func() bool { return len(received()) == 8 })
-	if last := received()[7]; !strings.Contains(last, `"userId":"u1","traits":{"churn_risk":0.7}`) {
+	rcv.wait(t, "trait identifies", 8)
+	if last := rcv.bodies()[7]; !strings.Contains(last, `"userId":"u1","traits":{"churn_risk":0.7}`) {
 		t.Errorf("last identify %s", last)
 	}
 }

@@ -8,9 +8,9 @@ import (
 	"strings"
 
 	"github.com/evfwd/evfwd/internal/cli"
+	"github.com/evfwd/evfwd/pkg/admin"
 	"github.com/evfwd/evfwd/pkg/ndjson"
 	"github.com/evfwd/evfwd/pkg/rawjson"
-	"github.com/evfwd/evfwd/pkg/serve"
 	"github.com/spf13/cobra"
 )
 
@@ -139,7 +139,7 @@ func writeList(w io.Writer, lines *ndjson.Reader, audience bool) error {
 	return lines.Err()
 }
 
-func printSync(f *cli.Factory, r *serve.SyncReport) error {
+func printSync(f *cli.Factory, r *admin.SyncReport) error {
 	first := ""
 	if r.First {
 		first = " (first sync)"

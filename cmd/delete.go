@@ -6,7 +6,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/evfwd/evfwd/internal/cli"
-	"github.com/evfwd/evfwd/pkg/serve"
+	"github.com/evfwd/evfwd/pkg/admin"
 	"github.com/spf13/cobra"
 )
 
@@ -76,7 +76,7 @@ func deleteRun(opts *DeleteOptions) error {
 	return printDeletion(f, d)
 }
 
-func printDeletion(f *cli.Factory, d *serve.Deletion) error {
+func printDeletion(f *cli.Factory, d *admin.Deletion) error {
 	fmt.Fprintf(f.IO.Out, "deletion %s  user %s  %s\n", d.ID, d.UserID, d.CreatedAt)
 	tw := tabwriter.NewWriter(f.IO.Out, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "SOURCE\tNOTIFICATION\tDELIVERY\tCANCELLED\tPURGED")

@@ -12,7 +12,7 @@ import (
 	"github.com/evfwd/evfwd/pkg/message"
 	"github.com/evfwd/evfwd/pkg/serve"
 	"github.com/evfwd/evfwd/pkg/store"
-	"github.com/evfwd/evfwd/pkg/store/postgres"
+	"github.com/evfwd/evfwd/pkg/stores"
 	"github.com/spf13/cobra"
 )
 
@@ -131,14 +131,17 @@ func (o *DeliveriesOptions) open() (store.Store, error) {
 	if dsn == "" {
 		dsn = serve.DefaultStorePath(o.Factory.Getenv)
 	}
-	if _, err := serve.StorePath(dsn); err != nil && !postgres.IsURL(dsn) {
+	loc, err := stores.Parse(dsn)
+	if err != nil {
 		return nil, cli.UsageError(err)
 	}
 	ctx := o.ctx
 	if ctx == nil {
 		ctx = context.Background()
 	}
-	return serve.OpenStore(ctx, dsn, nil)
+	// Beside a running serve: what a stopped one left unfinished is the
+	// next serve's to finish.
+	return loc.Open(ctx, stores.Options{NoRecover: true})
 }
 
 func (o *DeliveriesOptions) filter() (store.Filter, error) {

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/evfwd/evfwd/internal/cli"
+	"github.com/evfwd/evfwd/pkg/admin"
 	"github.com/evfwd/evfwd/pkg/forwarder"
 	"github.com/evfwd/evfwd/pkg/serve"
 	"github.com/evfwd/evfwd/pkg/store"
@@ -144,7 +145,7 @@ func serveConfig(opts *ServeOptions) (serve.Config, error) {
 	cfg.TLSCert, cfg.TLSKey = opts.TLSCert, opts.TLSKey
 	// The admin token is a secret: config file or environment, no flag.
 	cfg.AdminToken = f.Config.Viper().GetString("admin_token")
-	if tok := f.Getenv(serve.AdminEnv); tok != "" {
+	if tok := f.Getenv(admin.TokenEnv); tok != "" {
 		cfg.AdminToken = tok
 	}
 	if cfg.Store == "" {

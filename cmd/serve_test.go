@@ -1,6 +1,7 @@
 package cmd
 
 import (
+	"bytes"
 	"context"
 	"crypto/tls"
 	"encoding/json"
@@ -8,10 +9,12 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/evfwd/evfwd/internal/cli"
 	"github.com/evfwd/evfwd/internal/tlscert/tlscerttest"
 	"github.com/evfwd/evfwd/pkg/store"
 	"github.com/evfwd/evfwd/pkg/store/sqlite"
@@ -40,16 +43,50 @@ func TestServeConfigErrorsNameSourceAndEndpoint(t *testing.T) {
 
 func TestServeRunsAndDrains(t *testing.T) {
 	cfg := writeFile(t, "evfwd.yaml", "sources:\n  - name: web\n    write_key: wk\n")
-	ctx, cancel := context.WithCancel(context.Background())
 	f := testFactory(t, "", false, map[string]string{"EVFWD_STORE": "sqlite://" + filepath.Join(t.TempDir(), "e.db"), "EVFWD_ADDR": "127.0.0.1:0"})
-	done := make(chan result, 1)
-	go func() { done <- executeCtx(t, ctx, f, "serve", "--config", cfg, "--log-format", "json") }()
-	time.Sleep(300 * time.Millisecond)
-	cancel()
-	res := <-done
-	if res.Code != 0 || !strings.Contains(res.Stderr, `"msg":"serving"`) || !strings.Contains(res.Stderr, `"msg":"stopped"`) {
-		t.Errorf("code %d stderr %s", res.Code, res.Stderr)
+	_, stop := runServe(t, f, nil, "--config", cfg, "--log-format", "json")
+	err := stop()
+	// serve has stopped: nothing writes to stderr any more.
+	stderr := f.IO.ErrOut.(*bytes.Buffer).String()
+	if err != nil || !strings.Contains(stderr, `"msg":"serving"`) || !strings.Contains(stderr, `"msg":"stopped"`) {
+		t.Errorf("serve: %v, stderr %s", err, stderr)
 	}
+}
+
+// runServe runs `evfwd serve args...` on f in the background, edit (when
+// set) applied to its options, and returns its URL once it listens, and
+// stop, which cancels it and returns what the command returned.
+func runServe(t *testing.T, f *cli.Factory, edit func(*ServeOptions), args ...string) (url string, stop func() error) {
+	t.Helper()
+	ready := make(chan string, 1)
+	root := NewRootCmd(f)
+	old, _, _ := root.Find([]string{"serve"})
+	root.RemoveCommand(old)
+	root.AddCommand(NewCmdServe(f, func(o *ServeOptions) error {
+		o.ready = func(url string) { ready <- url }
+		if edit != nil {
+			edit(o)
+		}
+		return serveRun(o)
+	}))
+	root.SetArgs(append([]string{"serve"}, args...))
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- root.ExecuteContext(ctx) }()
+	var once sync.Once
+	var err error
+	stop = func() error {
+		once.Do(func() { cancel(); err = <-done })
+		return err
+	}
+	t.Cleanup(func() { stop() })
+	select {
+	case url = <-ready:
+	case err := <-done:
+		done <- err // for stop
+		t.Fatalf("serve ended before it was ready: %v", err)
+	}
+	return url, stop
 }
 
 func TestDeliveriesListShowRetry(t *testing.T) {
@@ -349,32 +386,16 @@ func TestServeTLSReloadOnHUP(t *testing.T) {
 		"EVFWD_STORE": "sqlite://" + filepath.Join(t.TempDir(), "e.db"), "EVFWD_ADDR": "127.0.0.1:0",
 		"EVFWD_TLS_CERT": certFile, "EVFWD_TLS_KEY": keyFile,
 	})
-	ready, reloaded := make(chan string, 1), make(chan error)
+	reloaded := make(chan error)
 	hup := make(chan os.Signal)
-	root := NewRootCmd(f)
-	old, _, _ := root.Find([]string{"serve"})
-	root.RemoveCommand(old)
-	root.AddCommand(NewCmdServe(f, func(o *ServeOptions) error {
-		o.ready = func(url string) { ready <- url }
+	url, stop := runServe(t, f, func(o *ServeOptions) {
 		o.hup, o.reloaded = hup, func(err error) { reloaded <- err }
-		return serveRun(o)
-	}))
-	root.SetArgs([]string{"serve", "--config", cfg})
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- root.ExecuteContext(ctx) }()
+	}, "--config", cfg)
 	defer func() {
-		cancel()
-		if err := <-done; err != nil {
+		if err := stop(); err != nil {
 			t.Errorf("serve: %v", err)
 		}
 	}()
-	var url string
-	select {
-	case url = <-ready:
-	case err := <-done:
-		t.Fatalf("serve ended before it was ready: %v", err)
-	}
 	if !strings.HasPrefix(url, "https://") {
 		t.Fatalf("URL %s, want https", url)
 	}

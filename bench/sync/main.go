@@ -29,6 +29,7 @@ import (
 
 	"github.com/evfwd/evfwd/bench/internal/benchpg"
 
+	"github.com/evfwd/evfwd/pkg/admin"
 	"github.com/evfwd/evfwd/pkg/message"
 	"github.com/evfwd/evfwd/pkg/serve"
 	"github.com/evfwd/evfwd/pkg/webhook"
@@ -86,7 +87,7 @@ func main() {
 	done := make(chan error, 1)
 	go func() { done <- srv.Run(ctx) }()
 	base := srv.URL()
-	adm := &serve.AdminClient{Endpoint: base, Token: token}
+	adm := &admin.Client{Endpoint: base, Token: token}
 
 	// The ingest load runs for the whole benchmark; each request records
 	// when it was sent and how long its answer took.
@@ -162,7 +163,7 @@ func main() {
 	} {
 		walPeak.Store(0)
 		start := time.Now()
-		rep := &serve.SyncReport{}
+		rep := &admin.SyncReport{}
 		if step.first < 0 {
 			time.Sleep(*idle)
 		} else if rep, err = adm.Sync(context.Background(), "audience", "Bench Audience", nil, list(step.first, *members)); err != nil {

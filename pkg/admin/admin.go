@@ -1,25 +1,7 @@
-package serve
-
-import (
-	"crypto/sha256"
-	"crypto/subtle"
-	"encoding/json"
-	"errors"
-	"fmt"
-	"net/http"
-	"slices"
-	"strings"
-	"time"
-
-	"github.com/evfwd/evfwd/pkg/audience"
-	"github.com/evfwd/evfwd/pkg/message"
-	"github.com/evfwd/evfwd/pkg/rawjson"
-	"github.com/evfwd/evfwd/pkg/store"
-	"github.com/evfwd/evfwd/pkg/webhook"
-)
-
-// The admin API (DESIGN §5, spec 1A and 6), under /admin/v1, behind a bearer
-// token:
+// Package admin is the admin API of `evfwd serve`: an http.Handler under
+// /admin/v1, behind a bearer token, that creates deletion requests and
+// applies audience and computed-trait syncs through the store, and the
+// Client the admin commands use.
 //
 //	POST /admin/v1/deletions                {"userId": "...", "sources": [...]?}  → 201 Deletion
 //	GET  /admin/v1/deletions/{id}                                                 → 200 Deletion
@@ -29,9 +11,31 @@ import (
 // Syncs take ?source=NAME (repeatable) to pick the sources whose webhook
 // destination gets the identify messages; by default every source with
 // webhooks enabled. Errors are JSON, {"error": "..."}, as the collector's.
+// (DESIGN §5, spec 1A and 6.)
+package admin
 
-// AdminEnv is the environment variable that sets Config.AdminToken.
-const AdminEnv = "EVFWD_ADMIN_TOKEN"
+import (
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"slices"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/evfwd/evfwd/pkg/audience"
+	"github.com/evfwd/evfwd/pkg/message"
+	"github.com/evfwd/evfwd/pkg/rawjson"
+	"github.com/evfwd/evfwd/pkg/store"
+	"github.com/evfwd/evfwd/pkg/webhook"
+)
+
+// TokenEnv is the environment variable that sets serve's admin token.
+const TokenEnv = "EVFWD_ADMIN_TOKEN"
 
 // MaxSyncBytes bounds a sync request body; the list is streamed, so this
 // only stops a runaway upload.
@@ -42,6 +46,85 @@ const MaxSyncBytes = 1 << 30
 // table before it answers); the server's usual read and write timeouts are
 // for small requests.
 const syncDeadline = 30 * time.Minute
+
+// Source is a source as the admin API sees it.
+type Source struct {
+	Name string
+	// Webhooks is whether the source's webhook destination is enabled:
+	// only those get delete notifications and sync messages.
+	Webhooks bool
+}
+
+// Config is what the admin API needs from the service.
+type Config struct {
+	// Token is the bearer token every request must carry; "" turns the
+	// API off (404 naming TokenEnv).
+	Token string
+	// Store is the service's store. The API uses its store.Admin methods
+	// only, and is off (501) when it has none.
+	Store store.Store
+	// Sources are the service's sources, in config order.
+	Sources []Source
+	// Now is the clock of deletion requests and syncs (default time.Now).
+	Now func() time.Time
+	// Logger gets a line per request and the API's state (default: none).
+	Logger *slog.Logger
+	// Queued, when set, hears of the messages a request committed to the
+	// queue, n for source, once they are durable: the service counts them
+	// and wakes its forwarder.
+	Queued func(source string, n int)
+}
+
+// Handler serves /admin/.
+type Handler struct {
+	cfg      Config
+	token    [sha256.Size]byte // of the configured token; compared in constant time
+	off      string            // why the API is off, "" when on
+	offAt    int               // the status that says so
+	store    store.Admin
+	mux      *http.ServeMux
+	draining atomic.Bool
+}
+
+// New builds the admin API and logs whether it is on.
+func New(cfg Config) (*Handler, error) {
+	if cfg.Store == nil {
+		return nil, errors.New("admin: Config.Store is required")
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.Queued == nil {
+		cfg.Queued = func(string, int) {}
+	}
+	a := &Handler{cfg: cfg, mux: http.NewServeMux()}
+	switch st, ok := cfg.Store.(store.Admin); {
+	case cfg.Token == "":
+		a.off, a.offAt = "admin API is disabled: set admin_token in the config or "+TokenEnv, http.StatusNotFound
+		cfg.Logger.Info("admin API off: no admin_token in the config or " + TokenEnv)
+	case !ok:
+		a.off, a.offAt = fmt.Sprintf("admin API needs a store that supports it; this store (%T) does not", cfg.Store), http.StatusNotImplemented
+		cfg.Logger.Warn("admin API off: the store does not support it", "store", fmt.Sprintf("%T", cfg.Store))
+	default:
+		a.store = st
+		a.token = sha256.Sum256([]byte(cfg.Token))
+		cfg.Logger.Info("admin API on", "path", "/admin/v1")
+	}
+	a.mux.HandleFunc("POST /admin/v1/deletions", a.createDeletion)
+	a.mux.HandleFunc("GET /admin/v1/deletions/{id}", a.getDeletion)
+	a.mux.HandleFunc("POST /admin/v1/audiences/{name}/sync", a.sync(store.KindAudience))
+	a.mux.HandleFunc("POST /admin/v1/traits/{name}/sync", a.sync(store.KindTrait))
+	a.mux.HandleFunc("/admin/", func(w http.ResponseWriter, r *http.Request) {
+		writeError(w, http.StatusNotFound, "no admin endpoint "+r.Method+" "+r.URL.Path)
+	})
+	return a, nil
+}
+
+// Drain makes every later request 503: the service is shutting down.
+func (a *Handler) Drain() { a.draining.Store(true) }
 
 // Deletion is a deletion request as the admin API shows it.
 type Deletion struct {
@@ -87,84 +170,49 @@ type SyncReport struct {
 	Millis    int64          `json:"ms"`
 }
 
-// adminAPI serves /admin/.
-type adminAPI struct {
-	srv   *Server
-	token [sha256.Size]byte // of the configured token; compared in constant time
-	off   string            // why the API is off, "" when on
-	offAt int               // the status that says so
-	store store.Admin
-	mux   *http.ServeMux
-}
-
-// newAdminAPI builds the admin API and says at start whether it is on.
-func newAdminAPI(s *Server) *adminAPI {
-	a := &adminAPI{srv: s, mux: http.NewServeMux()}
-	switch st, ok := any(s.store).(store.Admin); {
-	case s.cfg.AdminToken == "":
-		a.off, a.offAt = "admin API is disabled: set admin_token in the config or "+AdminEnv, http.StatusNotFound
-		s.log.Info("admin API off: no admin_token in the config or " + AdminEnv)
-	case !ok:
-		a.off, a.offAt = fmt.Sprintf("admin API needs a store that supports it; this store (%T) does not", s.store), http.StatusNotImplemented
-		s.log.Warn("admin API off: the store does not support it", "store", fmt.Sprintf("%T", s.store))
-	default:
-		a.store = st
-		a.token = sha256.Sum256([]byte(s.cfg.AdminToken))
-		s.log.Info("admin API on", "path", "/admin/v1")
-	}
-	a.mux.HandleFunc("POST /admin/v1/deletions", a.createDeletion)
-	a.mux.HandleFunc("GET /admin/v1/deletions/{id}", a.getDeletion)
-	a.mux.HandleFunc("POST /admin/v1/audiences/{name}/sync", a.sync(store.KindAudience))
-	a.mux.HandleFunc("POST /admin/v1/traits/{name}/sync", a.sync(store.KindTrait))
-	a.mux.HandleFunc("/admin/", func(w http.ResponseWriter, r *http.Request) {
-		adminError(w, http.StatusNotFound, "no admin endpoint "+r.Method+" "+r.URL.Path)
-	})
-	return a
-}
-
-func (a *adminAPI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+func (a *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if a.off != "" {
-		adminError(w, a.offAt, a.off)
+		writeError(w, a.offAt, a.off)
 		return
 	}
 	given, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
 	if !ok || given == "" {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="evfwd admin"`)
-		adminError(w, http.StatusUnauthorized, "missing admin token (Authorization: Bearer ...)")
+		writeError(w, http.StatusUnauthorized, "missing admin token (Authorization: Bearer ...)")
 		return
 	}
 	// Hashing first makes the comparison constant-time in the length too.
 	sum := sha256.Sum256([]byte(given))
 	if subtle.ConstantTimeCompare(sum[:], a.token[:]) != 1 {
-		adminError(w, http.StatusForbidden, "wrong admin token")
+		writeError(w, http.StatusForbidden, "wrong admin token")
 		return
 	}
-	if a.srv.draining.Load() {
-		adminError(w, http.StatusServiceUnavailable, "server is shutting down")
+	if a.draining.Load() {
+		writeError(w, http.StatusServiceUnavailable, "server is shutting down")
 		return
 	}
 	a.mux.ServeHTTP(w, r)
 }
 
-func (a *adminAPI) createDeletion(w http.ResponseWriter, r *http.Request) {
+func (a *Handler) createDeletion(w http.ResponseWriter, r *http.Request) {
 	http.NewResponseController(w).SetWriteDeadline(time.Now().Add(syncDeadline))
 	var req DeletionRequest
 	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, 64<<10))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&req); err != nil {
-		adminError(w, http.StatusBadRequest, "invalid request body: "+err.Error())
+		writeError(w, http.StatusBadRequest, "invalid request body: "+err.Error())
 		return
 	}
 	if req.UserID == "" {
-		adminError(w, http.StatusBadRequest, "userId is required")
+		writeError(w, http.StatusBadRequest, "userId is required")
 		return
 	}
 	affected, err := a.sources(req.Sources, false)
 	if err != nil {
-		adminError(w, http.StatusBadRequest, err.Error())
+		writeError(w, http.StatusBadRequest, err.Error())
 		return
 	}
-	now := a.srv.opts.Now()
+	now := a.cfg.Now()
 	dr := store.DeletionRequest{ID: message.NewID(), UserID: req.UserID, CreatedAt: now, Sources: affected}
 	for _, src := range affected {
 		if !a.webhooks(src) {
@@ -189,25 +237,24 @@ func (a *adminAPI) createDeletion(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	for _, m := range dr.Messages {
-		a.srv.metrics.Ingested(m.Source, 1)
-		a.srv.forwarder.Notify(m.Source)
+		a.cfg.Queued(m.Source, 1)
 	}
-	a.srv.log.Info("deletion request", "id", d.ID, "sources", len(affected), "notified", len(dr.Messages))
+	a.cfg.Logger.Info("deletion request", "id", d.ID, "sources", len(affected), "notified", len(dr.Messages))
 	w.Header().Set("Location", "/admin/v1/deletions/"+d.ID)
-	adminJSON(w, http.StatusCreated, deletionJSON(d))
+	writeJSON(w, http.StatusCreated, deletionJSON(d))
 }
 
-func (a *adminAPI) getDeletion(w http.ResponseWriter, r *http.Request) {
+func (a *Handler) getDeletion(w http.ResponseWriter, r *http.Request) {
 	d, err := a.store.Deletion(r.Context(), r.PathValue("id"))
 	if errors.Is(err, store.ErrNotFound) {
-		adminError(w, http.StatusNotFound, "no deletion request "+r.PathValue("id"))
+		writeError(w, http.StatusNotFound, "no deletion request "+r.PathValue("id"))
 		return
 	}
 	if err != nil {
 		a.storeError(w, "read deletion", err)
 		return
 	}
-	adminJSON(w, http.StatusOK, deletionJSON(d))
+	writeJSON(w, http.StatusOK, deletionJSON(d))
 }
 
 func deletionJSON(d *store.Deletion) Deletion {
@@ -218,7 +265,7 @@ func deletionJSON(d *store.Deletion) Deletion {
 	return out
 }
 
-func (a *adminAPI) sync(kind store.SyncKind) http.HandlerFunc {
+func (a *Handler) sync(kind store.SyncKind) http.HandlerFunc {
 	class, removed := audience.ClassAudience, []byte("false")
 	if kind == store.KindTrait {
 		class, removed = audience.ClassTrait, []byte("null")
@@ -228,18 +275,18 @@ func (a *adminAPI) sync(kind store.SyncKind) http.HandlerFunc {
 		name := r.PathValue("name")
 		key := audience.SnakeCase(name)
 		if key == "" {
-			adminError(w, http.StatusBadRequest, fmt.Sprintf("%s name %q has no letter or digit to make a trait name of", kind, name))
+			writeError(w, http.StatusBadRequest, fmt.Sprintf("%s name %q has no letter or digit to make a trait name of", kind, name))
 			return
 		}
 		sources, err := a.sources(r.URL.Query()["source"], true)
 		if err != nil {
-			adminError(w, http.StatusBadRequest, err.Error())
+			writeError(w, http.StatusBadRequest, err.Error())
 			return
 		}
 		rc := http.NewResponseController(w)
 		rc.SetReadDeadline(time.Now().Add(syncDeadline))
 		rc.SetWriteDeadline(time.Now().Add(syncDeadline))
-		now := a.srv.opts.Now()
+		now := a.cfg.Now()
 		res, err := a.store.Sync(r.Context(), store.Sync{
 			Kind: kind, Key: key, Name: name, Now: now, Removed: removed,
 			Messages: audience.Messages(key, class, sources, now, message.NewID),
@@ -247,10 +294,10 @@ func (a *adminAPI) sync(kind store.SyncKind) http.HandlerFunc {
 		var tooBig *http.MaxBytesError
 		switch {
 		case errors.Is(err, audience.ErrList):
-			adminError(w, http.StatusBadRequest, "invalid list: "+err.Error()+"; nothing was changed")
+			writeError(w, http.StatusBadRequest, "invalid list: "+err.Error()+"; nothing was changed")
 			return
 		case errors.As(err, &tooBig):
-			adminError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("list over %d bytes", tooBig.Limit))
+			writeError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("list over %d bytes", tooBig.Limit))
 			return
 		case err != nil:
 			a.storeError(w, "sync "+string(kind), err)
@@ -258,25 +305,24 @@ func (a *adminAPI) sync(kind store.SyncKind) http.HandlerFunc {
 		}
 		if res.Messages > 0 {
 			for _, src := range sources {
-				a.srv.metrics.Ingested(src, res.Messages/len(sources))
-				a.srv.forwarder.Notify(src)
+				a.cfg.Queued(src, res.Messages/len(sources))
 			}
 		}
 		rep := SyncReport{Kind: kind, Name: name, Trait: key, Sources: sources, First: res.First, Added: res.Added,
 			Removed: res.Removed, Changed: res.Changed, Unchanged: res.Unchanged, Messages: res.Messages,
 			Millis: time.Since(start).Milliseconds()}
-		a.srv.log.Info("sync", "kind", kind, "name", name, "trait", key, "added", rep.Added, "removed", rep.Removed,
+		a.cfg.Logger.Info("sync", "kind", kind, "name", name, "trait", key, "added", rep.Added, "removed", rep.Removed,
 			"changed", rep.Changed, "unchanged", rep.Unchanged, "messages", rep.Messages, "ms", rep.Millis)
-		adminJSON(w, http.StatusOK, rep)
+		writeJSON(w, http.StatusOK, rep)
 	}
 }
 
 // sources checks the named sources (deduplicated, in config order) or, when
 // none is named, takes all (with webhooks enabled when needWebhooks).
-func (a *adminAPI) sources(names []string, needWebhooks bool) ([]string, error) {
+func (a *Handler) sources(names []string, needWebhooks bool) ([]string, error) {
 	var out []string
-	for _, src := range a.srv.cfg.Sources {
-		if len(names) == 0 && (!needWebhooks || src.Webhooks.Enabled) || slices.Contains(names, src.Name) {
+	for _, src := range a.cfg.Sources {
+		if len(names) == 0 && (!needWebhooks || src.Webhooks) || slices.Contains(names, src.Name) {
 			out = append(out, src.Name)
 		}
 	}
@@ -291,32 +337,32 @@ func (a *adminAPI) sources(names []string, needWebhooks bool) ([]string, error) 
 	return out, nil
 }
 
-func (a *adminAPI) webhooks(source string) bool {
-	for _, s := range a.srv.cfg.Sources {
+func (a *Handler) webhooks(source string) bool {
+	for _, s := range a.cfg.Sources {
 		if s.Name == source {
-			return s.Webhooks.Enabled
+			return s.Webhooks
 		}
 	}
 	return false
 }
 
-func (a *adminAPI) storeError(w http.ResponseWriter, what string, err error) {
+func (a *Handler) storeError(w http.ResponseWriter, what string, err error) {
 	switch {
 	case errors.Is(err, store.ErrBusy):
 		w.Header().Set("Retry-After", "1")
-		adminError(w, http.StatusTooManyRequests, "store is busy, retry later")
+		writeError(w, http.StatusTooManyRequests, "store is busy, retry later")
 	case errors.Is(err, store.ErrClosed):
-		adminError(w, http.StatusServiceUnavailable, "server is shutting down")
+		writeError(w, http.StatusServiceUnavailable, "server is shutting down")
 	default:
-		a.srv.log.Error(what, "err", err)
-		adminError(w, http.StatusInternalServerError, what+" failed")
+		a.cfg.Logger.Error(what, "err", err)
+		writeError(w, http.StatusInternalServerError, what+" failed")
 	}
 }
 
-func adminJSON(w http.ResponseWriter, status int, v any) {
+func writeJSON(w http.ResponseWriter, status int, v any) {
 	b, err := json.Marshal(v)
 	if err != nil {
-		adminError(w, http.StatusInternalServerError, "encode answer")
+		writeError(w, http.StatusInternalServerError, "encode answer")
 		return
 	}
 	w.Header().Set("Content-Type", "application/json")
@@ -324,7 +370,7 @@ func adminJSON(w http.ResponseWriter, status int, v any) {
 	w.Write(append(b, '\n'))
 }
 
-func adminError(w http.ResponseWriter, status int, msg string) {
+func writeError(w http.ResponseWriter, status int, msg string) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
 	b, _ := json.Marshal(struct {

@@ -1,4 +1,4 @@
-package serve
+package admin
 
 import (
 	"bytes"
@@ -12,40 +12,40 @@ import (
 	"strings"
 )
 
-// AdminClient calls the admin API of a running serve (the admin commands
-// are thin layers over it).
-type AdminClient struct {
+// Client calls the admin API of a running serve (the admin commands are
+// thin layers over it).
+type Client struct {
 	Endpoint   string // base URL of the service, e.g. http://127.0.0.1:8787
 	Token      string
 	UserAgent  string
 	HTTPClient *http.Client // default http.DefaultClient
 }
 
-// AdminError is an answer other than 2xx; Message is the API's "error".
-type AdminError struct {
+// Error is an answer other than 2xx; Message is the API's "error".
+type Error struct {
 	Status  int
 	Message string
 }
 
-func (e *AdminError) Error() string {
+func (e *Error) Error() string {
 	return fmt.Sprintf("%d %s: %s", e.Status, http.StatusText(e.Status), e.Message)
 }
 
 // Auth reports whether the token was missing or refused (401, 403).
-func (e *AdminError) Auth() bool {
+func (e *Error) Auth() bool {
 	return e.Status == http.StatusUnauthorized || e.Status == http.StatusForbidden
 }
 
 // CreateDeletion creates a deletion request for userID in sources (all
 // when empty).
-func (c *AdminClient) CreateDeletion(ctx context.Context, userID string, sources []string) (*Deletion, error) {
+func (c *Client) CreateDeletion(ctx context.Context, userID string, sources []string) (*Deletion, error) {
 	body, _ := json.Marshal(DeletionRequest{UserID: userID, Sources: sources})
 	var d Deletion
 	return &d, c.do(ctx, http.MethodPost, "/admin/v1/deletions", "application/json", bytes.NewReader(body), &d)
 }
 
 // Deletion returns a deletion request.
-func (c *AdminClient) Deletion(ctx context.Context, id string) (*Deletion, error) {
+func (c *Client) Deletion(ctx context.Context, id string) (*Deletion, error) {
 	var d Deletion
 	return &d, c.do(ctx, http.MethodGet, "/admin/v1/deletions/"+url.PathEscape(id), "", nil, &d)
 }
@@ -53,7 +53,7 @@ func (c *AdminClient) Deletion(ctx context.Context, id string) (*Deletion, error
 // Sync sends the full list of an audience or computed trait, streamed from
 // list (NDJSON), to the webhook destinations of sources (all with webhooks
 // enabled when empty).
-func (c *AdminClient) Sync(ctx context.Context, kind, name string, sources []string, list io.Reader) (*SyncReport, error) {
+func (c *Client) Sync(ctx context.Context, kind, name string, sources []string, list io.Reader) (*SyncReport, error) {
 	path := "/admin/v1/audiences/"
 	if kind == "trait" {
 		path = "/admin/v1/traits/"
@@ -66,7 +66,7 @@ func (c *AdminClient) Sync(ctx context.Context, kind, name string, sources []str
 	return &rep, c.do(ctx, http.MethodPost, path, "application/x-ndjson", list, &rep)
 }
 
-func (c *AdminClient) do(ctx context.Context, method, path, ctype string, body io.Reader, out any) error {
+func (c *Client) do(ctx context.Context, method, path, ctype string, body io.Reader, out any) error {
 	req, err := http.NewRequestWithContext(ctx, method, strings.TrimRight(c.Endpoint, "/")+path, body)
 	if err != nil {
 		return err
@@ -103,7 +103,7 @@ func (c *AdminClient) do(ctx context.Context, method, path, ctype string, body i
 				e.Error = e.Error[:200] + "..."
 			}
 		}
-		return &AdminError{Status: resp.StatusCode, Message: e.Error}
+		return &Error{Status: resp.StatusCode, Message: e.Error}
 	}
 	if err := json.Unmarshal(data, out); err != nil {
 		return errors.New("unexpected answer from " + req.URL.Host + ": " + err.Error())

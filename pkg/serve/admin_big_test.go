@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/evfwd/evfwd/pkg/serve"
+	"github.com/evfwd/evfwd/pkg/admin"
 )
 
 // heapPeak samples the live heap until stop is called and returns the
@@ -82,12 +82,12 @@ func TestAudienceSync100k(t *testing.T) {
 	for _, step := range []struct {
 		what        string
 		first       int
-		want        serve.SyncReport
+		want        admin.SyncReport
 		wantMessage int
 	}{
-		{"first sync", 0, serve.SyncReport{First: true, Added: n}, n},
-		{"1k out, 1k in", 1000, serve.SyncReport{Added: 1000, Removed: 1000, Unchanged: n - 1000}, 2000},
-		{"unchanged", 1000, serve.SyncReport{Unchanged: n}, 0},
+		{"first sync", 0, admin.SyncReport{First: true, Added: n}, n},
+		{"1k out, 1k in", 1000, admin.SyncReport{Added: 1000, Removed: 1000, Unchanged: n - 1000}, 2000},
+		{"unchanged", 1000, admin.SyncReport{Unchanged: n}, 0},
 	} {
 		stop := heapPeak()
 		start := time.Now()

@@ -1,7 +1,9 @@
 // Package serve wires `evfwd serve` together: configuration and its
-// validation, the store, the collection API, the forwarder, health and
-// metrics endpoints, and graceful drain. The command stays a thin layer
-// over it, and tests and `evfwd demo` run it in-process.
+// validation, the store (opened from its URL by pkg/stores, or handed in
+// ready), the collection API (pkg/collector), the admin API (pkg/admin),
+// the forwarder, health and metrics endpoints, and graceful drain. The
+// command stays a thin layer over it, and tests and `evfwd demo` run it
+// in-process.
 package serve
 
 import (
@@ -9,7 +11,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
 	"time"
 
 	"github.com/evfwd/evfwd/pkg/webhook"
@@ -20,10 +21,12 @@ const DefaultAddr = "127.0.0.1:8787"
 
 // Config is the service's configuration, as the YAML file holds it.
 type Config struct {
-	Addr    string   `mapstructure:"addr"`
+	Addr string `mapstructure:"addr"`
+	// Store is the store's URL (see pkg/stores), unless Options.Store
+	// hands New a ready store.
 	Store   string   `mapstructure:"store"`
 	Sources []Source `mapstructure:"sources"`
-	// AdminToken is the bearer token of the admin API (admin.go); empty
+	// AdminToken is the bearer token of the admin API (pkg/admin); empty
 	// turns the API off.
 	AdminToken string `mapstructure:"admin_token"`
 	// Retention is how long finished messages are kept (see
@@ -107,27 +110,4 @@ func DefaultStorePath(getenv func(string) string) string {
 		home, _ = os.UserHomeDir()
 	}
 	return filepath.Join(home, ".local", "state", "evfwd", "evfwd.db")
-}
-
-// StorePath turns a store setting into a SQLite file path:
-// "sqlite:///abs/path", "sqlite://rel/path", "file:path" or a plain path.
-// Other schemes are refused by name; a postgres:// URL is no path (OpenStore
-// opens it).
-func StorePath(dsn string) (string, error) {
-	switch {
-	case strings.HasPrefix(dsn, "sqlite://"):
-		dsn = strings.TrimPrefix(dsn, "sqlite://")
-	case strings.HasPrefix(dsn, "sqlite:"):
-		dsn = strings.TrimPrefix(dsn, "sqlite:")
-	case strings.HasPrefix(dsn, "file:"):
-		dsn = strings.TrimPrefix(dsn, "file:")
-	case strings.HasPrefix(dsn, "postgres://"), strings.HasPrefix(dsn, "postgresql://"):
-		return "", errors.New("store: a PostgreSQL URL is not a SQLite path (open it with OpenStore)")
-	case strings.Contains(dsn, "://"):
-		return "", fmt.Errorf("store %q: unknown scheme (want sqlite:///path or postgres://...)", dsn)
-	}
-	if dsn == "" {
-		return "", errors.New("store: empty path")
-	}
-	return dsn, nil
 }

@@ -1,12 +1,10 @@
 package serve_test
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"math/rand/v2"
 	"net"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -48,26 +46,18 @@ sources:
         - url: %s
 `, addr, filepath.Join(dir, "evfwd.db"), rcv.URL)), 0o600)
 
-	var logs bytes.Buffer
+	var logs processLog
+	starts := 0
 	start := func() *exec.Cmd {
-		cmd := exec.Command(bin, "serve", "--config", cfg, "--log-level", "warn")
+		cmd := exec.Command(bin, "serve", "--config", cfg, "--log-level", "info")
 		cmd.Stderr = &logs
 		cmd.Env = append(os.Environ(), "XDG_CONFIG_HOME="+dir)
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
 		}
-		// The server is another process: its answer on /healthz is the
-		// only sign this one gets that it is up.
-		deadline := time.Now().Add(10 * time.Second)
-		for time.Now().Before(deadline) {
-			if resp, err := http.Get("http://" + addr + "/healthz"); err == nil {
-				resp.Body.Close()
-				return cmd
-			}
-			time.Sleep(5 * time.Millisecond)
-		}
-		t.Fatalf("serve did not come up:\n%s", logs.String())
-		return nil
+		starts++
+		logs.waitServing(t, starts, 10*time.Second)
+		return cmd
 	}
 	proc := start()
 	defer func() { proc.Process.Kill(); proc.Wait() }()

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/evfwd/evfwd/pkg/admin"
 	"github.com/evfwd/evfwd/pkg/forwarder"
 	"github.com/evfwd/evfwd/pkg/serve"
 	"github.com/evfwd/evfwd/pkg/store"
@@ -48,7 +49,7 @@ func TestDeletionLeavesNoByteInStore(t *testing.T) {
 		// Every message to a failing endpoint makes its first attempt, so
 		// that each waits for a retry rather than for a probe.
 		Breaker: forwarder.BreakerConfig{Disabled: true}})
-	adm := &serve.AdminClient{Endpoint: h.url, Token: adminToken}
+	adm := &admin.Client{Endpoint: h.url, Token: adminToken}
 	ctx := context.Background()
 
 	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 13))

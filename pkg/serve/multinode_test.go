@@ -55,14 +55,14 @@ func TestMultiNodeSharesQueue(t *testing.T) {
 	type node struct {
 		cmd  *exec.Cmd
 		addr string
-		logs bytes.Buffer
+		logs processLog
 	}
 	ns := make([]*node, nodes)
 	for i := range ns {
 		ln, _ := net.Listen("tcp", "127.0.0.1:0")
 		n := &node{addr: ln.Addr().String()}
 		ln.Close()
-		n.cmd = exec.Command(bin, "serve", "--config", cfg, "--addr", n.addr, "--log-level", "warn",
+		n.cmd = exec.Command(bin, "serve", "--config", cfg, "--addr", n.addr, "--log-level", "info",
 			"--lease-ttl", leaseTTL.String())
 		n.cmd.Stderr = &n.logs
 		n.cmd.Env = append(os.Environ(), "XDG_CONFIG_HOME="+dir, "EVFWD_STORE="+dbURL)
@@ -77,20 +77,9 @@ func TestMultiNodeSharesQueue(t *testing.T) {
 			n.cmd.Wait()
 		}
 	}()
-	// All three start (and migrate) at once. They are other processes: an
-	// answer on /healthz is the only sign this one gets that one is up.
+	// All three start (and migrate) at once.
 	for _, n := range ns {
-		deadline := time.Now().Add(20 * time.Second)
-		for {
-			if resp, err := http.Get("http://" + n.addr + "/healthz"); err == nil {
-				resp.Body.Close()
-				break
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("serve %s did not come up:\n%s", n.addr, n.logs.String())
-			}
-			time.Sleep(10 * time.Millisecond)
-		}
+		n.logs.waitServing(t, 1, 20*time.Second)
 	}
 
 	// The balancer sends each request to the next node and, when a node

@@ -1,15 +1,18 @@
 package serve_test
 
 import (
+	"bytes"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/evfwd/evfwd/internal/broadcast"
 	"github.com/evfwd/evfwd/pkg/rawjson"
 )
 
@@ -23,6 +26,52 @@ func buildEvfwd(t *testing.T) string {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
 	return bin
+}
+
+// processLog is the stderr of `evfwd serve` processes (text logs, at
+// least info), kept for the failure report and watched for their start.
+type processLog struct {
+	mu    sync.Mutex
+	buf   bytes.Buffer
+	wrote broadcast.Signal
+}
+
+func (l *processLog) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	l.buf.Write(p)
+	l.mu.Unlock()
+	l.wrote.Fire()
+	return len(p), nil
+}
+
+func (l *processLog) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.buf.String()
+}
+
+// servingLine is what serve logs once it accepts connections.
+const servingLine = "msg=serving "
+
+// waitServing returns once the log says serving n times in all (a
+// restarted process adds one), or fails t when limit passes first. The
+// server is another process: its log is the only sign this one gets that
+// it is up.
+func (l *processLog) waitServing(t *testing.T, n int, limit time.Duration) {
+	t.Helper()
+	timer := time.NewTimer(limit)
+	defer timer.Stop()
+	for {
+		next := l.wrote.Next() // before the check: a write during it is not missed
+		if strings.Count(l.String(), servingLine) >= n {
+			return
+		}
+		select {
+		case <-next:
+		case <-timer.C:
+			t.Fatalf("serve did not come up within %v:\n%s", limit, l.String())
+		}
+	}
 }
 
 // idCounter is a webhook receiver that counts deliveries per messageId.

@@ -14,9 +14,9 @@ import (
 	"time"
 
 	"github.com/evfwd/evfwd/internal/tlscert"
+	"github.com/evfwd/evfwd/pkg/admin"
 	"github.com/evfwd/evfwd/pkg/collector"
 	"github.com/evfwd/evfwd/pkg/forwarder"
-	"github.com/evfwd/evfwd/pkg/message"
 	"github.com/evfwd/evfwd/pkg/store"
 	"github.com/evfwd/evfwd/pkg/webhook"
 )
@@ -49,6 +49,10 @@ type Options struct {
 	// Breaker configures the endpoints' health state (the forwarder's
 	// defaults unless set).
 	Breaker forwarder.BreakerConfig
+	// Store, when set, is the store to serve from instead of opening the
+	// one Config.Store names (leave that empty). It stays the caller's:
+	// serve neither locks nor closes it (see store.go).
+	Store store.Store
 }
 
 // Server is a configured, listening service; Run serves until its context
@@ -57,22 +61,25 @@ type Server struct {
 	cfg       Config
 	opts      Options
 	log       *slog.Logger
-	store     pathStore
-	unlock    func()
+	store     store.Store
+	release   func() error // closes the store when serve opened it
 	ln        net.Listener
 	collector *collector.Handler
 	forwarder *forwarder.Forwarder
 	metrics   *Metrics
 	draining  atomic.Bool
-	admin     *adminAPI
+	admin     *admin.Handler
 	tls       *tlscert.Reloader // nil: plain HTTP
 }
 
 // New validates cfg, loads the TLS pair when set, opens and locks the
-// store, and listens.
+// store (unless opts.Store is one), and listens.
 func New(ctx context.Context, cfg Config, opts Options) (*Server, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
+	}
+	if opts.Store != nil && cfg.Store != "" {
+		return nil, fmt.Errorf("store %q and Options.Store are both set: give one", MaskURL(cfg.Store))
 	}
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
@@ -97,32 +104,23 @@ func New(ctx context.Context, cfg Config, opts Options) (*Server, error) {
 		return nil, err
 	}
 	var err error
-	if s.store, s.unlock, err = openLocked(ctx, cfg.Store, opts.Now); err != nil {
-		return nil, err
+	if s.store, s.release = opts.Store, func() error { return nil }; s.store == nil {
+		if s.store, s.release, err = openLocked(ctx, cfg.Store, opts.Now); err != nil {
+			return nil, err
+		}
 	}
 	if err := s.build(ctx); err != nil {
-		s.store.Close()
-		s.unlock()
+		s.release()
 		return nil, err
 	}
 	if s.ln = opts.Listener; s.ln == nil {
 		if s.ln, err = net.Listen("tcp", cfg.Addr); err != nil {
-			s.store.Close()
-			s.unlock()
+			s.release()
 			return nil, fmt.Errorf("listen %s: %w", cfg.Addr, err)
 		}
 	}
 	s.ln = s.listenTLS(s.ln)
 	return s, nil
-}
-
-func dirOf(path string) string {
-	for i := len(path) - 1; i >= 0; i-- {
-		if os.IsPathSeparator(path[i]) {
-			return path[:i]
-		}
-	}
-	return "."
 }
 
 // build makes the collector and forwarder, and takes back the leases a
@@ -135,15 +133,17 @@ func (s *Server) build(ctx context.Context) error {
 	}
 	dests := map[string]*webhook.Destination{}
 	var sources []collector.Source
+	var adminSources []admin.Source
 	for _, src := range s.cfg.Sources {
 		s.metrics.source(src.Name)
 		cs := collector.Source{Name: src.Name, WriteKey: src.WriteKey}
 		if src.Webhooks.Enabled {
 			d := src.Webhooks.Destination
 			dests[src.Name] = &d
-			cs.Destinations = []string{message.Webhooks}
+			cs.Destinations = []string{store.DestinationWebhooks}
 		}
 		sources = append(sources, cs)
+		adminSources = append(adminSources, admin.Source{Name: src.Name, Webhooks: src.Webhooks.Enabled})
 	}
 	if s.forwarder, err = forwarder.New(forwarder.Config{
 		Store: s.store, Sender: sender, Destinations: dests, Policy: s.opts.Policy,
@@ -154,16 +154,17 @@ func (s *Server) build(ctx context.Context) error {
 	}
 	s.collector, err = collector.New(collector.Config{
 		Sources: sources, Store: s.store, Now: s.opts.Now,
-		OnStored: func(source string, msgs []store.Message) {
-			s.metrics.Ingested(source, len(msgs))
-			s.forwarder.Notify(source)
-		},
-		OnError: func(status int, err error) { s.log.Warn("collect", "status", status, "err", err) },
+		OnStored: func(source string, msgs []store.Message) { s.queued(source, len(msgs)) },
+		OnError:  func(status int, err error) { s.log.Warn("collect", "status", status, "err", err) },
 	})
 	if err != nil {
 		return err
 	}
-	s.admin = newAdminAPI(s)
+	if s.admin, err = admin.New(admin.Config{
+		Token: s.cfg.AdminToken, Store: s.store, Sources: adminSources, Now: s.opts.Now, Logger: s.log, Queued: s.queued,
+	}); err != nil {
+		return err
+	}
 	n, err := s.store.Reclaim(ctx, s.opts.Now())
 	if err != nil {
 		return err
@@ -172,6 +173,13 @@ func (s *Server) build(ctx context.Context) error {
 		s.log.Info("took back leases of a previous run", "deliveries", n)
 	}
 	return nil
+}
+
+// queued counts n messages that the collector or the admin API committed
+// for source, and wakes the forwarder for them.
+func (s *Server) queued(source string, n int) {
+	s.metrics.Ingested(source, n)
+	s.forwarder.Notify(source)
 }
 
 func owner() string {
@@ -192,7 +200,8 @@ func (s *Server) URL() string {
 	return "http://" + s.Addr()
 }
 
-// Store is the service's store (for tests and `evfwd demo`).
+// Store is the service's store (for tests and `evfwd demo`), whoever
+// opened it.
 func (s *Server) Store() store.Store { return s.store }
 
 // Handler serves the collection API, /healthz and /metrics.
@@ -234,7 +243,7 @@ func (s *Server) Run(ctx context.Context) error {
 	go func() { defer close(prunerDone); s.pruner(runCtx) }()
 	srvErr := make(chan error, 1)
 	go func() { srvErr <- hs.Serve(s.ln) }()
-	s.log.Info("serving", "addr", s.Addr(), "url", s.URL(), "store", s.store.Path(), "sources", len(s.cfg.Sources), "retention", s.cfg.Retention)
+	s.log.Info("serving", "addr", s.Addr(), "url", s.URL(), "store", storeName(s.store), "sources", len(s.cfg.Sources), "retention", s.cfg.Retention)
 
 	var err error
 	select {
@@ -245,6 +254,7 @@ func (s *Server) Run(ctx context.Context) error {
 	s.log.Info("draining", "grace", s.opts.Grace)
 	s.draining.Store(true)
 	s.collector.Drain()
+	s.admin.Drain()
 	shutdownCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.opts.Grace)
 	defer cancel()
 	hs.Shutdown(shutdownCtx)
@@ -262,9 +272,6 @@ func (s *Server) Run(ctx context.Context) error {
 	return err
 }
 
-// Close releases the store and its lock; Run calls it.
-func (s *Server) Close() error {
-	err := s.store.Close()
-	s.unlock()
-	return err
-}
+// Close releases the store and its lock when serve opened them (a store
+// from Options.Store stays open); Run calls it.
+func (s *Server) Close() error { return s.release() }

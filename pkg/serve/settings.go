@@ -6,9 +6,8 @@ import (
 	"net/url"
 	"strings"
 
-	"github.com/evfwd/evfwd/pkg/store/postgres"
+	"github.com/evfwd/evfwd/pkg/stores"
 	"github.com/evfwd/evfwd/pkg/webhook"
-	"github.com/jackc/pgx/v5/pgxpool"
 )
 
 // Check is Validate plus the form of the store setting, as New would read
@@ -16,27 +15,12 @@ import (
 // the TLS certificate and key, which it loads as New would.
 func (c *Config) Check() error {
 	err := c.Validate()
-	if serr := CheckStore(c.Store); serr != nil {
+	if serr := stores.Check(c.Store); serr != nil {
 		err = errors.Join(err, serr)
 	}
 	if _, terr := c.loadTLS(); terr != nil {
 		err = errors.Join(err, terr)
 	}
-	return err
-}
-
-// CheckStore reports whether a store setting is one New can open: a
-// postgres:// URL that parses, or a SQLite path (see StorePath). It opens
-// nothing.
-func CheckStore(dsn string) error {
-	if postgres.IsURL(dsn) {
-		if _, err := pgxpool.ParseConfig(dsn); err != nil {
-			// pgx's error may quote the URL, password included.
-			return errors.New("store: invalid PostgreSQL URL")
-		}
-		return nil
-	}
-	_, err := StorePath(dsn)
 	return err
 }
 

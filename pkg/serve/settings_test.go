@@ -61,15 +61,3 @@ func TestMaskWriteKey(t *testing.T) {
 		}
 	}
 }
-
-func TestCheckStore(t *testing.T) {
-	for dsn, ok := range map[string]bool{
-		"sqlite:///var/lib/evfwd.db": true, "/var/lib/evfwd.db": true, "file:evfwd.db": true,
-		"postgres://u:p@db:5432/evfwd": true, "postgresql://db/evfwd?search_path=x": true,
-		"postgres://db:notaport/evfwd": false, "mysql://db/evfwd": false, "sqlite://": false,
-	} {
-		if err := CheckStore(dsn); (err == nil) != ok {
-			t.Errorf("CheckStore(%q) = %v, want ok %v", dsn, err, ok)
-		}
-	}
-}

@@ -3,61 +3,60 @@ package serve
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
+	"path/filepath"
 	"time"
 
 	"github.com/evfwd/evfwd/pkg/store"
-	"github.com/evfwd/evfwd/pkg/store/postgres"
 	"github.com/evfwd/evfwd/pkg/store/sqlite"
+	"github.com/evfwd/evfwd/pkg/stores"
 )
 
-// pathStore is a store that can name itself for the logs.
-type pathStore interface {
-	store.Store
-	Path() string
-}
-
-// OpenStore opens the store a setting names: a postgres:// (or
-// postgresql://) URL is the PostgreSQL store that many serve processes
-// share; anything else is a SQLite file (see StorePath). It takes no lock:
-// `evfwd deliveries` reads a store beside a running serve.
-// It leaves what a stopped serve left unfinished to the next serve.
-func OpenStore(ctx context.Context, dsn string, now func() time.Time) (store.Store, error) {
-	if postgres.IsURL(dsn) {
-		return postgres.Open(ctx, dsn, postgres.Options{Now: now, NoRecover: true})
-	}
-	path, err := StorePath(dsn)
-	if err != nil {
-		return nil, err
-	}
-	return sqlite.Open(ctx, path, sqlite.Options{Now: now, NoRecover: true})
-}
+// Who owns the store: New opens the store Config.Store names unless
+// Options.Store hands it a ready one. A store serve opened, serve closes
+// (Close, or Run once drained), and a SQLite file it opened it locks for
+// as long. A ready store stays its caller's: serve never closes it and
+// takes no lock on it; the caller closes it after Run returns.
 
 // openLocked opens the store for serve. A SQLite file is locked first, as
 // one process at a time may lease from it; a PostgreSQL database needs no
-// lock, since leases there are exclusive across processes.
-func openLocked(ctx context.Context, dsn string, now func() time.Time) (pathStore, func(), error) {
-	if postgres.IsURL(dsn) {
-		st, err := postgres.Open(ctx, dsn, postgres.Options{Now: now})
-		return st, func() {}, err
-	}
-	path, err := StorePath(dsn)
+// lock, since leases there are exclusive across processes. release closes
+// the store and then drops the lock.
+func openLocked(ctx context.Context, url string, now func() time.Time) (st store.Store, release func() error, err error) {
+	loc, err := stores.Parse(url)
 	if err != nil {
 		return nil, nil, err
 	}
-	unlock, err := sqlite.Lock(path)
-	if errors.Is(err, os.ErrNotExist) {
-		if err = os.MkdirAll(dirOf(path), 0o700); err == nil {
-			unlock, err = sqlite.Lock(path)
+	unlock := func() {}
+	if loc.Engine == stores.SQLite {
+		unlock, err = sqlite.Lock(loc.Path)
+		if errors.Is(err, os.ErrNotExist) {
+			if err = os.MkdirAll(filepath.Dir(loc.Path), 0o700); err == nil {
+				unlock, err = sqlite.Lock(loc.Path)
+			}
+		}
+		if err != nil {
+			return nil, nil, err
 		}
 	}
-	if err != nil {
-		return nil, nil, err
-	}
-	st, err := sqlite.Open(ctx, path, sqlite.Options{Now: now})
+	st, err = loc.Open(ctx, stores.Options{Now: now})
 	if err != nil {
 		unlock()
 		return nil, nil, err
 	}
-	return st, unlock, nil
+	return st, func() error {
+		err := st.Close()
+		unlock()
+		return err
+	}, nil
+}
+
+// storeName is how the logs name st: its Path when it has one (both
+// engines do), else its type.
+func storeName(st store.Store) string {
+	if p, ok := st.(interface{ Path() string }); ok {
+		return p.Path()
+	}
+	return fmt.Sprintf("%T", st)
 }

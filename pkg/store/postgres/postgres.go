@@ -66,9 +66,20 @@ type Store struct {
 
 var _ store.Store = (*Store)(nil)
 
-// IsURL reports whether dsn names a PostgreSQL database.
-func IsURL(dsn string) bool {
-	return strings.HasPrefix(dsn, "postgres://") || strings.HasPrefix(dsn, "postgresql://")
+// CheckURL reports whether url is a connection URL Open can use, without
+// connecting (`evfwd serve --check`).
+func CheckURL(url string) error {
+	_, err := parseURL(url)
+	return err
+}
+
+func parseURL(url string) (*pgxpool.Config, error) {
+	cfg, err := pgxpool.ParseConfig(url)
+	if err != nil {
+		// pgx's error may quote the URL, password included.
+		return nil, errors.New("store: invalid PostgreSQL URL")
+	}
+	return cfg, nil
 }
 
 // Open connects to the database at url (postgres://user:pass@host/db?...)
@@ -82,10 +93,9 @@ func Open(ctx context.Context, url string, opts Options) (*Store, error) {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
-	cfg, err := pgxpool.ParseConfig(url)
+	cfg, err := parseURL(url)
 	if err != nil {
-		// pgx's error may quote the URL, password included.
-		return nil, errors.New("store: invalid PostgreSQL URL")
+		return nil, err
 	}
 	if !strings.Contains(url, "pool_max_conns") {
 		cfg.MaxConns = DefaultMaxConns

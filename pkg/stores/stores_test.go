@@ -1,0 +1,103 @@
+package stores_test
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/evfwd/evfwd/pkg/store/postgres/pgtest"
+	"github.com/evfwd/evfwd/pkg/stores"
+	"github.com/google/go-cmp/cmp"
+)
+
+func TestParse(t *testing.T) {
+	for _, tt := range []struct {
+		url     string
+		want    stores.Location
+		wantErr string
+	}{
+		{url: "sqlite:///var/lib/evfwd.db", want: stores.Location{Engine: stores.SQLite, Path: "/var/lib/evfwd.db"}},
+		{url: "sqlite://rel/evfwd.db", want: stores.Location{Engine: stores.SQLite, Path: "rel/evfwd.db"}},
+		{url: "sqlite:evfwd.db", want: stores.Location{Engine: stores.SQLite, Path: "evfwd.db"}},
+		{url: "file:evfwd.db", want: stores.Location{Engine: stores.SQLite, Path: "evfwd.db"}},
+		{url: "/var/lib/evfwd.db", want: stores.Location{Engine: stores.SQLite, Path: "/var/lib/evfwd.db"}},
+		{url: "postgres://u:p@db/evfwd", want: stores.Location{Engine: stores.PostgreSQL, URL: "postgres://u:p@db/evfwd"}},
+		{url: "postgresql://db/evfwd", want: stores.Location{Engine: stores.PostgreSQL, URL: "postgresql://db/evfwd"}},
+		// Parse leaves the driver's reading of a PostgreSQL URL to Check.
+		{url: "postgres://db:notaport/evfwd", want: stores.Location{Engine: stores.PostgreSQL, URL: "postgres://db:notaport/evfwd"}},
+		{url: "mysql://db/evfwd", wantErr: `store "mysql://db/evfwd": unknown scheme (want sqlite:///path or postgres://...)`},
+		{url: "sqlite://", wantErr: "store: empty path"},
+		{url: "", wantErr: "store: empty path"},
+	} {
+		got, err := stores.Parse(tt.url)
+		if tt.wantErr != "" {
+			if err == nil || err.Error() != tt.wantErr {
+				t.Errorf("Parse(%q) = %+v, %v; want error %q", tt.url, got, err, tt.wantErr)
+			}
+			continue
+		}
+		if err != nil {
+			t.Errorf("Parse(%q): %v", tt.url, err)
+		}
+		if diff := cmp.Diff(tt.want, got); diff != "" {
+			t.Errorf("Parse(%q) mismatch (-want +got):\n%s", tt.url, diff)
+		}
+	}
+}
+
+func TestCheck(t *testing.T) {
+	for url, ok := range map[string]bool{
+		"sqlite:///var/lib/evfwd.db": true, "/var/lib/evfwd.db": true, "file:evfwd.db": true,
+		"postgres://u:p@db:5432/evfwd": true, "postgresql://db/evfwd?search_path=x": true,
+		"postgres://db:notaport/evfwd": false, "mysql://db/evfwd": false, "sqlite://": false,
+	} {
+		if err := stores.Check(url); (err == nil) != ok {
+			t.Errorf("Check(%q) = %v, want ok %v", url, err, ok)
+		}
+	}
+	// The driver's own error may quote the password.
+	if err := stores.Check("postgres://u:hunter2@db:notaport/evfwd"); err == nil || strings.Contains(err.Error(), "hunter2") {
+		t.Errorf("Check of a bad URL with a password: %v", err)
+	}
+}
+
+func TestOpenSQLite(t *testing.T) {
+	dir := t.TempDir()
+	for _, url := range []string{"sqlite://" + filepath.Join(dir, "a", "evfwd.db"), "file:" + filepath.Join(dir, "b.db"), filepath.Join(dir, "c.db")} {
+		st, err := stores.Open(context.Background(), url, stores.Options{NoRecover: true})
+		if err != nil {
+			t.Fatalf("Open(%q): %v", url, err)
+		}
+		if _, err := st.Counts(context.Background()); err != nil {
+			t.Errorf("%s: Counts: %v", url, err)
+		}
+		if err := st.Close(); err != nil {
+			t.Errorf("%s: Close: %v", url, err)
+		}
+	}
+	for _, name := range []string{"a/evfwd.db", "b.db", "c.db"} {
+		if _, err := os.Stat(filepath.Join(dir, name)); err != nil {
+			t.Errorf("not created: %v", err)
+		}
+	}
+	if st, err := stores.Open(context.Background(), "mysql://db/evfwd", stores.Options{}); st != nil || err == nil {
+		t.Errorf("Open of an unknown scheme = %v, %v; want nil and an error", st, err)
+	}
+}
+
+func TestOpenPostgreSQL(t *testing.T) {
+	url := pgtest.URL(t)
+	st, err := stores.Open(context.Background(), url, stores.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	if !strings.HasPrefix(st.Path(), "postgres://") {
+		t.Errorf("Path() = %q", st.Path())
+	}
+	if _, err := st.Counts(context.Background()); err != nil {
+		t.Error(err)
+	}
+}
