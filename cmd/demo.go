@@ -3,24 +3,17 @@ package cmd
 import (
 	"bytes"
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
-	"net"
-	"net/http"
 	"os"
 	"path/filepath"
-	"sync"
 	"time"
 
 	"github.com/evfwd/evfwd/internal/cli"
-	"github.com/evfwd/evfwd/pkg/analytics"
+	"github.com/evfwd/evfwd/pkg/demo"
 	"github.com/evfwd/evfwd/pkg/message"
 	"github.com/evfwd/evfwd/pkg/ndjson"
 	"github.com/evfwd/evfwd/pkg/receiver"
-	"github.com/evfwd/evfwd/pkg/serve"
-	"github.com/evfwd/evfwd/pkg/webhook"
 	"github.com/spf13/cobra"
 )
 
@@ -69,20 +62,7 @@ Exit status: 0 when every sample event arrived with a valid signature,
 func demoEvents(o *DemoOptions) ([]*message.Raw, error) {
 	file, err := os.Open(o.File)
 	if errors.Is(err, os.ErrNotExist) && !o.FileGiven {
-		var out []*message.Raw
-		for _, t := range message.Types {
-			obj, err := webhook.Sample(t, o.Factory.Now(), message.NewID())
-			if err != nil {
-				return nil, err
-			}
-			obj.Delete("receivedAt")
-			r, err := message.NewRaw(obj)
-			if err != nil {
-				return nil, err
-			}
-			out = append(out, r)
-		}
-		return out, nil
+		return demo.Samples(o.Factory.Now())
 	}
 	if err != nil {
 		return nil, cli.UsageError(err)
@@ -120,121 +100,41 @@ func demoRun(o *DemoOptions) error {
 	if err != nil {
 		return err
 	}
-	dir, err := os.MkdirTemp("", "evfwd-demo-")
-	if err != nil {
-		return err
-	}
-	defer os.RemoveAll(dir)
-	key := make([]byte, 16)
-	rand.Read(key)
-	secret := hex.EncodeToString(key)
 	st := f.IO.OutStyles()
 	out := f.IO.Out
-
-	// The receiver: evfwd listen's handler, checking X-Signature.
-	var (
-		mu       sync.Mutex
-		verified = map[string]bool{}
-		arrived  = make(chan struct{}, len(events)*4)
-	)
-	rcv, err := receiver.New(receiver.Options{Secret: []byte(secret), OnRequest: func(r *receiver.Request) {
-		ok := r.Signature.Verdict == receiver.SigValid
-		mu.Lock()
-		defer mu.Unlock()
-		verified[r.MessageID] = verified[r.MessageID] || ok
-		sig := st.OK.Sprint("sig " + cli.SymOK)
-		if !ok {
-			sig = st.Fail.Sprint("sig ✗ " + r.Signature.Reason)
-		}
-		what := r.Event
-		if what != "" {
-			what = fmt.Sprintf("%q", what)
-		}
-		fmt.Fprintf(out, "  webhook  %-8s %-22s user=%-10s %s → %d\n", r.Type, what, r.UserID, sig, r.Status)
-		select { // a wake-up is enough; never block while holding mu
-		case arrived <- struct{}{}:
-		default:
-		}
-	}})
-	if err != nil {
-		return err
-	}
-	rln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return err
-	}
-	rsrv := &http.Server{Handler: rcv, ReadHeaderTimeout: 5 * time.Second}
-	go rsrv.Serve(rln)
-	defer func() { rsrv.Close(); rcv.Close() }()
-	hookURL := "http://" + rln.Addr().String() + "/webhooks"
-
-	// The service, on its own free port and temporary store.
-	sln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return err
-	}
-	cfg := serve.Config{Store: filepath.Join(dir, "evfwd.db"), Sources: []serve.Source{{
-		Name: "demo", WriteKey: "wk_demo",
-		Webhooks: serve.Webhooks{Enabled: true, Destination: webhook.Destination{SharedSecret: secret, Endpoints: []webhook.Endpoint{{URL: hookURL}}}},
-	}}}
-	srv, err := serve.New(ctx, cfg, serve.Options{Version: f.Version, Listener: sln, Grace: 2 * time.Second})
-	if err != nil {
-		sln.Close()
-		return err
-	}
-	srvCtx, stopSrv := context.WithCancel(context.WithoutCancel(ctx))
-	srvDone := make(chan error, 1)
-	go func() { srvDone <- srv.Run(srvCtx) }()
-	defer func() { stopSrv(); <-srvDone }()
-
-	fmt.Fprintf(f.IO.ErrOut, "serve   %s  (store %s)\n", srv.URL(), cfg.Store)
-	fmt.Fprintf(f.IO.ErrOut, "listen  %s  (random shared secret)\n", hookURL)
-	fmt.Fprintf(f.IO.ErrOut, "send    %d events through the batching client\n\n", len(events))
-
-	var rejected int
-	client, err := analytics.New(analytics.Config{WriteKey: "wk_demo", Endpoint: srv.URL(),
-		OnError: func(status int, msg string) { rejected++; fmt.Fprintf(f.IO.ErrOut, "rejected: %d %s\n", status, msg) }})
-	if err != nil {
-		return err
-	}
-	want := map[string]bool{}
-	for _, r := range events {
-		if err := client.Enqueue(r); err != nil {
-			return err
-		}
-		want[r.MessageId()] = true
-	}
-	if err := client.Close(ctx); err != nil {
-		return err
-	}
-
-	timeout := time.After(o.Timeout)
-	count := func() (got int) {
-		mu.Lock()
-		defer mu.Unlock()
-		for id := range want {
-			if verified[id] {
-				got++
+	p, err := demo.Start(ctx, demo.Options{
+		Version: f.Version,
+		OnWebhook: func(r *receiver.Request) {
+			sig := st.OK.Sprint("sig " + cli.SymOK)
+			if r.Signature.Verdict != receiver.SigValid {
+				sig = st.Fail.Sprint("sig ✗ " + r.Signature.Reason)
 			}
-		}
-		return got
+			what := r.Event
+			if what != "" {
+				what = fmt.Sprintf("%q", what)
+			}
+			fmt.Fprintf(out, "  webhook  %-8s %-22s user=%-10s %s → %d\n", r.Type, what, r.UserID, sig, r.Status)
+		},
+		OnError: func(status int, msg string) { fmt.Fprintf(f.IO.ErrOut, "rejected: %d %s\n", status, msg) },
+	})
+	if err != nil {
+		return err
 	}
-wait:
-	for count() < len(want) {
-		select {
-		case <-arrived:
-		case <-timeout:
-			break wait
-		case <-ctx.Done():
-			return ctx.Err()
-		}
+	defer p.Close()
+
+	fmt.Fprintf(f.IO.ErrOut, "serve   %s  (store %s)\n", p.ServeURL(), p.StorePath())
+	fmt.Fprintf(f.IO.ErrOut, "listen  %s  (random shared secret)\n", p.HookURL())
+	fmt.Fprintf(f.IO.ErrOut, "send    %d events through the batching client\n\n", len(events))
+	if err := p.Send(ctx, events); err != nil {
+		return err
 	}
-	got := count()
-	mu.Lock() // late duplicates may still be printing
-	defer mu.Unlock()
+	rep, err := p.Wait(ctx, o.Timeout)
+	if err != nil {
+		return err
+	}
 	fmt.Fprintln(out)
-	summary := fmt.Sprintf("%d events sent, %d webhooks arrived with a valid X-Signature", len(want), got)
-	if got == len(want) && rejected == 0 {
+	summary := fmt.Sprintf("%d events sent, %d webhooks arrived with a valid X-Signature", rep.Sent, rep.Verified)
+	if rep.OK() {
 		fmt.Fprintln(out, st.OK.Sprint(cli.SymOK)+" "+summary)
 		return nil
 	}
