@@ -63,7 +63,10 @@ func init() {
 
 // CallOptions are the inputs of the six call commands.
 type CallOptions struct {
-	Factory *cli.Factory
+	IO      *cli.IOStreams
+	Format  cli.Format
+	Now     func() time.Time
+	Version string // sent in User-Agent and context.library
 	Context context.Context
 	Type    message.Type
 	Client  clientFlags
@@ -83,7 +86,7 @@ type CallOptions struct {
 // NewCmdCall builds the command for one call type; runF replaces callRun
 // in tests.
 func NewCmdCall(f *cli.Factory, k callKind, runF func(*CallOptions) error) *cobra.Command {
-	opts := &CallOptions{Factory: f, Type: k.typ, DataKey: k.data}
+	opts := &CallOptions{Type: k.typ, DataKey: k.data}
 	cmd := &cobra.Command{
 		Use:   string(k.typ),
 		Short: k.short,
@@ -108,6 +111,7 @@ sent), 130 interrupted.`,
 		GroupID: groupClient,
 		Args:    cli.Args(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			opts.IO, opts.Format, opts.Now, opts.Version = f.IO, f.Format, f.Now, f.Version
 			opts.Context = cmd.Context()
 			opts.Fields = map[string]string{}
 			for _, fl := range k.fields {
@@ -160,30 +164,28 @@ type callResult struct {
 }
 
 func callRun(opts *CallOptions) error {
-	f := opts.Factory
-	analytics.Version = f.Version
 	raw, err := buildCall(opts)
 	if err != nil {
 		return err
 	}
 	id := raw.MessageId()
 	if opts.DryRun {
-		body, err := batchBody(raw, f.Now())
+		body, err := analytics.BatchBody(opts.Version, opts.Now(), raw)
 		if err != nil {
 			return cli.UsageError(err)
 		}
-		_, err = f.IO.Out.Write(append(body, '\n'))
+		_, err = opts.IO.Out.Write(append(body, '\n'))
 		return err
 	}
-	cfg, err := opts.Client.config(f, opts.Stub)
+	cfg, err := opts.Client.config(opts.Version, opts.Now, opts.Stub)
 	if err != nil {
 		return err
 	}
 	var res analytics.BatchResult
 	cfg.OnBatch = func(r analytics.BatchResult) { res = r }
-	client, err := newClient(cfg)
+	client, err := analytics.New(cfg)
 	if err != nil {
-		return err
+		return configError(err)
 	}
 	if err := client.Enqueue(raw); err != nil {
 		client.Close(context.Background())
@@ -202,15 +204,15 @@ func callRun(opts *CallOptions) error {
 		out.Status, out.HTTPStatus = "stub", 0
 	case res.Err != nil:
 		out.Status, out.Error = "failed", res.Err.Error()
-		var api *analytics.APIError
-		if errors.As(res.Err, &api) && api.Status < 500 && api.Status != 408 && api.Status != 429 {
-			out.Status = "rejected"
+		var r interface{ Retryable() bool }
+		if errors.As(res.Err, &r) && !r.Retryable() {
+			out.Status = "rejected" // refused for good, not out of retries
 		}
 		if out.HTTPStatus < 0 {
 			out.HTTPStatus = 0
 		}
 	}
-	if err := printCallResult(f, opts.Type, out); err != nil {
+	if err := printCallResult(opts, out); err != nil {
 		return err
 	}
 	if res.Err != nil {
@@ -219,19 +221,19 @@ func callRun(opts *CallOptions) error {
 	return nil
 }
 
-func printCallResult(f *cli.Factory, t message.Type, r callResult) error {
-	if f.Format.JSON() {
-		return cli.WriteJSON(f.IO.Out, r)
+func printCallResult(opts *CallOptions, r callResult) error {
+	if opts.Format.JSON() {
+		return cli.WriteJSON(opts.IO.Out, r)
 	}
 	if r.Error != "" {
 		return nil // the error line on stderr says it
 	}
-	st := f.IO.OutStyles()
+	st := opts.IO.OutStyles()
 	note := fmt.Sprintf("(%d)", r.HTTPStatus)
 	if r.Status == "stub" {
 		note = "(stub: nothing sent)"
 	}
-	_, err := fmt.Fprintf(f.IO.Out, "%s %s %s %s %s\n", st.OK.Sprint(cli.SymOK), t, r.MessageID, r.Status, st.Muted.Sprint(note))
+	_, err := fmt.Fprintf(opts.IO.Out, "%s %s %s %s %s\n", st.OK.Sprint(cli.SymOK), opts.Type, r.MessageID, r.Status, st.Muted.Sprint(note))
 	return err
 }
 
@@ -239,8 +241,7 @@ func printCallResult(f *cli.Factory, t message.Type, r callResult) error {
 // the typed encoders use. A missing messageId and timestamp are made here,
 // so that --dry-run shows the message that would be sent.
 func buildCall(opts *CallOptions) (*message.Raw, error) {
-	f := opts.Factory
-	stdin := &stdinOnce{io: f.IO}
+	stdin := &stdinOnce{io: opts.IO}
 	obj := &rawjson.Object{}
 	obj.SetString("type", string(opts.Type))
 	id := opts.MessageID
@@ -248,7 +249,7 @@ func buildCall(opts *CallOptions) (*message.Raw, error) {
 		id = message.NewID()
 	}
 	obj.SetString("messageId", id)
-	ts := f.Now()
+	ts := opts.Now()
 	if opts.Timestamp != "" {
 		t, err := message.ParseTime(opts.Timestamp)
 		if err != nil {
@@ -322,22 +323,4 @@ func flagWords(err error) string {
 		names[i] = "--" + strings.ReplaceAll(n, "_", "-")
 	}
 	return strings.Join(names, " or ") + " " + ve.Reason
-}
-
-// batchBody is the request body the client sends for one message: the same
-// encoder, context.library and framing (checked against the client's own
-// request in the tests).
-func batchBody(raw *message.Raw, sentAt time.Time) ([]byte, error) {
-	enc := message.EncodeOptions{Library: message.LibraryJSON(analytics.LibraryName, analytics.Version)}
-	b := []byte(`{"batch":[`)
-	b, err := raw.AppendJSON(b, &enc)
-	if err != nil {
-		return nil, err
-	}
-	if err := message.CheckSize(len(b) - len(`{"batch":[`)); err != nil {
-		return nil, err
-	}
-	b = append(b, `],"sentAt":"`...)
-	b = message.AppendTime(b, sentAt)
-	return append(b, `"}`...), nil
 }

@@ -49,8 +49,11 @@ func TestCallFlags(t *testing.T) {
 		if err := cmd.Execute(); err != nil {
 			t.Fatalf("%v: %v", tt.args, err)
 		}
-		if diff := cmp.Diff(&tt.want, got, cmpopts.IgnoreFields(CallOptions{}, "Factory", "Context")); diff != "" {
+		if diff := cmp.Diff(&tt.want, got, cmpopts.IgnoreFields(CallOptions{}, "IO", "Format", "Now", "Version", "Context")); diff != "" {
 			t.Errorf("%s %v mismatch (-want +got):\n%s", tt.typ, tt.args, diff)
+		}
+		if got.IO != f.IO || got.Format != f.Format || got.Now == nil || got.Version != f.Version {
+			t.Errorf("%s: the factory's IO, format, clock and version not passed on: %+v", tt.typ, got)
 		}
 	}
 	// Flags a type does not take are refused.

@@ -34,10 +34,9 @@ func endpointFlag(cmd *cobra.Command, p *string, def, usage string) {
 	cli.BindEnv(cmd, "endpoint")
 }
 
-// config returns the client config, or a usage error for a missing write
-// key (required unless the client is a stub).
-func (c *clientFlags) config(f *cli.Factory, stub bool) (analytics.Config, error) {
-	analytics.Version = f.Version
+// config returns the client config of evfwd at version, or a usage error
+// for a missing write key (required unless the client is a stub).
+func (c *clientFlags) config(version string, now func() time.Time, stub bool) (analytics.Config, error) {
 	key := c.WriteKey
 	if key == "" {
 		if !stub {
@@ -46,7 +45,7 @@ func (c *clientFlags) config(f *cli.Factory, stub bool) (analytics.Config, error
 		key = "stub"
 	}
 	return analytics.Config{
-		WriteKey: key, Endpoint: c.Endpoint, Stub: stub, Now: f.Now,
+		WriteKey: key, Endpoint: c.Endpoint, Stub: stub, Now: now, Version: version,
 		Retry: analytics.RetryPolicy{BaseDelay: c.RetryBase},
 	}, nil
 }
@@ -54,17 +53,16 @@ func (c *clientFlags) config(f *cli.Factory, stub bool) (analytics.Config, error
 // configFlags names the flag behind each client config field.
 var configFlags = map[string]string{"Endpoint": "--endpoint", "BatchSize": "--batch-size", "MaxQueueSize": "--max-queue-size"}
 
-// newClient wraps analytics.New so a bad setting is a usage error naming
-// its flag.
-func newClient(cfg analytics.Config) (*analytics.Client, error) {
-	c, err := analytics.New(cfg)
+// configError turns a client's *analytics.ConfigError into a usage error
+// naming its flag; other errors pass unchanged.
+func configError(err error) error {
 	var ce *analytics.ConfigError
-	if errors.As(err, &ce) {
-		name := configFlags[ce.Field]
-		if name == "" {
-			name = ce.Field
-		}
-		return nil, cli.UsageErrorf("%s %s", name, ce.Reason)
+	if !errors.As(err, &ce) {
+		return err
 	}
-	return c, err
+	name := configFlags[ce.Field]
+	if name == "" {
+		name = ce.Field
+	}
+	return cli.UsageErrorf("%s %s", name, ce.Reason)
 }

@@ -6,11 +6,13 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"sync"
 	"syscall"
 	"time"
 
 	"github.com/evfwd/evfwd/internal/cli"
 	"github.com/evfwd/evfwd/pkg/analytics"
+	"github.com/evfwd/evfwd/pkg/importer"
 	"github.com/spf13/cobra"
 )
 
@@ -18,7 +20,10 @@ func init() { register(func(f *cli.Factory) *cobra.Command { return NewCmdSend(f
 
 // SendOptions are the inputs of `evfwd send`.
 type SendOptions struct {
-	Factory *cli.Factory
+	IO      *cli.IOStreams
+	Format  cli.Format
+	Now     func() time.Time
+	Version string // sent in User-Agent and context.library
 	Context context.Context
 	Client  clientFlags
 
@@ -29,15 +34,14 @@ type SendOptions struct {
 	Workers      int
 	Rate         float64
 
-	// Test hooks: a second interrupt source (default: SIGINT, SIGTERM),
-	// and the pacer's sleep (default: a timer).
+	// interrupts is a second interrupt source for tests (default: SIGINT,
+	// SIGTERM).
 	interrupts <-chan os.Signal
-	sleep      func(context.Context, time.Duration) error
 }
 
 // NewCmdSend builds `evfwd send`; runF replaces sendRun in tests.
 func NewCmdSend(f *cli.Factory, runF func(*SendOptions) error) *cobra.Command {
-	opts := &SendOptions{Factory: f}
+	opts := &SendOptions{}
 	cmd := &cobra.Command{
 		Use:   "send [FILE...]",
 		Short: "Import NDJSON calls through the batching client",
@@ -77,6 +81,7 @@ Exit status: 0 every line accepted, 1 some line rejected or not delivered,
   evfwd send events.ndjson --rate 200 --endpoint https://api.segment.io -o json`,
 		GroupID: groupClient,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			opts.IO, opts.Format, opts.Now, opts.Version = f.IO, f.Format, f.Now, f.Version
 			opts.Context = cmd.Context()
 			opts.Files = args
 			if runF != nil {
@@ -96,7 +101,6 @@ Exit status: 0 every line accepted, 1 some line rejected or not delivered,
 }
 
 func sendRun(opts *SendOptions) error {
-	f := opts.Factory
 	switch {
 	case opts.Workers < 1:
 		return cli.UsageErrorf("--workers must be at least 1")
@@ -107,12 +111,12 @@ func sendRun(opts *SendOptions) error {
 	case opts.Rate < 0:
 		return cli.UsageErrorf("--rate must not be negative")
 	}
-	cfg, err := opts.Client.config(f, false)
+	cfg, err := opts.Client.config(opts.Version, opts.Now, false)
 	if err != nil {
 		return err
 	}
 	cfg.BatchSize, cfg.MaxQueueSize = opts.BatchSize, opts.MaxQueueSize
-	inputs, err := statInputs(f.IO, opts.Files)
+	inputs, err := sendInputs(opts.IO, opts.Files)
 	if err != nil {
 		return err
 	}
@@ -124,6 +128,24 @@ func sendRun(opts *SendOptions) error {
 		}
 		defer ef.Close()
 		errorsOut = bufio.NewWriter(ef)
+	}
+	console := newConsole(opts.IO)
+	var errorsMu sync.Mutex
+	im, err := importer.New(inputs, importer.Options{
+		Client: cfg, Workers: opts.Workers, Rate: opts.Rate, KeepLines: errorsOut != nil,
+		OnLineError: func(e *importer.LineError) {
+			console.line(e.Error())
+			if errorsOut != nil && e.Bytes != nil {
+				errorsMu.Lock()
+				errorsOut.Write(e.Bytes)
+				errorsOut.WriteByte('\n')
+				errorsMu.Unlock()
+			}
+		},
+		OnReadError: func(err error) { console.line("error: " + err.Error()) },
+	})
+	if err != nil {
+		return configError(err)
 	}
 
 	ctx := opts.Context
@@ -143,39 +165,68 @@ func sendRun(opts *SendOptions) error {
 		defer signal.Stop(ch)
 		sigs = ch
 	}
-	s := newSendJob(f, opts, inputs, errorsOut, readCtx, drainCtx)
 	watching := make(chan struct{})
 	defer close(watching)
 	go watchInterrupts(watching, sigs, func() {
 		stopReading()
 		// Delivering what is queued can take a while against a failing
 		// endpoint: say what is going on and how to stop it.
-		s.console.line("interrupted: no more lines are read; delivering what is queued (Ctrl-C again to stop at once)")
+		console.line("interrupted: no more lines are read; delivering what is queued (Ctrl-C again to stop at once)")
 	}, abandon)
 
-	if err := s.start(cfg); err != nil {
-		return err
+	if opts.IO.ErrTTY {
+		console.startProgress(func() string { return progressLine(im.Summary()) })
 	}
-	s.read()
-	s.finish(drainCtx)
+	sum := im.Run(readCtx, drainCtx)
+	console.stopProgress()
 	if errorsOut != nil {
 		if err := errorsOut.Flush(); err != nil {
-			s.console.line("error: --errors-file: " + err.Error())
+			console.line("error: --errors-file: " + err.Error())
 		}
 	}
 	interrupted := readCtx.Err() != nil
-	if err := s.printSummary(interrupted); err != nil {
+	var names []string
+	for _, in := range inputs {
+		names = append(names, in.Name)
+	}
+	if err := printSendSummary(opts, newSendSummary(names, sum, interrupted)); err != nil {
 		return err
 	}
-	sum := s.summary(interrupted)
+	notAccepted := sum.Rejected + sum.Failed + sum.Unsent
 	switch {
 	case interrupted:
 		return cli.Silent(cli.ExitInterrupted)
-	case sum.Rejected+sum.Failed+sum.Unsent > 0 || s.readErrors.Load() > 0:
+	case notAccepted > 0 || sum.ReadErrors > 0:
 		return &cli.ExitError{Code: cli.ExitFailure, Err: fmt.Errorf("%d of %d lines not accepted (%d rejected as bad input, %d not delivered)",
-			sum.Rejected+sum.Failed+sum.Unsent, sum.Lines-sum.Blank, sum.Rejected, sum.Failed+sum.Unsent)}
+			notAccepted, sum.Lines-sum.Blank, sum.Rejected, sum.Failed+sum.Unsent)}
 	}
 	return nil
+}
+
+// sendInputs checks every FILE before anything is sent, so a typo is a
+// usage error rather than a half-done import.
+func sendInputs(ios *cli.IOStreams, files []string) ([]importer.Input, error) {
+	if len(files) == 0 {
+		files = []string{"-"}
+	}
+	var out []importer.Input
+	stdin := false
+	for _, p := range files {
+		if p == "-" {
+			if stdin {
+				return nil, cli.UsageErrorf("stdin (-) given twice")
+			}
+			stdin = true
+			out = append(out, importer.Stream("stdin", ios.In))
+			continue
+		}
+		in, err := importer.File(p)
+		if err != nil {
+			return nil, cli.UsageError(err)
+		}
+		out = append(out, in)
+	}
+	return out, nil
 }
 
 // watchInterrupts turns signals into the two stages of Ctrl-C. The root's

@@ -1,7 +1,6 @@
 package cmd
 
 import (
-	"context"
 	"fmt"
 	"io"
 	"strconv"
@@ -9,9 +8,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/evfwd/evfwd/internal/retry"
-
 	"github.com/evfwd/evfwd/internal/cli"
+	"github.com/evfwd/evfwd/pkg/importer"
 )
 
 // console serialises stderr lines from the workers with the progress line,
@@ -80,21 +78,17 @@ func (c *console) stopProgress() {
 	}
 }
 
-// progress is the text of the progress line: counts, rate, bytes, ETA.
-func (s *sendJob) progress() string {
-	elapsed := s.f.Now().Sub(s.began).Seconds()
-	read := s.bytesDone.Load()
-	if r := s.current.Load(); r != nil {
-		read += r.Offset()
-	}
+// progressLine is the text of the progress line: counts, rate, bytes, ETA.
+func progressLine(sum importer.Summary) string {
+	elapsed := sum.Elapsed.Seconds()
+	read := sum.BytesRead
 	parts := []string{
-		"read " + groupDigits(s.lines.Load()),
-		"sent " + groupDigits(s.accepted.Load()),
-		"failed " + groupDigits(s.rejected.Load()+s.failed.Load()),
-		groupDigits(int64(perSecond(s.accepted.Load(), elapsed))) + " ev/s",
+		"read " + groupDigits(sum.Lines),
+		"sent " + groupDigits(sum.Accepted),
+		"failed " + groupDigits(sum.Rejected+sum.Failed),
+		groupDigits(int64(perSecond(sum.Accepted, elapsed))) + " ev/s",
 	}
-	total := s.totalSize()
-	if total > 0 {
+	if total := sum.TotalBytes; total > 0 {
 		parts = append(parts, humanBytes(read)+" of "+humanBytes(total))
 		if read > 0 && elapsed > 0 && read < total {
 			eta := time.Duration(float64(total-read) / (float64(read) / elapsed) * float64(time.Second))
@@ -104,18 +98,6 @@ func (s *sendJob) progress() string {
 		parts = append(parts, humanBytes(read))
 	}
 	return strings.Join(parts, " · ")
-}
-
-// totalSize is the size of all inputs, or -1 when one is unknown (a pipe).
-func (s *sendJob) totalSize() int64 {
-	var n int64
-	for _, in := range s.inputs {
-		if in.size < 0 {
-			return -1
-		}
-		n += in.size
-	}
-	return n
 }
 
 // sendSummary is the account of a run; -o json prints it as is.
@@ -138,55 +120,25 @@ type sendSummary struct {
 	Interrupted  bool   `json:"interrupted"`
 }
 
-func (s *sendJob) summary(interrupted bool) sendSummary {
-	elapsed := s.f.Now().Sub(s.began).Seconds()
-	sum := sendSummary{
-		Lines: s.lines.Load(), Accepted: s.accepted.Load(), Rejected: s.rejected.Load(),
-		Failed: s.failed.Load(), Unsent: s.unsent.Load(), Blank: s.blank.Load(),
-		Bytes:   s.bytesDone.Load(),
-		Seconds: elapsed, EventsPerSecond: perSecond(s.accepted.Load(), elapsed),
-		Interrupted: interrupted,
+func newSendSummary(files []string, sum importer.Summary, interrupted bool) sendSummary {
+	seconds := sum.Elapsed.Seconds()
+	return sendSummary{
+		Files: files, Lines: sum.Lines, Accepted: sum.Accepted, Rejected: sum.Rejected,
+		Failed: sum.Failed, Unsent: sum.Unsent, Blank: sum.Blank, Bytes: sum.BytesRead,
+		Batches: sum.Batches, Retries: sum.Retries,
+		Seconds: seconds, EventsPerSecond: perSecond(sum.Accepted, seconds),
+		LastAccepted: sum.LastAccepted.String(), Interrupted: interrupted,
 	}
-	for _, in := range s.inputs {
-		sum.Files = append(sum.Files, in.name)
-	}
-	for _, w := range s.workers {
-		st := w.client.Stats()
-		sum.Batches += st.Batches
-		sum.Retries += st.Retries
-	}
-	last := s.lastSeq
-	for _, first := range []int64{s.firstFailed.Load(), s.firstUnsent.Load()} {
-		if first > 0 {
-			last = min(last, first-1)
-		}
-	}
-	sum.LastAccepted = s.position(last)
-	return sum
 }
 
-// position turns a line's seq into FILE:LINE ("" for none).
-func (s *sendJob) position(seq int64) string {
-	if seq <= 0 {
-		return ""
-	}
-	for i := len(s.inputs) - 1; i >= 0; i-- {
-		if in := s.inputs[i]; in.firstSeq > 0 && in.firstSeq <= seq {
-			return in.name + ":" + itoa(seq-in.firstSeq+1)
-		}
-	}
-	return ""
-}
-
-func (s *sendJob) printSummary(interrupted bool) error {
-	sum := s.summary(interrupted)
-	out := s.f.IO.Out
-	if s.f.Format.JSON() {
+func printSendSummary(opts *SendOptions, sum sendSummary) error {
+	out := opts.IO.Out
+	if opts.Format.JSON() {
 		return cli.WriteJSON(out, sum)
 	}
-	st := s.f.IO.OutStyles()
+	st := opts.IO.OutStyles()
 	head := st.OK.Sprint(cli.SymOK) + " sent"
-	if interrupted {
+	if sum.Interrupted {
 		head = st.Warn.Sprint("!") + " interrupted"
 	} else if sum.Rejected+sum.Failed+sum.Unsent > 0 {
 		head = st.Fail.Sprint(cli.SymFail) + " sent with errors"
@@ -258,39 +210,4 @@ func humanBytes(n int64) string {
 		return fmt.Sprintf("%.1f KB", float64(n)/1e3)
 	}
 	return fmt.Sprintf("%d B", n)
-}
-
-// pacer spaces events evenly to at most rate per second, shared by the
-// workers. It sleeps only when ahead by more than minSleep, so high rates
-// do not pay for a timer per event; idle time earns no burst.
-type pacer struct {
-	mu    sync.Mutex
-	next  time.Time
-	every time.Duration
-	now   func() time.Time
-	sleep func(context.Context, time.Duration) error
-}
-
-const minSleep = 2 * time.Millisecond
-
-func newPacer(rate float64, now func() time.Time, sleep func(context.Context, time.Duration) error) *pacer {
-	if sleep == nil {
-		sleep = retry.Sleep
-	}
-	return &pacer{every: time.Duration(float64(time.Second) / rate), now: now, sleep: sleep}
-}
-
-func (p *pacer) wait(ctx context.Context) error {
-	p.mu.Lock()
-	now := p.now()
-	if p.next.Before(now) {
-		p.next = now
-	}
-	at := p.next
-	p.next = p.next.Add(p.every)
-	p.mu.Unlock()
-	if d := at.Sub(now); d > minSleep {
-		return p.sleep(ctx, d)
-	}
-	return nil
 }

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/evfwd/evfwd/internal/cli"
+	"github.com/evfwd/evfwd/pkg/importer"
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 )
@@ -30,9 +31,13 @@ func TestSendFlags(t *testing.T) {
 	if err := cmd.Execute(); err != nil {
 		t.Fatal(err)
 	}
-	want := &SendOptions{Files: []string{"a.ndjson", "b.gz"}, ErrorsFile: "e", BatchSize: 7, MaxQueueSize: 9, Workers: 3, Rate: 2.5, Client: clientFlags{WriteKey: "k", Endpoint: "http://x"}}
-	if diff := cmp.Diff(want, got, cmpopts.IgnoreFields(SendOptions{}, "Factory", "Context"), cmp.AllowUnexported(SendOptions{})); diff != "" {
+	want := &SendOptions{Files: []string{"a.ndjson", "b.gz"}, ErrorsFile: "e", BatchSize: 7, MaxQueueSize: 9, Workers: 3, Rate: 2.5, Client: clientFlags{WriteKey: "k", Endpoint: "http://x"},
+		Format: f.Format, Version: f.Version}
+	if diff := cmp.Diff(want, got, cmpopts.IgnoreFields(SendOptions{}, "IO", "Now", "Context"), cmp.AllowUnexported(SendOptions{})); diff != "" {
 		t.Errorf("mismatch (-want +got):\n%s", diff)
+	}
+	if got.IO != f.IO || got.Now == nil {
+		t.Error("the factory's IO and clock not passed on")
 	}
 }
 
@@ -259,89 +264,6 @@ error: 2 of 6 lines not accepted (0 rejected as bad input, 2 not delivered)
 	}
 }
 
-func TestSendWorkers(t *testing.T) {
-	const n = 3000
-	var inflight, maxInflight atomic.Int32
-	srv := newCollectServer(t, func(_ int, _ []map[string]json.RawMessage, w http.ResponseWriter) {
-		c := inflight.Add(1)
-		for {
-			m := maxInflight.Load()
-			if c <= m || maxInflight.CompareAndSwap(m, c) {
-				break
-			}
-		}
-		time.Sleep(time.Millisecond) // let requests overlap; not waiting for an outcome
-		inflight.Add(-1)
-		w.Write([]byte(`{"success":true}`))
-	})
-	res := execute(t, clientFactory(t, genLines(n), srv), "send", "--workers", "4", "--batch-size", "50", "-o", "json")
-	if res.Code != 0 {
-		t.Fatalf("%+v", res)
-	}
-	seen := map[int]int{}
-	for _, m := range srv.accepted() {
-		seen[lineOf(m)]++
-	}
-	if len(seen) != n {
-		t.Errorf("%d distinct lines arrived, want %d", len(seen), n)
-	}
-	for l, c := range seen {
-		if c != 1 {
-			t.Errorf("line %d arrived %d times", l, c)
-		}
-	}
-	if m := maxInflight.Load(); m < 2 || m > 4 {
-		t.Errorf("at most %d requests in flight, want 2..4 (one per worker)", m)
-	}
-	// Each chunk of 256 lines goes to one worker, so the order within a
-	// chunk is kept.
-	for _, r := range srv.requests() {
-		for i := 1; i < len(r.Msgs); i++ {
-			a, b := lineOf(r.Msgs[i-1]), lineOf(r.Msgs[i])
-			if b != a+1 && (a-1)/chunkLines == (b-1)/chunkLines {
-				t.Fatalf("lines %d then %d in one batch", a, b)
-			}
-		}
-	}
-}
-
-// fakeClock advances only when something sleeps on it.
-type fakeClock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func (c *fakeClock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.now }
-func (c *fakeClock) Sleep(_ context.Context, d time.Duration) error {
-	c.mu.Lock()
-	c.now = c.now.Add(d)
-	c.mu.Unlock()
-	return nil
-}
-
-func TestSendRate(t *testing.T) {
-	const n, rate = 50, 100
-	srv := newCollectServer(t, nil)
-	f := clientFactory(t, genLines(n), srv)
-	clock := &fakeClock{now: fixedNow}
-	f.Now = clock.Now
-	cmd := NewCmdSend(f, func(o *SendOptions) error {
-		o.sleep = clock.Sleep
-		return sendRun(o)
-	})
-	cmd.SetArgs([]string{"--rate", fmt.Sprint(rate), "--write-key", "k", "--endpoint", srv.URL()})
-	if err := cmd.Execute(); err != nil {
-		t.Fatal(err)
-	}
-	// n events at 100/s: the first at once, the last 49 intervals later.
-	if got, want := clock.Now().Sub(fixedNow), (n-1)*time.Second/rate; got != want {
-		t.Errorf("paced over %v, want %v", got, want)
-	}
-	if got := len(srv.accepted()); got != n {
-		t.Errorf("%d arrived", got)
-	}
-}
-
 // Ctrl-C mid-file: reading stops, what was queued is flushed, nothing
 // accepted is lost or sent twice, and the summary names the last line up
 // to which everything was accepted.
@@ -459,20 +381,11 @@ func TestSendUsageErrors(t *testing.T) {
 	}
 }
 
-// The text summary and the progress line read at a glance.
+// The progress line reads at a glance, and on a TTY it is drawn in place.
 func TestSendProgressLine(t *testing.T) {
-	f := clientFactory(t, "", nil)
-	clock := &fakeClock{now: fixedNow}
-	f.Now = clock.Now
-	s := newSendJob(f, &SendOptions{Workers: 1}, []sendInput{{name: "a", size: 10_000_000}}, nil, context.Background(), context.Background())
-	s.began = fixedNow
-	clock.Sleep(nil, 2*time.Second)
-	s.lines.Store(12345)
-	s.accepted.Store(12000)
-	s.rejected.Store(3)
-	s.bytesDone.Store(2_500_000)
+	sum := importer.Summary{Lines: 12345, Accepted: 12000, Rejected: 3, BytesRead: 2_500_000, TotalBytes: 10_000_000, Elapsed: 2 * time.Second}
 	want := "read 12,345 · sent 12,000 · failed 3 · 6,000 ev/s · 2.5 MB of 10.0 MB · ETA 6s"
-	if got := s.progress(); got != want {
+	if got := progressLine(sum); got != want {
 		t.Errorf("progress %q, want %q", got, want)
 	}
 	// On a TTY the line is drawn in place and cleared before other lines.

@@ -52,6 +52,9 @@ type Stats struct {
 type BatchResult struct {
 	// MessageIds of the batch's messages, in queue order.
 	MessageIds []string
+	// Tags of the batch's messages, in the same order: what each was
+	// queued with by EnqueueWaitTagged, 0 for the others.
+	Tags []uint64
 	// Status is the final HTTP status; -1 for a transport error or a
 	// batch dropped by Close; 200 under Stub.
 	Status int
@@ -73,8 +76,8 @@ func New(cfg Config) (*Client, error) {
 		cfg:     cfg,
 		url:     cfg.Endpoint + "/v1/batch",
 		auth:    "Basic " + base64.StdEncoding.EncodeToString([]byte(cfg.WriteKey+":")),
-		ua:      "evfwd/" + Version,
-		enc:     message.EncodeOptions{Library: message.LibraryJSON(LibraryName, Version)},
+		ua:      "evfwd/" + cfg.Version,
+		enc:     encodeOptions(cfg.Version),
 		changed: make(chan struct{}),
 		room:    make(chan struct{}),
 		wake:    make(chan struct{}, 1),
@@ -145,7 +148,7 @@ func enqueueTyped[M message.Message](c *Client, m *M, id *string, ts *time.Time)
 	*id, *ts = c.fill(*id, *ts)
 	bp := c.scratch.Get().(*[]byte)
 	b, err := (*m).AppendJSON((*bp)[:0], &c.enc)
-	err = c.push(context.Background(), b, *id, err, false)
+	err = c.push(context.Background(), b, *id, 0, err, false)
 	*bp = b[:0]
 	c.scratch.Put(bp)
 	return err
@@ -157,17 +160,25 @@ func enqueueTyped[M message.Message](c *Client, m *M, id *string, ts *time.Time)
 // caller may reuse r, and the bytes r was parsed from, once Enqueue
 // returns; r itself reads those bytes until its next Parse.
 func (c *Client) Enqueue(r *message.Raw) error {
-	return c.enqueueRaw(context.Background(), r, false)
+	return c.enqueueRaw(context.Background(), r, 0, false)
 }
 
 // EnqueueWait is Enqueue that waits for room when the queue is full
 // instead of refusing with ErrQueueFull: back-pressure for bulk senders.
 // It returns ctx's error if ctx ends first.
 func (c *Client) EnqueueWait(ctx context.Context, r *message.Raw) error {
-	return c.enqueueRaw(ctx, r, true)
+	return c.enqueueRaw(ctx, r, 0, true)
 }
 
-func (c *Client) enqueueRaw(ctx context.Context, r *message.Raw, wait bool) error {
+// EnqueueWaitTagged is EnqueueWait for a message that carries tag, a value
+// of the caller's that BatchResult.Tags hands back with the batch the
+// message went in: which record of the caller's (a line of input, say) was
+// sent, refused or abandoned, however batches form.
+func (c *Client) EnqueueWaitTagged(ctx context.Context, r *message.Raw, tag uint64) error {
+	return c.enqueueRaw(ctx, r, tag, true)
+}
+
+func (c *Client) enqueueRaw(ctx context.Context, r *message.Raw, tag uint64, wait bool) error {
 	if err := r.Validate(); err != nil {
 		return c.refuse(err)
 	}
@@ -178,7 +189,7 @@ func (c *Client) enqueueRaw(ctx context.Context, r *message.Raw, wait bool) erro
 	}
 	bp := c.scratch.Get().(*[]byte)
 	b, err := r.AppendJSON((*bp)[:0], &c.enc)
-	err = c.push(ctx, b, id, err, wait)
+	err = c.push(ctx, b, id, tag, err, wait)
 	*bp = b[:0]
 	c.scratch.Put(bp)
 	return err
@@ -190,7 +201,7 @@ func (c *Client) refuse(err error) error {
 }
 
 // push copies an encoded message into the queue; b is scratch space.
-func (c *Client) push(ctx context.Context, b []byte, id string, encErr error, wait bool) error {
+func (c *Client) push(ctx context.Context, b []byte, id string, tag uint64, encErr error, wait bool) error {
 	if encErr != nil {
 		return c.refuse(encErr)
 	}
@@ -220,7 +231,7 @@ func (c *Client) push(ctx context.Context, b []byte, id string, encErr error, wa
 		c.mu.Lock()
 	}
 	data, slab := c.slabs.keep(b)
-	c.q.push(entry{data: data, id: id, slab: slab})
+	c.q.push(entry{data: data, id: id, tag: tag, slab: slab})
 	c.enqueued++
 	c.mu.Unlock()
 	select {

@@ -110,7 +110,9 @@ func TestGoldenBatch(t *testing.T) {
 
 func TestRequestHeaders(t *testing.T) {
 	rec := newRecorder(t, nil)
-	c := newClient(t, testConfig(rec, nil))
+	cfg := testConfig(rec, nil)
+	cfg.Version = "1.2.3"
+	c := newClient(t, cfg)
 	must(t, c.Track(track(1)))
 	flush(t, c)
 	r := rec.requests()[0]
@@ -126,7 +128,7 @@ func TestRequestHeaders(t *testing.T) {
 		"path":          "/v1/batch",
 		"Authorization": "Basic " + base64.StdEncoding.EncodeToString([]byte("wk_test:")),
 		"Content-Type":  "application/json",
-		"User-Agent":    "evfwd/" + analytics.Version,
+		"User-Agent":    "evfwd/1.2.3",
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("mismatch (-want +got):\n%s", diff)
@@ -466,7 +468,7 @@ func TestRetries(t *testing.T) {
 			fmt.Fprint(w, `{"error":"invalid message","details":[{"index":0,"field":"event"}]}`)
 		}, 0, outcome{Requests: 1, Failed: 1, OnError: []string{`400 invalid message [{"index":0,"field":"event"}]`}, LastStatus: 400}},
 		{"plain-text error body", func(n int, w http.ResponseWriter, r *http.Request) {
-			http.Error(w, "bad gateway", 502)
+			http.Error(w, "bad gateway", http.StatusBadGateway)
 		}, 0, outcome{Requests: 4, Failed: 1, OnError: []string{"502 bad gateway"}, LastStatus: 502}},
 	}
 	for _, tt := range tests {
@@ -615,7 +617,7 @@ func TestRawExactDigits(t *testing.T) {
 		t.Errorf("mismatch (-want +got):\n%s", diff)
 	}
 	body := string(rec.requests()[0].Body)
-	want := `{"batch":[{"type":"track","userId":"u","event":"Paid","properties":{"amount":12345678901234567890.000000001,"tiny":1e-400},"x-unknown":{"a":[1.10,true]},"messageId":"m-1","timestamp":"2024-05-01T12:00:00.000Z","context":{"library":{"name":"evfwd","version":"` + analytics.Version + `"}}}],"sentAt":"2024-05-01T12:00:00.123Z"}`
+	want := `{"batch":[{"type":"track","userId":"u","event":"Paid","properties":{"amount":12345678901234567890.000000001,"tiny":1e-400},"x-unknown":{"a":[1.10,true]},"messageId":"m-1","timestamp":"2024-05-01T12:00:00.000Z","context":{"library":{"name":"evfwd","version":"dev"}}}],"sentAt":"2024-05-01T12:00:00.123Z"}`
 	if diff := cmp.Diff(want, body); diff != "" {
 		t.Errorf("body mismatch (-want +got):\n%s", diff)
 	}
@@ -794,20 +796,25 @@ func TestOnBatchReportsEachBatchInOrder(t *testing.T) {
 	c := newClient(t, cfg)
 	must(t, c.Track(track(0)))
 	rec.waitArrival(0)
-	must(t, c.Track(track(1)))
-	must(t, c.Track(track(2)))
+	for _, tag := range []uint64{7, 42} {
+		raw, err := message.ParseRaw([]byte(`{"type":"track","userId":"u","event":"E"}`))
+		must(t, err)
+		must(t, c.EnqueueWaitTagged(context.Background(), raw, tag))
+	}
 	g.open()
 	flush(t, c) // OnBatch has run for everything Flush waited on
 	type res struct {
 		Ids      []string
+		Tags     []uint64
 		Accepted bool
 		Status   int
 	}
 	var simple []res
 	for _, r := range got {
-		simple = append(simple, res{r.MessageIds, r.Accepted(), r.Status})
+		simple = append(simple, res{r.MessageIds, r.Tags, r.Accepted(), r.Status})
 	}
-	want := []res{{[]string{"id-1"}, true, 200}, {[]string{"id-2", "id-3"}, false, 400}}
+	// Untagged messages report tag 0.
+	want := []res{{[]string{"id-1"}, []uint64{0}, true, 200}, {[]string{"id-2", "id-3"}, []uint64{7, 42}, false, 400}}
 	if diff := cmp.Diff(want, simple); diff != "" {
 		t.Errorf("mismatch (-want +got):\n%s", diff)
 	}
@@ -856,5 +863,84 @@ func must(t *testing.T, err error) {
 	t.Helper()
 	if err != nil {
 		t.Fatal(err)
+	}
+}
+
+// Retryable says whether a final failure was a refusal or retries running
+// out, by the rule the client retried with.
+func TestErrorsRetryable(t *testing.T) {
+	closed := newRecorder(t, nil)
+	closed.srv.Close()
+	tests := []struct {
+		name      string
+		endpoint  string
+		status    int
+		retryable bool
+		attempts  int
+	}{
+		{"400 refused", "", 400, false, 1},
+		{"413 refused", "", 413, false, 1},
+		{"503 out of retries", "", 503, true, 4},
+		{"429 out of retries", "", 429, true, 4},
+		{"408 out of retries", "", 408, true, 4},
+		{"no answer", closed.srv.URL, 0, true, 4},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			rec := newRecorder(t, func(_ int, w http.ResponseWriter, _ *http.Request) { w.WriteHeader(tt.status) })
+			cfg := testConfig(rec, nil)
+			if tt.endpoint != "" {
+				cfg.Endpoint = tt.endpoint
+			}
+			var res analytics.BatchResult
+			cfg.OnBatch = func(r analytics.BatchResult) { res = r }
+			c := newClient(t, cfg)
+			must(t, c.Track(track(1)))
+			flush(t, c)
+			var r interface{ Retryable() bool }
+			if !errors.As(res.Err, &r) {
+				t.Fatalf("Err %T %v has no Retryable", res.Err, res.Err)
+			}
+			if r.Retryable() != tt.retryable {
+				t.Errorf("Retryable() = %v, want %v (%v)", r.Retryable(), tt.retryable, res.Err)
+			}
+			if res.Attempts != tt.attempts {
+				t.Errorf("%d attempts, want %d", res.Attempts, tt.attempts)
+			}
+		})
+	}
+}
+
+type countingTransport struct {
+	n  atomic.Int64
+	rt http.RoundTripper
+}
+
+func (c *countingTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	c.n.Add(1)
+	return c.rt.RoundTrip(r)
+}
+
+// A program that replaces http.DefaultTransport before building a client
+// has its requests go through it. Not parallel: it changes a global.
+func TestReplacedDefaultTransport(t *testing.T) {
+	stock := http.DefaultTransport
+	t.Cleanup(func() { http.DefaultTransport = stock })
+	ct := &countingTransport{rt: stock}
+	http.DefaultTransport = ct
+	rec := newRecorder(t, nil)
+	c := newClient(t, testConfig(rec, nil))
+	must(t, c.Track(track(1)))
+	flush(t, c)
+	if n := ct.n.Load(); n != 1 {
+		t.Errorf("%d requests through the replaced http.DefaultTransport, want 1", n)
+	}
+	// A client built after it is restored no longer uses it.
+	http.DefaultTransport = stock
+	c = newClient(t, testConfig(rec, nil))
+	must(t, c.Track(track(2)))
+	flush(t, c)
+	if n := ct.n.Load(); n != 1 {
+		t.Errorf("%d requests through the replaced transport after restoring, want 1", n)
 	}
 }

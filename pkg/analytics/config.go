@@ -10,15 +10,13 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"runtime/debug"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/evfwd/evfwd/internal/retry"
 )
-
-// Version is the evfwd version sent in User-Agent and context.library; the
-// CLI sets it at start-up, before creating clients.
-var Version = "dev"
 
 // LibraryName is the context.library name of every message sent.
 const LibraryName = "evfwd"
@@ -41,6 +39,10 @@ type Config struct {
 	WriteKey string
 	// Endpoint is the collection API's base URL; /v1/batch is appended.
 	Endpoint string
+	// Version is sent in User-Agent (evfwd/VERSION) and context.library
+	// (default: the version of the evfwd module the program was built
+	// with, or "dev" when the build does not say).
+	Version string
 	// OnError is called after a batch has finally failed, with the HTTP
 	// status (-1 for a transport error) and the server's message. It runs
 	// on the client's consumer goroutine: keep it short.
@@ -57,7 +59,8 @@ type Config struct {
 	// Stub: nothing reaches the network and every batch counts as sent.
 	Stub bool
 	// HTTPClient sends the requests (default: a client with no overall
-	// timeout; Timeout bounds each attempt).
+	// timeout, on http.DefaultTransport as it is when New runs, tuned for
+	// batches when it is net/http's own; Timeout bounds each attempt).
 	HTTPClient *http.Client
 	// Timeout bounds each attempt, connect to last byte (default 10s).
 	Timeout time.Duration
@@ -114,8 +117,11 @@ func (c Config) withDefaults() (Config, error) {
 	case c.Timeout == 0:
 		c.Timeout = DefaultTimeout
 	}
+	if c.Version == "" {
+		c.Version = defaultVersion()
+	}
 	if c.HTTPClient == nil {
-		c.HTTPClient = &http.Client{Transport: defaultTransport}
+		c.HTTPClient = &http.Client{Transport: defaultTransport()}
 	}
 	if c.Retry, err = c.Retry.withDefaults(); err != nil {
 		return c, err
@@ -129,19 +135,49 @@ func (c Config) withDefaults() (Config, error) {
 	return c, nil
 }
 
-// defaultTransport is http.DefaultTransport with a write buffer that holds
-// a typical batch whole, so an HTTP/1.1 request goes out in one write
-// rather than headers and 4 KB pieces in several, and room for an idle
-// connection per client when many share it (send --workers). When a
-// program has replaced http.DefaultTransport with something else, that is
-// used as it is.
-var defaultTransport = func() http.RoundTripper {
-	t, ok := http.DefaultTransport.(*http.Transport)
-	if !ok {
-		return http.DefaultTransport
+// modulePath is evfwd's module, whose version a program records when it
+// depends on it.
+const modulePath = "github.com/evfwd/evfwd"
+
+// defaultVersion is the evfwd version a program embedding the client was
+// built with. evfwd's own binary sets Config.Version (it knows its release
+// version); its tests and `go run` builds record none and send "dev".
+var defaultVersion = sync.OnceValue(func() string {
+	if bi, ok := debug.ReadBuildInfo(); ok {
+		for _, m := range bi.Deps {
+			if m.Path == modulePath && m.Version != "" && m.Version != "(devel)" {
+				return m.Version
+			}
+		}
 	}
-	t = t.Clone()
+	return "dev"
+})
+
+// stockTransport is net/http's own http.DefaultTransport (nil if another
+// package replaced it even earlier). Only the pointer is read at start-up:
+// a program may still replace the variable, or change the transport's
+// settings, before it builds a client.
+var stockTransport, _ = http.DefaultTransport.(*http.Transport)
+
+// tunedTransport is stockTransport with a write buffer that holds a typical
+// batch whole, so an HTTP/1.1 request goes out in one write rather than
+// headers and 4 KB pieces in several, and room for an idle connection per
+// client when many share it (send --workers). It is cloned when the first
+// client needs it, so settings given to the stock transport before then
+// carry over.
+var tunedTransport = sync.OnceValue(func() http.RoundTripper {
+	t := stockTransport.Clone()
 	t.WriteBufferSize = 64 << 10
 	t.MaxIdleConnsPerHost = 64
 	return t
-}()
+})
+
+// defaultTransport is what a client without an HTTPClient sends through,
+// decided when the client is built: the tuned stock transport, or
+// http.DefaultTransport as it is when a program has replaced it.
+func defaultTransport() http.RoundTripper {
+	if t, ok := http.DefaultTransport.(*http.Transport); ok && t == stockTransport {
+		return tunedTransport()
+	}
+	return http.DefaultTransport
+}

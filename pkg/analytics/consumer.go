@@ -11,14 +11,6 @@ import (
 	"unicode/utf8"
 
 	"github.com/evfwd/evfwd/internal/retry"
-
-	"github.com/evfwd/evfwd/pkg/message"
-)
-
-// Body framing: {"batch":[m1,m2,...],"sentAt":"2024-05-01T12:00:00.123Z"}
-const (
-	bodyHead = `{"batch":[`
-	bodyTail = `],"sentAt":"` + "2024-05-01T12:00:00.123Z" + `"}`
 )
 
 // batch is the consumer's reusable state for the batch being sent.
@@ -96,11 +88,11 @@ func (c *Client) finish(b *batch, res BatchResult) {
 	}
 	c.batches.Add(1)
 	if c.cfg.OnBatch != nil {
-		ids := make([]string, len(b.entries))
+		res.MessageIds = make([]string, len(b.entries))
+		res.Tags = make([]uint64, len(b.entries))
 		for i, e := range b.entries {
-			ids[i] = e.id
+			res.MessageIds[i], res.Tags[i] = e.id, e.tag
 		}
-		res.MessageIds = ids
 		c.cfg.OnBatch(res)
 	}
 	c.mu.Lock()
@@ -139,16 +131,13 @@ func (c *Client) deliver(b *batch) BatchResult {
 	for attempt := 1; ; attempt++ {
 		// sentAt is the time of this attempt, for the server's clock-skew
 		// correction; the messages (and their ids) stay the same.
-		b.body = append(b.body[:prefix], `],"sentAt":"`...)
-		b.body = message.AppendTime(b.body, c.cfg.Now())
-		b.body = append(b.body, `"}`...)
+		b.body = appendTail(b.body[:prefix], c.cfg.Now())
 
 		status, retryAfterHdr, err := c.attempt(b.body)
 		if err == nil {
 			return BatchResult{Status: status, Attempts: attempt}
 		}
-		final := status > 0 && !retry.Status(status)
-		if final || attempt >= p.MaxAttempts || c.ctx.Err() != nil {
+		if !retryable(err) || attempt >= p.MaxAttempts || c.ctx.Err() != nil {
 			return BatchResult{Status: status, Err: err, Attempts: attempt}
 		}
 		wait := p.backoff(attempt)
@@ -162,21 +151,21 @@ func (c *Client) deliver(b *batch) BatchResult {
 	}
 }
 
-// attempt makes one request. status is -1 for a transport error; err is
-// nil for a 2xx answer.
+// attempt makes one request. status is -1 for a *TransportError; err is
+// nil for a 2xx answer, else an *APIError.
 func (c *Client) attempt(body []byte) (status int, retryAfter string, err error) {
 	ctx, cancel := context.WithTimeout(c.ctx, c.cfg.Timeout)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.url, bytes.NewReader(body))
 	if err != nil {
-		return -1, "", err
+		return -1, "", &TransportError{Err: err}
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("User-Agent", c.ua)
 	req.Header.Set("Authorization", c.auth)
 	resp, err := c.cfg.HTTPClient.Do(req)
 	if err != nil {
-		return -1, "", err
+		return -1, "", &TransportError{Err: err}
 	}
 	defer resp.Body.Close()
 	// Read a little for the error message; drain a bit more so the

@@ -3,11 +3,12 @@ package analytics
 import "bytes"
 
 // entry is one queued message: its final wire bytes, encoded once at
-// enqueue and kept in slab, and its messageId when a caller asked for
-// per-batch outcomes.
+// enqueue and kept in slab, its messageId when a caller asked for
+// per-batch outcomes, and the caller's tag.
 type entry struct {
 	data []byte
 	id   string
+	tag  uint64
 	slab *slab
 }
 

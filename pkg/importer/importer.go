@@ -1,0 +1,335 @@
+// Package importer sends NDJSON calls (one message per line, with its
+// "type") through evfwd's batching client and accounts for every line: a
+// bulk import or a replay. Input is read in constant memory, gzip
+// decompressed on the fly, and lines keep their exact bytes. Lines go in
+// fixed blocks to independent workers, each with its own analytics.Client,
+// optionally paced.
+//
+// Every line read ends as accepted by the collection API, rejected as bad
+// input (never sent), not delivered (refused by the API or out of
+// retries), or unsent (a run abandoned while it was queued). Lines not
+// accepted are handed to the caller with their input, line number and
+// bytes, so they can be fixed and sent again, and the summary names the
+// line up to which everything was settled: where to resume.
+package importer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/evfwd/evfwd/pkg/analytics"
+	"github.com/evfwd/evfwd/pkg/message"
+	"github.com/evfwd/evfwd/pkg/ndjson"
+)
+
+// Input is one source of lines.
+type Input struct {
+	// Name names its lines (NAME:LINE); a name ending in .gz, or data that
+	// starts as gzip does, is decompressed.
+	Name string
+	// Size is its length in bytes, -1 when unknown (Summary.TotalBytes).
+	Size int64
+	// Open is called when the input's turn comes; Run closes what it
+	// returns.
+	Open func() (io.ReadCloser, error)
+}
+
+// File is the input of the file at path. It looks at the file now, so
+// that a wrong path fails before anything is sent.
+func File(path string) (Input, error) {
+	st, err := os.Stat(path)
+	if err != nil {
+		return Input{}, err
+	}
+	if st.IsDir() {
+		return Input{}, fmt.Errorf("%s is a directory", path)
+	}
+	size := st.Size()
+	if !st.Mode().IsRegular() {
+		size = -1
+	}
+	return Input{Name: path, Size: size, Open: func() (io.ReadCloser, error) { return os.Open(path) }}, nil
+}
+
+// Stream is the input of r, such as stdin; Run does not close it. Its
+// size is known when r is a regular file.
+func Stream(name string, r io.Reader) Input {
+	in := Input{Name: name, Size: -1, Open: func() (io.ReadCloser, error) { return io.NopCloser(r), nil }}
+	if f, ok := r.(*os.File); ok {
+		if st, err := f.Stat(); err == nil && st.Mode().IsRegular() {
+			in.Size = st.Size()
+		}
+	}
+	return in
+}
+
+// Options configure an Import. Zero values mean the defaults.
+type Options struct {
+	// Client configures each worker's client (WriteKey, Endpoint,
+	// BatchSize, MaxQueueSize per worker, retries); its Now is the
+	// import's clock too. Its OnBatch, if any, is called after the
+	// importer's own.
+	Client analytics.Config
+	// Workers is how many clients send side by side, each with one
+	// request in flight (default 1). Lines go to workers in fixed blocks
+	// of consecutive lines, so the same input always splits the same way.
+	Workers int
+	// Rate caps events per second over all workers (0: no cap).
+	Rate float64
+	// KeepLines has LineError.Bytes carry the line as read, for an errors
+	// file: each queued line is kept until its batch's outcome.
+	KeepLines bool
+	// OnLineError is called for each line not accepted, except those an
+	// abandoned run leaves unsent (Summary.Unsent). Workers and clients
+	// call it from their goroutines, so calls may overlap.
+	OnLineError func(*LineError)
+	// OnReadError is called when an input cannot be opened or read to its
+	// end; the import goes on with the next input.
+	OnReadError func(error)
+
+	// sleep is the pacer's wait; tests replace it.
+	sleep func(context.Context, time.Duration) error
+}
+
+// LineError is a line that was not accepted.
+type LineError struct {
+	Input string // Input.Name
+	Line  int64  // from 1
+	// Bytes is the line as read when Options.KeepLines is set, valid
+	// until OnLineError returns; nil for a line too long to hold.
+	Bytes []byte
+	// Sent: the line went to the API, which refused it or could not be
+	// reached after retries (Err is the client's). Otherwise it was
+	// refused as bad input and never sent.
+	Sent bool
+	Err  error
+}
+
+// Error is "INPUT:LINE: reason", the reason in a user's terms.
+func (e *LineError) Error() string {
+	return Position{Input: e.Input, Line: e.Line}.String() + ": " + e.reason()
+}
+
+func (e *LineError) Unwrap() error { return e.Err }
+
+func (e *LineError) reason() string {
+	if e.Sent {
+		return "not delivered: " + strings.TrimPrefix(e.Err.Error(), "analytics: ")
+	}
+	var ve *message.ValidationError
+	var se *message.SizeError
+	var le *ndjson.LineTooLongError
+	switch {
+	case errors.As(e.Err, &ve):
+		if ve.Type != "" {
+			return string(ve.Type) + ": " + ve.Error()
+		}
+		return ve.Error()
+	case errors.As(e.Err, &se):
+		return se.Error()
+	case errors.As(e.Err, &le):
+		return le.Error()
+	}
+	return "invalid JSON: " + e.Err.Error()
+}
+
+// Position is a line of an input.
+type Position struct {
+	Input string
+	Line  int64 // from 1; 0 for none
+}
+
+// String is "INPUT:LINE", or "" for none.
+func (p Position) String() string {
+	if p.Line <= 0 {
+		return ""
+	}
+	return p.Input + ":" + strconv.FormatInt(p.Line, 10)
+}
+
+// Summary is the account of an import: so far while it runs, final once
+// Run returns.
+type Summary struct {
+	Lines      int64 // lines read and handled, blank ones included
+	Accepted   int64 // accepted by the collection API
+	Rejected   int64 // bad input, never sent
+	Failed     int64 // refused by the API or undeliverable after retries
+	Unsent     int64 // queued when the run was abandoned
+	Blank      int64
+	ReadErrors int64 // inputs that could not be opened or read to the end
+	BytesRead  int64 // input bytes read (the compressed size for gzip)
+	TotalBytes int64 // the inputs' sizes added up; -1 when one is unknown
+	Batches    int64
+	Retries    int64
+	Elapsed    time.Duration // since New
+	// LastAccepted is the last line such that it and every line before it
+	// was accepted or rejected as bad input: where to resume. Meaningful
+	// once Run has returned.
+	LastAccepted Position
+}
+
+// Import is one run over a list of inputs.
+type Import struct {
+	inputs   []Input
+	firstSeq []atomic.Int64 // seq of each input's first line, once reading it began
+	opts     Options
+	now      func() time.Time
+	began    time.Time
+	pacer    *pacer
+	workers  []*worker
+	chunks   sync.Pool
+
+	// readCtx ends reading, abandon the delivery of what is queued.
+	readCtx, abandon context.Context
+
+	lines, blank, rejected, accepted, failed, unsent atomic.Int64
+	readErrors                                       atomic.Int64
+	bytesDone                                        atomic.Int64 // input bytes of finished inputs
+	current                                          atomic.Pointer[ndjson.Reader]
+
+	// Lines at or past these seqs are not settled: the first line that
+	// failed delivery and the first that was never sent (interrupted).
+	firstFailed, firstUnsent atomic.Int64
+	lastSeq                  atomic.Int64 // the last line handed to a worker
+}
+
+// New prepares an import of inputs, in order, and creates its clients: a
+// bad Options.Client gives the client's *analytics.ConfigError. Call Run
+// once.
+func New(inputs []Input, opts Options) (*Import, error) {
+	switch {
+	case opts.Workers < 0:
+		return nil, errors.New("importer: Workers must not be negative")
+	case opts.Rate < 0:
+		return nil, errors.New("importer: Rate must not be negative")
+	case opts.Workers == 0:
+		opts.Workers = 1
+	}
+	im := &Import{inputs: inputs, firstSeq: make([]atomic.Int64, len(inputs)), opts: opts, now: opts.Client.Now}
+	if im.now == nil {
+		im.now = time.Now
+	}
+	im.chunks.New = func() any { return &chunk{data: make([]byte, 0, chunkBytes)} }
+	if opts.Rate > 0 {
+		im.pacer = newPacer(opts.Rate, im.now, opts.sleep)
+	}
+	for range opts.Workers {
+		w, err := newWorker(im)
+		if err != nil {
+			for _, w := range im.workers {
+				w.client.Close(context.Background())
+			}
+			return nil, err
+		}
+		im.workers = append(im.workers, w)
+	}
+	im.began = im.now()
+	return im, nil
+}
+
+// Run reads the inputs and sends their lines, and returns the final
+// summary once every line read is settled. When ctx ends, reading stops
+// and what is queued is still delivered; when abandon ends too, that
+// delivery is given up and what was queued counts as unsent.
+func (im *Import) Run(ctx, abandon context.Context) Summary {
+	im.readCtx, im.abandon = ctx, abandon
+	for _, w := range im.workers {
+		go w.loop()
+	}
+	im.read()
+	var wg sync.WaitGroup
+	for _, w := range im.workers {
+		wg.Go(func() {
+			<-w.done
+			w.client.Close(abandon)
+		})
+	}
+	wg.Wait()
+	return im.Summary()
+}
+
+// Summary is the account so far; it may be called while Run goes on.
+func (im *Import) Summary() Summary {
+	sum := Summary{
+		Lines: im.lines.Load(), Accepted: im.accepted.Load(), Rejected: im.rejected.Load(),
+		Failed: im.failed.Load(), Unsent: im.unsent.Load(), Blank: im.blank.Load(),
+		ReadErrors: im.readErrors.Load(), BytesRead: im.bytesDone.Load(),
+		Elapsed: im.now().Sub(im.began),
+	}
+	if r := im.current.Load(); r != nil {
+		sum.BytesRead += r.Offset()
+	}
+	for _, in := range im.inputs {
+		if in.Size < 0 {
+			sum.TotalBytes = -1
+			break
+		}
+		sum.TotalBytes += in.Size
+	}
+	for _, w := range im.workers {
+		st := w.client.Stats()
+		sum.Batches += st.Batches
+		sum.Retries += st.Retries
+	}
+	last := im.lastSeq.Load()
+	for _, first := range []int64{im.firstFailed.Load(), im.firstUnsent.Load()} {
+		if first > 0 {
+			last = min(last, first-1)
+		}
+	}
+	sum.LastAccepted = im.position(last)
+	return sum
+}
+
+// position turns a line's seq into its input and line number.
+func (im *Import) position(seq int64) Position {
+	if seq <= 0 {
+		return Position{}
+	}
+	for i := len(im.inputs) - 1; i >= 0; i-- {
+		if first := im.firstSeq[i].Load(); first > 0 && first <= seq {
+			return Position{Input: im.inputs[i].Name, Line: seq - first + 1}
+		}
+	}
+	return Position{}
+}
+
+// lineError reports a line not accepted; b is kept only when asked for.
+func (im *Import) lineError(input int32, num int64, b []byte, sent bool, err error) {
+	if im.opts.OnLineError == nil {
+		return
+	}
+	e := &LineError{Input: im.inputs[input].Name, Line: num, Sent: sent, Err: err}
+	if im.opts.KeepLines {
+		e.Bytes = b
+	}
+	im.opts.OnLineError(e)
+}
+
+func (im *Import) readError(err error) {
+	im.readErrors.Add(1)
+	if im.opts.OnReadError != nil {
+		im.opts.OnReadError(err)
+	}
+}
+
+// minStore lowers v to seq (0 means unset).
+func minStore(v *atomic.Int64, seq int64) {
+	for {
+		old := v.Load()
+		if old != 0 && old <= seq {
+			return
+		}
+		if v.CompareAndSwap(old, seq) {
+			return
+		}
+	}
+}

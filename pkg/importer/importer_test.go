@@ -1,0 +1,282 @@
+package importer
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/evfwd/evfwd/pkg/analytics"
+	"github.com/google/go-cmp/cmp"
+)
+
+var fixedNow = time.Date(2024, 5, 2, 8, 30, 0, 0, time.UTC)
+
+// collector is a collection API that records the line number of every
+// message (properties.line) and answers as respond says (200 when nil).
+type collector struct {
+	srv     *httptest.Server
+	respond func(lines []int, w http.ResponseWriter, r *http.Request)
+
+	mu       sync.Mutex
+	batches  [][]int
+	accepted []int
+}
+
+func newCollector(t *testing.T, respond func(lines []int, w http.ResponseWriter, r *http.Request)) *collector {
+	c := &collector{respond: respond}
+	c.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		var b struct {
+			Batch []struct {
+				Properties struct{ Line int }
+			}
+		}
+		if err := json.Unmarshal(body, &b); err != nil {
+			t.Errorf("bad body %s: %v", body, err)
+		}
+		var lines []int
+		for _, m := range b.Batch {
+			lines = append(lines, m.Properties.Line)
+		}
+		rw := &statusWriter{ResponseWriter: w, status: 200}
+		if c.respond != nil {
+			c.respond(lines, rw, r)
+		}
+		c.mu.Lock()
+		c.batches = append(c.batches, lines)
+		if rw.status == 200 {
+			c.accepted = append(c.accepted, lines...)
+		}
+		c.mu.Unlock()
+	}))
+	t.Cleanup(c.srv.Close)
+	return c
+}
+
+// got returns the batches that arrived and the lines accepted.
+func (c *collector) got() (batches [][]int, accepted []int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return slices.Clone(c.batches), slices.Clone(c.accepted)
+}
+
+type statusWriter struct {
+	http.ResponseWriter
+	status int
+}
+
+func (w *statusWriter) WriteHeader(code int) { w.status = code; w.ResponseWriter.WriteHeader(code) }
+
+// genLines makes n valid track lines with their line numbers in them.
+func genLines(n int) string {
+	var b strings.Builder
+	for i := 1; i <= n; i++ {
+		fmt.Fprintf(&b, `{"type":"track","userId":"u%d","event":"E","properties":{"line":%d}}`+"\n", i%7, i)
+	}
+	return b.String()
+}
+
+func clientConfig(c *collector) analytics.Config {
+	return analytics.Config{WriteKey: "k", Endpoint: c.srv.URL, Retry: analytics.RetryPolicy{MaxAttempts: 1}}
+}
+
+func run(t *testing.T, in string, opts Options) Summary {
+	t.Helper()
+	im, err := New([]Input{Stream("in", strings.NewReader(in))}, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return im.Run(context.Background(), context.Background())
+}
+
+// Workers send side by side, every line arrives once, and lines keep
+// their order within the block a worker was given.
+func TestWorkers(t *testing.T) {
+	const n = 3000
+	var inflight, maxInflight atomic.Int32
+	overlap := make(chan struct{}) // closed when two requests are in flight
+	var once sync.Once
+	srv := newCollector(t, func(_ []int, _ http.ResponseWriter, r *http.Request) {
+		c := inflight.Add(1)
+		defer inflight.Add(-1)
+		for {
+			m := maxInflight.Load()
+			if c <= m || maxInflight.CompareAndSwap(m, c) {
+				break
+			}
+		}
+		if c >= 2 {
+			once.Do(func() { close(overlap) })
+		}
+		select { // hold the first request until another worker's arrives
+		case <-overlap:
+		case <-r.Context().Done():
+		}
+	})
+	cfg := clientConfig(srv)
+	cfg.BatchSize = 50
+	sum := run(t, genLines(n), Options{Client: cfg, Workers: 4})
+	if sum.Accepted != n || sum.LastAccepted != (Position{"in", n}) {
+		t.Errorf("summary %+v", sum)
+	}
+	batches, accepted := srv.got()
+	seen := map[int]int{}
+	for _, l := range accepted {
+		seen[l]++
+	}
+	if len(seen) != n {
+		t.Errorf("%d distinct lines arrived, want %d", len(seen), n)
+	}
+	for l, c := range seen {
+		if c != 1 {
+			t.Errorf("line %d arrived %d times", l, c)
+		}
+	}
+	if m := maxInflight.Load(); m < 2 || m > 4 {
+		t.Errorf("at most %d requests in flight, want 2..4 (one per worker)", m)
+	}
+	for _, b := range batches {
+		for i := 1; i < len(b); i++ {
+			if b[i] != b[i-1]+1 && (b[i-1]-1)/chunkLines == (b[i]-1)/chunkLines {
+				t.Fatalf("lines %d then %d in one batch", b[i-1], b[i])
+			}
+		}
+	}
+}
+
+// Lines of refused batches are reported one by one, with their bytes,
+// however the workers' batches interleave: each batch says which lines it
+// carried.
+func TestLinesOfRefusedBatches(t *testing.T) {
+	const n = 2000
+	refuse := func(lines []int) bool { return slices.ContainsFunc(lines, func(l int) bool { return l%97 == 0 }) }
+	srv := newCollector(t, func(lines []int, w http.ResponseWriter, _ *http.Request) {
+		if refuse(lines) {
+			w.WriteHeader(400)
+			io.WriteString(w, `{"error":"invalid batch"}`)
+		}
+	})
+	cfg := clientConfig(srv)
+	cfg.BatchSize = 10
+	var mu sync.Mutex
+	got := map[int64]string{}
+	in := genLines(n)
+	sum := run(t, in, Options{Client: cfg, Workers: 3, KeepLines: true, OnLineError: func(e *LineError) {
+		mu.Lock()
+		defer mu.Unlock()
+		if !e.Sent || e.Input != "in" {
+			t.Errorf("%+v", e)
+		}
+		got[e.Line] = string(e.Bytes)
+		if want := fmt.Sprintf("in:%d: not delivered: server answered 400: invalid batch", e.Line); e.Error() != want {
+			t.Errorf("error %q, want %q", e.Error(), want)
+		}
+	}})
+	want := map[int64]string{}
+	inLines := strings.Split(in, "\n")
+	firstRefused := int64(n + 1)
+	batches, _ := srv.got()
+	for _, b := range batches {
+		if refuse(b) {
+			for _, l := range b {
+				want[int64(l)] = inLines[l-1]
+				firstRefused = min(firstRefused, int64(l))
+			}
+		}
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("mismatch (-want +got):\n%s", diff)
+	}
+	if sum.Failed != int64(len(want)) || sum.Accepted != n-int64(len(want)) || sum.LastAccepted != (Position{"in", firstRefused - 1}) {
+		t.Errorf("summary %+v, %d refused from line %d", sum, len(want), firstRefused)
+	}
+}
+
+// fakeClock advances only when something sleeps on it.
+type fakeClock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func (c *fakeClock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.now }
+func (c *fakeClock) Sleep(_ context.Context, d time.Duration) error {
+	c.mu.Lock()
+	c.now = c.now.Add(d)
+	c.mu.Unlock()
+	return nil
+}
+
+func TestRate(t *testing.T) {
+	const n, rate = 50, 100
+	srv := newCollector(t, nil)
+	clock := &fakeClock{now: fixedNow}
+	cfg := clientConfig(srv)
+	cfg.Now = clock.Now
+	sum := run(t, genLines(n), Options{Client: cfg, Rate: rate, sleep: clock.Sleep})
+	// n events at 100/s: the first at once, the last 49 intervals later.
+	if got, want := clock.Now().Sub(fixedNow), (n-1)*time.Second/rate; got != want {
+		t.Errorf("paced over %v, want %v", got, want)
+	}
+	if sum.Accepted != n || sum.Elapsed != (n-1)*time.Second/rate {
+		t.Errorf("summary %+v", sum)
+	}
+}
+
+// Tags find their lines whatever order batches settle in, after the
+// dropped last line, and across the reuse of the slice.
+func TestPendingTags(t *testing.T) {
+	var p pending
+	line := func(seq int64) pendingLine { return pendingLine{num: seq, seq: seq} }
+	var tags []uint64
+	for seq := int64(1); seq <= 3000; seq++ {
+		tags = append(tags, p.add(line(seq)))
+	}
+	p.dropLast() // refused by the client: the next line takes its tag
+	if tag := p.add(line(3001)); tag != tags[2999] {
+		t.Fatalf("tag %d after a drop, want %d", tag, tags[2999])
+	}
+	settled := func(tags []uint64) (seqs []int64) {
+		for _, l := range p.settle(tags, true) {
+			seqs = append(seqs, l.seq)
+		}
+		return seqs
+	}
+	if diff := cmp.Diff([]int64{3, 2}, settled([]uint64{tags[2], tags[1]})); diff != "" {
+		t.Errorf("mismatch (-want +got):\n%s", diff)
+	}
+	settled(tags[:1])
+	settled(tags[3:2500]) // most settled: the slice is reused
+	if p.base == 0 {
+		t.Fatalf("slice not reused: head %d of %d", p.head, len(p.lines))
+	}
+	if diff := cmp.Diff([]int64{2501, 3001}, settled([]uint64{tags[2500], tags[2999]})); diff != "" {
+		t.Errorf("mismatch (-want +got):\n%s", diff)
+	}
+	if got := p.settle(tags[2501:2999], false); got != nil {
+		t.Errorf("settle without keep returned %d lines", len(got))
+	}
+	if p.head != len(p.lines) {
+		t.Errorf("%d of %d lines still pending", len(p.lines)-p.head, len(p.lines))
+	}
+}
+
+func TestOptionErrors(t *testing.T) {
+	if _, err := New(nil, Options{Client: analytics.Config{WriteKey: "k", BatchSize: -1}}); err == nil {
+		t.Error("a bad client config was accepted")
+	}
+	if _, err := New(nil, Options{Client: analytics.Config{WriteKey: "k"}, Workers: -1}); err == nil {
+		t.Error("negative Workers accepted")
+	}
+	if _, err := New(nil, Options{Client: analytics.Config{WriteKey: "k"}, Rate: -1}); err == nil {
+		t.Error("negative Rate accepted")
+	}
+}
