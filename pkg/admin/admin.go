@@ -29,7 +29,6 @@ import (
 
 	"github.com/evfwd/evfwd/pkg/audience"
 	"github.com/evfwd/evfwd/pkg/message"
-	"github.com/evfwd/evfwd/pkg/rawjson"
 	"github.com/evfwd/evfwd/pkg/store"
 	"github.com/evfwd/evfwd/pkg/webhook"
 )
@@ -218,18 +217,12 @@ func (a *Handler) createDeletion(w http.ResponseWriter, r *http.Request) {
 		if !a.webhooks(src) {
 			continue
 		}
-		// The stored message; the webhook body keeps type, userId and
-		// timestamp only (spec 2.1).
-		body := append([]byte(`{"type":"delete","userId":`), rawjson.AppendString(nil, req.UserID)...)
-		body = append(body, `,"messageId":`...)
-		body = rawjson.AppendString(body, dr.ID)
-		body = append(body, `,"timestamp":"`...)
-		body = message.AppendTime(body, now)
-		body = append(body, `"}`...)
-		dr.Messages = append(dr.Messages, store.Message{
-			Source: src, MessageID: dr.ID, Type: string(webhook.TypeDelete), UserID: req.UserID, ReceivedAt: now,
-			Body: body, Destinations: []string{store.DestinationWebhooks},
-		})
+		m, err := webhook.StoredMessage(src, webhook.DeleteMessage(req.UserID, dr.ID, now), now, []string{store.DestinationWebhooks})
+		if err != nil {
+			writeError(w, http.StatusBadRequest, err.Error())
+			return
+		}
+		dr.Messages = append(dr.Messages, m)
 	}
 	d, err := a.store.CreateDeletion(r.Context(), dr)
 	if err != nil {

@@ -6,6 +6,7 @@ import (
 	"github.com/evfwd/evfwd/pkg/message"
 	"github.com/evfwd/evfwd/pkg/rawjson"
 	"github.com/evfwd/evfwd/pkg/store"
+	"github.com/evfwd/evfwd/pkg/webhook"
 )
 
 // Computation classes, as context.personas.computation_class says them.
@@ -14,34 +15,39 @@ const (
 	ClassTrait    = "computed_trait"
 )
 
-// Identify is the collected form of the identify message that tells a
-// destination a user's trait key now has value (JSON):
+// Identify is the identify message that tells a destination a user's
+// trait key now has value (JSON):
 //
 //	{"type":"identify","userId":"u_1","traits":{"high_value_users":true},
 //	 "context":{"personas":{"computation_class":"audience","computation_key":"high_value_users"}},
-//	 "messageId":"…","timestamp":"…","receivedAt":"…"}
+//	 "messageId":"…","timestamp":"…"}
 //
 // context.personas lets a receiver tell a sync from a collected identify,
 // as Segment's own audience messages do.
-func Identify(userID, key string, value []byte, class, messageID string, now time.Time) []byte {
-	b := make([]byte, 0, 192+len(userID)+2*len(key)+len(value))
-	b = append(b, `{"type":"identify","userId":`...)
-	b = rawjson.AppendString(b, userID)
-	b = append(b, `,"traits":{`...)
-	b = rawjson.AppendString(b, key)
-	b = append(b, ':')
-	b = append(b, value...)
-	b = append(b, `},"context":{"personas":{"computation_class":`...)
-	b = rawjson.AppendString(b, class)
-	b = append(b, `,"computation_key":`...)
-	b = rawjson.AppendString(b, key)
-	b = append(b, `}},"messageId":`...)
-	b = rawjson.AppendString(b, messageID)
-	b = append(b, `,"timestamp":"`...)
-	b = message.AppendTime(b, now)
-	b = append(b, `","receivedAt":"`...)
-	b = message.AppendTime(b, now)
-	return append(b, `"}`...)
+func Identify(userID, key string, value []byte, class, messageID string, now time.Time) *rawjson.Object {
+	// One buffer holds every value; each member is a slice of it (a slice
+	// keeps its bytes when a later append moves the buffer).
+	b := make([]byte, 0, 160+len(userID)+2*len(key)+len(value)+len(messageID))
+	o := &rawjson.Object{}
+	add := func(k string, appendValue func([]byte) []byte) {
+		at := len(b)
+		b = appendValue(b)
+		o.Set(k, b[at:len(b):len(b)])
+	}
+	add("type", func(b []byte) []byte { return rawjson.AppendString(b, string(message.TypeIdentify)) })
+	add("userId", func(b []byte) []byte { return rawjson.AppendString(b, userID) })
+	add("traits", func(b []byte) []byte {
+		b = rawjson.AppendString(append(b, '{'), key)
+		return append(append(append(b, ':'), value...), '}')
+	})
+	add("context", func(b []byte) []byte {
+		b = rawjson.AppendString(append(b, `{"personas":{"computation_class":`...), class)
+		b = rawjson.AppendString(append(b, `,"computation_key":`...), key)
+		return append(b, `}}`...)
+	})
+	add("messageId", func(b []byte) []byte { return rawjson.AppendString(b, messageID) })
+	add("timestamp", func(b []byte) []byte { return append(rawjson.AppendTime(append(b, '"'), now), '"') })
+	return o
 }
 
 // Messages returns the store.Sync.Messages function of a sync: one
@@ -50,12 +56,13 @@ func Messages(key, class string, sources []string, now time.Time, newID func() s
 	return func(userID string, value []byte) []store.Message {
 		out := make([]store.Message, 0, len(sources))
 		for _, src := range sources {
-			id := newID()
-			out = append(out, store.Message{
-				Source: src, MessageID: id, Type: string(message.TypeIdentify), UserID: userID, ReceivedAt: now,
-				Body:         Identify(userID, key, value, class, id, now),
-				Destinations: []string{store.DestinationWebhooks},
-			})
+			m, err := webhook.StoredMessage(src, Identify(userID, key, value, class, newID(), now), now,
+				[]string{store.DestinationWebhooks})
+			if err != nil {
+				// An identify with a timestamp always has a webhook body.
+				panic("audience: " + err.Error())
+			}
+			out = append(out, m)
 		}
 		return out
 	}

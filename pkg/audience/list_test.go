@@ -6,8 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/evfwd/evfwd/pkg/rawjson"
-	"github.com/evfwd/evfwd/pkg/webhook"
+	"github.com/evfwd/evfwd/pkg/store"
 	"github.com/google/go-cmp/cmp"
 )
 
@@ -90,22 +89,25 @@ func TestReadErrors(t *testing.T) {
 	}
 }
 
-func TestIdentifyPassesTheBodyBuilder(t *testing.T) {
+// TestIdentifyIsStoredAsItsWebhookBody: a sync's identify is stored as the
+// exact body the forwarder sends, one per source.
+func TestIdentifyIsStoredAsItsWebhookBody(t *testing.T) {
 	now := time.Date(2024, 5, 1, 12, 0, 0, 123e6, time.UTC)
-	raw := Identify(`u"1`, "high_value_users", []byte("true"), ClassAudience, "m-1", now)
-	obj, err := rawjson.ParseObject(raw)
-	if err != nil {
-		t.Fatalf("%s: %v", raw, err)
-	}
-	body, err := webhook.Body(obj)
-	if err != nil {
-		t.Fatal(err)
-	}
+	msgs := Messages("high_value_users", ClassAudience, []string{"web", "app"}, now, func() string { return "m-1" })(`u"1`, []byte("true"))
 	want := `{"type":"identify","version":1,"userId":"u\"1","traits":{"high_value_users":true},` +
 		`"context":{"personas":{"computation_class":"audience","computation_key":"high_value_users"}},` +
 		`"messageId":"m-1","timestamp":"2024-05-01T12:00:00.123Z","receivedAt":"2024-05-01T12:00:00.123Z"}`
-	if string(body) != want {
-		t.Errorf("body\n got %s\nwant %s", body, want)
+	for i, src := range []string{"web", "app"} {
+		m := msgs[i]
+		if string(m.Body) != want {
+			t.Errorf("body\n got %s\nwant %s", m.Body, want)
+		}
+		m.Body = nil
+		wantMsg := store.Message{Source: src, MessageID: "m-1", Type: "identify", UserID: `u"1`, ReceivedAt: now,
+			Form: store.FormWire, Destinations: []string{store.DestinationWebhooks}}
+		if diff := cmp.Diff(wantMsg, m); diff != "" {
+			t.Errorf("mismatch (-want +got):\n%s", diff)
+		}
 	}
 }
 

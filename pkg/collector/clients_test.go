@@ -19,7 +19,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/evfwd/evfwd/pkg/collector"
-	"github.com/evfwd/evfwd/pkg/message"
+	"github.com/evfwd/evfwd/pkg/store"
 )
 
 // Segment's official libraries, rebuilt: how each serializes a message
@@ -452,7 +452,7 @@ func TestClientFramingByteForByte(t *testing.T) {
 func newClientsHandler(t *testing.T, st *memStore) http.Handler {
 	t.Helper()
 	h, err := collector.New(collector.Config{
-		Sources: []collector.Source{{Name: "segment", WriteKey: writeKey, Destinations: []string{message.Webhooks}}},
+		Sources: []collector.Source{{Name: "segment", WriteKey: writeKey, Destinations: []string{store.DestinationWebhooks}}},
 		Store:   st,
 		Now:     func() time.Time { return now },
 	})

@@ -25,9 +25,9 @@ const RetryAfter = 1
 type Source struct {
 	Name     string
 	WriteKey string
-	// Destinations are the destinations enabled for the source by name
-	// (message.Webhooks); a message gets a delivery for each one its
-	// integrations also enable.
+	// Destinations are the destinations enabled for the source, by the
+	// name the store keeps (store.DestinationWebhooks); a message gets a
+	// delivery for each one its integrations also enable.
 	Destinations []string
 }
 

@@ -16,7 +16,6 @@ import (
 	"unicode/utf8"
 
 	"github.com/evfwd/evfwd/pkg/collector"
-	"github.com/evfwd/evfwd/pkg/message"
 	"github.com/evfwd/evfwd/pkg/store"
 	"github.com/google/go-cmp/cmp"
 )
@@ -47,7 +46,7 @@ func newHandler(t *testing.T, st *memStore) *collector.Handler {
 	t.Helper()
 	h, err := collector.New(collector.Config{
 		Sources: []collector.Source{
-			{Name: "web", WriteKey: "wk_web", Destinations: []string{message.Webhooks}},
+			{Name: "web", WriteKey: "wk_web", Destinations: []string{store.DestinationWebhooks}},
 			{Name: "quiet", WriteKey: "wk_quiet"},
 		},
 		Store: st,
@@ -104,10 +103,11 @@ func TestBatchStoresCompletedMessages(t *testing.T) {
 	}
 	want := []store.Message{
 		{Source: "web", MessageID: "m1", Type: "track", UserID: "u1", ReceivedAt: now,
-			Body:         []byte(`{"type":"track","event":"Order Completed","userId":"u1","messageId":"m1","timestamp":"2024-05-01T11:00:00.000Z","properties":{"total":12345678901234567890.000000001},"context":{"ip":"1.2.3.4","library":{"name":"x"}},"integrations":{"All":true},"receivedAt":"2024-05-01T12:00:00.123Z"}`),
-			Destinations: []string{store.DestinationWebhooks}},
+			Body: []byte(`{"type":"track","version":1,"event":"Order Completed","userId":"u1","messageId":"m1","timestamp":"2024-05-01T11:00:00.000Z","properties":{"total":12345678901234567890.000000001},"context":{"ip":"1.2.3.4","library":{"name":"x"}},"integrations":{"All":true},"receivedAt":"2024-05-01T12:00:00.123Z"}`),
+			Form: store.FormWire, Destinations: []string{store.DestinationWebhooks}},
 		{Source: "web", MessageID: "generated-id", Type: "identify", UserID: "a1", ReceivedAt: now,
-			Body: []byte(`{"type":"identify","anonymousId":"a1","traits":{"plan":"pro"},"integrations":{"Webhooks":false,"All":true},"context":{"ip":"9.9.9.9","library":{"name":"x"}},"messageId":"generated-id","timestamp":"2024-05-01T12:00:00.123Z","receivedAt":"2024-05-01T12:00:00.123Z"}`)},
+			Form: store.FormWire,
+			Body: []byte(`{"type":"identify","version":1,"anonymousId":"a1","traits":{"plan":"pro"},"integrations":{"Webhooks":false,"All":true},"context":{"ip":"9.9.9.9","library":{"name":"x"}},"messageId":"generated-id","timestamp":"2024-05-01T12:00:00.123Z","receivedAt":"2024-05-01T12:00:00.123Z"}`)},
 	}
 	if diff := cmp.Diff(want, st.msgs); diff != "" {
 		t.Errorf("stored mismatch (-want +got):\n%s", diff)

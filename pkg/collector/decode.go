@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -15,6 +16,7 @@ import (
 	"github.com/evfwd/evfwd/pkg/message"
 	"github.com/evfwd/evfwd/pkg/rawjson"
 	"github.com/evfwd/evfwd/pkg/store"
+	"github.com/evfwd/evfwd/pkg/webhook"
 )
 
 // readBody reads the request body within limit bytes of JSON: for gzip,
@@ -98,150 +100,355 @@ func tooLarge(err error) bool {
 	return errors.As(err, &mbe)
 }
 
-// batch is a decoded request: its messages undecoded, and what the batch
-// level adds to each.
+// batch is a parsed request: where each message's JSON is, and what the
+// batch level adds to each.
 type batch struct {
-	elems        []json.RawMessage
-	context      json.RawMessage
-	integrations json.RawMessage
+	elems        []element
+	context      batchLevel
+	integrations batchLevel
 	writeKey     string
 }
 
-// parseBatch decodes a /v1/batch body.
-func parseBatch(body []byte) (*batch, error) {
-	top, err := rawjson.ParseObject(body)
-	if err != nil {
-		return nil, fmt.Errorf("invalid JSON: %v", err)
-	}
-	b := &batch{}
-	if err := b.batchLevel(top); err != nil {
-		return nil, err
-	}
-	raw, ok := top.Get("batch")
-	if !ok || string(raw) == "null" {
-		return nil, errors.New("batch is required")
-	}
-	if raw[0] != '[' {
-		return nil, errors.New("batch must be an array")
-	}
-	if err := json.Unmarshal(raw, &b.elems); err != nil {
-		return nil, fmt.Errorf("invalid JSON in batch: %v", err)
-	}
-	return b, nil
+// element is one message of a request, not parsed yet (but for the body of
+// a /v1/{type} request, parsed to find its writeKey).
+type element struct {
+	data []byte
+	size int // its length compacted: the size the limit applies to
+	obj  *rawjson.Object
 }
 
-func (b *batch) batchLevel(top *rawjson.Object) error {
-	b.writeKey, _ = top.GetString("writeKey")
-	for _, k := range [...]string{"context", "integrations"} {
-		v, ok := top.Get(k)
-		if !ok || string(v) == "null" {
-			continue
+// batchLevel is a batch-level context or integrations object: compact,
+// and parsed once for every message it is merged into.
+type batchLevel struct {
+	raw json.RawMessage
+	obj *rawjson.Object
+}
+
+var errSyntax = errors.New("invalid JSON")
+
+// parseBatch parses a /v1/batch body in one pass: the top-level members are
+// validated as they are scanned, and the batch array is split into its
+// messages on the way, for messages to parse each one once.
+func parseBatch(body []byte) (*batch, error) {
+	b := &batch{}
+	batchAt, err := b.scan(body)
+	if err != nil {
+		// The rare path: the toolkit's parser words the error.
+		if _, perr := rawjson.ParseObject(body); perr != nil {
+			err = perr
 		}
-		if v[0] != '{' {
-			return fmt.Errorf("%s must be an object", k)
+		return nil, fmt.Errorf("invalid JSON: %v", err)
+	}
+	for _, bl := range [...]struct {
+		key string
+		dst *batchLevel
+	}{{"context", &b.context}, {"integrations", &b.integrations}} {
+		if err := bl.dst.check(bl.key); err != nil {
+			return nil, err
 		}
-		// Compacted once here, as it is copied into every message.
-		var buf bytes.Buffer
-		if err := json.Compact(&buf, v); err != nil {
-			return fmt.Errorf("%s: %v", k, err)
+	}
+	switch batchAt {
+	case 0, 'n':
+		return nil, errors.New("batch is required")
+	case '[':
+		return b, nil
+	}
+	return nil, errors.New("batch must be an array")
+}
+
+// scan walks the top-level object of body, as rawjson.ParseObject would
+// validate it, keeping the last value of each member it reads (a repeated
+// key's last value counts, as there). It reports the first byte of the
+// last batch member's value, 0 without one.
+func (b *batch) scan(body []byte) (batchAt byte, err error) {
+	i := rawjson.SkipSpace(body, 0)
+	if i >= len(body) || body[i] != '{' {
+		return 0, errSyntax
+	}
+	if i = rawjson.SkipSpace(body, i+1); i < len(body) && body[i] == '}' {
+		return 0, trailing(body, i+1)
+	}
+	for {
+		if i >= len(body) || body[i] != '"' {
+			return 0, errSyntax
 		}
-		if k == "context" {
-			b.context = buf.Bytes()
+		kend, err := rawjson.ScanString(body, i)
+		if err != nil {
+			return 0, err
+		}
+		key := topKey(body[i:kend])
+		if i = rawjson.SkipSpace(body, kend); i >= len(body) || body[i] != ':' {
+			return 0, errSyntax
+		}
+		i = rawjson.SkipSpace(body, i+1)
+		var vend int
+		var spaced bool
+		if key == "batch" && i < len(body) && body[i] == '[' {
+			vend, err = b.scanElems(body, i)
 		} else {
-			b.integrations = buf.Bytes()
+			vend, spaced, err = rawjson.ScanValue(body, i, 1)
 		}
+		if err != nil {
+			return 0, err
+		}
+		val := body[i:vend]
+		switch key {
+		case "batch":
+			batchAt = val[0]
+			if batchAt != '[' {
+				b.elems = nil
+			}
+		case "writeKey":
+			b.writeKey, _ = rawjson.StringValue(val, true)
+		case "context":
+			b.context.set(val, spaced)
+		case "integrations":
+			b.integrations.set(val, spaced)
+		}
+		if i = rawjson.SkipSpace(body, vend); i >= len(body) {
+			return 0, errSyntax
+		}
+		switch body[i] {
+		case '}':
+			return batchAt, trailing(body, i+1)
+		case ',':
+			i = rawjson.SkipSpace(body, i+1)
+		default:
+			return 0, errSyntax
+		}
+	}
+}
+
+// scanElems validates the batch array at body[i] and keeps its elements;
+// it returns the index past the array.
+func (b *batch) scanElems(body []byte, i int) (int, error) {
+	b.elems = b.elems[:0]
+	if i = rawjson.SkipSpace(body, i+1); i < len(body) && body[i] == ']' {
+		return i + 1, nil
+	}
+	for {
+		// Depth 2, as inside an array that is a member's value.
+		end, spaced, err := rawjson.ScanValue(body, i, 2)
+		if err != nil {
+			return 0, err
+		}
+		e := element{data: body[i:end], size: end - i}
+		if spaced {
+			e.size = compactLen(e.data)
+		}
+		b.elems = append(b.elems, e)
+		if i = rawjson.SkipSpace(body, end); i >= len(body) {
+			return 0, errSyntax
+		}
+		switch body[i] {
+		case ']':
+			return i + 1, nil
+		case ',':
+			i = rawjson.SkipSpace(body, i+1)
+		default:
+			return 0, errSyntax
+		}
+	}
+}
+
+// topKey returns the key of a top-level member when it is one the batch
+// level reads, else "", without allocating for a plain key.
+func topKey(quoted []byte) string {
+	k := quoted[1 : len(quoted)-1]
+	if bytes.IndexByte(k, '\\') >= 0 {
+		s, _ := rawjson.StringValue(quoted, true)
+		k = []byte(s)
+	}
+	switch string(k) {
+	case "batch":
+		return "batch"
+	case "writeKey":
+		return "writeKey"
+	case "context":
+		return "context"
+	case "integrations":
+		return "integrations"
+	}
+	return ""
+}
+
+func trailing(body []byte, i int) error {
+	if rawjson.SkipSpace(body, i) != len(body) {
+		return errSyntax
 	}
 	return nil
 }
 
-// parseSingle decodes a /v1/{type} body: one message.
+// compactLen is the length of valid JSON data without its insignificant
+// whitespace: what a message measures as a batch compacted would hold it.
+func compactLen(data []byte) int {
+	n, inString := len(data), false
+	for i := 0; i < len(data); i++ {
+		switch c := data[i]; {
+		case inString && c == '\\':
+			i++ // the escaped byte is never a quote that ends the string
+		case c == '"':
+			inString = !inString
+		case !inString && (c == ' ' || c == '\t' || c == '\n' || c == '\r'):
+			n--
+		}
+	}
+	return n
+}
+
+func (bl *batchLevel) set(val []byte, spaced bool) {
+	if spaced {
+		var buf bytes.Buffer
+		json.Compact(&buf, val) // val is valid: scanned
+		val = buf.Bytes()
+	}
+	bl.raw = val
+}
+
+// check refuses a batch-level value that is not an object (null is none)
+// and parses an object, once, for merge.
+func (bl *batchLevel) check(key string) error {
+	if bl.raw == nil || string(bl.raw) == "null" {
+		bl.raw = nil
+		return nil
+	}
+	if bl.raw[0] != '{' {
+		return fmt.Errorf("%s must be an object", key)
+	}
+	obj, err := rawjson.ParseObject(bl.raw)
+	if err != nil {
+		return fmt.Errorf("%s: %v", key, err)
+	}
+	bl.obj = obj
+	return nil
+}
+
+// parseSingle parses a /v1/{type} body: one message, parsed once, for its
+// writeKey now and for messages later.
 func parseSingle(body []byte) (*batch, error) {
 	obj, err := rawjson.ParseObject(body)
 	if err != nil {
 		return nil, fmt.Errorf("invalid JSON: %v", err)
 	}
-	b := &batch{elems: []json.RawMessage{body}}
+	b := &batch{elems: []element{{data: body, size: len(body), obj: obj}}}
 	b.writeKey, _ = obj.GetString("writeKey")
 	return b, nil
 }
 
-// messages checks and completes every message for src. pathType, when set,
-// is the type the path fixes. It returns the details of every message that
-// is wrong, and whether one was too large.
+// integrationsKey is the key that turns destination on or off in a
+// message's integrations (spec 4.3, case sensitive): Segment's name for it,
+// "Webhooks" for evfwd's webhooks.
+func integrationsKey(destination string) string {
+	if destination == store.DestinationWebhooks {
+		return "Webhooks"
+	}
+	return destination
+}
+
+// messages checks and completes every message for src and makes what is
+// stored of each. pathType, when set, is the type the path fixes. It
+// returns the details of every message that is wrong, and whether one was
+// too large.
 func (b *batch) messages(src *Source, pathType message.Type, now time.Time, newID func() string) (msgs []store.Message, details []Detail, tooLarge bool) {
 	msgs = make([]store.Message, 0, len(b.elems))
-	received := message.FormatTime(now)
 	clock := func() time.Time { return now }
-	for i, elem := range b.elems {
-		if n := len(elem); n > MaxMessageBytes {
-			details = append(details, Detail{Index: i, Reason: (&message.SizeError{Size: n, Limit: MaxMessageBytes}).Error()})
+	var scratch rawjson.Object // each element's members, once StoredMessage has copied them out
+	for i, e := range b.elems {
+		if e.size > MaxMessageBytes {
+			details = append(details, Detail{Index: i, Reason: (&message.SizeError{Size: e.size, Limit: MaxMessageBytes}).Error()})
 			tooLarge = true
 			continue
 		}
-		obj, err := rawjson.ParseObject(elem)
-		if err != nil {
-			details = append(details, Detail{Index: i, Reason: "must be a JSON object"})
-			continue
-		}
-		if pathType != "" {
-			if !obj.Has("type") {
-				obj.SetString("type", string(pathType))
-			} else if t, _ := obj.GetString("type"); t != string(pathType) {
-				details = append(details, Detail{Index: i, Field: "type", Reason: fmt.Sprintf("must be %q on /v1/%s", pathType, pathType)})
+		obj := e.obj
+		if obj == nil {
+			if err := scratch.Parse(e.data); err != nil {
+				details = append(details, Detail{Index: i, Reason: "must be a JSON object"})
 				continue
 			}
+			obj = &scratch
 		}
-		obj.Delete("writeKey") // a credential, never stored or forwarded
-		if err := merge(obj, "context", b.context); err != nil {
-			details = append(details, Detail{Index: i, Field: "context", Reason: err.Error()})
+		m, d, ok := b.message(obj, src, pathType, now, newID, clock)
+		if !ok {
+			d.Index = i
+			details = append(details, d)
 			continue
-		}
-		if err := merge(obj, "integrations", b.integrations); err != nil {
-			details = append(details, Detail{Index: i, Field: "integrations", Reason: err.Error()})
-			continue
-		}
-		raw, err := message.NewRaw(obj)
-		if err != nil {
-			var ve *message.ValidationError
-			if errors.As(err, &ve) {
-				details = append(details, Detail{Index: i, Field: ve.Field, Reason: ve.Reason})
-			} else {
-				details = append(details, Detail{Index: i, Reason: err.Error()})
-			}
-			continue
-		}
-		raw.Fill(newID, clock)
-		obj.SetString("receivedAt", received)
-		m := store.Message{
-			Source:     src.Name,
-			MessageID:  raw.MessageId(),
-			Type:       string(raw.Type()),
-			ReceivedAt: now,
-			Body:       obj.AppendJSON(nil),
-		}
-		if m.UserID, _ = obj.GetString("userId"); m.UserID == "" {
-			m.UserID, _ = obj.GetString("anonymousId")
-		}
-		integrations, _ := obj.Get("integrations")
-		for _, d := range src.Destinations {
-			if message.Enabled(integrations, d) {
-				m.Destinations = append(m.Destinations, store.DestinationWebhooks)
-			}
 		}
 		msgs = append(msgs, m)
 	}
 	return msgs, details, tooLarge
 }
 
-// merge adds the batch-level object's members to the message's object
+// message completes one parsed message and makes its stored form, or says
+// what is wrong with it.
+func (b *batch) message(obj *rawjson.Object, src *Source, pathType message.Type, now time.Time, newID func() string, clock func() time.Time) (store.Message, Detail, bool) {
+	if pathType != "" {
+		if !obj.Has("type") {
+			obj.SetString("type", string(pathType))
+		} else if t, _ := obj.GetString("type"); t != string(pathType) {
+			return store.Message{}, Detail{Field: "type", Reason: fmt.Sprintf("must be %q on /v1/%s", pathType, pathType)}, false
+		}
+	}
+	obj.Delete("writeKey") // a credential, never stored or forwarded
+	if err := merge(obj, "context", b.context); err != nil {
+		return store.Message{}, Detail{Field: "context", Reason: err.Error()}, false
+	}
+	if err := merge(obj, "integrations", b.integrations); err != nil {
+		return store.Message{}, Detail{Field: "integrations", Reason: err.Error()}, false
+	}
+	raw, err := message.NewRaw(obj)
+	if err != nil {
+		var ve *message.ValidationError
+		if errors.As(err, &ve) {
+			return store.Message{}, Detail{Field: ve.Field, Reason: ve.Reason}, false
+		}
+		return store.Message{}, Detail{Reason: err.Error()}, false
+	}
+	raw.Fill(newID, clock)
+	m, err := webhook.StoredMessage(src.Name, obj, now, destinations(src, obj))
+	if err != nil {
+		var me *webhook.MessageError
+		if errors.As(err, &me) {
+			return store.Message{}, Detail{Field: me.Field, Reason: me.Reason}, false
+		}
+		return store.Message{}, Detail{Reason: err.Error()}, false
+	}
+	return m, Detail{}, true
+}
+
+// destinations are those of src that the message's integrations enable.
+// All of them, the usual case, share src's list.
+func destinations(src *Source, obj *rawjson.Object) []string {
+	integrations, _ := obj.Get("integrations")
+	for i, d := range src.Destinations {
+		if message.Enabled(integrations, integrationsKey(d)) {
+			continue
+		}
+		on := slices.Clone(src.Destinations[:i])
+		for _, d := range src.Destinations[i+1:] {
+			if message.Enabled(integrations, integrationsKey(d)) {
+				on = append(on, d)
+			}
+		}
+		if len(on) == 0 {
+			return nil
+		}
+		return on
+	}
+	if len(src.Destinations) == 0 {
+		return nil
+	}
+	return slices.Clip(src.Destinations)
+}
+
+// merge adds the members of the batch-level object to the message's object
 // under key; the message's own members win.
-func merge(obj *rawjson.Object, key string, batchLevel json.RawMessage) error {
-	if batchLevel == nil {
+func merge(obj *rawjson.Object, key string, batchLevel batchLevel) error {
+	if batchLevel.raw == nil {
 		return nil
 	}
 	own, ok := obj.Get(key)
 	if !ok || string(own) == "null" {
-		obj.Set(key, batchLevel)
+		obj.Set(key, batchLevel.raw)
 		return nil
 	}
 	if own[0] != '{' {
@@ -251,11 +458,7 @@ func merge(obj *rawjson.Object, key string, batchLevel json.RawMessage) error {
 	if err != nil {
 		return err
 	}
-	theirs, err := rawjson.ParseObject(batchLevel)
-	if err != nil {
-		return err
-	}
-	for _, f := range theirs.Fields {
+	for _, f := range batchLevel.obj.Fields {
 		if !mine.Has(f.Key) {
 			mine.Set(f.Key, f.Value)
 		}

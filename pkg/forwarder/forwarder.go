@@ -25,7 +25,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/evfwd/evfwd/pkg/rawjson"
 	"github.com/evfwd/evfwd/pkg/store"
 	"github.com/evfwd/evfwd/pkg/webhook"
 )
@@ -376,7 +375,8 @@ func (f *Forwarder) deliver(ctx context.Context, l *lane, d store.Delivery, prob
 	if c.FirstAttempt.IsZero() {
 		c.FirstAttempt = f.cfg.Now()
 	}
-	body, err := webhookBody(d.Body)
+	// Signed per send by the Sender; a wire body is sent as stored.
+	body, err := webhook.StoredBody(d.Body, d.Form)
 	if err != nil {
 		// Not something a later attempt can fix.
 		c.Status, c.LastError = store.Failed, err.Error()
@@ -450,15 +450,6 @@ func (f *Forwarder) complete(l *lane, c store.Completion, retry bool) {
 	}
 	f.cfg.Logger.Log(context.Background(), lvl, "delivery", "source", l.source, "delivery", c.ID,
 		"status", c.Status, "attempts", c.Attempts, "next", c.NextAttempt, "error", c.LastError)
-}
-
-// webhookBody turns a stored message into the exact bytes to send.
-func webhookBody(stored []byte) ([]byte, error) {
-	obj, err := rawjson.ParseObject(stored)
-	if err != nil {
-		return nil, fmt.Errorf("stored message: %w", err)
-	}
-	return webhook.Body(obj)
 }
 
 func record(delivery int, a webhook.Attempt) store.Attempt {

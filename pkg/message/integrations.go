@@ -6,10 +6,6 @@ import (
 	"github.com/evfwd/evfwd/pkg/rawjson"
 )
 
-// Webhooks is the documented name of the webhook destination, the key that
-// turns it on or off in a message's integrations.
-const Webhooks = "Webhooks"
-
 // Enabled decides, per spec 4.3, whether a message whose integrations
 // object is raw goes to destination: every destination is on by default;
 // "All": false turns off each one not named; a destination's own key wins.

@@ -20,7 +20,7 @@ func TestEnabled(t *testing.T) {
 		{`{"Amplitude":false}`, true},
 	}
 	for _, tt := range tests {
-		if got := Enabled([]byte(tt.integrations), Webhooks); got != tt.want {
+		if got := Enabled([]byte(tt.integrations), "Webhooks"); got != tt.want {
 			t.Errorf("Enabled(%s) = %v, want %v", tt.integrations, got, tt.want)
 		}
 	}

@@ -51,9 +51,22 @@ var (
 	ErrNotFound = errors.New("store: not found")
 )
 
-// Message is one collected message to store. Body is the collected JSON
-// (context and integrations merged, receivedAt added) that the forwarder
-// turns into a webhook body.
+// Form says what a stored Body holds.
+type Form uint8
+
+const (
+	// FormCollected is the collected message (context and integrations
+	// merged, receivedAt added), which the forwarder turns into a webhook
+	// body at every attempt. Stores written before the wire form hold it,
+	// and their rows keep it: the zero value, as their column's default.
+	FormCollected Form = iota
+	// FormWire is the exact webhook body, built once on ingest
+	// (webhook.StoredMessage) and sent as it is.
+	FormWire
+)
+
+// Message is one message to store. Body is in Form: the webhook body for
+// every message evfwd stores now.
 type Message struct {
 	Source     string
 	MessageID  string
@@ -61,6 +74,7 @@ type Message struct {
 	UserID     string
 	ReceivedAt time.Time
 	Body       []byte
+	Form       Form
 	// Destinations get one pending delivery each, due at ReceivedAt; none
 	// means the message is stored but not forwarded.
 	Destinations []string
@@ -83,8 +97,10 @@ type Delivery struct {
 	LastError    string
 	CreatedAt    time.Time
 	UpdatedAt    time.Time
-	// Body is the stored message; set by Lease and Get, nil from List.
+	// Body is the stored message, in Form; set by Lease and Get, nil
+	// from List.
 	Body []byte
+	Form Form
 }
 
 // Attempt is one POST to one URL, as recorded.

@@ -436,7 +436,7 @@ func (c *syncConn) diff(ctx context.Context, r syncRun, sy store.Sync, res *stor
 func writeOutbox(ctx context.Context, q execer, run string, msgs []store.Message) error {
 	n := len(msgs)
 	src, mid, typ, uid := make([]string, 0, n), make([]string, 0, n), make([]string, 0, n), make([]string, 0, n)
-	recv, body, dests := make([]int64, 0, n), make([][]byte, 0, n), make([]string, 0, n)
+	recv, body, form, dests := make([]int64, 0, n), make([][]byte, 0, n), make([]int16, 0, n), make([]string, 0, n)
 	for i := range msgs {
 		m := &msgs[i]
 		d, err := json.Marshal(m.Destinations)
@@ -445,13 +445,14 @@ func writeOutbox(ctx context.Context, q execer, run string, msgs []store.Message
 		}
 		src, mid, typ, uid = append(src, m.Source), append(mid, m.MessageID), append(typ, m.Type), append(uid, m.UserID)
 		recv, body, dests = append(recv, store.Millis(m.ReceivedAt)), append(body, m.Body), append(dests, string(d))
+		form = append(form, int16(m.Form))
 	}
-	_, err := q.Exec(ctx, `INSERT INTO sync_outbox (run, source, message_id, type, user_id, received_at, body, destinations)
-		SELECT $1, m.source, m.message_id, m.type, m.user_id, m.received_at, m.body, m.destinations
-		FROM unnest($2::text[], $3::text[], $4::text[], $5::text[], $6::bigint[], $7::bytea[], $8::text[])
-			WITH ORDINALITY AS m (source, message_id, type, user_id, received_at, body, destinations, n)
+	_, err := q.Exec(ctx, `INSERT INTO sync_outbox (run, source, message_id, type, user_id, received_at, body, body_form, destinations)
+		SELECT $1, m.source, m.message_id, m.type, m.user_id, m.received_at, m.body, m.body_form, m.destinations
+		FROM unnest($2::text[], $3::text[], $4::text[], $5::text[], $6::bigint[], $7::bytea[], $8::smallint[], $9::text[])
+			WITH ORDINALITY AS m (source, message_id, type, user_id, received_at, body, body_form, destinations, n)
 		ORDER BY m.n`,
-		run, src, mid, typ, uid, recv, body, dests)
+		run, src, mid, typ, uid, recv, body, form, dests)
 	return err
 }
 
@@ -516,7 +517,7 @@ func (c *syncConn) finish(ctx context.Context, r syncRun, hook func(string) erro
 // queue, deliveries created at at, and reports how many it moved. A message
 // already in the queue is skipped, as Ingest skips it.
 func moveOutbox(ctx context.Context, tx pgx.Tx, run string, at int64) (int, error) {
-	rows, err := tx.Query(ctx, `SELECT id, source, message_id, type, user_id, received_at, body, destinations
+	rows, err := tx.Query(ctx, `SELECT id, source, message_id, type, user_id, received_at, body, body_form, destinations
 		FROM sync_outbox WHERE run = $1 ORDER BY id LIMIT $2`, run, moveChunk)
 	if err != nil {
 		return 0, err
@@ -525,11 +526,12 @@ func moveOutbox(ctx context.Context, tx pgx.Tx, run string, at int64) (int, erro
 	msgs, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (store.Message, error) {
 		var m store.Message
 		var received int64
+		var form int16
 		var dests string
-		if err := r.Scan(&last, &m.Source, &m.MessageID, &m.Type, &m.UserID, &received, &m.Body, &dests); err != nil {
+		if err := r.Scan(&last, &m.Source, &m.MessageID, &m.Type, &m.UserID, &received, &m.Body, &form, &dests); err != nil {
 			return m, err
 		}
-		m.ReceivedAt = store.FromMillis(received)
+		m.ReceivedAt, m.Form = store.FromMillis(received), store.Form(form)
 		if err := json.Unmarshal([]byte(dests), &m.Destinations); err != nil {
 			return m, fmt.Errorf("outbox message %s: destinations: %w", m.MessageID, err)
 		}

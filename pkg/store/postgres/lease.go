@@ -21,7 +21,7 @@ const leaseSQL = `WITH due AS (
 	FOR UPDATE SKIP LOCKED)
 UPDATE deliveries d SET lease_owner = $4, lease_expires_at = $5
 FROM due, messages m WHERE d.id = due.id AND m.id = d.message
-RETURNING ` + rowscan.DeliveryColumns + `, m.body`
+RETURNING ` + rowscan.DeliveryColumns + `, ` + rowscan.BodyColumns
 
 // Lease implements store.Store.
 func (s *Store) Lease(ctx context.Context, r store.LeaseRequest) ([]store.Delivery, error) {

@@ -176,6 +176,14 @@ CREATE TABLE endpoint_states (
 	PRIMARY KEY (source, url)
 );
 `,
+	// Messages stored as their webhook body (store.FormWire), sent as
+	// they are; the rows already stored keep the collected form (0,
+	// store.FormCollected), which the forwarder still turns into a body.
+	// A constant default adds the column without rewriting the table.
+	`
+ALTER TABLE messages ADD COLUMN body_form smallint NOT NULL DEFAULT 0;
+ALTER TABLE sync_outbox ADD COLUMN body_form smallint NOT NULL DEFAULT 0;
+`,
 }
 
 // migrateLock is the advisory lock key every node takes around migrations,

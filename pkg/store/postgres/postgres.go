@@ -180,8 +180,8 @@ func again(fn func() error) error {
 // round trip and one commit per request. Messages already stored are not
 // returned by the INSERT and so get no deliveries.
 const ingestSQL = `WITH m AS (
-	INSERT INTO messages (source, message_id, type, user_id, received_at, body)
-	SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::bigint[], $6::bytea[])
+	INSERT INTO messages (source, message_id, type, user_id, received_at, body, body_form)
+	SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::bigint[], $6::bytea[], $11::smallint[])
 	ON CONFLICT (source, message_id) DO NOTHING
 	RETURNING id, source, message_id, received_at)
 INSERT INTO deliveries (message, source, destination, status, next_attempt_at, created_at, updated_at)
@@ -228,7 +228,7 @@ func ingestExec(ctx context.Context, q execer, msgs []store.Message, now int64) 
 	seen := make(map[key]struct{}, len(msgs))
 	n := len(msgs)
 	src, mid, typ, uid := make([]string, 0, n), make([]string, 0, n), make([]string, 0, n), make([]string, 0, n)
-	recv, body := make([]int64, 0, n), make([][]byte, 0, n)
+	recv, body, form := make([]int64, 0, n), make([][]byte, 0, n), make([]int16, 0, n)
 	var dSrc, dMid, dDest []string
 	for i := range msgs {
 		m := &msgs[i]
@@ -238,12 +238,12 @@ func ingestExec(ctx context.Context, q execer, msgs []store.Message, now int64) 
 		}
 		seen[k] = struct{}{}
 		src, mid, typ, uid = append(src, m.Source), append(mid, m.MessageID), append(typ, m.Type), append(uid, m.UserID)
-		recv, body = append(recv, store.Millis(m.ReceivedAt)), append(body, m.Body)
+		recv, body, form = append(recv, store.Millis(m.ReceivedAt)), append(body, m.Body), append(form, int16(m.Form))
 		for _, d := range m.Destinations {
 			dSrc, dMid, dDest = append(dSrc, m.Source), append(dMid, m.MessageID), append(dDest, d)
 		}
 	}
-	_, err := q.Exec(ctx, ingestSQL, src, mid, typ, uid, recv, body, dSrc, dMid, dDest, now)
+	_, err := q.Exec(ctx, ingestSQL, src, mid, typ, uid, recv, body, dSrc, dMid, dDest, now, form)
 	return err
 }
 

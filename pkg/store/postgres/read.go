@@ -55,9 +55,9 @@ func (s *Store) Get(ctx context.Context, id int64) (*store.Detail, error) {
 	}
 	defer leave()
 	var d store.Detail
-	row := s.pool.QueryRow(ctx, `SELECT `+rowscan.DeliveryColumns+`, m.body FROM deliveries d
+	row := s.pool.QueryRow(ctx, `SELECT `+rowscan.DeliveryColumns+`, `+rowscan.BodyColumns+` FROM deliveries d
 		JOIN messages m ON m.id = d.message WHERE d.id = $1`, id)
-	if err := rowscan.Delivery(row, &d.Delivery, &d.Body); err != nil {
+	if err := rowscan.DeliveryBody(row, &d.Delivery); err != nil {
 		if errors.Is(err, pgx.ErrNoRows) {
 			return nil, fmt.Errorf("delivery %d: %w", id, store.ErrNotFound)
 		}

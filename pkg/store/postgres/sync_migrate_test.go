@@ -2,12 +2,10 @@ package postgres
 
 import (
 	"context"
-	"fmt"
 	"testing"
-	"time"
 
-	"github.com/evfwd/evfwd/pkg/store"
 	"github.com/evfwd/evfwd/pkg/store/postgres/pgtest"
+	"github.com/evfwd/evfwd/pkg/store/storetest"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
@@ -16,6 +14,23 @@ import (
 // (sync_values by kind and key) and checks that the next sync after the
 // upgrade diffs against it.
 func TestSyncListsMigrate(t *testing.T) {
+	ctx := context.Background()
+	url := oldSchema(t, 2, `INSERT INTO syncs (kind, key, name, created_at, synced_at) VALUES ('audience', 'vip', 'VIP', 1, 1);
+		INSERT INTO sync_values (kind, key, user_id, value) VALUES ('audience', 'vip', 'a', 'true'), ('audience', 'vip', 'b', 'true')`)
+
+	s, err := Open(ctx, url, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	storetest.CheckSyncListMigrated(t, s)
+}
+
+// oldSchema makes a database of its own at schema version upto, as an
+// older evfwd left it, with the rows seed (SQL, its parameters args)
+// inserts, and returns its URL.
+func oldSchema(t *testing.T, upto int, seed string, args ...any) string {
+	t.Helper()
 	ctx := context.Background()
 	url := pgtest.URL(t)
 	cfg, err := pgxpool.ParseConfig(url)
@@ -27,6 +42,7 @@ func TestSyncListsMigrate(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	defer pool.Close()
 	err = pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, `CREATE SCHEMA `+pgx.Identifier{schema}.Sanitize()); err != nil {
 			return err
@@ -34,7 +50,7 @@ func TestSyncListsMigrate(t *testing.T) {
 		if _, err := tx.Exec(ctx, `CREATE TABLE schema_migrations (version int PRIMARY KEY, applied_at bigint NOT NULL)`); err != nil {
 			return err
 		}
-		for v := 1; v <= 2; v++ {
+		for v := 1; v <= upto; v++ {
 			if _, err := tx.Exec(ctx, migrations[v]); err != nil {
 				return err
 			}
@@ -42,44 +58,29 @@ func TestSyncListsMigrate(t *testing.T) {
 				return err
 			}
 		}
-		_, err := tx.Exec(ctx, `INSERT INTO syncs (kind, key, name, created_at, synced_at) VALUES ('audience', 'vip', 'VIP', 1, 1);
-			INSERT INTO sync_values (kind, key, user_id, value) VALUES ('audience', 'vip', 'a', 'true'), ('audience', 'vip', 'b', 'true')`)
+		_, err := tx.Exec(ctx, seed, args...)
 		return err
 	})
-	pool.Close()
 	if err != nil {
 		t.Fatal(err)
 	}
+	return url
+}
 
+// TestCollectedRowsMigrate stores a message as the schema before body_form
+// kept it, its collected JSON, and checks that after the upgrade it is
+// leased as that and sent as the same webhook body.
+func TestCollectedRowsMigrate(t *testing.T) {
+	ctx := context.Background()
+	url := oldSchema(t, SchemaVersion()-1, `WITH m AS (
+		INSERT INTO messages (source, message_id, type, user_id, received_at, body)
+		VALUES ('web', 'm1', 'alias', 'u_2', 1714564802000, $1) RETURNING id)
+		INSERT INTO deliveries (message, source, destination, status, next_attempt_at, created_at, updated_at)
+		SELECT id, 'web', 'webhooks', 'pending', 1714564802000, 1714564802000, 1714564802000 FROM m`, []byte(storetest.CollectedBody))
 	s, err := Open(ctx, url, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	var sent []string
-	sy := store.Sync{Kind: store.KindAudience, Key: "vip", Name: "VIP", Now: time.Now(), Removed: []byte("false"),
-		Messages: func(user string, value []byte) []store.Message {
-			sent = append(sent, user+"="+string(value))
-			return []store.Message{{Source: "web", MessageID: fmt.Sprint(len(sent)), Type: "identify", UserID: user,
-				ReceivedAt: time.Now(), Body: []byte("{}")}}
-		}}
-	res, err := s.Sync(ctx, sy, func(yield func(store.Value, error) bool) {
-		for _, u := range []string{"b", "c"} {
-			if !yield(store.Value{UserID: u, Value: []byte("true")}, nil) {
-				return
-			}
-		}
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if want := (store.SyncResult{Added: 1, Removed: 1, Unchanged: 1, Messages: 2}); *res != want {
-		t.Errorf("result %+v, want %+v", *res, want)
-	}
-	if fmt.Sprint(sent) != "[c=true a=false]" {
-		t.Errorf("sent %v", sent)
-	}
-	if n, err := s.SyncLeftovers(ctx); err != nil || n != 0 {
-		t.Errorf("leftovers %d, %v", n, err)
-	}
+	storetest.CheckCollectedRow(t, s, "web")
 }

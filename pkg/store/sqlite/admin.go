@@ -470,19 +470,19 @@ func writeOutbox(ctx context.Context, tx *sql.Tx, run string, msgs []store.Messa
 	for len(msgs) > 0 {
 		n := min(len(msgs), insertChunk)
 		var q strings.Builder
-		q.WriteString(`INSERT INTO sync_outbox (run, source, message_id, type, user_id, received_at, body, destinations) VALUES `)
-		args := make([]any, 0, 8*n)
+		q.WriteString(`INSERT INTO sync_outbox (run, source, message_id, type, user_id, received_at, body, body_form, destinations) VALUES `)
+		args := make([]any, 0, 9*n)
 		for i := range msgs[:n] {
 			m := &msgs[i]
 			if i > 0 {
 				q.WriteByte(',')
 			}
-			q.WriteString("(?,?,?,?,?,?,?,?)")
+			q.WriteString("(?,?,?,?,?,?,?,?,?)")
 			dests, err := json.Marshal(m.Destinations)
 			if err != nil {
 				return err
 			}
-			args = append(args, run, m.Source, m.MessageID, m.Type, m.UserID, store.Millis(m.ReceivedAt), m.Body, string(dests))
+			args = append(args, run, m.Source, m.MessageID, m.Type, m.UserID, store.Millis(m.ReceivedAt), m.Body, m.Form, string(dests))
 		}
 		if _, err := tx.ExecContext(ctx, q.String(), args...); err != nil {
 			return err
@@ -569,8 +569,8 @@ func moveOutbox(ctx context.Context, tx *sql.Tx, run string, at int64, limit int
 	if err := tx.QueryRowContext(ctx, `SELECT coalesce(max(id), 0) FROM messages`).Scan(&before); err != nil {
 		return 0, err
 	}
-	if _, err := tx.ExecContext(ctx, `INSERT INTO messages (source, message_id, type, user_id, received_at, body)
-		SELECT source, message_id, type, user_id, received_at, body FROM sync_outbox
+	if _, err := tx.ExecContext(ctx, `INSERT INTO messages (source, message_id, type, user_id, received_at, body, body_form)
+		SELECT source, message_id, type, user_id, received_at, body, body_form FROM sync_outbox
 		WHERE run = ? AND id <= ? ORDER BY id
 		ON CONFLICT (source, message_id) DO NOTHING`, run, last.Int64); err != nil {
 		return 0, err
@@ -639,17 +639,6 @@ func (r syncRun) discard(ctx context.Context, step stepFunc) error {
 		_, err := tx.ExecContext(ctx, `DELETE FROM sync_runs WHERE id = ?`, r.id)
 		return err
 	})
-}
-
-func insertMessages(ctx context.Context, tx *sql.Tx, msgs []store.Message, now int64) error {
-	for len(msgs) > 0 {
-		n := min(len(msgs), insertChunk)
-		if err := insertChunkTx(ctx, tx, msgs[:n], now); err != nil {
-			return err
-		}
-		msgs = msgs[n:]
-	}
-	return nil
 }
 
 // SyncValues yields the stored list of an audience or computed trait, in

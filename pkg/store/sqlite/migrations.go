@@ -161,6 +161,13 @@ CREATE TABLE endpoint_states (
 	PRIMARY KEY (source, url)
 );
 `,
+	// Messages stored as their webhook body (store.FormWire), sent as
+	// they are; the rows already stored keep the collected form (0,
+	// store.FormCollected), which the forwarder still turns into a body.
+	`
+ALTER TABLE messages ADD COLUMN body_form INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE sync_outbox ADD COLUMN body_form INTEGER NOT NULL DEFAULT 0;
+`,
 }
 
 // migrate brings the schema to the newest version. A store that records a

@@ -374,22 +374,22 @@ func (s *Store) Ingest(ctx context.Context, msgs []store.Message) error {
 	}))
 }
 
-// insertChunk bounds the rows of one multi-row INSERT (6 parameters each,
+// insertChunk bounds the rows of one multi-row INSERT (7 parameters each,
 // far below SQLite's limit). One statement per chunk, not per row, is what
 // makes ingest fast.
 const insertChunk = 100
 
 func insertChunkTx(ctx context.Context, tx *sql.Tx, msgs []store.Message, now int64) error {
 	var q strings.Builder
-	q.WriteString(`INSERT INTO messages (source, message_id, type, user_id, received_at, body) VALUES `)
-	args := make([]any, 0, len(msgs)*6)
+	q.WriteString(`INSERT INTO messages (source, message_id, type, user_id, received_at, body, body_form) VALUES `)
+	args := make([]any, 0, len(msgs)*7)
 	for i := range msgs {
 		m := &msgs[i]
 		if i > 0 {
 			q.WriteByte(',')
 		}
-		q.WriteString("(?,?,?,?,?,?)")
-		args = append(args, m.Source, m.MessageID, m.Type, m.UserID, store.Millis(m.ReceivedAt), m.Body)
+		q.WriteString("(?,?,?,?,?,?,?)")
+		args = append(args, m.Source, m.MessageID, m.Type, m.UserID, store.Millis(m.ReceivedAt), m.Body, m.Form)
 	}
 	// Rows already stored (a client's retry) are skipped and not returned.
 	q.WriteString(` ON CONFLICT (source, message_id) DO NOTHING RETURNING id, source, message_id`)
@@ -460,7 +460,7 @@ func (s *Store) Lease(ctx context.Context, r store.LeaseRequest) ([]store.Delive
 	until := store.Millis(r.Now.Add(r.TTL))
 	var out []store.Delivery
 	err := s.do(ctx, 0, func(ctx context.Context, tx *sql.Tx) error {
-		rows, err := tx.QueryContext(ctx, `SELECT `+rowscan.DeliveryColumns+`, m.body
+		rows, err := tx.QueryContext(ctx, `SELECT `+rowscan.DeliveryColumns+`, `+rowscan.BodyColumns+`
 			FROM deliveries d JOIN messages m ON m.id = d.message
 			WHERE d.status = 'pending' AND d.source = ? AND d.next_attempt_at <= ? AND d.lease_expires_at < ?
 			ORDER BY d.next_attempt_at, d.id LIMIT ?`, r.Source, now, now, r.Limit)
@@ -561,9 +561,9 @@ func (s *Store) List(ctx context.Context, f store.Filter) ([]store.Delivery, err
 // Get implements store.Store.
 func (s *Store) Get(ctx context.Context, id int64) (*store.Detail, error) {
 	var d store.Detail
-	row := s.read.QueryRowContext(ctx, `SELECT `+rowscan.DeliveryColumns+`, m.body FROM deliveries d
+	row := s.read.QueryRowContext(ctx, `SELECT `+rowscan.DeliveryColumns+`, `+rowscan.BodyColumns+` FROM deliveries d
 		JOIN messages m ON m.id = d.message WHERE d.id = ?`, id)
-	if err := rowscan.Delivery(row, &d.Delivery, &d.Body); err != nil {
+	if err := rowscan.DeliveryBody(row, &d.Delivery); err != nil {
 		if errors.Is(err, sql.ErrNoRows) {
 			return nil, fmt.Errorf("delivery %d: %w", id, store.ErrNotFound)
 		}

@@ -3,12 +3,11 @@ package sqlite
 import (
 	"context"
 	"database/sql"
-	"fmt"
 	"path/filepath"
 	"testing"
 	"time"
 
-	"github.com/evfwd/evfwd/pkg/store"
+	"github.com/evfwd/evfwd/pkg/store/storetest"
 )
 
 // TestSyncListsMigrate stores a list the way schema version 2 kept it
@@ -16,56 +15,58 @@ import (
 // upgrade diffs against it.
 func TestSyncListsMigrate(t *testing.T) {
 	ctx := context.Background()
-	path := filepath.Join(t.TempDir(), "evfwd.db")
-	db, err := sql.Open("sqlite", "file:"+path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := db.ExecContext(ctx, `CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, applied_at INTEGER NOT NULL)`); err != nil {
-		t.Fatal(err)
-	}
-	for v := 1; v <= 2; v++ {
-		if err := apply(ctx, db, v); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if _, err := db.ExecContext(ctx, `INSERT INTO syncs (kind, key, name, created_at, synced_at) VALUES ('audience', 'vip', 'VIP', 1, 1);
-		INSERT INTO sync_values (kind, key, user_id, value) VALUES ('audience', 'vip', 'a', 'true'), ('audience', 'vip', 'b', 'true');`); err != nil {
-		t.Fatal(err)
-	}
-	db.Close()
+	path := oldStore(t, 2, `INSERT INTO syncs (kind, key, name, created_at, synced_at) VALUES ('audience', 'vip', 'VIP', 1, 1);
+		INSERT INTO sync_values (kind, key, user_id, value) VALUES ('audience', 'vip', 'a', 'true'), ('audience', 'vip', 'b', 'true');`)
 
 	s, err := Open(ctx, path, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	var sent []string
-	sy := store.Sync{Kind: store.KindAudience, Key: "vip", Name: "VIP", Now: time.Now(), Removed: []byte("false"),
-		Messages: func(user string, value []byte) []store.Message {
-			sent = append(sent, user+"="+string(value))
-			return []store.Message{{Source: "web", MessageID: fmt.Sprint(len(sent)), Type: "identify", UserID: user,
-				ReceivedAt: time.Now(), Body: []byte("{}")}}
-		}}
-	res, err := s.Sync(ctx, sy, func(yield func(store.Value, error) bool) {
-		for _, u := range []string{"b", "c"} {
-			if !yield(store.Value{UserID: u, Value: []byte("true")}, nil) {
-				return
-			}
-		}
-	})
+	storetest.CheckSyncListMigrated(t, s)
+}
+
+// oldStore makes a file at schema version upto, as an older evfwd left
+// it, with the rows seed (SQL, its parameters args) inserts, and returns
+// its path.
+func oldStore(t *testing.T, upto int, seed string, args ...any) string {
+	t.Helper()
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "evfwd.db")
+	db, err := sql.Open("sqlite", "file:"+path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := (store.SyncResult{Added: 1, Removed: 1, Unchanged: 1, Messages: 2}); *res != want {
-		t.Errorf("result %+v, want %+v", *res, want)
+	defer db.Close()
+	if _, err := db.ExecContext(ctx, `CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, applied_at INTEGER NOT NULL)`); err != nil {
+		t.Fatal(err)
 	}
-	if fmt.Sprint(sent) != "[c=true a=false]" {
-		t.Errorf("sent %v", sent)
+	for v := 1; v <= upto; v++ {
+		if err := apply(ctx, db, v); err != nil {
+			t.Fatal(err)
+		}
 	}
-	if n, err := s.SyncLeftovers(ctx); err != nil || n != 0 {
-		t.Errorf("leftovers %d, %v", n, err)
+	if _, err := db.ExecContext(ctx, seed, args...); err != nil {
+		t.Fatal(err)
 	}
+	return path
+}
+
+// TestCollectedRowsMigrate stores a message as the schema before body_form
+// kept it, its collected JSON, and checks that after the upgrade it is
+// leased as that and sent as the same webhook body.
+func TestCollectedRowsMigrate(t *testing.T) {
+	ctx := context.Background()
+	path := oldStore(t, SchemaVersion()-1, `INSERT INTO messages (id, source, message_id, type, user_id, received_at, body)
+			VALUES (1, 'web', 'm1', 'alias', 'u_2', 1714564802000, ?);
+		INSERT INTO deliveries (message, source, destination, status, next_attempt_at, created_at, updated_at)
+			VALUES (1, 'web', 'webhooks', 'pending', 1714564802000, 1714564802000, 1714564802000)`, []byte(storetest.CollectedBody))
+	s, err := Open(ctx, path, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	storetest.CheckCollectedRow(t, s, "web")
 }
 
 func TestPacer(t *testing.T) {

@@ -27,6 +27,7 @@ func RunAdmin(t *testing.T, open Open) {
 		{"SyncAudienceDiff", testSyncAudience},
 		{"SyncTraitValues", testSyncTrait},
 		{"SyncFailedListChangesNothing", testSyncFailed},
+		{"FormsKept", testAdminForms},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

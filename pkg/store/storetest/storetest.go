@@ -39,6 +39,7 @@ func Run(t *testing.T, open Open) {
 		{"PruneFinishedBeforeWindow", testPrune},
 		{"EndpointStates", testEndpoints},
 		{"ReleaseWaitingDeliveries", testRelease},
+		{"BodyForms", testBodyForms},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

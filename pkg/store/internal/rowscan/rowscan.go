@@ -41,10 +41,22 @@ func DeliveryRow(sc Scanner) (store.Delivery, error) {
 	return d, err
 }
 
-// DeliveryWithBody scans a row of DeliveryColumns followed by m.body.
+// BodyColumns are the columns of a delivery's message that DeliveryBody
+// reads after DeliveryColumns: the body and its store.Form.
+const BodyColumns = `m.body, m.body_form`
+
+// DeliveryBody scans DeliveryColumns and BodyColumns into d.
+func DeliveryBody(sc Scanner, d *store.Delivery) error {
+	var form int16
+	err := Delivery(sc, d, &d.Body, &form)
+	d.Form = store.Form(form)
+	return err
+}
+
+// DeliveryWithBody scans a row of DeliveryColumns and BodyColumns.
 func DeliveryWithBody(sc Scanner) (store.Delivery, error) {
 	var d store.Delivery
-	err := Delivery(sc, &d, &d.Body)
+	err := DeliveryBody(sc, &d)
 	return d, err
 }
 
