@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"net/http"
 	"os"
 	"path/filepath"
 	"runtime/debug"
@@ -48,36 +47,12 @@ type ListenOptions struct {
 
 	ctx   context.Context
 	ready func(url string) // tests: called once the port is open
-	clock func() time.Time // tests: stable times and latencies
 	rand  func() float64   // tests: --fail-rate rolls
 
-	readTimeout time.Duration // tests: replaces listenReadTimeout
+	readTimeout time.Duration // tests: replaces receiver.DefaultReadTimeout
 	maxBody     int64         // tests: replaces the Handler's body limit
+	listener    net.Listener  // tests: listen here instead of on --addr
 }
-
-// The limits of one connection. A webhook is one message of at most 32 KB
-// that a sender (evfwd's destination among them) gives up on after 5 s,
-// so a sender slower than these has failed by its own clock already; they
-// are not flags for that reason.
-const (
-	// Headers come in a packet or two; a sender that trickles them
-	// holds a connection for nothing.
-	listenReadHeaderTimeout = 10 * time.Second
-	// The whole request, body included (6x a sender's deadline, or
-	// 170 KB/s for a body at the 5 MB limit). Without it a sender that
-	// stopped mid-body held its connection, goroutine and buffer until
-	// it hung up. net/http lifts the deadline once the body is read, so
-	// --delay and --forward-to are not cut by it.
-	listenReadTimeout = 30 * time.Second
-	// Longer than senders keep an idle connection (Go's http.Transport:
-	// 90 s), so a keep-alive sender closes first rather than reuse a
-	// connection the receiver is closing.
-	listenIdleTimeout = 120 * time.Second
-	// Writing the answer, on top of all the handler may wait for.
-	listenWriteSlack = 10 * time.Second
-	// Webhook headers take a few hundred bytes; net/http's default is 1 MB.
-	listenMaxHeaderBytes = 64 << 10
-)
 
 // NewCmdListen builds `evfwd listen`; runF replaces listenRun in tests.
 func NewCmdListen(f *cli.Factory, runF func(*ListenOptions) error) *cobra.Command {
@@ -197,7 +172,7 @@ func listenRun(opts *ListenOptions) error {
 			return cli.UsageErrorf("--record: %v", err)
 		}
 		defer record.Close()
-		if err := freshLine(record, opts.Record); err != nil {
+		if err := receiver.EndTornLine(record); err != nil {
 			return fmt.Errorf("--record: %w", err)
 		}
 	}
@@ -235,27 +210,8 @@ func listenRun(opts *ListenOptions) error {
 	// Cancelling base aborts --delay waits when the listener stops.
 	base, cancelBase := context.WithCancel(context.Background())
 	defer cancelBase()
-	readTimeout := listenReadTimeout
-	if opts.readTimeout > 0 {
-		readTimeout = opts.readTimeout
-	}
-	// WriteTimeout counts from the end of the headers, so it covers the
-	// handler's whole work: reading the body, --delay, the app behind
-	// --forward-to. It only stops a sender that never reads its answer.
-	writeTimeout := readTimeout + opts.Delay + listenWriteSlack
-	if opts.ForwardTo != "" {
-		writeTimeout += receiver.DefaultForwardTimeout
-	}
-	srv := &http.Server{
-		Handler:           h,
-		ReadHeaderTimeout: min(listenReadHeaderTimeout, readTimeout),
-		ReadTimeout:       readTimeout,
-		WriteTimeout:      writeTimeout,
-		IdleTimeout:       listenIdleTimeout,
-		MaxHeaderBytes:    listenMaxHeaderBytes,
-		BaseContext:       func(net.Listener) context.Context { return base },
-		ErrorLog:          nil,
-	}
+	srv := h.Server(opts.readTimeout)
+	srv.BaseContext = func(net.Listener) context.Context { return base }
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
 
@@ -303,27 +259,6 @@ func listenRun(opts *ListenOptions) error {
 	return result
 }
 
-// freshLine ends a record file's last line when a run that died mid-write
-// (killed, disk full) left it unfinished, so that this run's first record
-// starts a line of its own: the torn line stays one unreadable line.
-func freshLine(w *os.File, path string) error {
-	fi, err := w.Stat()
-	if err != nil || !fi.Mode().IsRegular() || fi.Size() == 0 {
-		return err
-	}
-	r, err := os.Open(path)
-	if err != nil {
-		return err
-	}
-	defer r.Close()
-	var last [1]byte
-	if _, err := r.ReadAt(last[:], fi.Size()-1); err != nil || last[0] == '\n' {
-		return err
-	}
-	_, err = w.Write([]byte{'\n'})
-	return err
-}
-
 // listen opens the port, with TLS when asked.
 func listen(opts *ListenOptions) (net.Listener, string, error) {
 	var cfg *tls.Config
@@ -334,7 +269,10 @@ func listen(opts *ListenOptions) (net.Listener, string, error) {
 		}
 		cfg = certs.ServerConfig()
 	}
-	ln, err := net.Listen("tcp", opts.Addr)
+	ln, err := opts.listener, error(nil)
+	if ln == nil {
+		ln, err = net.Listen("tcp", opts.Addr)
+	}
 	if errors.Is(err, syscall.EADDRINUSE) {
 		// Not a usage mistake: another program has the port (exit 1).
 		return nil, "", fmt.Errorf("--addr %s: port in use (another evfwd listen? try --addr 127.0.0.1:0)", opts.Addr)

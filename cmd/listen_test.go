@@ -25,6 +25,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/evfwd/evfwd/internal/cli"
@@ -63,6 +64,7 @@ type listening struct {
 	stop   context.CancelFunc // Ctrl-C
 	done   chan error
 	client *http.Client
+	dial   func() (net.Conn, error) // a raw connection to listen
 }
 
 // startListen runs listen with args on f and returns once the port is
@@ -95,6 +97,7 @@ func startListenTuned(t *testing.T, f *cli.Factory, tune func(*ListenOptions), a
 	ready := make(chan string, 1)
 	ctx, cancel := context.WithCancel(context.Background())
 	l := &listening{f: f, stop: cancel, done: make(chan error, 1), client: &http.Client{}}
+	l.dial = func() (net.Conn, error) { return net.Dial("tcp", strings.TrimPrefix(l.base, "http://")) }
 	cmd := NewCmdListen(f, func(o *ListenOptions) error {
 		o.ready = func(url string) { ready <- url }
 		tune(o)
@@ -115,6 +118,59 @@ func startListenTuned(t *testing.T, f *cli.Factory, tune func(*ListenOptions), a
 		<-l.done
 	})
 	return l
+}
+
+// startListenInBubble runs listen on an in-memory listener, for a test
+// inside synctest.Test: every connection is a net.Pipe, so deadlines,
+// --delay and --timeout run on the bubble's clock, and synctest.Wait
+// tells when every goroutine listen started is done or blocked.
+func startListenInBubble(t *testing.T, f *cli.Factory, tune func(*ListenOptions), args ...string) *listening {
+	t.Helper()
+	ln := newPipeListener()
+	l := startListenTuned(t, f, func(o *ListenOptions) {
+		o.listener = ln
+		tune(o)
+	}, args...)
+	l.dial = ln.dial
+	tr := &http.Transport{DialContext: func(context.Context, string, string) (net.Conn, error) { return ln.dial() }}
+	l.client = &http.Client{Transport: tr}
+	t.Cleanup(tr.CloseIdleConnections)
+	return l
+}
+
+// pipeListener hands out one end of a net.Pipe per dial.
+type pipeListener struct {
+	conns  chan net.Conn
+	closed chan struct{}
+	once   sync.Once
+}
+
+func newPipeListener() *pipeListener {
+	return &pipeListener{conns: make(chan net.Conn), closed: make(chan struct{})}
+}
+
+func (l *pipeListener) Accept() (net.Conn, error) {
+	select {
+	case c := <-l.conns:
+		return c, nil
+	case <-l.closed:
+		return nil, net.ErrClosed
+	}
+}
+
+func (l *pipeListener) Close() error { l.once.Do(func() { close(l.closed) }); return nil }
+
+// Addr is a loopback address, as portRE and stable expect.
+func (l *pipeListener) Addr() net.Addr { return &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 1} }
+
+func (l *pipeListener) dial() (net.Conn, error) {
+	server, client := net.Pipe()
+	select {
+	case l.conns <- server:
+		return client, nil
+	case <-l.closed:
+		return nil, net.ErrClosed
+	}
 }
 
 // post sends body to path with X-Signature sig ("" for none) and returns
@@ -369,13 +425,15 @@ func TestListenSimulation(t *testing.T) {
 }
 
 func TestListenDelay(t *testing.T) {
-	const delay = 50 * time.Millisecond
-	l := startListen(t, testFactory(t, "", false, nil), "--delay", delay.String())
-	start := time.Now()
-	l.post(t, "/", trackMsg, "")
-	if got := time.Since(start); got < delay {
-		t.Errorf("answered after %v, want at least %v", got, delay)
-	}
+	synctest.Test(t, func(t *testing.T) {
+		const delay = 6 * time.Second
+		l := startListenInBubble(t, testFactory(t, "", false, nil), func(*ListenOptions) {}, "--delay", delay.String())
+		start := time.Now()
+		l.post(t, "/", trackMsg, "")
+		if got := time.Since(start); got < delay {
+			t.Errorf("answered after %v, want at least %v", got, delay)
+		}
+	})
 }
 
 func TestListenCount(t *testing.T) {
@@ -394,17 +452,19 @@ func TestListenCount(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			l := startListen(t, testFactory(t, "", false, nil), tt.args...)
-			for _, b := range tt.send {
-				l.post(t, "/", b, "")
-			}
-			res := l.wait(t) // no Ctrl-C: the command ends by itself
-			if res.Code != tt.wantCode {
-				t.Errorf("exit %d, want %d; stderr:\n%s", res.Code, tt.wantCode, res.Stderr)
-			}
-			if tt.wantErr != "" && !strings.HasSuffix(res.Stderr, tt.wantErr) {
-				t.Errorf("stderr ends %q, want %q", res.Stderr, tt.wantErr)
-			}
+			synctest.Test(t, func(t *testing.T) { // --timeout runs on the bubble's clock
+				l := startListenInBubble(t, testFactory(t, "", false, nil), func(*ListenOptions) {}, tt.args...)
+				for _, b := range tt.send {
+					l.post(t, "/", b, "")
+				}
+				res := l.wait(t) // no Ctrl-C: the command ends by itself
+				if res.Code != tt.wantCode {
+					t.Errorf("exit %d, want %d; stderr:\n%s", res.Code, tt.wantCode, res.Stderr)
+				}
+				if tt.wantErr != "" && !strings.HasSuffix(res.Stderr, tt.wantErr) {
+					t.Errorf("stderr ends %q, want %q", res.Stderr, tt.wantErr)
+				}
+			})
 		})
 	}
 }
@@ -546,7 +606,7 @@ func selfSigned(t *testing.T) (certFile, keyFile string, pool *x509.CertPool) {
 // the headers (Content-Length, or chunked when cl < 0) and body.
 func (l *listening) rawPost(t *testing.T, cl int, body string) net.Conn {
 	t.Helper()
-	c, err := net.Dial("tcp", strings.TrimPrefix(l.base, "http://"))
+	c, err := l.dial()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -644,64 +704,95 @@ func TestListenOversizedChunkedBody(t *testing.T) {
 // TestListenStalledBodies: a sender that stops mid-body is answered 408
 // and its connection closed once the read timeout passes; 200 of them
 // leave no goroutine behind; each is recorded (status, headers, how many
-// bytes arrived) without its partial body; the listener goes on.
+// bytes arrived) without its partial body; the listener goes on. It runs
+// in a bubble, so the timeout passes on its clock and synctest.Wait says
+// when the connections' goroutines are gone.
 func TestListenStalledBodies(t *testing.T) {
-	const readTimeout = 200 * time.Millisecond
-	const stalled = 200
-	record := filepath.Join(t.TempDir(), "hooks.ndjson")
-	l := startListenTuned(t, testFactory(t, "", false, nil), func(o *ListenOptions) { o.readTimeout = readTimeout },
-		"--record", record)
-	base := runtime.NumGoroutine()
-
-	// One, timed: listen's clock for the body starts after the dial.
-	start := time.Now()
-	c := l.rawPost(t, 1000, strings.Repeat("x", 100))
-	if got := answerThenClose(t, c); got != "HTTP/1.1 408 Request Timeout" {
-		t.Errorf("answer %q, want 408", got)
-	}
-	if d := time.Since(start); d < readTimeout {
-		t.Errorf("closed after %v, before the %v read timeout", d, readTimeout)
-	}
-
-	// Many at once, chunked and not.
-	cs := make([]net.Conn, stalled)
-	for i := range cs {
-		if i%2 == 0 {
-			cs[i] = l.rawPost(t, 4<<20, strings.Repeat("x", 100))
-		} else {
-			cs[i] = l.rawPost(t, -1, "64\r\n"+strings.Repeat("x", 100)+"\r\n")
+	synctest.Test(t, func(t *testing.T) {
+		const readTimeout = 200 * time.Millisecond
+		const stalled = 200
+		record := filepath.Join(t.TempDir(), "hooks.ndjson")
+		l := startListenInBubble(t, testFactory(t, "", false, nil), func(o *ListenOptions) { o.readTimeout = readTimeout },
+			"--record", record)
+		synctest.Wait()
+		base, _ := bubbleGoroutines()
+		if base == 0 {
+			t.Fatal("no goroutine of the bubble in the stack dump: has its format changed?")
 		}
-	}
-	for _, c := range cs {
+
+		// One, timed: listen's clock for the body starts after the dial.
+		start := time.Now()
+		c := l.rawPost(t, 1000, strings.Repeat("x", 100))
 		if got := answerThenClose(t, c); got != "HTTP/1.1 408 Request Timeout" {
-			t.Fatalf("answer %q, want 408", got)
+			t.Errorf("answer %q, want 408", got)
 		}
-	}
-	deadline := time.Now().Add(closeGuard)
-	for runtime.NumGoroutine() > base+8 { // a few for the runtime and the client
-		if time.Now().After(deadline) {
-			t.Fatalf("%d goroutines %v after %d stalled connections closed, %d before", runtime.NumGoroutine(), closeGuard, stalled, base)
+		if d := time.Since(start); d < readTimeout {
+			t.Errorf("closed after %v, before the %v read timeout", d, readTimeout)
 		}
-		time.Sleep(10 * time.Millisecond) // waiting for a condition, not for luck
-	}
 
-	if got := l.post(t, "/hooks", trackMsg, ""); got != 200 {
-		t.Errorf("next request: status %d, want 200", got)
-	}
-	l.interrupt(t)
-	recs := readRecordFile(t, record)
-	if len(recs) != stalled+2 {
-		t.Fatalf("%d records, want %d", len(recs), stalled+2)
-	}
-	for _, r := range recs[:stalled+1] {
-		if r.Status != 408 || r.Refused != "body" || len(r.RawBody()) != 0 || r.Size != 100 || !strings.HasPrefix(r.Shape.Reason, "body timed out: 100 ") {
-			t.Fatalf("stalled: status %d, refused %q, %d body bytes kept, size %d, reason %q; want 408, body, 0, 100, timed out",
-				r.Status, r.Refused, len(r.RawBody()), r.Size, r.Shape.Reason)
+		// Many at once, chunked and not.
+		cs := make([]net.Conn, stalled)
+		for i := range cs {
+			if i%2 == 0 {
+				cs[i] = l.rawPost(t, 4<<20, strings.Repeat("x", 100))
+			} else {
+				cs[i] = l.rawPost(t, -1, "64\r\n"+strings.Repeat("x", 100)+"\r\n")
+			}
+		}
+		// Read as senders would, all at once: a pipe holds no answer
+		// nobody reads, and each closes only after net/http's pause.
+		answers := make([]string, stalled)
+		var wg sync.WaitGroup
+		for i, c := range cs {
+			wg.Go(func() { answers[i] = answerThenClose(t, c) })
+		}
+		wg.Wait()
+		for _, got := range answers {
+			if got != "HTTP/1.1 408 Request Timeout" {
+				t.Fatalf("answer %q, want 408", got)
+			}
+		}
+		synctest.Wait()
+		// Only goroutines outside the bubble (other tests' leftovers) may
+		// have come and gone meanwhile.
+		if n, dump := bubbleGoroutines(); n != base {
+			t.Fatalf("%d goroutines after %d stalled connections closed, %d before:\n%s", n, stalled, base, dump)
+		}
+
+		if got := l.post(t, "/hooks", trackMsg, ""); got != 200 {
+			t.Errorf("next request: status %d, want 200", got)
+		}
+		l.interrupt(t)
+		recs := readRecordFile(t, record)
+		if len(recs) != stalled+2 {
+			t.Fatalf("%d records, want %d", len(recs), stalled+2)
+		}
+		for _, r := range recs[:stalled+1] {
+			if r.Status != 408 || r.Refused != "body" || len(r.RawBody()) != 0 || r.Size != 100 || !strings.HasPrefix(r.Shape.Reason, "body timed out: 100 ") {
+				t.Fatalf("stalled: status %d, refused %q, %d body bytes kept, size %d, reason %q; want 408, body, 0, 100, timed out",
+					r.Status, r.Refused, len(r.RawBody()), r.Size, r.Shape.Reason)
+			}
+		}
+		if r := recs[stalled+1]; r.Status != 200 || string(r.RawBody()) != trackMsg {
+			t.Errorf("next request recorded as %d %q", r.Status, r.RawBody())
+		}
+	})
+}
+
+// bubbleGoroutines counts the goroutines of the calling test's synctest
+// bubble (after synctest.Wait, the ones still there) in a dump of all
+// goroutines. runtime.NumGoroutine would also count other tests'
+// goroutines, and ones on their way out.
+func bubbleGoroutines() (int, string) {
+	buf := make([]byte, 1<<20)
+	dump := string(buf[:runtime.Stack(buf, true)])
+	n := 0
+	for line := range strings.Lines(dump) {
+		if strings.HasPrefix(line, "goroutine ") && strings.Contains(line, "synctest bubble") {
+			n++
 		}
 	}
-	if r := recs[stalled+1]; r.Status != 200 || string(r.RawBody()) != trackMsg {
-		t.Errorf("next request recorded as %d %q", r.Status, r.RawBody())
-	}
+	return n, dump
 }
 
 // TestListenRecordAfterTornLine: a record file whose last line a killed
@@ -732,14 +823,14 @@ func TestListenRecordAfterTornLine(t *testing.T) {
 // TestListenDelayOutlastsReadTimeout: the read timeout bounds the body,
 // not the answer: a --delay longer than it is still answered.
 func TestListenDelayOutlastsReadTimeout(t *testing.T) {
-	const readTimeout, delay = 50 * time.Millisecond, 200 * time.Millisecond
-	l := startListenTuned(t, testFactory(t, "", false, nil), func(o *ListenOptions) { o.readTimeout = readTimeout },
-		"--delay", delay.String())
-	start := time.Now()
-	if got := l.post(t, "/", trackMsg, ""); got != 200 {
-		t.Errorf("status %d, want 200", got)
-	}
-	if got := time.Since(start); got < delay {
-		t.Errorf("answered after %v, want at least %v", got, delay)
-	}
+	synctest.Test(t, func(t *testing.T) {
+		l := startListenInBubble(t, testFactory(t, "", false, nil), func(*ListenOptions) {}, "--delay", "1m")
+		start := time.Now()
+		if got := l.post(t, "/", trackMsg, ""); got != 200 {
+			t.Errorf("status %d, want 200", got)
+		}
+		if got := time.Since(start); got < time.Minute {
+			t.Errorf("answered after %v, want at least 1m", got)
+		}
+	})
 }

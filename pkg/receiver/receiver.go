@@ -82,7 +82,7 @@ type Options struct {
 	// one is answered 413 and its connection closed.
 	//
 	// How long a body may take to arrive is the server's to bound
-	// (http.Server.ReadTimeout; evfwd listen uses 30 s): the Handler
+	// (http.Server.ReadTimeout, which Handler.Server sets): the Handler
 	// answers a body whose read deadline passed 408.
 	MaxBodyBytes int64
 	// Now is the clock (default time.Now); tests inject one.

@@ -9,6 +9,7 @@ import (
 	"io"
 	"iter"
 	"net/http"
+	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -90,6 +91,29 @@ func (e *LineError) Unwrap() error { return e.Err }
 // "body_raw"), a byte of the app's answer up to 6, and the request line
 // and headers (1 MB under net/http's default limit) up to 6 each.
 const MaxRecordLine = 12*DefaultMaxBodyBytes + 6*maxForwardBody + 6*http.DefaultMaxHeaderBytes + 64<<10
+
+// EndTornLine ends the last line of a record file opened for appending
+// when a run that died mid-write (killed, disk full) left it unfinished,
+// so that the next record starts a line of its own: the torn line stays
+// one unreadable line (a *LineError for ReadRecords) and no more.
+func EndTornLine(f *os.File) error {
+	fi, err := f.Stat()
+	if err != nil || !fi.Mode().IsRegular() || fi.Size() == 0 {
+		return err
+	}
+	// f may be open for writing only: read through a file of our own.
+	r, err := os.Open(f.Name())
+	if err != nil {
+		return err
+	}
+	defer r.Close()
+	var last [1]byte
+	if _, err := r.ReadAt(last[:], fi.Size()-1); err != nil || last[0] == '\n' {
+		return err
+	}
+	_, err = f.Write([]byte{'\n'})
+	return err
+}
 
 // ReadRecords yields the records of an NDJSON record file in order. A line
 // that is not a record yields a *LineError and reading goes on; blank
