@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 
+	"github.com/muesli/termenv"
 	"golang.org/x/term"
 )
 
@@ -33,6 +34,14 @@ func System() *IOStreams {
 	colorOK := os.Getenv("NO_COLOR") == "" && os.Getenv("TERM") != "dumb"
 	s.OutColor = s.OutTTY && colorOK
 	s.ErrColor = s.ErrTTY && colorOK
+	// A Windows console shows colour codes as text until asked not to
+	// (a no-op elsewhere and on Windows Terminal).
+	if s.OutColor {
+		termenv.EnableVirtualTerminalProcessing(termenv.NewOutput(os.Stdout))
+	}
+	if s.ErrColor {
+		termenv.EnableVirtualTerminalProcessing(termenv.NewOutput(os.Stderr))
+	}
 	return s
 }
 
