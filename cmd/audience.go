@@ -14,11 +14,6 @@ import (
 	"github.com/spf13/cobra"
 )
 
-func init() {
-	register(func(f *cli.Factory) *cobra.Command { return NewCmdSync(f, "audience", nil) })
-	register(func(f *cli.Factory) *cobra.Command { return NewCmdSync(f, "trait", nil) })
-}
-
 // SyncOptions are the inputs of `evfwd audience sync` and `evfwd trait sync`.
 type SyncOptions struct {
 	Factory *cli.Factory

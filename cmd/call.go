@@ -55,12 +55,6 @@ var callKinds = []callKind{
 		example: `  evfwd alias --previous-id a_1 --user-id u_42`},
 }
 
-func init() {
-	for _, k := range callKinds {
-		register(func(f *cli.Factory) *cobra.Command { return NewCmdCall(f, k, nil) })
-	}
-}
-
 // CallOptions are the inputs of the six call commands.
 type CallOptions struct {
 	IO      *cli.IOStreams

@@ -10,8 +10,6 @@ import (
 	"github.com/spf13/cobra"
 )
 
-func init() { register(func(f *cli.Factory) *cobra.Command { return NewCmdDelete(f, nil) }) }
-
 // DeleteOptions are the inputs of `evfwd delete`.
 type DeleteOptions struct {
 	Factory *cli.Factory

@@ -16,8 +16,6 @@ import (
 	"github.com/spf13/cobra"
 )
 
-func init() { register(func(f *cli.Factory) *cobra.Command { return NewCmdDeliveries(f) }) }
-
 // DeliveriesOptions are the inputs of `evfwd deliveries ...`.
 type DeliveriesOptions struct {
 	Factory *cli.Factory

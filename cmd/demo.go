@@ -17,8 +17,6 @@ import (
 	"github.com/spf13/cobra"
 )
 
-func init() { register(func(f *cli.Factory) *cobra.Command { return NewCmdDemo(f) }) }
-
 // DemoOptions are the inputs of `evfwd demo`.
 type DemoOptions struct {
 	Factory *cli.Factory

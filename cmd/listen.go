@@ -22,8 +22,6 @@ import (
 	"github.com/spf13/cobra"
 )
 
-func init() { register(func(f *cli.Factory) *cobra.Command { return NewCmdListen(f, nil) }) }
-
 // ListenOptions are the inputs of `evfwd listen`.
 type ListenOptions struct {
 	Factory       *cli.Factory

@@ -9,8 +9,6 @@ import (
 	"github.com/spf13/cobra/doc"
 )
 
-func init() { register(NewCmdMan) }
-
 // NewCmdMan writes man pages; hidden, used by releases.
 func NewCmdMan(f *cli.Factory) *cobra.Command {
 	var dir string

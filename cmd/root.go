@@ -23,11 +23,29 @@ const (
 	groupTools  = "tools"
 )
 
-// commands are registered by each command's file, so adding a command
-// touches one file.
-var commands []func(*cli.Factory) *cobra.Command
-
-func register(newCmd func(*cli.Factory) *cobra.Command) { commands = append(commands, newCmd) }
+// commands builds every command under the root, one constructor per file.
+func commands(f *cli.Factory) []*cobra.Command {
+	cmds := []*cobra.Command{
+		NewCmdSync(f, "audience", nil),
+		NewCmdSync(f, "trait", nil),
+	}
+	for _, k := range callKinds {
+		cmds = append(cmds, NewCmdCall(f, k, nil))
+	}
+	return append(cmds,
+		NewCmdDelete(f, nil),
+		NewCmdDeliveries(f),
+		NewCmdDemo(f),
+		NewCmdListen(f, nil),
+		NewCmdMan(f),
+		NewCmdSend(f, nil),
+		NewCmdServe(f, nil),
+		NewCmdSign(f, nil),
+		NewCmdTrigger(f, nil),
+		NewCmdVerify(f, nil),
+		NewCmdVersion(f),
+	)
+}
 
 // NewRootCmd builds the evfwd command tree on f.
 func NewRootCmd(f *cli.Factory) *cobra.Command {
@@ -87,8 +105,7 @@ X-Signature, and offline signing for CI.`,
 	root.SetErr(f.IO.ErrOut)
 	root.SetHelpTemplate(root.HelpTemplate() + exitCodesHelp)
 	used := map[string]bool{}
-	for _, newCmd := range commands {
-		c := newCmd(f)
+	for _, c := range commands(f) {
 		used[c.GroupID] = true
 		root.AddCommand(c)
 	}

@@ -16,8 +16,6 @@ import (
 	"github.com/spf13/cobra"
 )
 
-func init() { register(func(f *cli.Factory) *cobra.Command { return NewCmdSend(f, nil) }) }
-
 // SendOptions are the inputs of `evfwd send`.
 type SendOptions struct {
 	IO      *cli.IOStreams

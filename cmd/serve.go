@@ -22,8 +22,6 @@ import (
 	"github.com/spf13/cobra"
 )
 
-func init() { register(func(f *cli.Factory) *cobra.Command { return NewCmdServe(f, nil) }) }
-
 // ServeOptions are the inputs of `evfwd serve`.
 type ServeOptions struct {
 	Factory   *cli.Factory

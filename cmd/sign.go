@@ -8,8 +8,6 @@ import (
 	"github.com/spf13/cobra"
 )
 
-func init() { register(func(f *cli.Factory) *cobra.Command { return NewCmdSign(f, nil) }) }
-
 // SignOptions are the inputs of `evfwd sign`.
 type SignOptions struct {
 	Factory *cli.Factory

@@ -23,8 +23,6 @@ import (
 	"github.com/spf13/cobra"
 )
 
-func init() { register(func(f *cli.Factory) *cobra.Command { return NewCmdTrigger(f, nil) }) }
-
 // TriggerOptions are the inputs of `evfwd trigger`.
 type TriggerOptions struct {
 	Factory *cli.Factory

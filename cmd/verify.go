@@ -11,8 +11,6 @@ import (
 	"github.com/spf13/cobra"
 )
 
-func init() { register(func(f *cli.Factory) *cobra.Command { return NewCmdVerify(f, nil) }) }
-
 // VerifyOptions are the inputs of `evfwd verify`.
 type VerifyOptions struct {
 	Factory   *cli.Factory

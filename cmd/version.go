@@ -9,8 +9,6 @@ import (
 	"github.com/spf13/cobra"
 )
 
-func init() { register(NewCmdVersion) }
-
 // NewCmdVersion prints the version, commit and build date.
 func NewCmdVersion(f *cli.Factory) *cobra.Command {
 	return &cobra.Command{

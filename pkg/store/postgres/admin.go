@@ -9,7 +9,6 @@ import (
 	"errors"
 	"fmt"
 	"iter"
-	"sync"
 	"time"
 
 	"github.com/evfwd/evfwd/pkg/store"
@@ -61,24 +60,21 @@ const (
 	StepDropped = "dropped" // after each chunk of the replaced list deleted
 )
 
-// syncHooks holds the hooks of SetSyncHook by store.
-var syncHooks sync.Map // *Store → func(string) error
-
 // SetSyncHook sets a function called between the steps of every sync (see
 // the Step constants), for tests: an error it returns stops the sync at
 // once, leaving the database as a crash at that point would (the key's
 // lock is released, as the server releases a dead node's). nil removes it.
 func (s *Store) SetSyncHook(fn func(step string) error) {
 	if fn == nil {
-		syncHooks.Delete(s)
+		s.syncHook.Store(nil)
 		return
 	}
-	syncHooks.Store(s, fn)
+	s.syncHook.Store(&fn)
 }
 
 func (s *Store) hook(step string) error {
-	if fn, ok := syncHooks.Load(s); ok {
-		return fn.(func(string) error)(step)
+	if fn := s.syncHook.Load(); fn != nil {
+		return (*fn)(step)
 	}
 	return nil
 }

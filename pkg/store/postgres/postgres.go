@@ -62,6 +62,7 @@ type Store struct {
 
 	completions chan completion
 	quit        chan struct{}
+	syncHook    atomic.Pointer[func(string) error] // SetSyncHook's
 }
 
 var _ store.Store = (*Store)(nil)

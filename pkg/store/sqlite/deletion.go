@@ -36,11 +36,11 @@ import (
 // its steps. Open finishes every such deletion before it returns, and so
 // does every CreateDeletion (the caller's retry).
 
-// deletionPage is the number of messages one purge step changes: about
+// deletionPageSize is the number of messages one purge step changes: about
 // ten milliseconds of writer time for small bodies, a few tens when every
-// body spills into overflow pages. A variable so that tests can make a
-// deletion take many steps.
-var deletionPage = 1000
+// body spills into overflow pages. Tests make a deletion take many steps
+// with a smaller Store.deletionStep.
+const deletionPageSize = 1000
 
 // CreateDeletion implements store.Admin. Once its request is recorded the
 // deletion runs to the end even if ctx ends, and an unfinished one left by
@@ -156,7 +156,7 @@ func (s *Store) deletionPage(ctx context.Context, id, user string, after, upto i
 	rows, err := s.read.QueryContext(ctx, `SELECT id, source FROM messages
 		WHERE id > ? AND id <= ? AND user_id = ? AND type != 'delete'
 			AND source IN (SELECT source FROM deletion_sources WHERE deletion = ?)
-		ORDER BY id LIMIT ?`, after, upto, user, id, deletionPage)
+		ORDER BY id LIMIT ?`, after, upto, user, id, s.deletionStep)
 	if err != nil {
 		return nil, err
 	}

@@ -65,11 +65,10 @@ func TestDeletionLeavesNoByteAfterRestart(t *testing.T) {
 // every message purged, every pending delivery cancelled, each counted
 // once, and the request marked done.
 func TestDeletionFinishedOnOpen(t *testing.T) {
-	defer func(n int) { deletionPage = n }(deletionPage)
-	deletionPage = 100
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "evfwd.db")
 	s := openAt(t, path)
+	s.deletionStep = 100
 	var msgs []store.Message
 	for i := range 450 {
 		m := storetest.Msg([]string{"web", "app"}[i%2], fmt.Sprint("m", i), 0, true)
@@ -85,7 +84,7 @@ func TestDeletionFinishedOnOpen(t *testing.T) {
 		t.Fatal(err)
 	}
 	page, err := s.deletionPage(ctx, "del", "u1", 0, 1<<62)
-	if err != nil || len(page) != deletionPage {
+	if err != nil || len(page) != s.deletionStep {
 		t.Fatalf("first page: %d messages, %v", len(page), err)
 	}
 	if err := s.purgeStep(ctx, "del", page); err != nil {
@@ -141,12 +140,11 @@ func TestDeletionKeepsIngestMoving(t *testing.T) {
 	if testing.Short() {
 		t.Skip("a 6,000-message deletion: runs without -short")
 	}
-	defer func(n int) { deletionPage = n }(deletionPage)
-	deletionPage = 500
 	const n = 6000
 	ctx := context.Background()
 	s := openAt(t, filepath.Join(t.TempDir(), "evfwd.db"))
 	defer s.Close()
+	s.deletionStep = 500
 	big := []byte(`{"userId":"u1","note":"` + strings.Repeat("y", 6000) + `"}`)
 	var msgs []store.Message
 	for i := range n {

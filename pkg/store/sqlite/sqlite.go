@@ -62,6 +62,9 @@ type Store struct {
 	once    sync.Once
 	mu      sync.RWMutex // held for reading while queueing; Close takes it to stop queueing
 	closed  bool
+
+	deletionStep int                                // messages per deletion step (deletionPageSize; tests use less)
+	syncHook     atomic.Pointer[func(string) error] // SetSyncHook's
 }
 
 var _ store.Store = (*Store)(nil)
@@ -203,9 +206,10 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 	read.SetMaxOpenConns(4)
 	s := &Store{
 		path: path, read: read, write: write, opts: opts,
-		ops:     make(chan *op, 4096),
-		closing: make(chan struct{}),
-		done:    make(chan struct{}),
+		deletionStep: deletionPageSize,
+		ops:          make(chan *op, 4096),
+		closing:      make(chan struct{}),
+		done:         make(chan struct{}),
 	}
 	go s.writer()
 	if opts.NoRecover {
