@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -90,7 +91,21 @@ func TestSchemaNewerUnderLock(t *testing.T) {
 		}
 		done <- err
 	}()
-	time.Sleep(200 * time.Millisecond) // Open waits for the lock
+	// Go on once Open is queued behind the lock.
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		var waiting int
+		if err := conn.QueryRow(ctx, `SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted
+			AND (classid::bigint << 32 | objid::bigint) = $1`, int64(migrateLock)).Scan(&waiting); err != nil {
+			t.Fatal(err)
+		}
+		if waiting > 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("Open never waited for the migration lock")
+		}
+		runtime.Gosched()
+	}
 	newer := postgres.SchemaVersion() + 1
 	if _, err := conn.Exec(ctx, `INSERT INTO schema_migrations VALUES ($1, 1)`, newer); err != nil {
 		t.Fatal(err)
