@@ -37,7 +37,7 @@ const writeKey = "wk_demo"
 
 // Options are what the caller sees of the pipeline.
 type Options struct {
-	// Version is the evfwd version in the webhooks' User-Agent.
+	// Version is the evfwd version: the webhooks' User-Agent and the client's context.library.
 	Version string
 	// OnWebhook, when set, is called for every request the receiver
 	// answers, one call at a time, until Wait returns.
@@ -140,7 +140,7 @@ func (p *Pipeline) StorePath() string { return p.store }
 // Send sends events to the service through a batching client and returns
 // once every batch was answered.
 func (p *Pipeline) Send(ctx context.Context, events []*message.Raw) error {
-	client, err := analytics.New(analytics.Config{WriteKey: writeKey, Endpoint: p.srv.URL(),
+	client, err := analytics.New(analytics.Config{WriteKey: writeKey, Endpoint: p.srv.URL(), Version: p.opts.Version,
 		OnError: func(status int, msg string) {
 			p.mu.Lock()
 			p.rejected++
