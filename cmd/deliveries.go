@@ -13,6 +13,7 @@ import (
 	"github.com/evfwd/evfwd/pkg/serve"
 	"github.com/evfwd/evfwd/pkg/store"
 	"github.com/evfwd/evfwd/pkg/stores"
+	"github.com/evfwd/evfwd/pkg/webhook"
 	"github.com/spf13/cobra"
 )
 
@@ -196,10 +197,20 @@ func toJSON(d store.Delivery) deliveryJSON {
 	if d.Status == store.Pending {
 		j.NextAttempt = wireTime(d.NextAttempt)
 	}
-	if json.Valid(d.Body) {
-		j.Message = d.Body
+	if b := sentBody(d); json.Valid(b) {
+		j.Message = b
 	}
 	return j
+}
+
+// sentBody is the body d's attempts post, whichever form the store keeps it
+// in (a store from an older evfwd keeps the collected message); a purged or
+// unusable body is shown as stored.
+func sentBody(d store.Delivery) []byte {
+	if b, err := webhook.StoredBody(d.Body, d.Form); err == nil {
+		return b
+	}
+	return d.Body
 }
 
 func deliveriesList(o *DeliveriesOptions) error {
@@ -284,7 +295,7 @@ func deliveriesShow(o *DeliveriesOptions, arg string) error {
 	if j.LastError != "" {
 		fmt.Fprintf(w, "last error  %s\n", j.LastError)
 	}
-	fmt.Fprintf(w, "\n%s\n", d.Body)
+	fmt.Fprintf(w, "\n%s\n", sentBody(d.Delivery))
 	if len(j.Records) > 0 {
 		fmt.Fprintln(w)
 		tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)

@@ -96,7 +96,10 @@ func TestDeliveriesListShowRetry(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	st.Ingest(ctx, []store.Message{storetest.Msg("web", "m1", 0, true), storetest.Msg("web", "m2", 0, true)})
+	// m3 as an older evfwd stored it: the collected message, writeKey and all.
+	old := storetest.Msg("web", "m3", 0, true)
+	old.Body = []byte(`{"type":"track","event":"E","userId":"u","messageId":"m3","writeKey":"wk_secret","timestamp":"2024-05-01T12:00:00.000Z"}`)
+	st.Ingest(ctx, []store.Message{storetest.Msg("web", "m1", 0, true), storetest.Msg("web", "m2", 0, true), old})
 	ds, _ := st.Lease(ctx, store.LeaseRequest{Owner: "o", Source: "web", Limit: 1, Now: time.Now(), TTL: time.Minute})
 	st.Complete(ctx, []store.Completion{{ID: ds[0].ID, Owner: "o", Status: store.Dead, Attempts: 3, LastError: "http://x: HTTP 500",
 		Records: []store.Attempt{{Delivery: 1, URL: "http://x", Start: time.Now(), Status: 500, Class: "http_5xx", Outcome: "retryable"}}}})
@@ -108,12 +111,17 @@ func TestDeliveriesListShowRetry(t *testing.T) {
 		t.Errorf("list: %d %q %q", res.Code, res.Stdout, res.Stderr)
 	}
 	res = execute(t, testFactory(t, "", false, env), "deliveries", "list", "-o", "json")
-	if res.Code != 0 || strings.Count(res.Stdout, "\n") != 2 {
+	if res.Code != 0 || strings.Count(res.Stdout, "\n") != 3 {
 		t.Errorf("list json: %q", res.Stdout)
 	}
 	res = execute(t, testFactory(t, "", false, env), "deliveries", "show", "1")
 	if res.Code != 0 || !strings.Contains(res.Stdout, "http://x") || !strings.Contains(res.Stdout, `"messageId":"m1"`) {
 		t.Errorf("show: %d %q %q", res.Code, res.Stdout, res.Stderr)
+	}
+	// Whatever form a row is in, show prints the body its attempts post.
+	res = execute(t, testFactory(t, "", false, env), "deliveries", "show", "3")
+	if res.Code != 0 || !strings.Contains(res.Stdout, `{"type":"track","version":1,"event":"E"`) || strings.Contains(res.Stdout, "wk_secret") {
+		t.Errorf("show of a collected row: %d %q %q", res.Code, res.Stdout, res.Stderr)
 	}
 	res = execute(t, testFactory(t, "", false, env), "deliveries", "retry", "--status", "dead")
 	if res.Code != 0 || !strings.Contains(res.Stdout, "1 deliveries scheduled") {

@@ -852,6 +852,27 @@ func TestSendsBothFormsAlike(t *testing.T) {
 	}
 }
 
+// A message a deletion request purged (its body emptied) while its
+// delivery was failed or dead, then retried, is failed again without a
+// request: an empty POST is not the message.
+func TestPurgedBodyIsNotSent(t *testing.T) {
+	t.Parallel()
+	c := newClock()
+	s := openStore(t, c)
+	e := newHook(t)
+	purged := msg("web", "m1")
+	purged.Body, purged.Form = []byte{}, store.FormWire
+	ingest(t, s, purged)
+	start(t, c, Config{Store: s, Destinations: map[string]*webhook.Destination{"web": dest(e)}})
+	waitFor(t, "failed", func() bool { return len(list(t, s, store.Filter{Status: store.Failed})) == 1 })
+	if n := e.count(); n != 0 {
+		t.Errorf("endpoint got %d requests, want none", n)
+	}
+	if d := list(t, s, store.Filter{})[0]; d.LastError != webhook.ErrPurged.Error() {
+		t.Errorf("last error %q, want %q", d.LastError, webhook.ErrPurged)
+	}
+}
+
 // Final outcomes are not retried: a 4xx from every endpoint, and a stored
 // message that cannot become a webhook body (no request is made at all).
 func TestFinalOutcomesFail(t *testing.T) {

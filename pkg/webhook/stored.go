@@ -1,6 +1,7 @@
 package webhook
 
 import (
+	"errors"
 	"fmt"
 	"time"
 
@@ -11,14 +12,15 @@ import (
 
 // StoredMessage is the one constructor of what the store keeps for a
 // message to forward (collected, an audience sync's identify, a deletion's
-// delete): msg gets receivedAt, and Body is msg's webhook body (AppendBody),
-// built here once so that the forwarder sends it as it is at every attempt.
+// delete): it sets msg's receivedAt (msg is changed), and Body is msg's
+// webhook body (AppendBody), built here once so that the forwarder sends it
+// as it is at every attempt.
 // UserID is msg's userId, else its anonymousId. It takes msg's members as
 // they are: the caller has checked them (the collector by the rules of
 // pkg/message), and an error is a message AppendBody refuses.
 func StoredMessage(source string, msg *rawjson.Object, receivedAt time.Time, destinations []string) (store.Message, error) {
-	var at [len(`"2006-01-02T15:04:05.000Z"`)]byte
-	ts := append(at[:0], '"')
+	ts := make([]byte, 0, len(`"2006-01-02T15:04:05.000Z"`)) // msg keeps it
+	ts = append(ts, '"')
 	ts = rawjson.AppendTime(ts, receivedAt)
 	msg.Set(keyReceivedAt, append(ts, '"'))
 	body, err := Body(msg)
@@ -36,10 +38,18 @@ func StoredMessage(source string, msg *rawjson.Object, receivedAt time.Time, des
 	return m, nil
 }
 
+// ErrPurged is StoredBody's error for a message whose body a deletion
+// request emptied: there is nothing left to send.
+var ErrPurged = errors.New("stored message: purged by a deletion request")
+
 // StoredBody returns the bytes to send for a stored message: a wire body
 // as it is; a collected one, which a store written before the wire form
-// holds, turned into its webhook body now.
+// holds, turned into its webhook body now; for an empty (purged) one,
+// ErrPurged.
 func StoredBody(body []byte, form store.Form) ([]byte, error) {
+	if len(body) == 0 {
+		return nil, ErrPurged
+	}
 	switch form {
 	case store.FormWire:
 		return body, nil
