@@ -51,7 +51,8 @@ type Options struct {
 	Breaker forwarder.BreakerConfig
 	// Store, when set, is the store to serve from instead of opening the
 	// one Config.Store names (leave that empty). It stays the caller's:
-	// serve neither locks nor closes it (see store.go).
+	// serve never closes it, and locks a SQLite file only while it runs
+	// (see store.go).
 	Store store.Store
 }
 
@@ -62,7 +63,7 @@ type Server struct {
 	opts      Options
 	log       *slog.Logger
 	store     store.Store
-	release   func() error // closes the store when serve opened it
+	release   func() error // closes the store serve opened; unlocks a ready SQLite file
 	ln        net.Listener
 	collector *collector.Handler
 	forwarder *forwarder.Forwarder
@@ -104,7 +105,12 @@ func New(ctx context.Context, cfg Config, opts Options) (*Server, error) {
 		return nil, err
 	}
 	var err error
-	if s.store, s.release = opts.Store, func() error { return nil }; s.store == nil {
+	if opts.Store != nil {
+		s.store = opts.Store
+		if s.release, err = lockReady(opts.Store); err != nil {
+			return nil, err
+		}
+	} else {
 		if s.store, s.release, err = openLocked(ctx, cfg.Store, opts.Now); err != nil {
 			return nil, err
 		}

@@ -15,9 +15,11 @@ import (
 
 // Who owns the store: New opens the store Config.Store names unless
 // Options.Store hands it a ready one. A store serve opened, serve closes
-// (Close, or Run once drained), and a SQLite file it opened it locks for
-// as long. A ready store stays its caller's: serve never closes it and
-// takes no lock on it; the caller closes it after Run returns.
+// (Close, or Run once drained). A ready store stays its caller's: serve
+// never closes it; the caller closes it after Run returns. A SQLite file,
+// opened or ready, serve locks for as long as it serves, since serve frees
+// the file's leases on start and a second process leasing from it would
+// send deliveries twice (the caller does not lock it too).
 
 // openLocked opens the store for serve. A SQLite file is locked first, as
 // one process at a time may lease from it; a PostgreSQL database needs no
@@ -50,6 +52,20 @@ func openLocked(ctx context.Context, url string, now func() time.Time) (st store
 		unlock()
 		return err
 	}, nil
+}
+
+// lockReady locks the file of a ready SQLite store; release drops the
+// lock and leaves the store open.
+func lockReady(st store.Store) (release func() error, err error) {
+	sq, ok := st.(*sqlite.Store)
+	if !ok {
+		return func() error { return nil }, nil
+	}
+	unlock, err := sqlite.Lock(sq.Path())
+	if err != nil {
+		return nil, err
+	}
+	return func() error { unlock(); return nil }, nil
 }
 
 // storeName is how the logs name st: its Path when it has one (both

@@ -2,12 +2,14 @@ package serve_test
 
 import (
 	"context"
+	"errors"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/evfwd/evfwd/pkg/serve"
 	"github.com/evfwd/evfwd/pkg/store"
+	"github.com/evfwd/evfwd/pkg/store/sqlite"
 	"github.com/evfwd/evfwd/pkg/stores"
 	"github.com/evfwd/evfwd/pkg/webhook"
 )
@@ -24,8 +26,8 @@ func readyStore(t *testing.T) stores.Store {
 	return st
 }
 
-// A store handed to New stays its caller's: serve delivers from it and
-// leaves it open when it stops.
+// A store handed to New stays its caller's: serve delivers from it, locks
+// its SQLite file only while it runs, and leaves it open when it stops.
 func TestReadyStoreStaysOpen(t *testing.T) {
 	ctx := context.Background()
 	st := readyStore(t)
@@ -40,7 +42,18 @@ func TestReadyStoreStaysOpen(t *testing.T) {
 		t.Fatalf("track: %d %s", code, body)
 	}
 	waitFor(t, "the delivery", func() bool { return len(hk.received()) == 1 })
+	// serve frees the file's leases on start, so it holds the file's lock
+	// while it serves: a second serve on the file would send twice.
+	if _, err := sqlite.Lock(st.Path()); !errors.Is(err, sqlite.ErrLocked) {
+		t.Errorf("locking the ready SQLite file while serve runs: %v, want ErrLocked", err)
+	}
 	h.stop()
+	unlock, err := sqlite.Lock(st.Path())
+	if err != nil {
+		t.Errorf("the lock outlives serve: %v", err)
+	} else {
+		unlock()
+	}
 	ds, err := st.List(ctx, store.Filter{})
 	if err != nil || len(ds) != 1 || ds[0].Status != store.Delivered {
 		t.Errorf("after serve stopped, the store lists %+v, %v; want it open, with the delivery", ds, err)
