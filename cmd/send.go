@@ -154,8 +154,6 @@ func sendRun(opts *SendOptions) error {
 	// the second abandons the flush.
 	readCtx, stopReading := context.WithCancel(ctx)
 	defer stopReading()
-	drainCtx, abandon := context.WithCancel(context.Background())
-	defer abandon()
 	sigs := opts.interrupts
 	if sigs == nil {
 		ch := make(chan os.Signal, 2)
@@ -170,12 +168,12 @@ func sendRun(opts *SendOptions) error {
 		// Delivering what is queued can take a while against a failing
 		// endpoint: say what is going on and how to stop it.
 		console.line("interrupted: no more lines are read; delivering what is queued (Ctrl-C again to stop at once)")
-	}, abandon)
+	}, im.Abandon)
 
 	if opts.IO.ErrTTY {
 		console.startProgress(func() string { return progressLine(im.Summary()) })
 	}
-	sum := im.Run(readCtx, drainCtx)
+	sum := im.Run(readCtx)
 	console.stopProgress()
 	if errorsOut != nil {
 		if err := errorsOut.Flush(); err != nil {
@@ -229,7 +227,7 @@ func sendInputs(ios *cli.IOStreams, files []string) ([]importer.Input, error) {
 
 // watchInterrupts turns signals into the two stages of Ctrl-C. The root's
 // context sees the first Ctrl-C too, so only this channel counts them.
-func watchInterrupts(done <-chan struct{}, sigs <-chan os.Signal, stopReading, abandon context.CancelFunc) {
+func watchInterrupts(done <-chan struct{}, sigs <-chan os.Signal, stopReading, abandon func()) {
 	for n := 0; ; n++ {
 		select {
 		case <-done:

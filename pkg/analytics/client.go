@@ -53,7 +53,8 @@ type BatchResult struct {
 	// MessageIds of the batch's messages, in queue order.
 	MessageIds []string
 	// Tags of the batch's messages, in the same order: what each was
-	// queued with by EnqueueWaitTagged, 0 for the others.
+	// queued with by EnqueueWaitTagged, 0 for the others (so a caller
+	// that tags from 1 can tell untagged messages apart).
 	Tags []uint64
 	// Status is the final HTTP status; -1 for a transport error or a
 	// batch dropped by Close; 200 under Stub.

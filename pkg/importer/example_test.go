@@ -31,7 +31,10 @@ func Example() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	sum := im.Run(context.Background(), context.Background())
+	// Run returns once every line is settled. Ending its context stops
+	// reading and still delivers what is queued; im.Abandon, from another
+	// goroutine, gives that up too (what a first and second Ctrl-C do).
+	sum := im.Run(context.Background())
 	fmt.Printf("%d accepted, %d rejected, resume after %s\n", sum.Accepted, sum.Rejected, sum.LastAccepted)
 	// Output:
 	// events.ndjson:2: track: event is required

@@ -184,11 +184,17 @@ type Import struct {
 	now      func() time.Time
 	began    time.Time
 	pacer    *pacer
-	workers  []*worker
 	chunks   sync.Pool
 
-	// readCtx ends reading, abandon the delivery of what is queued.
-	readCtx, abandon context.Context
+	// abandoned ends when Abandon is called: delivery is given up.
+	abandoned context.Context
+	abandon   context.CancelFunc
+
+	// Set by Run before its goroutines start. Summary, which may run
+	// beside Run, reads the clients only through clients.
+	readCtx context.Context // ends when reading stops: Run's ctx or Abandon
+	workers []*worker
+	clients atomic.Pointer[[]*analytics.Client]
 
 	lines, blank, rejected, accepted, failed, unsent atomic.Int64
 	readErrors                                       atomic.Int64
@@ -201,8 +207,9 @@ type Import struct {
 	lastSeq                  atomic.Int64 // the last line handed to a worker
 }
 
-// New prepares an import of inputs, in order, and creates its clients: a
-// bad Options.Client gives the client's *analytics.ConfigError. Call Run
+// New prepares an import of inputs, in order: a bad Options.Client gives
+// the client's *analytics.ConfigError. It starts nothing: the clients are
+// built by Run, so an Import that never runs needs no clean-up. Call Run
 // once.
 func New(inputs []Input, opts Options) (*Import, error) {
 	switch {
@@ -213,6 +220,13 @@ func New(inputs []Input, opts Options) (*Import, error) {
 	case opts.Workers == 0:
 		opts.Workers = 1
 	}
+	// analytics checks a config only by building a client: build one and
+	// stop it at once, so that Run's clients cannot fail.
+	c, err := analytics.New(opts.Client)
+	if err != nil {
+		return nil, err
+	}
+	c.Close(context.Background())
 	im := &Import{inputs: inputs, firstSeq: make([]atomic.Int64, len(inputs)), opts: opts, now: opts.Client.Now}
 	if im.now == nil {
 		im.now = time.Now
@@ -221,26 +235,39 @@ func New(inputs []Input, opts Options) (*Import, error) {
 	if opts.Rate > 0 {
 		im.pacer = newPacer(opts.Rate, im.now, opts.sleep)
 	}
-	for range opts.Workers {
-		w, err := newWorker(im)
-		if err != nil {
-			for _, w := range im.workers {
-				w.client.Close(context.Background())
-			}
-			return nil, err
-		}
-		im.workers = append(im.workers, w)
-	}
+	im.abandoned, im.abandon = context.WithCancel(context.Background())
 	im.began = im.now()
 	return im, nil
 }
 
 // Run reads the inputs and sends their lines, and returns the final
 // summary once every line read is settled. When ctx ends, reading stops
-// and what is queued is still delivered; when abandon ends too, that
-// delivery is given up and what was queued counts as unsent.
-func (im *Import) Run(ctx, abandon context.Context) Summary {
-	im.readCtx, im.abandon = ctx, abandon
+// and what is already queued is still delivered (a first Ctrl-C); Abandon
+// cuts that short.
+func (im *Import) Run(ctx context.Context) Summary {
+	readCtx, stopReading := context.WithCancel(ctx)
+	defer stopReading()
+	defer context.AfterFunc(im.abandoned, stopReading)()
+	if im.abandoned.Err() != nil { // AfterFunc would stop reading only later
+		stopReading()
+	}
+	im.readCtx = readCtx
+
+	clients := make([]*analytics.Client, 0, im.opts.Workers)
+	for range im.opts.Workers {
+		w, err := newWorker(im)
+		if err != nil { // not expected: New built a client from this config
+			for _, w := range im.workers {
+				w.client.Close(context.Background())
+			}
+			im.workers = nil
+			im.readError(err)
+			return im.Summary()
+		}
+		im.workers = append(im.workers, w)
+		clients = append(clients, w.client)
+	}
+	im.clients.Store(&clients)
 	for _, w := range im.workers {
 		go w.loop()
 	}
@@ -249,12 +276,19 @@ func (im *Import) Run(ctx, abandon context.Context) Summary {
 	for _, w := range im.workers {
 		wg.Go(func() {
 			<-w.done
-			w.client.Close(abandon)
+			w.client.Close(im.abandoned)
 		})
 	}
 	wg.Wait()
 	return im.Summary()
 }
+
+// Abandon gives the run up at once, as a second Ctrl-C does: reading
+// stops, the request in flight is cut off, and what was queued is not
+// delivered (Summary.Unsent); Run then returns promptly. It may be called
+// from any goroutine, at any time and more than once; before Run, Run
+// reads nothing.
+func (im *Import) Abandon() { im.abandon() }
 
 // Summary is the account so far; it may be called while Run goes on.
 func (im *Import) Summary() Summary {
@@ -274,10 +308,12 @@ func (im *Import) Summary() Summary {
 		}
 		sum.TotalBytes += in.Size
 	}
-	for _, w := range im.workers {
-		st := w.client.Stats()
-		sum.Batches += st.Batches
-		sum.Retries += st.Retries
+	if clients := im.clients.Load(); clients != nil {
+		for _, c := range *clients {
+			st := c.Stats()
+			sum.Batches += st.Batches
+			sum.Retries += st.Retries
+		}
 	}
 	last := im.lastSeq.Load()
 	for _, first := range []int64{im.firstFailed.Load(), im.firstUnsent.Load()} {

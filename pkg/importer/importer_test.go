@@ -12,6 +12,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/evfwd/evfwd/pkg/analytics"
@@ -95,7 +96,7 @@ func run(t *testing.T, in string, opts Options) Summary {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return im.Run(context.Background(), context.Background())
+	return im.Run(context.Background())
 }
 
 // Workers send side by side, every line arrives once, and lines keep
@@ -278,5 +279,163 @@ func TestOptionErrors(t *testing.T) {
 	}
 	if _, err := New(nil, Options{Client: analytics.Config{WriteKey: "k"}, Rate: -1}); err == nil {
 		t.Error("negative Rate accepted")
+	}
+}
+
+// An Import that is never run leaves nothing running: New builds no
+// client that would wait for Run.
+func TestNewStartsNothing(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		cfg := analytics.Config{WriteKey: "k", Endpoint: "http://127.0.0.1:1", HTTPClient: &http.Client{}}
+		if _, err := New([]Input{Stream("in", strings.NewReader(genLines(3)))}, Options{Client: cfg, Workers: 3}); err != nil {
+			t.Fatal(err)
+		}
+		// synctest.Test fails if a goroutine New started is still blocked.
+	})
+}
+
+// Tags start at 1: analytics reports 0 for a message queued without one.
+func TestPendingFirstTag(t *testing.T) {
+	var p pending
+	if tag := p.add(pendingLine{num: 1, seq: 1}); tag == 0 {
+		t.Fatal("the first line got tag 0, the tag of untagged messages")
+	}
+}
+
+// The first line of each input is tracked like any other when its batch
+// is refused.
+func TestFirstLineRefused(t *testing.T) {
+	srv := newCollector(t, func(lines []int, w http.ResponseWriter, _ *http.Request) {
+		if slices.Contains(lines, 1) {
+			w.WriteHeader(400)
+		}
+	})
+	cfg := clientConfig(srv)
+	cfg.BatchSize = 1
+	var mu sync.Mutex
+	var got []string
+	im, err := New([]Input{Stream("a", strings.NewReader(genLines(3))), Stream("b", strings.NewReader(genLines(3)))}, Options{
+		Client: cfg, KeepLines: true,
+		OnLineError: func(e *LineError) {
+			mu.Lock()
+			defer mu.Unlock()
+			got = append(got, fmt.Sprintf("%s:%d sent=%v %s", e.Input, e.Line, e.Sent, e.Bytes))
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum := im.Run(context.Background())
+	line1 := strings.SplitN(genLines(1), "\n", 2)[0]
+	want := []string{"a:1 sent=true " + line1, "b:1 sent=true " + line1}
+	slices.Sort(got)
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("line errors mismatch (-want +got):\n%s", diff)
+	}
+	if sum.Failed != 2 || sum.Accepted != 4 || sum.LastAccepted != (Position{}) {
+		t.Errorf("summary %+v", sum)
+	}
+}
+
+// hangingCollector holds every request until the client gives it up, and
+// says on arrived when one came in.
+func hangingCollector(t *testing.T) (*collector, <-chan struct{}) {
+	arrived := make(chan struct{}, 1)
+	srv := newCollector(t, func(_ []int, w http.ResponseWriter, r *http.Request) {
+		select {
+		case arrived <- struct{}{}:
+		default:
+		}
+		<-r.Context().Done()
+		w.WriteHeader(503)
+	})
+	return srv, arrived
+}
+
+// Ending Run's context stops reading and still delivers what is queued;
+// Abandon then gives that up: the lines queued count as unsent, are not
+// reported one by one, and nothing is settled.
+func TestRunStopThenAbandon(t *testing.T) {
+	srv, arrived := hangingCollector(t)
+	cfg := clientConfig(srv)
+	cfg.BatchSize, cfg.MaxQueueSize = 10, 20
+	im, err := New([]Input{Stream("in", strings.NewReader(genLines(1000)))}, Options{Client: cfg,
+		OnLineError: func(e *LineError) { t.Errorf("line error %v", e) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, stop := context.WithCancel(context.Background())
+	defer stop()
+	done := make(chan Summary)
+	go func() { done <- im.Run(ctx) }()
+	<-arrived
+	stop()
+	select {
+	case sum := <-done:
+		t.Fatalf("Run returned while a request hung: %+v", sum)
+	default:
+	}
+	im.Abandon()
+	sum := <-done
+	if sum.Unsent == 0 || sum.Unsent != sum.Lines || sum.Accepted+sum.Failed != 0 || sum.LastAccepted != (Position{}) {
+		t.Errorf("summary %+v", sum)
+	}
+	im.Abandon() // harmless after Run
+}
+
+// Abandon alone ends the run too: reading stops as well.
+func TestAbandonStopsReading(t *testing.T) {
+	srv, arrived := hangingCollector(t)
+	cfg := clientConfig(srv)
+	cfg.BatchSize, cfg.MaxQueueSize = 10, 20
+	im, err := New([]Input{Stream("in", strings.NewReader(genLines(1000)))}, Options{Client: cfg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan Summary)
+	go func() { done <- im.Run(context.Background()) }()
+	<-arrived
+	im.Abandon()
+	sum := <-done
+	if sum.Unsent == 0 || sum.Lines >= 1000 || sum.Accepted+sum.Failed != 0 {
+		t.Errorf("summary %+v", sum)
+	}
+}
+
+// Abandoned before it runs, an import reads nothing.
+func TestAbandonBeforeRun(t *testing.T) {
+	srv := newCollector(t, nil)
+	opened := false
+	im, err := New([]Input{{Name: "in", Size: -1, Open: func() (io.ReadCloser, error) {
+		opened = true
+		return io.NopCloser(strings.NewReader(genLines(10))), nil
+	}}}, Options{Client: clientConfig(srv)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	im.Abandon()
+	if sum := im.Run(context.Background()); opened || sum.Lines != 0 || sum.Batches != 0 {
+		t.Errorf("opened %v, summary %+v", opened, sum)
+	}
+}
+
+// A stopped run delivers every line it queued: what it reports accepted
+// is a prefix of the input, and where to resume is its end.
+func TestRunStopDelivers(t *testing.T) {
+	ctx, stop := context.WithCancel(context.Background())
+	defer stop()
+	srv := newCollector(t, func([]int, http.ResponseWriter, *http.Request) { stop() })
+	cfg := clientConfig(srv)
+	cfg.BatchSize, cfg.MaxQueueSize = 10, 20
+	im, err := New([]Input{Stream("in", strings.NewReader(genLines(1000)))}, Options{Client: cfg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum := im.Run(ctx)
+	_, accepted := srv.got()
+	slices.Sort(accepted)
+	if sum.Lines == 0 || sum.Lines >= 1000 || sum.Accepted != sum.Lines || sum.Unsent+sum.Failed != 0 ||
+		sum.LastAccepted != (Position{"in", sum.Lines}) || len(accepted) != int(sum.Lines) || accepted[len(accepted)-1] != int(sum.Lines) {
+		t.Errorf("summary %+v, %d lines arrived", sum, len(accepted))
 	}
 }

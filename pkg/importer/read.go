@@ -69,6 +69,9 @@ func (im *Import) read() {
 		}
 	}()
 	for i, in := range im.inputs {
+		if ctx.Err() != nil { // stopped before Run, or after a failed open
+			return
+		}
 		r, closeIn, err := open(in)
 		if err != nil {
 			im.readError(err)

@@ -110,7 +110,7 @@ func (w *worker) onBatch(res analytics.BatchResult) {
 	switch {
 	case res.Err == nil:
 		im.accepted.Add(n)
-	case errors.Is(res.Err, analytics.ErrClosed) || im.abandon.Err() != nil:
+	case errors.Is(res.Err, analytics.ErrClosed) || im.abandoned.Err() != nil:
 		// Abandoned: not sent, or sent without an answer.
 		im.unsent.Add(n)
 		if len(lines) > 0 {
@@ -143,7 +143,8 @@ func firstSeq(lines []pendingLine) int64 {
 
 // pending holds a worker's queued lines until their batches' outcomes. A
 // line's tag is its place in the worker's queue order, lines[i] having
-// tag base+i, so the tags a batch reports find their lines directly.
+// tag base+i+1, so the tags a batch reports find their lines directly.
+// Tags start at 1 because analytics reports 0 for an untagged message.
 type pending struct {
 	mu    sync.Mutex
 	lines []pendingLine // lines[head:] hold every unsettled line
@@ -156,7 +157,7 @@ func (p *pending) add(l pendingLine) uint64 {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.lines = append(p.lines, l)
-	return p.base + uint64(len(p.lines)-1)
+	return p.base + uint64(len(p.lines))
 }
 
 // dropLast forgets the line add last made pending: the client refused
@@ -177,7 +178,7 @@ func (p *pending) settle(tags []uint64, keep bool) []pendingLine {
 		out = make([]pendingLine, 0, len(tags))
 	}
 	for _, t := range tags {
-		i := t - p.base
+		i := t - p.base - 1
 		if keep {
 			out = append(out, p.lines[i])
 		}
