@@ -219,7 +219,8 @@ func (a *Handler) createDeletion(w http.ResponseWriter, r *http.Request) {
 		}
 		m, err := webhook.StoredMessage(src, webhook.DeleteMessage(req.UserID, dr.ID, now), now, []string{store.DestinationWebhooks})
 		if err != nil {
-			writeError(w, http.StatusBadRequest, err.Error())
+			// The message is ours, from a checked userId: not the client's fault.
+			a.internalError(w, "create deletion", err)
 			return
 		}
 		dr.Messages = append(dr.Messages, m)
@@ -347,9 +348,15 @@ func (a *Handler) storeError(w http.ResponseWriter, what string, err error) {
 	case errors.Is(err, store.ErrClosed):
 		writeError(w, http.StatusServiceUnavailable, "server is shutting down")
 	default:
-		a.cfg.Logger.Error(what, "err", err)
-		writeError(w, http.StatusInternalServerError, what+" failed")
+		a.internalError(w, what, err)
 	}
+}
+
+// internalError answers 500 for a failure on the server's side; the cause
+// goes to the log, not to the client.
+func (a *Handler) internalError(w http.ResponseWriter, what string, err error) {
+	a.cfg.Logger.Error(what, "err", err)
+	writeError(w, http.StatusInternalServerError, what+" failed")
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {

@@ -224,6 +224,27 @@ func TestDeletionNarrowedAndInvalid(t *testing.T) {
 	}
 }
 
+// A delete message the server cannot build is its own failure: 500, not
+// 400, and nothing is stored.
+func TestDeletionMessageFailureIs500(t *testing.T) {
+	a, _ := newAPI(t, token)
+	// Past year 9999 the timestamp has no wire form, so StoredMessage fails.
+	late := func() time.Time { return time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC) }
+	h, err := admin.New(admin.Config{Token: token, Store: a.store, Sources: sources, Now: late})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(h)
+	defer srv.Close()
+	_, err = (&admin.Client{Endpoint: srv.URL, Token: token}).CreateDeletion(context.Background(), "u1", nil)
+	if want := "create deletion failed"; status(err) != http.StatusInternalServerError || !strings.Contains(err.Error(), want) {
+		t.Errorf("%v, want 500 %q", err, want)
+	}
+	if n := len(a.deliveries(t)); n != 0 {
+		t.Errorf("%d deliveries stored, want none", n)
+	}
+}
+
 func TestAudienceSyncReports(t *testing.T) {
 	a, c := newAPI(t, token)
 	ctx := context.Background()
