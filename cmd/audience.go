@@ -11,6 +11,7 @@ import (
 	"github.com/evfwd/evfwd/pkg/admin"
 	"github.com/evfwd/evfwd/pkg/ndjson"
 	"github.com/evfwd/evfwd/pkg/rawjson"
+	"github.com/evfwd/evfwd/pkg/store"
 	"github.com/spf13/cobra"
 )
 
@@ -19,17 +20,17 @@ type SyncOptions struct {
 	Factory *cli.Factory
 	Context context.Context
 	Admin   adminFlags
-	Kind    string // audience or trait
+	Kind    store.SyncKind
 	Name    string
 	File    string
 }
 
 // NewCmdSync builds `evfwd audience` or `evfwd trait` (kind) with its sync
 // subcommand; runF replaces syncRun in tests.
-func NewCmdSync(f *cli.Factory, kind string, runF func(*SyncOptions) error) *cobra.Command {
+func NewCmdSync(f *cli.Factory, kind store.SyncKind, runF func(*SyncOptions) error) *cobra.Command {
 	opts := &SyncOptions{Factory: f, Kind: kind}
 	parent := &cobra.Command{
-		Use:     kind,
+		Use:     string(kind),
 		Short:   "Sync an audience's members to the webhook destinations as identify messages",
 		GroupID: groupServer,
 		Args:    cli.Args(cobra.NoArgs),
@@ -58,7 +59,7 @@ sync (it would look like a member leaving) and nothing is changed.`,
 			return syncRun(opts)
 		},
 	}
-	if kind == "trait" {
+	if kind == store.KindTrait {
 		parent.Short = "Sync a computed trait's values to the webhook destinations as identify messages"
 		sync.Short = "Send every user's value of computed trait NAME; users whose value changed get an identify"
 		sync.Long = `Send every user's current value of computed trait NAME to a running evfwd
@@ -98,7 +99,7 @@ func syncRun(opts *SyncOptions) error {
 		ctx = context.Background()
 	}
 	pr, pw := io.Pipe()
-	go func() { pw.CloseWithError(writeList(pw, lines, opts.Kind == "audience")) }()
+	go func() { pw.CloseWithError(writeList(pw, lines, opts.Kind == store.KindAudience)) }()
 	rep, err := c.Sync(ctx, opts.Kind, opts.Name, opts.Admin.Sources, pr)
 	pr.CloseWithError(io.ErrClosedPipe) // stops writeList when the request ended early
 	if err != nil {
@@ -141,7 +142,7 @@ func printSync(f *cli.Factory, r *admin.SyncReport) error {
 	}
 	fmt.Fprintf(f.IO.Out, "%s %q → trait %s%s\n", r.Kind, r.Name, r.Trait, first)
 	counts := fmt.Sprintf("added %d, removed %d", r.Added, r.Removed)
-	if r.Kind == "trait" {
+	if r.Kind == store.KindTrait {
 		counts += fmt.Sprintf(", changed %d", r.Changed)
 	}
 	sources := strings.Join(r.Sources, ", ")

@@ -13,6 +13,7 @@ import (
 	"syscall"
 
 	"github.com/evfwd/evfwd/internal/cli"
+	"github.com/evfwd/evfwd/pkg/store"
 	"github.com/spf13/cobra"
 )
 
@@ -26,8 +27,8 @@ const (
 // commands builds every command under the root, one constructor per file.
 func commands(f *cli.Factory) []*cobra.Command {
 	cmds := []*cobra.Command{
-		NewCmdSync(f, "audience", nil),
-		NewCmdSync(f, "trait", nil),
+		NewCmdSync(f, store.KindAudience, nil),
+		NewCmdSync(f, store.KindTrait, nil),
 	}
 	for _, k := range callKinds {
 		cmds = append(cmds, NewCmdCall(f, k, nil))

@@ -280,10 +280,11 @@ func TestSyncRefusals(t *testing.T) {
 	a, c := newAPI(t, token)
 	ctx := context.Background()
 	for _, tt := range []struct {
-		kind, name string
-		sources    []string
-		list       string
-		want       string
+		kind    store.SyncKind
+		name    string
+		sources []string
+		list    string
+		want    string
 	}{
 		{"audience", "VIP", []string{"quiet"}, `"a"`, `source "quiet" does not have webhooks enabled`},
 		{"audience", "VIP", []string{"nope"}, `"a"`, `unknown source "nope"`},
@@ -300,9 +301,24 @@ func TestSyncRefusals(t *testing.T) {
 	if n := len(a.deliveries(t)); n != 0 || len(a.heard()) != 0 {
 		t.Errorf("refused syncs queued %d deliveries", n)
 	}
+	// A kind the API does not have is refused before any request.
+	for _, kind := range []store.SyncKind{"traits", "Audience", ""} {
+		noCall := &admin.Client{Endpoint: "http://127.0.0.1:1", Token: token, HTTPClient: &http.Client{Transport: refuse{t}}}
+		if rep, err := noCall.Sync(ctx, kind, "VIP", nil, strings.NewReader(`"a"`)); rep != nil || err == nil || !strings.Contains(err.Error(), "unknown sync kind") {
+			t.Errorf("kind %q: %v, %v; want an unknown sync kind error", kind, rep, err)
+		}
+	}
 	// A name with a slash survives the path.
 	rep, err := c.Sync(ctx, "audience", "EU/VIP", nil, strings.NewReader(`"a"`))
 	if err != nil || rep.Name != "EU/VIP" || rep.Trait != "eu_vip" || !rep.First {
 		t.Errorf("EU/VIP: %+v, %v", rep, err)
 	}
+}
+
+// refuse is a transport that fails the test if a request is made.
+type refuse struct{ t *testing.T }
+
+func (r refuse) RoundTrip(req *http.Request) (*http.Response, error) {
+	r.t.Errorf("unexpected request %s %s", req.Method, req.URL)
+	return nil, errors.New("refused")
 }

@@ -10,6 +10,8 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+
+	"github.com/evfwd/evfwd/pkg/store"
 )
 
 // Client calls the admin API of a running serve (the admin commands are
@@ -50,13 +52,20 @@ func (c *Client) Deletion(ctx context.Context, id string) (*Deletion, error) {
 	return &d, c.do(ctx, http.MethodGet, "/admin/v1/deletions/"+url.PathEscape(id), "", nil, &d)
 }
 
-// Sync sends the full list of an audience or computed trait, streamed from
-// list (NDJSON), to the webhook destinations of sources (all with webhooks
-// enabled when empty).
-func (c *Client) Sync(ctx context.Context, kind, name string, sources []string, list io.Reader) (*SyncReport, error) {
-	path := "/admin/v1/audiences/"
-	if kind == "trait" {
+// Sync sends the full list of an audience or computed trait (kind),
+// streamed from list (NDJSON), to the webhook
+// destinations of sources (all with webhooks enabled when empty). A kind
+// other than store.KindAudience and store.KindTrait is an error, and
+// nothing is sent.
+func (c *Client) Sync(ctx context.Context, kind store.SyncKind, name string, sources []string, list io.Reader) (*SyncReport, error) {
+	var path string
+	switch kind {
+	case store.KindAudience:
+		path = "/admin/v1/audiences/"
+	case store.KindTrait:
 		path = "/admin/v1/traits/"
+	default:
+		return nil, fmt.Errorf("admin: unknown sync kind %q: want %q or %q", kind, store.KindAudience, store.KindTrait)
 	}
 	path += url.PathEscape(name) + "/sync"
 	if len(sources) > 0 {
