@@ -1,7 +1,6 @@
 package cmd
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -9,8 +8,8 @@ import (
 
 	"github.com/evfwd/evfwd/internal/cli"
 	"github.com/evfwd/evfwd/pkg/admin"
+	"github.com/evfwd/evfwd/pkg/audience"
 	"github.com/evfwd/evfwd/pkg/ndjson"
-	"github.com/evfwd/evfwd/pkg/rawjson"
 	"github.com/evfwd/evfwd/pkg/store"
 	"github.com/spf13/cobra"
 )
@@ -99,7 +98,7 @@ func syncRun(opts *SyncOptions) error {
 		ctx = context.Background()
 	}
 	pr, pw := io.Pipe()
-	go func() { pw.CloseWithError(writeList(pw, lines, opts.Kind == store.KindAudience)) }()
+	go func() { pw.CloseWithError(writeList(pw, lines, opts.Kind == store.KindTrait)) }()
 	rep, err := c.Sync(ctx, opts.Kind, opts.Name, opts.Admin.Sources, pr)
 	pr.CloseWithError(io.ErrClosedPipe) // stops writeList when the request ended early
 	if err != nil {
@@ -111,24 +110,17 @@ func syncRun(opts *SyncOptions) error {
 	return printSync(f, rep)
 }
 
-// writeList copies lines to w as NDJSON, one line for one so that the
-// server's "line N" is the file's line N. For an audience a line that is
-// not JSON (a string or an object) is a bare userId.
-func writeList(w io.Writer, lines *ndjson.Reader, audience bool) error {
+// writeList copies lines to w as the admin API's NDJSON, one line for one
+// (audience.AppendLine).
+func writeList(w io.Writer, lines *ndjson.Reader, traits bool) error {
 	var b []byte
 	for lines.Next() {
 		l := lines.Line()
 		if l.Err != nil {
 			return cli.UsageErrorf("%s: %v", l.Pos(), l.Err)
 		}
-		b = b[:0]
-		line := bytes.TrimSpace(l.Bytes)
-		if audience && len(line) > 0 && line[0] != '{' && line[0] != '"' {
-			b = rawjson.AppendString(b, string(line))
-		} else {
-			b = append(b, line...)
-		}
-		if _, err := w.Write(append(b, '\n')); err != nil {
+		b = audience.AppendLine(b[:0], l.Bytes, traits)
+		if _, err := w.Write(b); err != nil {
 			return err
 		}
 	}

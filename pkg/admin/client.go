@@ -53,10 +53,10 @@ func (c *Client) Deletion(ctx context.Context, id string) (*Deletion, error) {
 }
 
 // Sync sends the full list of an audience or computed trait (kind),
-// streamed from list (NDJSON), to the webhook
-// destinations of sources (all with webhooks enabled when empty). A kind
-// other than store.KindAudience and store.KindTrait is an error, and
-// nothing is sent.
+// streamed from list (NDJSON; audience.AppendLine makes it of a file's
+// lines), to the webhook destinations of sources (all with webhooks
+// enabled when empty). A kind other than store.KindAudience and
+// store.KindTrait is an error, and nothing is sent.
 func (c *Client) Sync(ctx context.Context, kind store.SyncKind, name string, sources []string, list io.Reader) (*SyncReport, error) {
 	var path string
 	switch kind {

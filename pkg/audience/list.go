@@ -10,6 +10,7 @@ import (
 	"iter"
 
 	"github.com/evfwd/evfwd/pkg/ndjson"
+	"github.com/evfwd/evfwd/pkg/rawjson"
 	"github.com/evfwd/evfwd/pkg/store"
 )
 
@@ -59,6 +60,21 @@ func Read(r io.Reader, traits bool) iter.Seq2[store.Value, error] {
 		}
 		readLines(br, traits, yield)
 	}
+}
+
+// AppendLine appends one line of a sync list file to dst as an NDJSON line
+// Read takes, so that a client can stream a file to the admin API
+// (admin.Client.Sync) line for line, and "line N" in an error is the
+// file's line N. Spaces around the line are dropped. For an audience
+// (traits false) a line that is neither a JSON string nor an object is a
+// bare userId and becomes a JSON string; other lines, and every line of a
+// trait list, are kept for Read to judge.
+func AppendLine(dst, line []byte, traits bool) []byte {
+	line = bytes.TrimSpace(line)
+	if !traits && len(line) > 0 && line[0] != '{' && line[0] != '"' {
+		return append(rawjson.AppendString(dst, string(line)), '\n')
+	}
+	return append(append(dst, line...), '\n')
 }
 
 func firstByte(br *bufio.Reader) (byte, error) {

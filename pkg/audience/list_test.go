@@ -128,3 +128,33 @@ func FuzzRead(f *testing.F) {
 		}
 	})
 }
+
+func TestAppendLine(t *testing.T) {
+	for _, tt := range []struct {
+		line   string
+		traits bool
+		want   string
+	}{
+		{"u1", false, `"u1"`},
+		{"  u 2\r", false, `"u 2"`},
+		{`say "hi"`, false, `"say \"hi\""`},
+		{` "u3" `, false, `"u3"`},
+		{`{"userId":"u4"}`, false, `{"userId":"u4"}`},
+		{"", false, ""},
+		{`{"userId":"a","value":1}`, true, `{"userId":"a","value":1}`},
+		{"a", true, "a"}, // Read refuses it, naming the line
+	} {
+		if got := string(AppendLine([]byte("x\n"), []byte(tt.line), tt.traits)); got != "x\n"+tt.want+"\n" {
+			t.Errorf("AppendLine(%q, %v) appended %q, want %q", tt.line, tt.traits, got[2:], tt.want+"\n")
+		}
+	}
+	// A file of bare userIds, line for line, reads as its members.
+	var list []byte
+	for _, l := range strings.Split("a\n\n\"b\"\n{\"userId\":\"c\"}\nd e", "\n") {
+		list = AppendLine(list, []byte(l), false)
+	}
+	got, err := collect(string(list), false)
+	if diff := cmp.Diff([]string{"a=true", "b=true", "c=true", "d e=true"}, got); err != nil || diff != "" {
+		t.Errorf("Read(AppendLine...): %v, mismatch (-want +got):\n%s", err, diff)
+	}
+}
