@@ -42,8 +42,9 @@ type Options struct {
 	// OnWebhook, when set, is called for every request the receiver
 	// answers, one call at a time, until Wait returns.
 	OnWebhook func(*receiver.Request)
-	// OnError, when set, is called for each batch the service refused
-	// for good, with the batching client's status and message.
+	// OnError, when set, is called for each batch that failed for good,
+	// refused by the service or undeliverable after retries, with the
+	// batching client's status (-1 for a transport error) and message.
 	OnError func(status int, msg string)
 }
 
@@ -65,6 +66,9 @@ type Pipeline struct {
 	want     map[string]bool // messageIds sent
 	rejected int
 	quiet    bool // Wait returned: OnWebhook is not called again
+
+	closeOnce sync.Once
+	closeErr  error
 }
 
 // Start runs a receiver and a service on free loopback ports with a
@@ -152,8 +156,15 @@ func (p *Pipeline) Send(ctx context.Context, events []*message.Raw) error {
 	if err != nil {
 		return err
 	}
+	return p.send(ctx, client, events)
+}
+
+// send queues events into client and closes it, on every path: an open
+// client keeps its consumer goroutine.
+func (p *Pipeline) send(ctx context.Context, client *analytics.Client, events []*message.Raw) error {
 	for _, r := range events {
 		if err := client.Enqueue(r); err != nil {
+			client.Close(ctx) // still delivers the events queued before r
 			return err
 		}
 		p.mu.Lock()
@@ -167,10 +178,10 @@ func (p *Pipeline) Send(ctx context.Context, events []*message.Raw) error {
 type Report struct {
 	Sent     int // distinct messageIds sent
 	Verified int // of them, arrived with a valid X-Signature
-	Rejected int // batches the service refused
+	Rejected int // batches that failed for good: refused, or undeliverable after retries
 }
 
-// OK reports whether every event arrived verified and none was refused.
+// OK reports whether every event arrived verified and no batch failed.
 func (r Report) OK() bool { return r.Verified == r.Sent && r.Rejected == 0 }
 
 // Wait returns once every event sent has arrived with a valid signature or
@@ -212,12 +223,17 @@ func (p *Pipeline) report(stop bool) (r Report, done bool) {
 }
 
 // Close stops the service (draining it), then the receiver, and removes
-// the temporary store.
+// the temporary store. Calling it again returns the first call's error.
 func (p *Pipeline) Close() error {
+	p.closeOnce.Do(func() { p.closeErr = p.close() })
+	return p.closeErr
+}
+
+func (p *Pipeline) close() error {
 	var err error
 	if p.stopSrv != nil {
 		p.stopSrv()
-		err = <-p.srvDone
+		err = <-p.srvDone // sent once: a second receive would block
 	}
 	if p.rsrv != nil {
 		p.rsrv.Close()

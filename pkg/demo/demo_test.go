@@ -5,10 +5,12 @@ import (
 	"errors"
 	"os"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/evfwd/evfwd/pkg/analytics"
 	"github.com/evfwd/evfwd/pkg/message"
 	"github.com/evfwd/evfwd/pkg/receiver"
 	"github.com/google/go-cmp/cmp"
@@ -79,5 +81,51 @@ func TestWaitInterrupted(t *testing.T) {
 	cancel()
 	if _, err := p.Wait(ctx, time.Hour); !errors.Is(err, context.Canceled) {
 		t.Errorf("Wait: %v, want context.Canceled", err)
+	}
+}
+
+// An event the client refuses ends Send with its error, and the client is
+// closed all the same: its consumer goroutine does not outlive Send.
+func TestSendRefusedClosesClient(t *testing.T) {
+	ctx := context.Background()
+	p, err := Start(ctx, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	event := func(props string) *message.Raw {
+		r, err := message.ParseRaw([]byte(`{"type":"track","userId":"u","event":"E","properties":{"p":"` + props + `"}}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	client, err := analytics.New(analytics.Config{WriteKey: writeKey, Endpoint: p.ServeURL()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = p.send(ctx, client, []*message.Raw{event("ok"), event(strings.Repeat("x", 40<<10))})
+	if se := (*message.SizeError)(nil); !errors.As(err, &se) {
+		t.Fatalf("send: %v, want a *message.SizeError", err)
+	}
+	if err := client.Enqueue(event("late")); !errors.Is(err, analytics.ErrClosed) {
+		client.Close(ctx)
+		t.Errorf("client still open after a refused event: Enqueue gave %v", err)
+	}
+	if err := p.Send(ctx, []*message.Raw{event(strings.Repeat("x", 40<<10))}); err == nil {
+		t.Error("Send of an oversized event succeeded")
+	}
+}
+
+// Close may be called again (cmd/demo defers it, Start calls it on
+// failure): it returns the first call's result rather than blocking.
+func TestCloseTwice(t *testing.T) {
+	p, err := Start(context.Background(), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	first := p.Close()
+	if err := p.Close(); err != first {
+		t.Errorf("second Close: %v, want %v", err, first)
 	}
 }
