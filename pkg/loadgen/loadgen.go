@@ -26,7 +26,9 @@ type Options struct {
 	Count, Concurrency int
 
 	// OnAttempt, when set, sees every attempt with the copy it carried.
-	// Workers call it concurrently.
+	// Workers call it concurrently. msg is valid only during the call: the
+	// worker rewrites it for its next copy (copying it per attempt would
+	// cost the load test an allocation), so clone what must be kept.
 	OnAttempt func(a webhook.Attempt, msg *rawjson.Object)
 }
 
