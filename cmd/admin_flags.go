@@ -26,12 +26,13 @@ func (a *adminFlags) add(cmd *cobra.Command, sourceUsage string) {
 	cmd.Flags().StringArrayVar(&a.Sources, "source", nil, sourceUsage)
 }
 
-// client returns the admin client, or a usage error without a token.
-func (a *adminFlags) client(f *cli.Factory) (*admin.Client, error) {
+// client returns the admin client of evfwd at version, or a usage error
+// without a token.
+func (a *adminFlags) client(version string) (*admin.Client, error) {
 	if a.Token == "" {
 		return nil, cli.UsageErrorf("an admin token is required: use --admin-token or %s (serve's admin_token)", cli.EnvName("admin-token"))
 	}
-	return &admin.Client{Endpoint: a.Endpoint, Token: a.Token, UserAgent: "evfwd/" + f.Version}, nil
+	return &admin.Client{Endpoint: a.Endpoint, Token: a.Token, UserAgent: "evfwd/" + version}, nil
 }
 
 // adminErr turns an admin API failure into the command's error: a refused

@@ -16,7 +16,9 @@ import (
 
 // SyncOptions are the inputs of `evfwd audience sync` and `evfwd trait sync`.
 type SyncOptions struct {
-	Factory *cli.Factory
+	IO      *cli.IOStreams
+	Format  cli.Format
+	Version string // sent in User-Agent
 	Context context.Context
 	Admin   adminFlags
 	Kind    store.SyncKind
@@ -27,7 +29,7 @@ type SyncOptions struct {
 // NewCmdSync builds `evfwd audience` or `evfwd trait` (kind) with its sync
 // subcommand; runF replaces syncRun in tests.
 func NewCmdSync(f *cli.Factory, kind store.SyncKind, runF func(*SyncOptions) error) *cobra.Command {
-	opts := &SyncOptions{Factory: f, Kind: kind}
+	opts := &SyncOptions{Kind: kind}
 	parent := &cobra.Command{
 		Use:     string(kind),
 		Short:   "Sync an audience's members to the webhook destinations as identify messages",
@@ -51,6 +53,7 @@ sync (it would look like a member leaving) and nothing is changed.`,
   export-members | evfwd audience sync VIP - --source web -o json`,
 		Args: cli.Args(cobra.ExactArgs(2)),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			opts.IO, opts.Format, opts.Version = f.IO, f.Format, f.Version
 			opts.Context, opts.Name, opts.File = cmd.Context(), args[0], args[1]
 			if runF != nil {
 				return runF(opts)
@@ -78,12 +81,11 @@ line fails the whole sync and nothing is changed.`
 }
 
 func syncRun(opts *SyncOptions) error {
-	f := opts.Factory
-	c, err := opts.Admin.client(f)
+	c, err := opts.Admin.client(opts.Version)
 	if err != nil {
 		return err
 	}
-	in, name, err := openInput(f.IO, opts.File)
+	in, name, err := openInput(opts.IO, opts.File)
 	if err != nil {
 		return err
 	}
@@ -104,10 +106,10 @@ func syncRun(opts *SyncOptions) error {
 	if err != nil {
 		return adminErr(err, name)
 	}
-	if f.Format.JSON() {
-		return cli.WriteJSON(f.IO.Out, rep)
+	if opts.Format.JSON() {
+		return cli.WriteJSON(opts.IO.Out, rep)
 	}
-	return printSync(f, rep)
+	return printSync(opts.IO.Out, rep)
 }
 
 // writeList copies lines to w as the admin API's NDJSON, one line for one
@@ -127,12 +129,12 @@ func writeList(w io.Writer, lines *ndjson.Reader, traits bool) error {
 	return lines.Err()
 }
 
-func printSync(f *cli.Factory, r *admin.SyncReport) error {
+func printSync(w io.Writer, r *admin.SyncReport) error {
 	first := ""
 	if r.First {
 		first = " (first sync)"
 	}
-	fmt.Fprintf(f.IO.Out, "%s %q → trait %s%s\n", r.Kind, r.Name, r.Trait, first)
+	fmt.Fprintf(w, "%s %q → trait %s%s\n", r.Kind, r.Name, r.Trait, first)
 	counts := fmt.Sprintf("added %d, removed %d", r.Added, r.Removed)
 	if r.Kind == store.KindTrait {
 		counts += fmt.Sprintf(", changed %d", r.Changed)
@@ -141,6 +143,6 @@ func printSync(f *cli.Factory, r *admin.SyncReport) error {
 	if sources == "" {
 		sources = "no source with webhooks enabled"
 	}
-	_, err := fmt.Fprintf(f.IO.Out, "%s, unchanged %d; %d identify messages queued for %s\n", counts, r.Unchanged, r.Messages, sources)
+	_, err := fmt.Fprintf(w, "%s, unchanged %d; %d identify messages queued for %s\n", counts, r.Unchanged, r.Messages, sources)
 	return err
 }

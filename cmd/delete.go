@@ -3,6 +3,7 @@ package cmd
 import (
 	"context"
 	"fmt"
+	"io"
 	"text/tabwriter"
 
 	"github.com/evfwd/evfwd/internal/cli"
@@ -12,7 +13,9 @@ import (
 
 // DeleteOptions are the inputs of `evfwd delete`.
 type DeleteOptions struct {
-	Factory *cli.Factory
+	IO      *cli.IOStreams
+	Format  cli.Format
+	Version string // sent in User-Agent
 	Context context.Context
 	Admin   adminFlags
 	UserID  string
@@ -20,7 +23,7 @@ type DeleteOptions struct {
 
 // NewCmdDelete builds `evfwd delete`; runF replaces deleteRun in tests.
 func NewCmdDelete(f *cli.Factory, runF func(*DeleteOptions) error) *cobra.Command {
-	opts := &DeleteOptions{Factory: f}
+	opts := &DeleteOptions{}
 	cmd := &cobra.Command{
 		Use:   "delete --user-id ID",
 		Short: "Create a deletion request: notify webhooks, cancel and purge a user's messages",
@@ -39,6 +42,7 @@ printed with what it did in each source and its notification's status.`,
 		GroupID: groupServer,
 		Args:    cli.Args(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			opts.IO, opts.Format, opts.Version = f.IO, f.Format, f.Version
 			opts.Context = cmd.Context()
 			if runF != nil {
 				return runF(opts)
@@ -52,11 +56,10 @@ printed with what it did in each source and its notification's status.`,
 }
 
 func deleteRun(opts *DeleteOptions) error {
-	f := opts.Factory
 	if opts.UserID == "" {
 		return cli.UsageErrorf("--user-id is required")
 	}
-	c, err := opts.Admin.client(f)
+	c, err := opts.Admin.client(opts.Version)
 	if err != nil {
 		return err
 	}
@@ -68,15 +71,15 @@ func deleteRun(opts *DeleteOptions) error {
 	if err != nil {
 		return adminErr(err, "")
 	}
-	if f.Format.JSON() {
-		return cli.WriteJSON(f.IO.Out, d)
+	if opts.Format.JSON() {
+		return cli.WriteJSON(opts.IO.Out, d)
 	}
-	return printDeletion(f, d)
+	return printDeletion(opts.IO.Out, d)
 }
 
-func printDeletion(f *cli.Factory, d *admin.Deletion) error {
-	fmt.Fprintf(f.IO.Out, "deletion %s  user %s  %s\n", d.ID, d.UserID, d.CreatedAt)
-	tw := tabwriter.NewWriter(f.IO.Out, 0, 4, 2, ' ', 0)
+func printDeletion(w io.Writer, d *admin.Deletion) error {
+	fmt.Fprintf(w, "deletion %s  user %s  %s\n", d.ID, d.UserID, d.CreatedAt)
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "SOURCE\tNOTIFICATION\tDELIVERY\tCANCELLED\tPURGED")
 	for _, s := range d.Sources {
 		status, delivery := "none (webhooks off)", "-"

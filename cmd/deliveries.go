@@ -19,18 +19,27 @@ import (
 
 // DeliveriesOptions are the inputs of `evfwd deliveries ...`.
 type DeliveriesOptions struct {
-	Factory *cli.Factory
-	Store   string
-	Status  string
-	Source  string
-	Limit   int
-	Older   time.Duration
-	ctx     context.Context
+	IO     *cli.IOStreams
+	Format cli.Format
+	Now    func() time.Time
+	Getenv func(string) string // for the default store's path
+	Store  string
+	Status string
+	Source string
+	Limit  int
+	Older  time.Duration
+	ctx    context.Context
 }
 
 // NewCmdDeliveries builds `evfwd deliveries` and its list, show and retry.
 func NewCmdDeliveries(f *cli.Factory) *cobra.Command {
-	opts := &DeliveriesOptions{Factory: f}
+	opts := &DeliveriesOptions{}
+	// bind fills what a subcommand uses, once the root has read --output
+	// and the config.
+	bind := func(c *cobra.Command) {
+		opts.IO, opts.Format, opts.Now, opts.Getenv = f.IO, f.Format, f.Now, f.Getenv
+		opts.ctx = c.Context()
+	}
 	cmd := &cobra.Command{
 		Use:   "deliveries",
 		Short: "List, show and retry the deliveries in the serve store",
@@ -49,7 +58,7 @@ pending again so the running (or next) serve delivers them.`,
 		Example: "  evfwd deliveries list --status dead --source web\n  evfwd deliveries list -o json | jq .id",
 		Args:    cli.Args(cobra.NoArgs),
 		RunE: func(c *cobra.Command, args []string) error {
-			opts.ctx = c.Context()
+			bind(c)
 			return deliveriesList(opts)
 		},
 	}
@@ -62,7 +71,7 @@ pending again so the running (or next) serve delivers them.`,
 		Short: "Show a delivery: its message and every attempt",
 		Args:  cli.Args(cobra.ExactArgs(1)),
 		RunE: func(c *cobra.Command, args []string) error {
-			opts.ctx = c.Context()
+			bind(c)
 			return deliveriesShow(opts, args[0])
 		},
 	}
@@ -72,7 +81,7 @@ pending again so the running (or next) serve delivers them.`,
 		Short:   "Make deliveries pending again (by ID, or every one with --status)",
 		Example: "  evfwd deliveries retry 42\n  evfwd deliveries retry --status dead --source web",
 		RunE: func(c *cobra.Command, args []string) error {
-			opts.ctx = c.Context()
+			bind(c)
 			return deliveriesRetry(opts, args)
 		},
 	}
@@ -93,10 +102,10 @@ beside a running serve, a short step at a time.`,
 		Example: "  evfwd deliveries prune --older-than 24h\n  evfwd deliveries prune --store postgres://evfwd@db/evfwd -o json",
 		Args:    cli.Args(cobra.NoArgs),
 		RunE: func(c *cobra.Command, args []string) error {
-			opts.ctx = c.Context()
+			bind(c)
 			if !c.Flags().Changed("older-than") {
 				// The serve config's window, when the file sets one.
-				if v := opts.Factory.Config.Viper(); v.IsSet("retention") {
+				if v := f.Config.Viper(); v.IsSet("retention") {
 					opts.Older = v.GetDuration("retention")
 				}
 			}
@@ -117,7 +126,7 @@ any node recorded (NODE).`,
 		Example: "  evfwd deliveries endpoints\n  evfwd deliveries endpoints -o json",
 		Args:    cli.Args(cobra.NoArgs),
 		RunE: func(c *cobra.Command, args []string) error {
-			opts.ctx = c.Context()
+			bind(c)
 			return deliveriesEndpoints(opts)
 		},
 	}
@@ -128,7 +137,7 @@ any node recorded (NODE).`,
 func (o *DeliveriesOptions) open() (store.Store, error) {
 	dsn := o.Store
 	if dsn == "" {
-		dsn = serve.DefaultStorePath(o.Factory.Getenv)
+		dsn = serve.DefaultStorePath(o.Getenv)
 	}
 	loc, err := stores.Parse(dsn)
 	if err != nil {
@@ -227,8 +236,8 @@ func deliveriesList(o *DeliveriesOptions) error {
 	if err != nil {
 		return err
 	}
-	io := o.Factory.IO
-	if o.Factory.Format.JSON() {
+	io := o.IO
+	if o.Format.JSON() {
 		for _, d := range ds {
 			if err := cli.WriteJSON(io.Out, toJSON(d)); err != nil {
 				return err
@@ -276,8 +285,8 @@ func deliveriesShow(o *DeliveriesOptions, arg string) error {
 			Start: wireTime(a.Start), LatencyMs: a.Latency.Milliseconds(), Status: a.Status, Class: a.Class,
 			Error: a.Error, Outcome: a.Outcome, Excerpt: string(a.Excerpt)})
 	}
-	io := o.Factory.IO
-	if o.Factory.Format.JSON() {
+	io := o.IO
+	if o.Format.JSON() {
 		return cli.WriteJSON(io.Out, j)
 	}
 	w := io.Out
@@ -339,16 +348,16 @@ func deliveriesRetry(o *DeliveriesOptions, args []string) error {
 		return err
 	}
 	defer st.Close()
-	n, err := st.Retry(o.ctx, ids, f, o.Factory.Now())
+	n, err := st.Retry(o.ctx, ids, f, o.Now())
 	if err != nil {
 		return err
 	}
-	if o.Factory.Format.JSON() {
-		return cli.WriteJSON(o.Factory.IO.Out, map[string]int{"retried": n})
+	if o.Format.JSON() {
+		return cli.WriteJSON(o.IO.Out, map[string]int{"retried": n})
 	}
-	fmt.Fprintf(o.Factory.IO.Out, "%d deliveries scheduled for retry\n", n)
+	fmt.Fprintf(o.IO.Out, "%d deliveries scheduled for retry\n", n)
 	if len(ids) > 0 && n < len(ids) {
-		fmt.Fprintf(o.Factory.IO.ErrOut, "%d left alone: unknown, delivered, or in flight\n", len(ids)-n)
+		fmt.Fprintf(o.IO.ErrOut, "%d left alone: unknown, delivered, or in flight\n", len(ids)-n)
 		return cli.Silent(cli.ExitFailure)
 	}
 	return nil
@@ -363,21 +372,21 @@ func deliveriesPrune(o *DeliveriesOptions) error {
 		return err
 	}
 	defer st.Close()
-	before := o.Factory.Now().Add(-o.Older)
+	before := o.Now().Add(-o.Older)
 	n, err := st.Prune(o.ctx, before)
 	if err != nil {
 		if n.Messages > 0 {
-			fmt.Fprintf(o.Factory.IO.ErrOut, "stopped after pruning %d messages\n", n.Messages)
+			fmt.Fprintf(o.IO.ErrOut, "stopped after pruning %d messages\n", n.Messages)
 		}
 		return err
 	}
-	if o.Factory.Format.JSON() {
-		return cli.WriteJSON(o.Factory.IO.Out, struct {
+	if o.Format.JSON() {
+		return cli.WriteJSON(o.IO.Out, struct {
 			store.Pruned
 			Before string `json:"before"`
 		}{n, wireTime(before)})
 	}
-	fmt.Fprintf(o.Factory.IO.Out, "pruned %d messages (%d deliveries, %d attempts) received before %s\n",
+	fmt.Fprintf(o.IO.Out, "pruned %d messages (%d deliveries, %d attempts) received before %s\n",
 		n.Messages, n.Deliveries, n.Attempts, wireTime(before))
 	return nil
 }
@@ -405,8 +414,8 @@ func deliveriesEndpoints(o *DeliveriesOptions) error {
 	if err != nil {
 		return err
 	}
-	io := o.Factory.IO
-	if o.Factory.Format.JSON() {
+	io := o.IO
+	if o.Format.JSON() {
 		for _, e := range eps {
 			if err := cli.WriteJSON(io.Out, endpointJSON{Source: e.Source, URL: e.URL, State: e.State, Failures: e.Failures,
 				Since: wireTime(e.Since), NextProbe: wireTime(e.NextProbe), LastError: e.LastError, Node: e.Node,

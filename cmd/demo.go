@@ -19,7 +19,9 @@ import (
 
 // DemoOptions are the inputs of `evfwd demo`.
 type DemoOptions struct {
-	Factory *cli.Factory
+	IO      *cli.IOStreams
+	Now     func() time.Time // stamps the built-in samples
+	Version string           // the client reports it
 	File    string
 	// FileGiven: --file was set, so a missing file is an error rather
 	// than a reason to use the built-in samples.
@@ -30,7 +32,7 @@ type DemoOptions struct {
 
 // NewCmdDemo builds `evfwd demo`.
 func NewCmdDemo(f *cli.Factory) *cobra.Command {
-	opts := &DemoOptions{Factory: f}
+	opts := &DemoOptions{}
 	cmd := &cobra.Command{
 		Use:   "demo",
 		Short: "Run the whole pipeline on loopback: send → serve → signed webhooks → listen",
@@ -45,6 +47,7 @@ Exit status: 0 when every sample event arrived with a valid signature,
 		GroupID: groupServer,
 		Args:    cli.Args(cobra.NoArgs),
 		RunE: func(c *cobra.Command, args []string) error {
+			opts.IO, opts.Now, opts.Version = f.IO, f.Now, f.Version
 			opts.ctx = c.Context()
 			opts.FileGiven = c.Flags().Changed("file")
 			return demoRun(opts)
@@ -60,7 +63,7 @@ Exit status: 0 when every sample event arrived with a valid signature,
 func demoEvents(o *DemoOptions) ([]*message.Raw, error) {
 	file, err := os.Open(o.File)
 	if errors.Is(err, os.ErrNotExist) && !o.FileGiven {
-		return demo.Samples(o.Factory.Now())
+		return demo.Samples(o.Now())
 	}
 	if err != nil {
 		return nil, cli.UsageError(err)
@@ -89,7 +92,6 @@ func demoEvents(o *DemoOptions) ([]*message.Raw, error) {
 }
 
 func demoRun(o *DemoOptions) error {
-	f := o.Factory
 	ctx := o.ctx
 	if ctx == nil {
 		ctx = context.Background()
@@ -98,10 +100,10 @@ func demoRun(o *DemoOptions) error {
 	if err != nil {
 		return err
 	}
-	st := f.IO.OutStyles()
-	out := f.IO.Out
+	st := o.IO.OutStyles()
+	out, errOut := o.IO.Out, o.IO.ErrOut
 	p, err := demo.Start(ctx, demo.Options{
-		Version: f.Version,
+		Version: o.Version,
 		OnWebhook: func(r *receiver.Request) {
 			sig := st.OK.Sprint("sig " + cli.SymOK)
 			if r.Signature.Verdict != receiver.SigValid {
@@ -113,16 +115,16 @@ func demoRun(o *DemoOptions) error {
 			}
 			fmt.Fprintf(out, "  webhook  %-8s %-22s user=%-10s %s → %d\n", r.Type, what, r.UserID, sig, r.Status)
 		},
-		OnError: func(status int, msg string) { fmt.Fprintf(f.IO.ErrOut, "rejected: %d %s\n", status, msg) },
+		OnError: func(status int, msg string) { fmt.Fprintf(errOut, "rejected: %d %s\n", status, msg) },
 	})
 	if err != nil {
 		return err
 	}
 	defer p.Close()
 
-	fmt.Fprintf(f.IO.ErrOut, "serve   %s  (store %s)\n", p.ServeURL(), p.StorePath())
-	fmt.Fprintf(f.IO.ErrOut, "listen  %s  (random shared secret)\n", p.HookURL())
-	fmt.Fprintf(f.IO.ErrOut, "send    %d events through the batching client\n\n", len(events))
+	fmt.Fprintf(errOut, "serve   %s  (store %s)\n", p.ServeURL(), p.StorePath())
+	fmt.Fprintf(errOut, "listen  %s  (random shared secret)\n", p.HookURL())
+	fmt.Fprintf(errOut, "send    %d events through the batching client\n\n", len(events))
 	if err := p.Send(ctx, events); err != nil {
 		return err
 	}

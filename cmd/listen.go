@@ -24,7 +24,10 @@ import (
 
 // ListenOptions are the inputs of `evfwd listen`.
 type ListenOptions struct {
-	Factory       *cli.Factory
+	IO            *cli.IOStreams
+	Format        cli.Format
+	Now           func() time.Time
+	Getenv        func(string) string // says whether GOGC is set
 	Secret        cli.Secret
 	Addr          string
 	Path          string
@@ -54,7 +57,7 @@ type ListenOptions struct {
 
 // NewCmdListen builds `evfwd listen`; runF replaces listenRun in tests.
 func NewCmdListen(f *cli.Factory, runF func(*ListenOptions) error) *cobra.Command {
-	opts := &ListenOptions{Factory: f}
+	opts := &ListenOptions{}
 	cmd := &cobra.Command{
 		Use:   "listen",
 		Short: "Run a local webhook receiver that verifies X-Signature and shows what arrives",
@@ -92,6 +95,9 @@ Exit status: 0 stopped or --count reached, 1 --timeout passed first,
 		GroupID: groupTools,
 		Args:    cli.Args(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			opts.IO, opts.Format, opts.Now = f.IO, f.Format, f.Now
+			opts.Getenv = f.Getenv
+			opts.Secret.Lookup(f.Getenv, f.Config)
 			opts.ctx = cmd.Context()
 			if runF != nil {
 				return runF(opts)
@@ -144,11 +150,10 @@ func (o *ListenOptions) check() error {
 }
 
 func listenRun(opts *ListenOptions) error {
-	f := opts.Factory
 	if err := opts.check(); err != nil {
 		return err
 	}
-	secret, err := opts.Secret.Resolve(f, "listen", false)
+	secret, err := opts.Secret.Resolve("listen", false)
 	if err != nil {
 		return err
 	}
@@ -159,7 +164,7 @@ func listenRun(opts *ListenOptions) error {
 
 	// Requests make short-lived garbage at a high rate; a larger heap
 	// target halves the GC work for a few MB (GOGC still wins if set).
-	if f.Getenv("GOGC") == "" {
+	if opts.Getenv("GOGC") == "" {
 		defer debug.SetGCPercent(debug.SetGCPercent(400))
 	}
 
@@ -174,7 +179,7 @@ func listenRun(opts *ListenOptions) error {
 			return fmt.Errorf("--record: %w", err)
 		}
 	}
-	out := newListenPrinter(f, opts.Verbose)
+	out := newListenPrinter(opts.IO, opts.Format, opts.Verbose)
 	tally := newTally(opts.Count, opts.Type)
 	ropts := receiver.Options{
 		Secret:        secret,
@@ -186,7 +191,7 @@ func listenRun(opts *ListenOptions) error {
 		},
 		ForwardTo:    opts.ForwardTo,
 		MaxBodyBytes: opts.maxBody,
-		Now:          f.Now,
+		Now:          opts.Now,
 		OnRequest: func(r *receiver.Request) {
 			out.print(r)
 			tally.add(r)
@@ -214,7 +219,7 @@ func listenRun(opts *ListenOptions) error {
 	go func() { served <- srv.Serve(ln) }()
 
 	url := scheme + "://" + ln.Addr().String() + opts.Path
-	if err := announce(f, opts, url, secret != nil); err != nil {
+	if err := announce(opts, url, secret != nil); err != nil {
 		srv.Close()
 		h.Close()
 		return err
@@ -253,7 +258,7 @@ func listenRun(opts *ListenOptions) error {
 	if err := out.close(); err != nil && result == nil {
 		result = err
 	}
-	tally.summary(f)
+	tally.summary(opts.IO)
 	return result
 }
 
@@ -285,8 +290,8 @@ func listen(opts *ListenOptions) (net.Listener, string, error) {
 }
 
 // announce prints the readiness line and writes --ready-file.
-func announce(f *cli.Factory, opts *ListenOptions, url string, signed bool) error {
-	st := f.IO.ErrStyles()
+func announce(opts *ListenOptions, url string, signed bool) error {
+	st := opts.IO.ErrStyles()
 	note := "no secret: signatures not checked"
 	if signed {
 		note = "verifying X-Signature"
@@ -294,7 +299,7 @@ func announce(f *cli.Factory, opts *ListenOptions, url string, signed bool) erro
 			note += ", accepting invalid"
 		}
 	}
-	fmt.Fprintf(f.IO.ErrOut, "listening on %s  %s\n", url, st.Muted.Sprint("("+note+")"))
+	fmt.Fprintf(opts.IO.ErrOut, "listening on %s  %s\n", url, st.Muted.Sprint("("+note+")"))
 	if opts.ReadyFile == "" {
 		return nil
 	}

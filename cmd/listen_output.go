@@ -19,7 +19,7 @@ import (
 // record (json). JSON goes through a batching LineWriter because scripts
 // and benchmarks push many requests through it; text is for eyes.
 type listenPrinter struct {
-	f       *cli.Factory
+	out     io.Writer
 	st      *cli.Styles
 	verbose bool
 
@@ -27,10 +27,10 @@ type listenPrinter struct {
 	mu   sync.Mutex // orders text lines from concurrent requests
 }
 
-func newListenPrinter(f *cli.Factory, verbose bool) *listenPrinter {
-	p := &listenPrinter{f: f, st: f.IO.OutStyles(), verbose: verbose}
-	if f.Format.JSON() {
-		p.json = receiver.NewLineWriter(f.IO.Out)
+func newListenPrinter(ios *cli.IOStreams, format cli.Format, verbose bool) *listenPrinter {
+	p := &listenPrinter{out: ios.Out, st: ios.OutStyles(), verbose: verbose}
+	if format.JSON() {
+		p.json = receiver.NewLineWriter(ios.Out)
 	}
 	return p
 }
@@ -46,7 +46,7 @@ func (p *listenPrinter) print(r *receiver.Request) {
 		p.details(&b, r)
 	}
 	p.mu.Lock()
-	io.WriteString(p.f.IO.Out, b.String())
+	io.WriteString(p.out, b.String())
 	p.mu.Unlock()
 }
 
@@ -178,10 +178,10 @@ func formatLatency(d time.Duration) string {
 }
 
 // summary prints, to stderr, what arrived while listening.
-func (t *tally) summary(f *cli.Factory) {
+func (t *tally) summary(ios *cli.IOStreams) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	st := f.IO.ErrStyles()
+	st := ios.ErrStyles()
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s %d\n", st.Bold.Sprint("requests"), t.total)
 	if t.total > 0 {
@@ -203,10 +203,10 @@ func (t *tally) summary(f *cli.Factory) {
 		b.WriteString("answered  " + joinCounts(status) + "\n")
 	}
 	out := b.String()
-	if f.IO.ErrTTY {
+	if ios.ErrTTY {
 		out = st.Box.Render(strings.TrimRight(out, "\n")) + "\n"
 	}
-	io.WriteString(f.IO.ErrOut, out)
+	io.WriteString(ios.ErrOut, out)
 }
 
 // joinCounts renders {"track":3,"page":1} as "track 3, page 1", most first.

@@ -24,7 +24,13 @@ import (
 
 // ServeOptions are the inputs of `evfwd serve`.
 type ServeOptions struct {
-	Factory   *cli.Factory
+	IO      *cli.IOStreams
+	Format  cli.Format
+	Version string // in the webhooks' User-Agent
+	// Getenv and Config hold what no flag sets: the sources, the admin
+	// token, the default store's path.
+	Getenv    func(string) string
+	Config    *cli.Config
 	Addr      string
 	Store     string
 	LogFormat string
@@ -44,7 +50,7 @@ type ServeOptions struct {
 
 // NewCmdServe builds `evfwd serve`; runF replaces serveRun in tests.
 func NewCmdServe(f *cli.Factory, runF func(*ServeOptions) error) *cobra.Command {
-	opts := &ServeOptions{Factory: f}
+	opts := &ServeOptions{}
 	cmd := &cobra.Command{
 		Use:   "serve",
 		Short: "Run the event-collection service with durable webhook forwarding",
@@ -104,6 +110,8 @@ flight get --grace to finish, and serve exits 0.`,
 		GroupID: groupServer,
 		Args:    cli.Args(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			opts.IO, opts.Format, opts.Version = f.IO, f.Format, f.Version
+			opts.Getenv, opts.Config = f.Getenv, f.Config
 			opts.ctx = cmd.Context()
 			if runF != nil {
 				return runF(opts)
@@ -131,28 +139,27 @@ flight get --grace to finish, and serve exits 0.`,
 // serveConfig reads the sources from the config file and applies the
 // flags (already filled from EVFWD_* and the file).
 func serveConfig(opts *ServeOptions) (serve.Config, error) {
-	f := opts.Factory
 	var cfg serve.Config
 	if (opts.TLSCert == "") != (opts.TLSKey == "") {
 		return cfg, cli.UsageErrorf("--tls-cert and --tls-key go together")
 	}
-	if err := f.Config.Viper().UnmarshalKey("sources", &cfg.Sources); err != nil {
-		return cfg, cli.UsageErrorf("config %s: sources: %v", f.Config.File, err)
+	if err := opts.Config.Viper().UnmarshalKey("sources", &cfg.Sources); err != nil {
+		return cfg, cli.UsageErrorf("config %s: sources: %v", opts.Config.File, err)
 	}
 	cfg.Addr, cfg.Store, cfg.Retention = opts.Addr, opts.Store, opts.Retention
 	cfg.TLSCert, cfg.TLSKey = opts.TLSCert, opts.TLSKey
 	// The admin token is a secret: config file or environment, no flag.
-	cfg.AdminToken = f.Config.Viper().GetString("admin_token")
-	if tok := f.Getenv(admin.TokenEnv); tok != "" {
+	cfg.AdminToken = opts.Config.Viper().GetString("admin_token")
+	if tok := opts.Getenv(admin.TokenEnv); tok != "" {
 		cfg.AdminToken = tok
 	}
 	if cfg.Store == "" {
-		cfg.Store = "sqlite://" + serve.DefaultStorePath(f.Getenv)
+		cfg.Store = "sqlite://" + serve.DefaultStorePath(opts.Getenv)
 	}
 	if err := cfg.Check(); err != nil {
 		where := "config"
-		if f.Config.File != "" {
-			where = "config " + f.Config.File
+		if opts.Config.File != "" {
+			where = "config " + opts.Config.File
 		}
 		return cfg, cli.UsageErrorf("%s:\n  %s", where, strings.ReplaceAll(err.Error(), "\n", "\n  "))
 	}
@@ -175,8 +182,7 @@ func newLogger(w io.Writer, format, level string) (*slog.Logger, error) {
 }
 
 func serveRun(opts *ServeOptions) error {
-	f := opts.Factory
-	log, err := newLogger(f.IO.ErrOut, opts.LogFormat, opts.LogLevel)
+	log, err := newLogger(opts.IO.ErrOut, opts.LogFormat, opts.LogLevel)
 	if err != nil {
 		return err
 	}
@@ -191,7 +197,7 @@ func serveRun(opts *ServeOptions) error {
 	if ctx == nil {
 		ctx = context.Background()
 	}
-	srv, err := serve.New(ctx, cfg, serve.Options{Logger: log, Version: f.Version, Grace: opts.Grace, LeaseTTL: opts.LeaseTTL})
+	srv, err := serve.New(ctx, cfg, serve.Options{Logger: log, Version: opts.Version, Grace: opts.Grace, LeaseTTL: opts.LeaseTTL})
 	if err != nil {
 		return fmt.Errorf("serve: %w", err)
 	}
@@ -269,10 +275,9 @@ type sourceSettings struct {
 // serveCheck prints the settings serve would run with; serveConfig has
 // validated them and the store is not opened.
 func serveCheck(opts *ServeOptions, cfg serve.Config) error {
-	f := opts.Factory
 	cfg = cfg.Masked()
 	st := serveSettings{
-		Config: f.Config.File, Addr: cfg.Addr, Store: cfg.Store, Retention: shortDuration(cfg.Retention),
+		Config: opts.Config.File, Addr: cfg.Addr, Store: cfg.Store, Retention: shortDuration(cfg.Retention),
 		LeaseTTL: shortDuration(opts.LeaseTTL), Grace: shortDuration(opts.Grace),
 		LogFormat: opts.LogFormat, LogLevel: opts.LogLevel, AdminAPI: cfg.AdminToken != "",
 		Sources: make([]sourceSettings, len(cfg.Sources)),
@@ -286,11 +291,11 @@ func serveCheck(opts *ServeOptions, cfg serve.Config) error {
 		s.Webhooks.Enabled, s.Webhooks.SharedSecret = src.Webhooks.Enabled, src.Webhooks.SharedSecret
 		s.Webhooks.Endpoints = append([]webhook.Endpoint{}, src.Webhooks.Endpoints...)
 	}
-	if f.Format.JSON() {
-		return cli.WriteJSON(f.IO.Out, st)
+	if opts.Format.JSON() {
+		return cli.WriteJSON(opts.IO.Out, st)
 	}
-	writeSettings(f.IO.Out, st)
-	fmt.Fprintf(f.IO.ErrOut, "%s config valid; serve not started\n", f.IO.ErrStyles().OK.Sprint(cli.SymOK))
+	writeSettings(opts.IO.Out, st)
+	fmt.Fprintf(opts.IO.ErrOut, "%s config valid; serve not started\n", opts.IO.ErrStyles().OK.Sprint(cli.SymOK))
 	return nil
 }
 

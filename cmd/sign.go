@@ -10,15 +10,16 @@ import (
 
 // SignOptions are the inputs of `evfwd sign`.
 type SignOptions struct {
-	Factory *cli.Factory
-	Secret  cli.Secret
-	File    string
-	Header  bool
+	IO     *cli.IOStreams
+	Format cli.Format
+	Secret cli.Secret
+	File   string
+	Header bool
 }
 
 // NewCmdSign builds `evfwd sign`; runF replaces signRun in tests.
 func NewCmdSign(f *cli.Factory, runF func(*SignOptions) error) *cobra.Command {
-	opts := &SignOptions{Factory: f}
+	opts := &SignOptions{}
 	cmd := &cobra.Command{
 		Use:   "sign [FILE]",
 		Short: "Print the X-Signature of a body (HMAC-SHA1, hex)",
@@ -31,6 +32,8 @@ Any size is signed in constant memory.`,
 		GroupID: groupTools,
 		Args:    cli.Args(cobra.MaximumNArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			opts.IO, opts.Format = f.IO, f.Format
+			opts.Secret.Lookup(f.Getenv, f.Config)
 			if len(args) == 1 {
 				opts.File = args[0]
 			}
@@ -53,12 +56,11 @@ type signResult struct {
 }
 
 func signRun(opts *SignOptions) error {
-	f := opts.Factory
-	secret, err := opts.Secret.Resolve(f, "sign", true)
+	secret, err := opts.Secret.Resolve("sign", true)
 	if err != nil {
 		return err
 	}
-	in, name, err := openInput(f.IO, opts.File)
+	in, name, err := openInput(opts.IO, opts.File)
 	if err != nil {
 		return err
 	}
@@ -68,12 +70,12 @@ func signRun(opts *SignOptions) error {
 		return cli.UsageErrorf("read %s: %v", name, err)
 	}
 	switch {
-	case f.Format.JSON():
-		return cli.WriteJSON(f.IO.Out, signResult{Algorithm: signature.Algorithm, Signature: sig, Bytes: n})
+	case opts.Format.JSON():
+		return cli.WriteJSON(opts.IO.Out, signResult{Algorithm: signature.Algorithm, Signature: sig, Bytes: n})
 	case opts.Header:
-		_, err = fmt.Fprintf(f.IO.Out, "%s: %s\n", signature.Header, sig)
+		_, err = fmt.Fprintf(opts.IO.Out, "%s: %s\n", signature.Header, sig)
 	default:
-		_, err = fmt.Fprintln(f.IO.Out, sig)
+		_, err = fmt.Fprintln(opts.IO.Out, sig)
 	}
 	return err
 }

@@ -40,7 +40,7 @@ func TestSignFlags(t *testing.T) {
 		if err := cmd.Execute(); err != nil {
 			t.Fatalf("%v: %v", tt.args, err)
 		}
-		if diff := cmp.Diff(&tt.want, got, cmpopts.IgnoreFields(SignOptions{}, "Factory")); diff != "" {
+		if diff := cmp.Diff(&tt.want, got, cmpopts.IgnoreFields(SignOptions{}, "IO", "Format"), cmpopts.IgnoreUnexported(cli.Secret{})); diff != "" {
 			t.Errorf("%v mismatch (-want +got):\n%s", tt.args, diff)
 		}
 	}

@@ -25,7 +25,10 @@ import (
 
 // TriggerOptions are the inputs of `evfwd trigger`.
 type TriggerOptions struct {
-	Factory *cli.Factory
+	IO      *cli.IOStreams
+	Format  cli.Format
+	Now     func() time.Time
+	Version string // in the User-Agent
 	Context context.Context
 
 	Type        string
@@ -47,7 +50,7 @@ type TriggerOptions struct {
 
 // NewCmdTrigger builds `evfwd trigger`; runF replaces triggerRun in tests.
 func NewCmdTrigger(f *cli.Factory, runF func(*TriggerOptions) error) *cobra.Command {
-	opts := &TriggerOptions{Factory: f}
+	opts := &TriggerOptions{}
 	typeNames := make([]string, len(webhook.Types))
 	for i, t := range webhook.Types {
 		typeNames[i] = string(t)
@@ -83,6 +86,8 @@ error, 130 interrupted.`,
 		Args:      cli.Args(cobra.ExactArgs(1)),
 		ValidArgs: typeNames,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			opts.IO, opts.Format, opts.Now, opts.Version = f.IO, f.Format, f.Now, f.Version
+			opts.Secret.Lookup(f.Getenv, f.Config)
 			opts.Type = args[0]
 			opts.Context = cmd.Context()
 			if runF != nil {
@@ -112,7 +117,6 @@ error, 130 interrupted.`,
 // trigger is one run: the checked inputs and what prints the results.
 type trigger struct {
 	opts   *TriggerOptions
-	f      *cli.Factory
 	ctx    context.Context
 	typ    message.Type
 	msg    *rawjson.Object
@@ -134,8 +138,7 @@ func triggerRun(opts *TriggerOptions) error {
 }
 
 func newTrigger(opts *TriggerOptions) (*trigger, error) {
-	f := opts.Factory
-	tr := &trigger{opts: opts, f: f, ctx: opts.Context, typ: message.Type(opts.Type)}
+	tr := &trigger{opts: opts, ctx: opts.Context, typ: message.Type(opts.Type)}
 	if tr.ctx == nil {
 		tr.ctx = context.Background()
 	}
@@ -167,7 +170,7 @@ func newTrigger(opts *TriggerOptions) (*trigger, error) {
 		}
 		headers[name] = value
 	}
-	secret, err := opts.Secret.Resolve(f, "trigger", false)
+	secret, err := opts.Secret.Resolve("trigger", false)
 	if err != nil {
 		return nil, err
 	}
@@ -187,16 +190,16 @@ func newTrigger(opts *TriggerOptions) (*trigger, error) {
 	}
 
 	tr.sender, err = webhook.NewSender(webhook.Options{
-		UserAgent:       webhook.UserAgent(f.Version),
+		UserAgent:       webhook.UserAgent(opts.Version),
 		Timeout:         opts.Timeout,
 		CAFile:          opts.CAFile,
-		Now:             f.Now,
+		Now:             opts.Now,
 		MaxConnsPerHost: 0,
 	})
 	if err != nil {
 		return nil, cli.UsageErrorf("--ca-file: %v", err)
 	}
-	tr.out = newAttemptPrinter(f, len(tr.dest.Endpoints))
+	tr.out = newAttemptPrinter(opts, len(tr.dest.Endpoints))
 	return tr, nil
 }
 
@@ -240,7 +243,7 @@ func flagConfigError(err error) error {
 // message builds the collected message: the sample, or --data, with the
 // overrides applied and messageId/timestamp filled in when missing.
 func (tr *trigger) message() (*rawjson.Object, error) {
-	opts, now := tr.opts, tr.f.Now()
+	opts, now := tr.opts, tr.opts.Now()
 	var msg *rawjson.Object
 	if opts.Data == "" {
 		var err error
@@ -248,7 +251,7 @@ func (tr *trigger) message() (*rawjson.Object, error) {
 			return nil, err
 		}
 	} else {
-		raw, name, err := tr.f.IO.ReadArg("--data", opts.Data)
+		raw, name, err := opts.IO.ReadArg("--data", opts.Data)
 		if err != nil {
 			return nil, err
 		}
@@ -287,7 +290,7 @@ func (tr *trigger) once() error {
 		// No attempt starts after the window; a zero window therefore
 		// means one delivery.
 		Window: max(tr.opts.RetryWindow, time.Nanosecond),
-		Now:    tr.f.Now,
+		Now:    tr.opts.Now,
 	}
 	attempts := 0
 	res, deliveries := tr.sender.Retry(tr.ctx, tr.dest, body, p, func(a webhook.Attempt) {
@@ -299,7 +302,7 @@ func (tr *trigger) once() error {
 
 // attemptPrinter writes attempts and summaries in the chosen format.
 type attemptPrinter struct {
-	f         *cli.Factory
+	now       func() time.Time
 	w         io.Writer
 	st        *cli.Styles
 	json      bool
@@ -307,8 +310,8 @@ type attemptPrinter struct {
 	mu        sync.Mutex // load mode prints from many workers
 }
 
-func newAttemptPrinter(f *cli.Factory, endpoints int) *attemptPrinter {
-	return &attemptPrinter{f: f, w: f.IO.Out, st: f.IO.OutStyles(), json: f.Format.JSON(), endpoints: endpoints}
+func newAttemptPrinter(opts *TriggerOptions, endpoints int) *attemptPrinter {
+	return &attemptPrinter{now: opts.Now, w: opts.IO.Out, st: opts.IO.OutStyles(), json: opts.Format.JSON(), endpoints: endpoints}
 }
 
 func (p *attemptPrinter) intro(t message.Type, msg *rawjson.Object, body []byte, secret string) {
@@ -368,7 +371,7 @@ func (p *attemptPrinter) next(a webhook.Attempt) string {
 	case webhook.ThenNextURL:
 		return st.Warn.Sprintf("%s, trying the next URL", why)
 	case webhook.ThenRetry:
-		wait := a.RetryAt.Sub(p.f.Now()).Round(10 * time.Millisecond)
+		wait := a.RetryAt.Sub(p.now()).Round(10 * time.Millisecond)
 		s := fmt.Sprintf("retryable, retry in %s at %s", wait, a.RetryAt.Local().Format("15:04:05"))
 		if a.RetryAfter > 0 {
 			s += fmt.Sprintf(" (Retry-After %s)", a.RetryAfter)
@@ -489,7 +492,7 @@ func (tr *trigger) load() error {
 
 // progress shows a live count and rate on a terminal's stderr.
 func (tr *trigger) progress(g *loadgen.Generator, n int, start time.Time) (stop func()) {
-	if !tr.f.IO.ErrTTY {
+	if !tr.opts.IO.ErrTTY {
 		return func() {}
 	}
 	quit, finished := make(chan struct{}), make(chan struct{})
@@ -500,12 +503,12 @@ func (tr *trigger) progress(g *loadgen.Generator, n int, start time.Time) (stop 
 		for {
 			select {
 			case <-quit:
-				fmt.Fprint(tr.f.IO.ErrOut, "\r\033[K")
+				fmt.Fprint(tr.opts.IO.ErrOut, "\r\033[K")
 				return
 			case <-tick.C:
 				d := g.Done()
 				rate := float64(d) / time.Since(start).Seconds()
-				fmt.Fprintf(tr.f.IO.ErrOut, "\r\033[K  %d/%d  %.0f/s", d, n, rate)
+				fmt.Fprintf(tr.opts.IO.ErrOut, "\r\033[K  %d/%d  %.0f/s", d, n, rate)
 			}
 		}
 	}()

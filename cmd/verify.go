@@ -13,7 +13,8 @@ import (
 
 // VerifyOptions are the inputs of `evfwd verify`.
 type VerifyOptions struct {
-	Factory   *cli.Factory
+	IO        *cli.IOStreams
+	Format    cli.Format
 	Secret    cli.Secret
 	File      string
 	Signature string
@@ -23,7 +24,7 @@ type VerifyOptions struct {
 
 // NewCmdVerify builds `evfwd verify`; runF replaces verifyRun in tests.
 func NewCmdVerify(f *cli.Factory, runF func(*VerifyOptions) error) *cobra.Command {
-	opts := &VerifyOptions{Factory: f}
+	opts := &VerifyOptions{}
 	cmd := &cobra.Command{
 		Use:   "verify [FILE] --signature HEX | --request FILE",
 		Short: "Check an X-Signature offline (exit 0 valid, 1 invalid)",
@@ -42,6 +43,8 @@ Exit status: 0 valid, 1 invalid, 2 usage or input error.`,
 		GroupID: groupTools,
 		Args:    cli.Args(cobra.MaximumNArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			opts.IO, opts.Format = f.IO, f.Format
+			opts.Secret.Lookup(f.Getenv, f.Config)
 			if len(args) == 1 {
 				opts.File = args[0]
 			}
@@ -68,7 +71,6 @@ type Verdict struct {
 }
 
 func verifyRun(opts *VerifyOptions) error {
-	f := opts.Factory
 	if opts.Record != "" {
 		return verifyRecordRun(opts)
 	}
@@ -78,20 +80,20 @@ func verifyRun(opts *VerifyOptions) error {
 	case opts.Request == "" && opts.Signature == "":
 		return cli.UsageErrorf("nothing to check: give --signature HEX (with FILE or stdin) or --request FILE")
 	}
-	secret, err := opts.Secret.Resolve(f, "verify", true)
+	secret, err := opts.Secret.Resolve("verify", true)
 	if err != nil {
 		return err
 	}
 	var v Verdict
 	if opts.Request != "" {
-		v, err = verifyRequest(f, secret, opts.Request)
+		v, err = verifyRequest(opts.IO, secret, opts.Request)
 	} else {
-		v, err = verifyBody(f, secret, opts.File, opts.Signature)
+		v, err = verifyBody(opts.IO, secret, opts.File, opts.Signature)
 	}
 	if err != nil {
 		return err
 	}
-	if err := printVerdict(f, v); err != nil {
+	if err := printVerdict(opts, v); err != nil {
 		return err
 	}
 	if !v.Valid {
@@ -100,8 +102,8 @@ func verifyRun(opts *VerifyOptions) error {
 	return nil
 }
 
-func verifyBody(f *cli.Factory, secret []byte, path, sig string) (Verdict, error) {
-	in, name, err := openInput(f.IO, path)
+func verifyBody(ios *cli.IOStreams, secret []byte, path, sig string) (Verdict, error) {
+	in, name, err := openInput(ios, path)
 	if err != nil {
 		return Verdict{}, err
 	}
@@ -109,8 +111,8 @@ func verifyBody(f *cli.Factory, secret []byte, path, sig string) (Verdict, error
 	return check(secret, in, name, sig)
 }
 
-func verifyRequest(f *cli.Factory, secret []byte, path string) (Verdict, error) {
-	in, name, err := openInput(f.IO, path)
+func verifyRequest(ios *cli.IOStreams, secret []byte, path string) (Verdict, error) {
+	in, name, err := openInput(ios, path)
 	if err != nil {
 		return Verdict{}, err
 	}
@@ -148,16 +150,16 @@ func check(secret []byte, body io.Reader, name, sig string) (Verdict, error) {
 	}
 }
 
-func printVerdict(f *cli.Factory, v Verdict) error {
-	if f.Format.JSON() {
-		return cli.WriteJSON(f.IO.Out, v)
+func printVerdict(opts *VerifyOptions, v Verdict) error {
+	if opts.Format.JSON() {
+		return cli.WriteJSON(opts.IO.Out, v)
 	}
-	st := f.IO.OutStyles()
+	st := opts.IO.OutStyles()
 	var err error
 	if v.Valid {
-		_, err = fmt.Fprintf(f.IO.Out, "%s %s\n", st.OK.Sprint(cli.SymOK), v.Message)
+		_, err = fmt.Fprintf(opts.IO.Out, "%s %s\n", st.OK.Sprint(cli.SymOK), v.Message)
 	} else {
-		_, err = fmt.Fprintf(f.IO.Out, "%s %s\n", st.Fail.Sprint(cli.SymFail), v.Message)
+		_, err = fmt.Fprintf(opts.IO.Out, "%s %s\n", st.Fail.Sprint(cli.SymFail), v.Message)
 	}
 	return err
 }

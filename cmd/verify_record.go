@@ -23,25 +23,24 @@ type recordVerdict struct {
 // `evfwd listen --record` wrote, one verdict per line. Exit 1 when any
 // request fails, 2 when none fails but a line could not be read.
 func verifyRecordRun(opts *VerifyOptions) error {
-	f := opts.Factory
 	if opts.File != "" || opts.Signature != "" || opts.Request != "" {
 		return cli.UsageErrorf("--record takes bodies and signatures from the record file: give no FILE, --signature or --request")
 	}
-	secret, err := opts.Secret.Resolve(f, "verify", true)
+	secret, err := opts.Secret.Resolve("verify", true)
 	if err != nil {
 		return err
 	}
-	in, name, err := openInput(f.IO, opts.Record)
+	in, name, err := openInput(opts.IO, opts.Record)
 	if err != nil {
 		return err
 	}
 	defer in.Close()
-	st := f.IO.OutStyles()
+	st := opts.IO.OutStyles()
 	var valid, invalid, unreadable int
 	for rec, err := range receiver.ReadRecords(in) {
 		if err != nil {
 			unreadable++
-			fmt.Fprintf(f.IO.ErrOut, "%s:%v\n", name, err)
+			fmt.Fprintf(opts.IO.ErrOut, "%s:%v\n", name, err)
 			continue
 		}
 		v := verdictOfRecord(secret, rec)
@@ -50,8 +49,8 @@ func verifyRecordRun(opts *VerifyOptions) error {
 		} else {
 			invalid++
 		}
-		if f.Format.JSON() {
-			if err := cli.WriteJSON(f.IO.Out, recordVerdict{Line: rec.Line, Method: rec.Method, Path: rec.Path, Type: rec.Type, Verdict: v}); err != nil {
+		if opts.Format.JSON() {
+			if err := cli.WriteJSON(opts.IO.Out, recordVerdict{Line: rec.Line, Method: rec.Method, Path: rec.Path, Type: rec.Type, Verdict: v}); err != nil {
 				return err
 			}
 			continue
@@ -64,10 +63,10 @@ func verifyRecordRun(opts *VerifyOptions) error {
 		if rec.Type != "" {
 			what += " " + rec.Type
 		}
-		fmt.Fprintf(f.IO.Out, "%s:%d  %s  %s  %s\n", name, rec.Line, mark, what, v.Message)
+		fmt.Fprintf(opts.IO.Out, "%s:%d  %s  %s  %s\n", name, rec.Line, mark, what, v.Message)
 	}
-	if !f.Format.JSON() {
-		fmt.Fprintf(f.IO.ErrOut, "%d valid, %d invalid%s\n", valid, invalid, unreadableNote(unreadable))
+	if !opts.Format.JSON() {
+		fmt.Fprintf(opts.IO.ErrOut, "%d valid, %d invalid%s\n", valid, invalid, unreadableNote(unreadable))
 	}
 	switch {
 	case invalid > 0:

@@ -12,9 +12,17 @@ import (
 // --secret-file, EVFWD_SECRET or the config file, in that order. It is
 // never printed.
 type Secret struct {
-	Value string
-	File  string
+	Value string // --secret
+	File  string // --secret-file
+
+	// Where Resolve looks when no flag gives it (see Lookup).
+	getenv func(string) string
+	config *Config
 }
+
+// Lookup tells Resolve where to look when no flag gives the secret: getenv
+// for EVFWD_SECRET, then cfg. Without it, only the flags count.
+func (s *Secret) Lookup(getenv func(string) string, cfg *Config) { s.getenv, s.config = getenv, cfg }
 
 // AddFlags registers --secret and --secret-file on cmd.
 func (s *Secret) AddFlags(cmd *cobra.Command) {
@@ -23,9 +31,10 @@ func (s *Secret) AddFlags(cmd *cobra.Command) {
 }
 
 // Resolve returns the secret, or nil when none is given and required is
-// false. Two flags at once, an unreadable file, an empty secret or, when
-// required, no secret at all are usage errors.
-func (s *Secret) Resolve(f *Factory, command string, required bool) ([]byte, error) {
+// false; the config file is read under command's section. Two flags at
+// once, an unreadable file, an empty secret or, when required, no secret
+// at all are usage errors.
+func (s *Secret) Resolve(command string, required bool) ([]byte, error) {
 	switch {
 	case s.Value != "" && s.File != "":
 		return nil, UsageErrorf("--secret and --secret-file: give one, not both")
@@ -34,14 +43,18 @@ func (s *Secret) Resolve(f *Factory, command string, required bool) ([]byte, err
 	case s.File != "":
 		return readSecretFile(s.File)
 	}
-	if v := f.Getenv(EnvPrefix + "SECRET"); v != "" {
-		return []byte(v), nil
+	if s.getenv != nil {
+		if v := s.getenv(EnvPrefix + "SECRET"); v != "" {
+			return []byte(v), nil
+		}
 	}
-	if v, ok := f.Config.Lookup(command, "secret"); ok && v != "" {
-		return []byte(v), nil
-	}
-	if p, ok := f.Config.Lookup(command, "secret-file"); ok && p != "" {
-		return readSecretFile(p)
+	if s.config != nil {
+		if v, ok := s.config.Lookup(command, "secret"); ok && v != "" {
+			return []byte(v), nil
+		}
+		if p, ok := s.config.Lookup(command, "secret-file"); ok && p != "" {
+			return readSecretFile(p)
+		}
 	}
 	if required {
 		return nil, UsageErrorf("a shared secret is required: use --secret-file FILE, %sSECRET or --secret", EnvPrefix)
