@@ -240,34 +240,25 @@ func flagConfigError(err error) error {
 	return errors.New(strings.Join(slices.Compact(lines), "\n"))
 }
 
-// message builds the collected message: the sample, or --data, with the
-// overrides applied and messageId/timestamp filled in when missing.
+// message builds the message to send (webhook.NewMessage: the sample, or
+// --data, filled in) and applies --user-id and --event.
 func (tr *trigger) message() (*rawjson.Object, error) {
-	opts, now := tr.opts, tr.opts.Now()
-	var msg *rawjson.Object
-	if opts.Data == "" {
+	opts := tr.opts
+	var data []byte
+	name := ""
+	if opts.Data != "" {
 		var err error
-		if msg, err = webhook.Sample(tr.typ, now, uuid.NewString()); err != nil {
+		if data, name, err = opts.IO.ReadArg("--data", opts.Data); err != nil {
 			return nil, err
 		}
-	} else {
-		raw, name, err := opts.IO.ReadArg("--data", opts.Data)
-		if err != nil {
-			return nil, err
-		}
-		if msg, err = rawjson.ParseObject(raw); err != nil {
-			return nil, cli.UsageErrorf("--data %s: %v", name, err)
-		}
-		if t, ok := msg.GetString("type"); ok && t != opts.Type {
-			return nil, cli.UsageErrorf("--data %s has type %q but TYPE is %q", name, t, opts.Type)
-		}
-		msg.SetString("type", opts.Type)
-		if !msg.Has("messageId") && tr.typ != webhook.TypeDelete {
-			msg.SetString("messageId", uuid.NewString())
-		}
-		if !msg.Has("timestamp") {
-			msg.SetString("timestamp", message.FormatTime(now))
-		}
+	}
+	msg, err := webhook.NewMessage(tr.typ, data, opts.Now(), uuid.NewString())
+	var te *webhook.TypeError
+	switch {
+	case errors.As(err, &te):
+		return nil, cli.UsageErrorf("--data %s has type %q but TYPE is %q", name, te.Got, opts.Type)
+	case err != nil:
+		return nil, cli.UsageErrorf("--data %s: %v", name, err)
 	}
 	if opts.UserID != "" {
 		msg.SetString("userId", opts.UserID)
@@ -285,13 +276,8 @@ func (tr *trigger) message() (*rawjson.Object, error) {
 func (tr *trigger) once() error {
 	body, _ := webhook.Body(tr.msg)
 	tr.out.intro(tr.typ, tr.msg, body, tr.dest.SharedSecret)
-	p := webhook.Policy{
-		Initial: tr.opts.RetryInitial,
-		// No attempt starts after the window; a zero window therefore
-		// means one delivery.
-		Window: max(tr.opts.RetryWindow, time.Nanosecond),
-		Now:    tr.opts.Now,
-	}
+	p := webhook.RetryFor(tr.opts.RetryWindow)
+	p.Initial, p.Now = tr.opts.RetryInitial, tr.opts.Now
 	attempts := 0
 	res, deliveries := tr.sender.Retry(tr.ctx, tr.dest, body, p, func(a webhook.Attempt) {
 		attempts++

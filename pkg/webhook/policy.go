@@ -36,6 +36,19 @@ type Policy struct {
 	Now func() time.Time
 	// Rand returns a number in [0, 1); math/rand/v2 when nil.
 	Rand func() float64
+
+	once bool // RetryFor(0): one delivery, never a retry
+}
+
+// RetryFor returns the destination's schedule (zero fields take the
+// defaults) with retries for at most window after the first delivery. A
+// window of zero or less means one delivery and no retry, which the Window
+// field cannot say: zero there means DefaultWindow.
+func RetryFor(window time.Duration) Policy {
+	if window <= 0 {
+		return Policy{once: true}
+	}
+	return Policy{Window: window}
 }
 
 func (p Policy) withDefaults() Policy {
@@ -79,6 +92,9 @@ func (p Policy) Delay(attempt int) time.Duration {
 // longer than the backoff is honoured; if it points past the window the
 // message is dead too.
 func (p Policy) NextAttempt(first time.Time, attempt int, last Result) (time.Time, bool) {
+	if p.once {
+		return time.Time{}, false
+	}
 	switch last.Outcome {
 	case Retryable, Interrupted:
 	default:

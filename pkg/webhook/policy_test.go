@@ -93,3 +93,23 @@ func TestNextAttempt(t *testing.T) {
 		})
 	}
 }
+
+func TestRetryFor(t *testing.T) {
+	clock := &fakeClock{t: t0}
+	failed := Result{Outcome: Retryable}
+	// Even a retry due at once, on a clock that stands still, is not made.
+	once := RetryFor(0)
+	once.Initial, once.Jitter, once.Now = time.Nanosecond, -1, clock.Now
+	if at, ok := once.NextAttempt(t0, 1, failed); ok {
+		t.Errorf("RetryFor(0): a retry at %v, want none", at)
+	}
+	p := RetryFor(time.Minute)
+	p.Jitter, p.Now = -1, clock.Now
+	if at, ok := p.NextAttempt(t0, 1, failed); !ok || !at.Equal(t0.Add(time.Second)) {
+		t.Errorf("RetryFor(1m) first retry: %v, %v; want %v", at, ok, t0.Add(time.Second))
+	}
+	clock.t = t0.Add(time.Minute)
+	if at, ok := p.NextAttempt(t0, 6, failed); ok {
+		t.Errorf("RetryFor(1m) after the window: a retry at %v, want none", at)
+	}
+}
