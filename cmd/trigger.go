@@ -461,9 +461,16 @@ func (tr *trigger) load() error {
 	if err != nil {
 		return err
 	}
-	stop := tr.progress(g, o.Count, time.Now())
+	progress := newConsole(tr.opts.IO)
+	if tr.opts.IO.ErrTTY {
+		start := time.Now()
+		progress.startProgress(func() string {
+			d := g.Done()
+			return fmt.Sprintf("  %d/%d  %.0f/s", d, o.Count, float64(d)/time.Since(start).Seconds())
+		})
+	}
 	rep := g.Run(tr.ctx)
-	stop()
+	progress.stopProgress()
 	if err := tr.out.loadSummary(tr.typ, rep); err != nil {
 		return err
 	}
@@ -474,31 +481,6 @@ func (tr *trigger) load() error {
 		return cli.Silent(cli.ExitFailure)
 	}
 	return nil
-}
-
-// progress shows a live count and rate on a terminal's stderr.
-func (tr *trigger) progress(g *loadgen.Generator, n int, start time.Time) (stop func()) {
-	if !tr.opts.IO.ErrTTY {
-		return func() {}
-	}
-	quit, finished := make(chan struct{}), make(chan struct{})
-	go func() {
-		defer close(finished)
-		tick := time.NewTicker(250 * time.Millisecond)
-		defer tick.Stop()
-		for {
-			select {
-			case <-quit:
-				fmt.Fprint(tr.opts.IO.ErrOut, "\r\033[K")
-				return
-			case <-tick.C:
-				d := g.Done()
-				rate := float64(d) / time.Since(start).Seconds()
-				fmt.Fprintf(tr.opts.IO.ErrOut, "\r\033[K  %d/%d  %.0f/s", d, n, rate)
-			}
-		}
-	}()
-	return func() { close(quit); <-finished }
 }
 
 // bucket is a histogram bucket as -o json prints it.

@@ -420,6 +420,16 @@ func TestTriggerLoad(t *testing.T) {
 	}
 }
 
+// On a TTY a load test leaves stderr clean: the progress line is cleared.
+func TestTriggerLoadTTY(t *testing.T) {
+	e := newEndpoint(t, 200)
+	f := testFactory(t, "", true, nil)
+	r := execute(t, f, "trigger", "page", "--url", e.URL, "-n", "20", "-c", "2")
+	if r.Code != 0 || r.Stderr != "" && !strings.HasSuffix(r.Stderr, "\r\x1b[K") || !strings.Contains(r.Stdout, "delivered 20") {
+		t.Errorf("exit %d, stderr %q, stdout:\n%s", r.Code, r.Stderr, r.Stdout)
+	}
+}
+
 func FuzzParseHeader(f *testing.F) {
 	for _, s := range []string{"Authorization: Bearer x", "X-A:1", ":v", "NoColon", "  X : a:b  ", ""} {
 		f.Add(s)
