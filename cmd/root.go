@@ -24,7 +24,9 @@ const (
 	groupTools  = "tools"
 )
 
-// commands builds every command under the root, one constructor per file.
+// commands builds every command under the root. Each file has one
+// constructor, called once per command it builds: NewCmdSync for audience
+// and trait, NewCmdCall for each of the six calls, the others once.
 func commands(f *cli.Factory) []*cobra.Command {
 	cmds := []*cobra.Command{
 		NewCmdSync(f, store.KindAudience, nil),
