@@ -8,6 +8,22 @@ import (
 	"github.com/google/go-cmp/cmp"
 )
 
+func TestNewMessageErrors(t *testing.T) {
+	_, err := NewMessage(message.TypeTrack, []byte(`{"type":"page"}`), t0, "m1")
+	var te *TypeError
+	if !errors.As(err, &te) || *te != (TypeError{Got: "page", Want: "track"}) {
+		t.Errorf("other type: %v, want a *TypeError", err)
+	}
+	for _, data := range []string{`{"type":`, `[1]`, ``} {
+		if _, err := NewMessage(message.TypeTrack, []byte(data), t0, "m1"); err == nil {
+			t.Errorf("data %q: no error", data)
+		}
+	}
+	if _, err := NewMessage("merge", nil, t0, "m1"); err == nil {
+		t.Error("type merge: no error")
+	}
+}
+
 func TestNewMessage(t *testing.T) {
 	for _, tt := range []struct {
 		name string
@@ -40,21 +56,5 @@ func TestNewMessage(t *testing.T) {
 	sample, err := NewMessage(message.TypePage, nil, t0, "m1")
 	if id, _ := sample.GetString("messageId"); err != nil || id != "m1" {
 		t.Errorf("page sample: messageId %q, %v; want m1", id, err)
-	}
-}
-
-func TestNewMessageErrors(t *testing.T) {
-	_, err := NewMessage(message.TypeTrack, []byte(`{"type":"page"}`), t0, "m1")
-	var te *TypeError
-	if !errors.As(err, &te) || *te != (TypeError{Got: "page", Want: "track"}) {
-		t.Errorf("other type: %v, want a *TypeError", err)
-	}
-	for _, data := range []string{`{"type":`, `[1]`, ``} {
-		if _, err := NewMessage(message.TypeTrack, []byte(data), t0, "m1"); err == nil {
-			t.Errorf("data %q: no error", data)
-		}
-	}
-	if _, err := NewMessage("merge", nil, t0, "m1"); err == nil {
-		t.Error("type merge: no error")
 	}
 }
