@@ -12,7 +12,7 @@ import (
 	"github.com/evfwd/evfwd/pkg/message"
 	"github.com/evfwd/evfwd/pkg/serve"
 	"github.com/evfwd/evfwd/pkg/store"
-	"github.com/evfwd/evfwd/pkg/stores"
+	"github.com/evfwd/evfwd/pkg/storeurl"
 	"github.com/evfwd/evfwd/pkg/webhook"
 	"github.com/spf13/cobra"
 )
@@ -139,7 +139,7 @@ func (o *DeliveriesOptions) open() (store.Store, error) {
 	if dsn == "" {
 		dsn = serve.DefaultStorePath(o.Getenv)
 	}
-	loc, err := stores.Parse(dsn)
+	loc, err := storeurl.Parse(dsn)
 	if err != nil {
 		return nil, cli.UsageError(err)
 	}
@@ -149,7 +149,7 @@ func (o *DeliveriesOptions) open() (store.Store, error) {
 	}
 	// Beside a running serve: what a stopped one left unfinished is the
 	// next serve's to finish.
-	return loc.Open(ctx, stores.Options{NoRecover: true})
+	return loc.Open(ctx, storeurl.Options{NoRecover: true})
 }
 
 func (o *DeliveriesOptions) filter() (store.Filter, error) {

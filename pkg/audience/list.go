@@ -14,8 +14,9 @@ import (
 	"github.com/evfwd/evfwd/pkg/store"
 )
 
-// True is the value of an audience member.
-var True = []byte("true")
+// memberValue is the value of every audience member; one slice for all of
+// them, which nothing writes to.
+var memberValue = []byte("true")
 
 // ErrList is matched by every error in a sync list (errors.Is).
 var ErrList = errors.New("invalid sync list")
@@ -181,7 +182,7 @@ func (e *entry) parse(b []byte, traits bool, where string) (v store.Value, ok bo
 		if err := json.Unmarshal(b, &id); err != nil {
 			return bad(err.Error())
 		}
-		return checkID(id, True, where)
+		return checkID(id, memberValue, where)
 	}
 	if b[0] != '{' {
 		if traits {
@@ -197,7 +198,7 @@ func (e *entry) parse(b []byte, traits bool, where string) (v store.Value, ok bo
 		return bad("userId is required (a string)")
 	}
 	if !traits {
-		return checkID(*e.obj.UserID, True, where)
+		return checkID(*e.obj.UserID, memberValue, where)
 	}
 	if len(e.obj.Value) == 0 {
 		return bad("value is required")

@@ -1,5 +1,5 @@
 // Package serve wires `evfwd serve` together: configuration and its
-// validation, the store (opened from its URL by pkg/stores, or handed in
+// validation, the store (opened from its URL by pkg/storeurl, or handed in
 // ready), the collection API (pkg/collector), the admin API (pkg/admin),
 // the forwarder, health and metrics endpoints, and graceful drain. The
 // command stays a thin layer over it, and tests and `evfwd demo` run it
@@ -22,7 +22,7 @@ const DefaultAddr = "127.0.0.1:8787"
 // Config is the service's configuration, as the YAML file holds it.
 type Config struct {
 	Addr string `mapstructure:"addr"`
-	// Store is the store's URL (see pkg/stores), unless Options.Store
+	// Store is the store's URL (see pkg/storeurl), unless Options.Store
 	// hands New a ready store.
 	Store   string   `mapstructure:"store"`
 	Sources []Source `mapstructure:"sources"`

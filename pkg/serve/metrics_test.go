@@ -21,7 +21,7 @@ import (
 
 	"github.com/evfwd/evfwd/pkg/serve"
 	"github.com/evfwd/evfwd/pkg/store"
-	"github.com/evfwd/evfwd/pkg/stores"
+	"github.com/evfwd/evfwd/pkg/storeurl"
 	"github.com/evfwd/evfwd/pkg/webhook"
 )
 
@@ -159,7 +159,7 @@ func TestMetricsScrape(t *testing.T) {
 // TestMetricsStoreDown: when the store cannot answer, the scrape still
 // serves the counters, without the store's gauges.
 func TestMetricsStoreDown(t *testing.T) {
-	st, err := stores.Open(context.Background(), "sqlite://"+filepath.Join(t.TempDir(), "evfwd.db"), stores.Options{NoRecover: true})
+	st, err := storeurl.Open(context.Background(), "sqlite://"+filepath.Join(t.TempDir(), "evfwd.db"), storeurl.Options{NoRecover: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -189,7 +189,7 @@ func TestMetricsStoreDown(t *testing.T) {
 func fillHistory(tb testing.TB, path string, delivered, pending int) {
 	tb.Helper()
 	ctx := context.Background()
-	st, err := stores.Open(ctx, "sqlite://"+path, stores.Options{NoRecover: true}) // creates the schema
+	st, err := storeurl.Open(ctx, "sqlite://"+path, storeurl.Options{NoRecover: true}) // creates the schema
 	if err != nil {
 		tb.Fatal(err)
 	}

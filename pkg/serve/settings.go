@@ -6,7 +6,7 @@ import (
 	"net/url"
 	"strings"
 
-	"github.com/evfwd/evfwd/pkg/stores"
+	"github.com/evfwd/evfwd/pkg/storeurl"
 	"github.com/evfwd/evfwd/pkg/webhook"
 )
 
@@ -15,7 +15,7 @@ import (
 // the TLS certificate and key, which it loads as New would.
 func (c *Config) Check() error {
 	err := c.Validate()
-	if serr := stores.Check(c.Store); serr != nil {
+	if serr := storeurl.Check(c.Store); serr != nil {
 		err = errors.Join(err, serr)
 	}
 	if _, terr := c.loadTLS(); terr != nil {

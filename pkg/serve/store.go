@@ -10,7 +10,7 @@ import (
 
 	"github.com/evfwd/evfwd/pkg/store"
 	"github.com/evfwd/evfwd/pkg/store/sqlite"
-	"github.com/evfwd/evfwd/pkg/stores"
+	"github.com/evfwd/evfwd/pkg/storeurl"
 )
 
 // Who owns the store: New opens the store Config.Store names unless
@@ -26,12 +26,12 @@ import (
 // lock, since leases there are exclusive across processes. release closes
 // the store and then drops the lock.
 func openLocked(ctx context.Context, url string, now func() time.Time) (st store.Store, release func() error, err error) {
-	loc, err := stores.Parse(url)
+	loc, err := storeurl.Parse(url)
 	if err != nil {
 		return nil, nil, err
 	}
 	unlock := func() {}
-	if loc.Engine == stores.SQLite {
+	if loc.Engine == storeurl.SQLite {
 		unlock, err = sqlite.Lock(loc.Path)
 		if errors.Is(err, os.ErrNotExist) {
 			if err = os.MkdirAll(filepath.Dir(loc.Path), 0o700); err == nil {
@@ -42,7 +42,7 @@ func openLocked(ctx context.Context, url string, now func() time.Time) (st store
 			return nil, nil, err
 		}
 	}
-	st, err = loc.Open(ctx, stores.Options{Now: now})
+	st, err = loc.Open(ctx, storeurl.Options{Now: now})
 	if err != nil {
 		unlock()
 		return nil, nil, err

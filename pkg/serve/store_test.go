@@ -10,15 +10,15 @@ import (
 	"github.com/evfwd/evfwd/pkg/serve"
 	"github.com/evfwd/evfwd/pkg/store"
 	"github.com/evfwd/evfwd/pkg/store/sqlite"
-	"github.com/evfwd/evfwd/pkg/stores"
+	"github.com/evfwd/evfwd/pkg/storeurl"
 	"github.com/evfwd/evfwd/pkg/webhook"
 )
 
 // readyStore opens a store as a program embedding serve would, and closes
 // it when the test ends.
-func readyStore(t *testing.T) stores.Store {
+func readyStore(t *testing.T) storeurl.Store {
 	t.Helper()
-	st, err := stores.Open(context.Background(), filepath.Join(t.TempDir(), "evfwd.db"), stores.Options{})
+	st, err := storeurl.Open(context.Background(), filepath.Join(t.TempDir(), "evfwd.db"), storeurl.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-// Package stores opens an evfwd store from its URL, whichever engine it
+// Package storeurl opens an evfwd store from its URL, whichever engine it
 // names. It is the one reader of store URLs: pkg/store cannot be, since
 // its engines import it, so this package imports both engines instead.
 //
@@ -6,7 +6,7 @@
 //	postgres://..., postgresql://...                                    → PostgreSQL
 //
 // Any other scheme is refused by name.
-package stores
+package storeurl
 
 import (
 	"context"

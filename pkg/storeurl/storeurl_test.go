@@ -1,4 +1,4 @@
-package stores_test
+package storeurl_test
 
 import (
 	"context"
@@ -8,30 +8,30 @@ import (
 	"testing"
 
 	"github.com/evfwd/evfwd/pkg/store/postgres/pgtest"
-	"github.com/evfwd/evfwd/pkg/stores"
+	"github.com/evfwd/evfwd/pkg/storeurl"
 	"github.com/google/go-cmp/cmp"
 )
 
 func TestParse(t *testing.T) {
 	for _, tt := range []struct {
 		url     string
-		want    stores.Location
+		want    storeurl.Location
 		wantErr string
 	}{
-		{url: "sqlite:///var/lib/evfwd.db", want: stores.Location{Engine: stores.SQLite, Path: "/var/lib/evfwd.db"}},
-		{url: "sqlite://rel/evfwd.db", want: stores.Location{Engine: stores.SQLite, Path: "rel/evfwd.db"}},
-		{url: "sqlite:evfwd.db", want: stores.Location{Engine: stores.SQLite, Path: "evfwd.db"}},
-		{url: "file:evfwd.db", want: stores.Location{Engine: stores.SQLite, Path: "evfwd.db"}},
-		{url: "/var/lib/evfwd.db", want: stores.Location{Engine: stores.SQLite, Path: "/var/lib/evfwd.db"}},
-		{url: "postgres://u:p@db/evfwd", want: stores.Location{Engine: stores.PostgreSQL, URL: "postgres://u:p@db/evfwd"}},
-		{url: "postgresql://db/evfwd", want: stores.Location{Engine: stores.PostgreSQL, URL: "postgresql://db/evfwd"}},
+		{url: "sqlite:///var/lib/evfwd.db", want: storeurl.Location{Engine: storeurl.SQLite, Path: "/var/lib/evfwd.db"}},
+		{url: "sqlite://rel/evfwd.db", want: storeurl.Location{Engine: storeurl.SQLite, Path: "rel/evfwd.db"}},
+		{url: "sqlite:evfwd.db", want: storeurl.Location{Engine: storeurl.SQLite, Path: "evfwd.db"}},
+		{url: "file:evfwd.db", want: storeurl.Location{Engine: storeurl.SQLite, Path: "evfwd.db"}},
+		{url: "/var/lib/evfwd.db", want: storeurl.Location{Engine: storeurl.SQLite, Path: "/var/lib/evfwd.db"}},
+		{url: "postgres://u:p@db/evfwd", want: storeurl.Location{Engine: storeurl.PostgreSQL, URL: "postgres://u:p@db/evfwd"}},
+		{url: "postgresql://db/evfwd", want: storeurl.Location{Engine: storeurl.PostgreSQL, URL: "postgresql://db/evfwd"}},
 		// Parse leaves the driver's reading of a PostgreSQL URL to Check.
-		{url: "postgres://db:notaport/evfwd", want: stores.Location{Engine: stores.PostgreSQL, URL: "postgres://db:notaport/evfwd"}},
+		{url: "postgres://db:notaport/evfwd", want: storeurl.Location{Engine: storeurl.PostgreSQL, URL: "postgres://db:notaport/evfwd"}},
 		{url: "mysql://db/evfwd", wantErr: `store "mysql://db/evfwd": unknown scheme (want sqlite:///path or postgres://...)`},
 		{url: "sqlite://", wantErr: "store: empty path"},
 		{url: "", wantErr: "store: empty path"},
 	} {
-		got, err := stores.Parse(tt.url)
+		got, err := storeurl.Parse(tt.url)
 		if tt.wantErr != "" {
 			if err == nil || err.Error() != tt.wantErr {
 				t.Errorf("Parse(%q) = %+v, %v; want error %q", tt.url, got, err, tt.wantErr)
@@ -53,12 +53,12 @@ func TestCheck(t *testing.T) {
 		"postgres://u:p@db:5432/evfwd": true, "postgresql://db/evfwd?search_path=x": true,
 		"postgres://db:notaport/evfwd": false, "mysql://db/evfwd": false, "sqlite://": false,
 	} {
-		if err := stores.Check(url); (err == nil) != ok {
+		if err := storeurl.Check(url); (err == nil) != ok {
 			t.Errorf("Check(%q) = %v, want ok %v", url, err, ok)
 		}
 	}
 	// The driver's own error may quote the password.
-	if err := stores.Check("postgres://u:hunter2@db:notaport/evfwd"); err == nil || strings.Contains(err.Error(), "hunter2") {
+	if err := storeurl.Check("postgres://u:hunter2@db:notaport/evfwd"); err == nil || strings.Contains(err.Error(), "hunter2") {
 		t.Errorf("Check of a bad URL with a password: %v", err)
 	}
 }
@@ -66,7 +66,7 @@ func TestCheck(t *testing.T) {
 func TestOpenSQLite(t *testing.T) {
 	dir := t.TempDir()
 	for _, url := range []string{"sqlite://" + filepath.Join(dir, "a", "evfwd.db"), "file:" + filepath.Join(dir, "b.db"), filepath.Join(dir, "c.db")} {
-		st, err := stores.Open(context.Background(), url, stores.Options{NoRecover: true})
+		st, err := storeurl.Open(context.Background(), url, storeurl.Options{NoRecover: true})
 		if err != nil {
 			t.Fatalf("Open(%q): %v", url, err)
 		}
@@ -82,14 +82,14 @@ func TestOpenSQLite(t *testing.T) {
 			t.Errorf("not created: %v", err)
 		}
 	}
-	if st, err := stores.Open(context.Background(), "mysql://db/evfwd", stores.Options{}); st != nil || err == nil {
+	if st, err := storeurl.Open(context.Background(), "mysql://db/evfwd", storeurl.Options{}); st != nil || err == nil {
 		t.Errorf("Open of an unknown scheme = %v, %v; want nil and an error", st, err)
 	}
 }
 
 func TestOpenPostgreSQL(t *testing.T) {
 	url := pgtest.URL(t)
-	st, err := stores.Open(context.Background(), url, stores.Options{})
+	st, err := storeurl.Open(context.Background(), url, storeurl.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
