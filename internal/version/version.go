@@ -1,5 +1,6 @@
 // Package version is evfwd's build identity: set by the linker in release
-// builds, read from the module's build info in `go install` builds.
+// builds, read from the module's build info otherwise (`go install`, or
+// `go build` in a clone, which stamps the VCS revision).
 package version
 
 import "runtime/debug"
@@ -18,17 +19,36 @@ type Info struct{ Version, Commit, Date string }
 // Get returns the build identity, falling back to the module's build info
 // and then to "dev"/"unknown".
 func Get() Info {
-	info := Info{Version: version, Commit: commit, Date: date}
-	if bi, ok := debug.ReadBuildInfo(); ok {
+	bi, _ := debug.ReadBuildInfo()
+	return resolve(Info{Version: version, Commit: commit, Date: date}, bi)
+}
+
+// resolve fills what the linker left empty from bi (nil when the binary has
+// no build info), then the placeholders. Builds with -buildvcs=false carry
+// no vcs.* settings, so their commit stays "unknown".
+func resolve(info Info, bi *debug.BuildInfo) Info {
+	if bi != nil {
 		if info.Version == "" && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
 			info.Version = bi.Main.Version
 		}
+		var revision, modified string
 		for _, s := range bi.Settings {
-			switch {
-			case s.Key == "vcs.revision" && info.Commit == "":
-				info.Commit = s.Value
-			case s.Key == "vcs.time" && info.Date == "":
-				info.Date = s.Value
+			switch s.Key {
+			case "vcs.revision":
+				revision = s.Value
+			case "vcs.time":
+				if info.Date == "" {
+					info.Date = s.Value
+				}
+			case "vcs.modified":
+				modified = s.Value
+			}
+		}
+		if info.Commit == "" && revision != "" {
+			info.Commit = revision
+			// The revision alone would claim a tree the binary was not built from.
+			if modified == "true" {
+				info.Commit += "+dirty"
 			}
 		}
 	}
