@@ -51,6 +51,10 @@ type Config struct {
 	// in queue order, on the consumer goroutine. It must not call Flush or
 	// Close.
 	OnBatch func(BatchResult)
+	// OnRetry, when set, is called after each failed attempt that will be
+	// retried, before the wait, on the consumer goroutine: a caller can
+	// show that the client is still trying and why. Keep it short.
+	OnRetry func(RetryEvent)
 	// MaxQueueSize bounds the messages waiting to be sent (default 10000).
 	MaxQueueSize int
 	// BatchSize bounds the messages in one request (default 100); a batch

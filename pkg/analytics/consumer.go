@@ -137,12 +137,15 @@ func (c *Client) deliver(b *batch) BatchResult {
 		if err == nil {
 			return BatchResult{Status: status, Attempts: attempt}
 		}
-		if !retryable(err) || attempt >= p.MaxAttempts || c.ctx.Err() != nil {
+		if !retryable(err) || attempt >= p.MaxAttempts || c.ctx.Err() != nil || (p.StopOnRefused && IsRefused(err)) {
 			return BatchResult{Status: status, Err: err, Attempts: attempt}
 		}
 		wait := p.backoff(attempt)
 		if ra, ok := retry.After(retryAfterHdr, c.cfg.Now()); ok {
 			wait = min(ra, p.MaxRetryAfter)
+		}
+		if c.cfg.OnRetry != nil {
+			c.cfg.OnRetry(RetryEvent{Attempt: attempt, MaxAttempts: p.MaxAttempts, Delay: wait, Status: status, Err: err})
 		}
 		if c.cfg.sleep(c.ctx, wait) != nil {
 			return BatchResult{Status: status, Err: err, Attempts: attempt}

@@ -1,6 +1,7 @@
 package analytics
 
 import (
+	"errors"
 	"math/rand/v2"
 	"time"
 
@@ -25,7 +26,25 @@ type RetryPolicy struct {
 	// MaxRetryAfter caps how long a server's Retry-After can hold the
 	// client (default 1 minute).
 	MaxRetryAfter time.Duration
+	// StopOnRefused makes a refused connection (nothing listens at the
+	// endpoint) final at once. For an endpoint nobody chose, such as the
+	// default one, a refusal means no server was started, and retrying
+	// only delays saying so; a chosen server may be restarting.
+	StopOnRefused bool
 }
+
+// RetryEvent describes a failed attempt that will be retried.
+type RetryEvent struct {
+	Attempt     int           // the attempt that failed, 1-based
+	MaxAttempts int           // the policy's limit, the first attempt included
+	Delay       time.Duration // the wait before attempt Attempt+1
+	Status      int           // the HTTP status, -1 when no answer came
+	Err         error         // an *APIError or a *TransportError
+}
+
+// IsRefused reports whether err is a connection refused by the endpoint's
+// host: nothing listens there.
+func IsRefused(err error) bool { return errors.Is(err, errConnRefused) }
 
 // Default retry policy values.
 const (
