@@ -59,7 +59,8 @@ func NewCmdTrigger(f *cli.Factory, runF func(*TriggerOptions) error) *cobra.Comm
 		Use:   "trigger TYPE --url URL [--url URL ...]",
 		Short: "Send a webhook to your endpoint exactly as the destination would",
 		Long: `Send one message of TYPE (` + strings.Join(typeNames, ", ") + `) to up to five
-webhook URLs as the webhook destination does: the body of spec 2.1, headers
+webhook URLs as the webhook destination does: a body of type, version and the
+message's fields in their order, headers
 User-Agent, Content-Type, your --header lines and X-Signature when a secret is
 given (--secret-file, EVFWD_SECRET or --secret). URLs are tried in order; the
 first 2xx ends delivery. Each attempt is printed as it happens with what
