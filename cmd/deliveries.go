@@ -3,7 +3,9 @@ package cmd
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io/fs"
 	"strconv"
 	"text/tabwriter"
 	"time"
@@ -148,8 +150,21 @@ func (o *DeliveriesOptions) open() (store.Store, error) {
 		ctx = context.Background()
 	}
 	// Beside a running serve: what a stopped one left unfinished is the
-	// next serve's to finish.
-	return loc.Open(ctx, storeurl.Options{NoRecover: true})
+	// next serve's to finish. A missing file is a wrong path, not an empty
+	// store: creating one would show nothing as if nothing were there.
+	st, err := loc.Open(ctx, storeurl.Options{NoRecover: true, MustExist: true})
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, cli.UsageErrorf("store %s does not exist: point at serve's store with --store URL, EVFWD_STORE, or store: in --config FILE", loc.Path)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if !o.Format.JSON() {
+		// Which store answered, since an empty table from the wrong one
+		// looks like an empty queue.
+		fmt.Fprintf(o.IO.ErrOut, "store: %s\n", st.Path())
+	}
+	return st, nil
 }
 
 func (o *DeliveriesOptions) filter() (store.Filter, error) {

@@ -79,6 +79,11 @@ type Options struct {
 	// service: tools that open the store beside a running serve set it
 	// (see sqlite.Options.NoRecover).
 	NoRecover bool
+	// MustExist refuses a SQLite file that is not there (an error matching
+	// fs.ErrNotExist) instead of creating an empty store: tools that read
+	// the service's store set it. A PostgreSQL database is never created
+	// by Open, so it is unaffected.
+	MustExist bool
 }
 
 // Store is an open store of either engine.
@@ -89,7 +94,7 @@ type Store interface {
 }
 
 // Open opens the store url names (see Parse). A missing SQLite file is
-// created.
+// created unless opts.MustExist.
 func Open(ctx context.Context, url string, opts Options) (Store, error) {
 	loc, err := Parse(url)
 	if err != nil {
@@ -105,7 +110,7 @@ func (l Location) Open(ctx context.Context, opts Options) (Store, error) {
 	var err error
 	switch l.Engine {
 	case SQLite:
-		st, err = sqlite.Open(ctx, l.Path, sqlite.Options{Now: opts.Now, NoRecover: opts.NoRecover})
+		st, err = sqlite.Open(ctx, l.Path, sqlite.Options{Now: opts.Now, NoRecover: opts.NoRecover, MustExist: opts.MustExist})
 	case PostgreSQL:
 		st, err = postgres.Open(ctx, l.URL, postgres.Options{Now: opts.Now, NoRecover: opts.NoRecover})
 	default:

@@ -2,6 +2,8 @@ package storeurl_test
 
 import (
 	"context"
+	"errors"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -100,4 +102,30 @@ func TestOpenPostgreSQL(t *testing.T) {
 	if _, err := st.Counts(context.Background()); err != nil {
 		t.Error(err)
 	}
+}
+
+func TestOpenMustExist(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	missing := filepath.Join(dir, "state", "evfwd.db")
+	st, err := storeurl.Open(ctx, "sqlite://"+missing, storeurl.Options{MustExist: true})
+	if st != nil || !errors.Is(err, fs.ErrNotExist) || !strings.Contains(err.Error(), missing) {
+		t.Errorf("Open of a missing file with MustExist = %v, %v; want nil and fs.ErrNotExist naming the path", st, err)
+	}
+	// Nothing made on the way: neither the file nor its directory.
+	if _, err := os.Stat(filepath.Dir(missing)); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("directory of the refused store: %v, want it absent", err)
+	}
+
+	existing := filepath.Join(dir, "evfwd.db")
+	st, err = storeurl.Open(ctx, existing, storeurl.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st.Close()
+	st, err = storeurl.Open(ctx, existing, storeurl.Options{MustExist: true, NoRecover: true})
+	if err != nil {
+		t.Fatalf("Open of an existing file with MustExist: %v", err)
+	}
+	st.Close()
 }

@@ -14,6 +14,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"io/fs"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -47,6 +48,10 @@ type Options struct {
 	// starts. Tools that open the store beside a running serve (evfwd
 	// deliveries) set it, so they never take part in the service's work.
 	NoRecover bool
+	// MustExist refuses a missing file (an error matching fs.ErrNotExist)
+	// instead of creating an empty store: a tool pointed at the wrong path
+	// would otherwise show an empty store as if it were the service's.
+	MustExist bool
 }
 
 // Store is the SQLite implementation of store.Store.
@@ -145,8 +150,8 @@ func (s *Store) Checkpoint(ctx context.Context) error {
 	})
 }
 
-// Open opens (creating when missing) the database file at path and brings
-// its schema up to date.
+// Open opens (creating when missing, unless opts.MustExist) the database
+// file at path and brings its schema up to date.
 func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 	if opts.MaxPending <= 0 {
 		opts.MaxPending = DefaultMaxPending
@@ -157,7 +162,11 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
-	if dir := filepath.Dir(path); dir != "" {
+	if opts.MustExist {
+		if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
+			return nil, fmt.Errorf("store %s: %w", path, fs.ErrNotExist)
+		}
+	} else if dir := filepath.Dir(path); dir != "" {
 		if err := os.MkdirAll(dir, 0o700); err != nil {
 			return nil, fmt.Errorf("store %s: %w", path, err)
 		}
