@@ -448,8 +448,21 @@ func (f *Forwarder) complete(l *lane, c store.Completion, retry bool) {
 	if c.Status == store.Dead || c.Status == store.Failed {
 		lvl = slog.LevelWarn
 	}
-	f.cfg.Logger.Log(context.Background(), lvl, "delivery", "source", l.source, "delivery", c.ID,
-		"status", c.Status, "attempts", c.Attempts, "next", c.NextAttempt, "error", c.LastError)
+	f.cfg.Logger.Log(context.Background(), lvl, "delivery", deliveryLog(l.source, c)...)
+}
+
+// deliveryLog is the key-value list of a finished delivery's log line. A
+// final status has no next attempt, whose zero time would read as year 1,
+// and a delivered one no error.
+func deliveryLog(source string, c store.Completion) []any {
+	kv := []any{"source", source, "delivery", c.ID, "status", c.Status, "attempts", c.Attempts}
+	if !c.NextAttempt.IsZero() {
+		kv = append(kv, "next", c.NextAttempt)
+	}
+	if c.LastError != "" {
+		kv = append(kv, "error", c.LastError)
+	}
+	return kv
 }
 
 func record(delivery int, a webhook.Attempt) store.Attempt {
