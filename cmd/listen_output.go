@@ -183,24 +183,27 @@ func (t *tally) summary(ios *cli.IOStreams) {
 	defer t.mu.Unlock()
 	st := ios.ErrStyles()
 	var b strings.Builder
-	fmt.Fprintf(&b, "%s %d\n", st.Bold.Sprint("requests"), t.total)
+	// One column of labels, values after it, as send's summary has; the
+	// padding is part of the label so that styling does not shift it.
+	label := func(s string) string { return fmt.Sprintf("%-11s", s) }
+	b.WriteString(st.Bold.Sprint(label("requests")) + strconv.Itoa(t.total) + "\n")
 	if t.total > 0 {
-		b.WriteString("by type   " + joinCounts(t.byType) + "\n")
+		b.WriteString(label("by type") + joinCounts(t.byType) + "\n")
 		sig := map[string]int{}
 		for v, n := range t.bySig {
 			sig[string(v)] = n
 		}
-		b.WriteString("signature " + joinCounts(sig) + "\n")
+		b.WriteString(label("signature") + joinCounts(sig) + "\n")
 		checked := t.total - t.refused[receiver.RefusedPath]
-		fmt.Fprintf(&b, "shape     %d ok, %d invalid\n", checked-t.badShape, t.badShape)
+		fmt.Fprintf(&b, "%s%d ok, %d invalid\n", label("shape"), checked-t.badShape, t.badShape)
 		if t.dups > 0 {
-			fmt.Fprintf(&b, "duplicate %d\n", t.dups)
+			fmt.Fprintf(&b, "%s%d\n", label("duplicates"), t.dups)
 		}
 		status := map[string]int{}
 		for c, n := range t.byStatus {
 			status[strconv.Itoa(c)] = n
 		}
-		b.WriteString("answered  " + joinCounts(status) + "\n")
+		b.WriteString(label("answered") + joinCounts(status) + "\n")
 	}
 	out := b.String()
 	if ios.ErrTTY {
