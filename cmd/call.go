@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 	"time"
+	"unicode"
 
 	"github.com/evfwd/evfwd/internal/cli"
 	"github.com/evfwd/evfwd/pkg/analytics"
@@ -177,19 +178,24 @@ func callRun(opts *CallOptions) error {
 	}
 	var res analytics.BatchResult
 	cfg.OnBatch = func(r analytics.BatchResult) { res = r }
+	stopRetries := watchRetries(opts.IO, opts.Now, &cfg)
 	client, err := analytics.New(cfg)
 	if err != nil {
+		stopRetries()
 		return configError(err)
 	}
 	if err := client.Enqueue(raw); err != nil {
 		client.Close(context.Background())
+		stopRetries()
 		return cli.UsageErrorf("%s: %v", opts.Type, err)
 	}
 	ctx := opts.Context
 	if ctx == nil {
 		ctx = context.Background()
 	}
-	if err := client.Close(ctx); err != nil {
+	err = client.Close(ctx)
+	stopRetries()
+	if err != nil {
 		return err // interrupted: exit 130
 	}
 	out := callResult{MessageID: id, Status: "accepted", HTTPStatus: res.Status}
@@ -210,7 +216,11 @@ func callRun(opts *CallOptions) error {
 		return err
 	}
 	if res.Err != nil {
-		return &cli.ExitError{Code: cli.ExitFailure, Err: fmt.Errorf("%s %s %s: %v", opts.Type, id, out.Status, res.Err)}
+		err := fmt.Errorf("%s %s %s: %v", opts.Type, id, out.Status, res.Err)
+		if h := opts.Client.hint(res.Err); h != "" {
+			err = fmt.Errorf("%w\n%s", err, h)
+		}
+		return &cli.ExitError{Code: cli.ExitFailure, Err: err}
 	}
 	return nil
 }
@@ -305,8 +315,8 @@ func setString(o *rawjson.Object, key, val string) {
 	}
 }
 
-// flagWords says a validation error in flag names: "user_id or
-// anonymous_id is required" reads "--user-id or --anonymous-id is required".
+// flagWords says a validation error in flag names: "userId or
+// anonymousId is required" reads "--user-id or --anonymous-id is required".
 func flagWords(err error) string {
 	var ve *message.ValidationError
 	if !errors.As(err, &ve) {
@@ -314,7 +324,21 @@ func flagWords(err error) string {
 	}
 	names := strings.Split(ve.Field, " or ")
 	for i, n := range names {
-		names[i] = "--" + strings.ReplaceAll(n, "_", "-")
+		names[i] = "--" + kebab(n)
 	}
 	return strings.Join(names, " or ") + " " + ve.Reason
+}
+
+// kebab turns a message's JSON key into its flag's name: "previousId" is
+// "previous-id".
+func kebab(key string) string {
+	var b strings.Builder
+	for _, r := range key {
+		if unicode.IsUpper(r) {
+			b.WriteByte('-')
+			r = unicode.ToLower(r)
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
 }

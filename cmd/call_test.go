@@ -1,12 +1,19 @@
 package cmd
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/evfwd/evfwd/internal/cli"
+	"github.com/evfwd/evfwd/pkg/analytics"
 	"github.com/evfwd/evfwd/pkg/message"
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
@@ -31,15 +38,15 @@ func TestCallFlags(t *testing.T) {
 			CallOptions{Type: "track", UserID: "u", Fields: map[string]string{"event": "E"}, DataKey: "properties", Pairs: []string{"a=1", "b:=[1]"}, Data: "{}",
 				Timestamp: "2024-05-01", MessageID: "m", ContextJSON: "@c.json", Integrations: "-", Stub: true, DryRun: true, Client: clientFlags{WriteKey: "k", Endpoint: "http://x"}}},
 		{message.TypeIdentify, []string{"--anonymous-id", "a", "--trait", "x=y", "--traits", "{}"},
-			CallOptions{Type: "identify", AnonymousID: "a", Fields: map[string]string{}, DataKey: "traits", Pairs: []string{"x=y"}, Data: "{}", Client: clientFlags{Endpoint: "http://127.0.0.1:8787"}}},
+			CallOptions{Type: "identify", AnonymousID: "a", Fields: map[string]string{}, DataKey: "traits", Pairs: []string{"x=y"}, Data: "{}", Client: clientFlags{}}},
 		{message.TypePage, []string{"--user-id", "u", "--name", "N", "--category", "C", "--property", "p=1"},
-			CallOptions{Type: "page", UserID: "u", Fields: map[string]string{"name": "N", "category": "C"}, DataKey: "properties", Pairs: []string{"p=1"}, Client: clientFlags{Endpoint: "http://127.0.0.1:8787"}}},
+			CallOptions{Type: "page", UserID: "u", Fields: map[string]string{"name": "N", "category": "C"}, DataKey: "properties", Pairs: []string{"p=1"}, Client: clientFlags{}}},
 		{message.TypeScreen, []string{"--user-id", "u", "--name", "N"},
-			CallOptions{Type: "screen", UserID: "u", Fields: map[string]string{"name": "N"}, DataKey: "properties", Client: clientFlags{Endpoint: "http://127.0.0.1:8787"}}},
+			CallOptions{Type: "screen", UserID: "u", Fields: map[string]string{"name": "N"}, DataKey: "properties", Client: clientFlags{}}},
 		{message.TypeGroup, []string{"--user-id", "u", "--group-id", "g", "--trait", "n=1"},
-			CallOptions{Type: "group", UserID: "u", Fields: map[string]string{"groupId": "g"}, DataKey: "traits", Pairs: []string{"n=1"}, Client: clientFlags{Endpoint: "http://127.0.0.1:8787"}}},
+			CallOptions{Type: "group", UserID: "u", Fields: map[string]string{"groupId": "g"}, DataKey: "traits", Pairs: []string{"n=1"}, Client: clientFlags{}}},
 		{message.TypeAlias, []string{"--user-id", "u", "--previous-id", "p"},
-			CallOptions{Type: "alias", UserID: "u", Fields: map[string]string{"previousId": "p"}, Client: clientFlags{Endpoint: "http://127.0.0.1:8787"}}},
+			CallOptions{Type: "alias", UserID: "u", Fields: map[string]string{"previousId": "p"}, Client: clientFlags{}}},
 	}
 	for _, tt := range tests {
 		f := testFactory(t, "", false, nil)
@@ -303,5 +310,112 @@ func TestCallInterrupted(t *testing.T) {
 	got := executeCtx(t, ctx, clientFactory(t, "", srv), "track", "--user-id", "u", "--event", "E")
 	if got.Code != 130 {
 		t.Errorf("exit %d, want 130: %s", got.Code, got.Stderr)
+	}
+}
+
+// closedURL is the URL of a loopback port that was listened on and
+// closed: a connection there is refused.
+func closedURL(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return "http://" + ln.Addr().String()
+}
+
+func TestCallDefaultEndpointRefusedFailsFast(t *testing.T) {
+	closed := closedURL(t)
+	for _, tty := range []bool{false, true} {
+		f := testFactory(t, "", tty, nil)
+		var track callKind
+		for _, k := range callKinds {
+			if k.typ == message.TypeTrack {
+				track = k
+			}
+		}
+		cmd := NewCmdCall(f, track, func(o *CallOptions) error {
+			o.Client.Fallback = closed // the default endpoint, with nothing on it
+			return callRun(o)
+		})
+		cmd.SetArgs([]string{"--write-key", "k", "--user-id", "u", "--event", "E", "--message-id", "m_1"})
+		cmd.SilenceErrors, cmd.SilenceUsage = true, true
+		err := cmd.Execute()
+		msg := cli.Message(err)
+		if code := cli.ExitCode(err); code != 1 || !strings.HasPrefix(msg, "track m_1 failed: ") || !strings.HasSuffix(msg, "connection refused\n"+serveHint) {
+			t.Errorf("tty %v: exit %d %q, want 1 and the refusal with the hint", tty, code, msg)
+		}
+		if e := f.IO.ErrOut.(*bytes.Buffer).String(); e != "" {
+			t.Errorf("tty %v: stderr %q, want nothing: no retry to show", tty, e)
+		}
+	}
+}
+
+func TestCallChosenEndpointRefusedRetries(t *testing.T) {
+	closed := closedURL(t)
+	wantErr := "error: track m_1 failed: Post \"" + closed + "/v1/batch\": dial tcp " + strings.TrimPrefix(closed, "http://") + ": connect: connection refused\n"
+	t.Run("flag, not a terminal", func(t *testing.T) {
+		got := execute(t, clientFactory(t, "", nil), "track", "--user-id", "u", "--event", "E", "--message-id", "m_1", "--endpoint", closed, "--retry-base", "1ms")
+		if diff := cmp.Diff(result{Stderr: wantErr, Code: 1}, got); diff != "" {
+			t.Errorf("mismatch (-want +got):\n%s", diff)
+		}
+	})
+	t.Run("environment, terminal", func(t *testing.T) {
+		f := testFactory(t, "", true, map[string]string{"EVFWD_WRITE_KEY": "wk", "EVFWD_ENDPOINT": closed})
+		f.Now = func() time.Time { return fixedNow }
+		got := execute(t, f, "track", "--user-id", "u", "--event", "E", "--message-id", "m_1", "--retry-base", "1ms")
+		if got.Code != 1 || !strings.HasSuffix(got.Stderr, "\r\x1b[K"+wantErr) {
+			t.Fatalf("exit %d, stderr %q: want 1 and the retry line cleared before the error", got.Code, got.Stderr)
+		}
+		for n := 2; n <= 10; n++ {
+			if want := fmt.Sprintf("\r\x1b[Kretrying: attempt %d of 10 in ", n); !strings.Contains(got.Stderr, want) {
+				t.Errorf("stderr lacks %q:\n%q", want, got.Stderr)
+			}
+		}
+		if strings.Contains(got.Stderr, serveHint) {
+			t.Error("the serve hint shown for an endpoint the user chose")
+		}
+	})
+}
+
+func TestRetryStatusLine(t *testing.T) {
+	ios, _, _, errOut := cli.Test()
+	ios.SetTTY(true)
+	now := fixedNow
+	var cfg analytics.Config
+	stop := watchRetries(ios, func() time.Time { return now }, &cfg)
+	err := &analytics.TransportError{Err: errors.New("dial tcp 127.0.0.1:1:\n connect: connection refused")}
+	cfg.OnRetry(analytics.RetryEvent{Attempt: 2, MaxAttempts: 10, Delay: 1530 * time.Millisecond, Status: -1, Err: err})
+	want := "\r\x1b[Kretrying: attempt 3 of 10 in 1.5s  dial tcp 127.0.0.1:1: connect: connection refused"
+	if got := errOut.String(); got != want {
+		t.Errorf("drawn %q, want %q", got, want)
+	}
+	now = now.Add(time.Second) // the countdown goes on between redraws
+	if cfg.OnRetry(analytics.RetryEvent{Attempt: 3, MaxAttempts: 10, Delay: 0, Status: 503, Err: err}); !strings.Contains(errOut.String(), "attempt 4 of 10 in 0s") {
+		t.Errorf("second event not drawn: %q", errOut.String())
+	}
+	stop()
+	if !strings.HasSuffix(errOut.String(), "\r\x1b[K") {
+		t.Errorf("the line is not cleared at the end: %q", errOut.String())
+	}
+	cfg.OnRetry(analytics.RetryEvent{Attempt: 4, MaxAttempts: 10, Err: err}) // after stop: nothing
+	if strings.Contains(errOut.String(), "attempt 5") {
+		t.Error("drawn after stop")
+	}
+
+	ios.SetTTY(false)
+	cfg.OnRetry = nil
+	watchRetries(ios, time.Now, &cfg)()
+	if cfg.OnRetry != nil {
+		t.Error("retries watched off a terminal")
+	}
+}
+
+func TestOneLine(t *testing.T) {
+	for in, want := range map[string]string{"a\n  b\tc": "a b c", strings.Repeat("é", 12): "ééééééééé…"} {
+		if got := oneLine(in, 10); got != want {
+			t.Errorf("oneLine(%q) = %q, want %q", in, got, want)
+		}
 	}
 }
