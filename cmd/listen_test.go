@@ -799,7 +799,7 @@ func bubbleGoroutines() (int, string) {
 // TestListenRecordAfterTornLine: a record file whose last line a killed
 // run left unfinished gets this run's records on lines of their own.
 func TestListenRecordAfterTornLine(t *testing.T) {
-	record := writeFile(t, "hooks.ndjson", `{"received_at":"2024-05-01T12:00:05.123Z","method":"POST","pa`)
+	record := writeFile(t, "hooks.ndjson", `{"receivedAt":"2024-05-01T12:00:05.123Z","method":"POST","pa`)
 	l := startListen(t, testFactory(t, "", false, nil), "--record", record)
 	l.post(t, "/hooks", trackMsg, "")
 	l.interrupt(t)

@@ -123,7 +123,7 @@ func TestSendBadLines(t *testing.T) {
 	wantErr := strings.ReplaceAll(`F:2: track: event is required
 F:3: invalid JSON: invalid character 'o' in literal null (expecting 'u')
 F:5: type must be one of identify, track, page, screen, group, alias (got "teleport")
-F:7: alias: previous_id is required
+F:7: alias: previousId is required
 F:8: page: timestamp is not a time: invalid timestamp "last tuesday": want RFC 3339 (2024-05-01T12:00:00Z), a date (2024-05-01) or Unix seconds/milliseconds
 F:9: invalid JSON: not a JSON object
 F:10: message is 34008 bytes, over the 32768-byte limit

@@ -320,7 +320,7 @@ func (p *attemptPrinter) attempt(a webhook.Attempt, msg *rawjson.Object) {
 	if p.json {
 		b, _ := json.Marshal(a)
 		id, _ := msg.GetString("messageId")
-		rec := append([]byte(`{"record":"attempt","message_id":`), rawjson.AppendString(nil, id)...)
+		rec := append([]byte(`{"record":"attempt","messageId":`), rawjson.AppendString(nil, id)...)
 		rec = append(append(rec, ','), b[1:]...)
 		p.w.Write(append(rec, '\n'))
 		return
@@ -397,9 +397,9 @@ func fmtLatency(d time.Duration) string {
 type onceSummary struct {
 	Record      string          `json:"record"`
 	Type        string          `json:"type"`
-	MessageID   string          `json:"message_id,omitempty"`
+	MessageID   string          `json:"messageId,omitempty"`
 	Outcome     webhook.Outcome `json:"outcome"`
-	DeliveredTo string          `json:"delivered_to,omitempty"`
+	DeliveredTo string          `json:"deliveredTo,omitempty"`
 	Deliveries  int             `json:"deliveries"`
 	Attempts    int             `json:"attempts"`
 	Body        json.RawMessage `json:"body"`
@@ -486,7 +486,7 @@ func (tr *trigger) load() error {
 
 // bucket is a histogram bucket as -o json prints it.
 type bucket struct {
-	LE    *float64 `json:"le_ms"` // nil: above the last bound
+	LE    *float64 `json:"leMs"` // nil: above the last bound
 	Count int      `json:"count"`
 }
 
@@ -499,9 +499,9 @@ type loadSummaryJSON struct {
 	Failed      int                `json:"failed"`
 	Interrupted bool               `json:"interrupted,omitempty"`
 	Concurrency int                `json:"concurrency"`
-	ElapsedMS   float64            `json:"elapsed_ms"`
-	PerSecond   float64            `json:"per_second"`
-	LatencyMS   map[string]float64 `json:"latency_ms"`
+	ElapsedMS   float64            `json:"elapsedMs"`
+	PerSecond   float64            `json:"perSecond"`
+	LatencyMS   map[string]float64 `json:"latencyMs"`
 	Status      map[string]int     `json:"status"`
 	Histogram   []bucket           `json:"histogram"`
 }

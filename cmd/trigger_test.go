@@ -395,8 +395,8 @@ func TestTriggerLoad(t *testing.T) {
 		t.Errorf("summary mismatch (-want +got):\n%s", diff)
 	}
 	for _, k := range []string{"p50", "p90", "p99", "max"} {
-		if _, ok := sum["latency_ms"].(map[string]any)[k]; !ok {
-			t.Errorf("summary latency_ms has no %s", k)
+		if _, ok := sum["latencyMs"].(map[string]any)[k]; !ok {
+			t.Errorf("summary latencyMs has no %s", k)
 		}
 	}
 	reqs, bodies := e.requests()

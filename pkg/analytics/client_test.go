@@ -706,7 +706,7 @@ func TestRefusals(t *testing.T) {
 	if err := c.Track(message.Track{UserId: "u"}); !errors.As(err, &ve) || ve.Field != "event" {
 		t.Errorf("missing event: got %v", err)
 	}
-	if err := c.Alias(message.Alias{UserId: "u"}); !errors.As(err, &ve) || ve.Field != "previous_id" {
+	if err := c.Alias(message.Alias{UserId: "u"}); !errors.As(err, &ve) || ve.Field != "previousId" {
 		t.Errorf("missing previous_id: got %v", err)
 	}
 	err := c.Track(message.Track{UserId: "u", Event: "e", Properties: map[string]any{"blob": strings.Repeat("x", 40_000)}})

@@ -18,8 +18,8 @@ const MaxMessageIDLength = 100
 var ErrTooLarge = errors.New("message too large")
 
 // ValidationError reports a message that breaks a rule of spec 2.4. Field
-// is the spec's (snake_case) name of the offending field, e.g. "event" or
-// "user_id or anonymous_id"; Error reads "<field> <reason>".
+// is the offending field's JSON key as the message carries it, e.g.
+// "event" or "userId or anonymousId"; Error reads "<field> <reason>".
 type ValidationError struct {
 	Type   Type // the message's type when known
 	Field  string

@@ -100,17 +100,18 @@ func (Group) MessageType() Type    { return TypeGroup }
 func (Alias) MessageType() Type    { return TypeAlias }
 
 // Validation messages, shared by typed and raw messages so a user sees the
-// same words whichever way a message came in.
+// same words whichever way a message came in. Fields are named by their
+// JSON keys, as the user wrote them in the message.
 const (
-	fieldIdentity   = "user_id or anonymous_id"
-	fieldUserID     = "user_id"
-	fieldAnonID     = "anonymous_id"
+	fieldIdentity   = "userId or anonymousId"
+	fieldUserID     = "userId"
+	fieldAnonID     = "anonymousId"
 	fieldEvent      = "event"
 	fieldName       = "name"
 	fieldCategory   = "category"
-	fieldGroupID    = "group_id"
-	fieldPreviousID = "previous_id"
-	fieldMessageID  = "message_id"
+	fieldGroupID    = "groupId"
+	fieldPreviousID = "previousId"
+	fieldMessageID  = "messageId"
 	fieldType       = "type"
 	fieldTimestamp  = "timestamp"
 

@@ -21,20 +21,20 @@ func TestValidateTyped(t *testing.T) {
 	}{
 		{"identify ok user", Identify{UserId: "u"}, nil},
 		{"identify ok anon", Identify{AnonymousId: "a"}, nil},
-		{"identify no ids", Identify{}, &ValidationError{TypeIdentify, "user_id or anonymous_id", "is required"}},
+		{"identify no ids", Identify{}, &ValidationError{TypeIdentify, "userId or anonymousId", "is required"}},
 		{"track ok", Track{UserId: "u", Event: "e"}, nil},
 		{"track no event", Track{UserId: "u"}, &ValidationError{TypeTrack, "event", "is required"}},
-		{"track no ids", Track{Event: "e"}, &ValidationError{TypeTrack, "user_id or anonymous_id", "is required"}},
+		{"track no ids", Track{Event: "e"}, &ValidationError{TypeTrack, "userId or anonymousId", "is required"}},
 		{"page no name no category", Page{UserId: "u"}, nil},
 		{"page name only", Page{UserId: "u", Name: "Home"}, nil},
 		{"page category without name", Page{UserId: "u", Category: "Docs"}, &ValidationError{TypePage, "name", "is required when category is set"}},
 		{"screen category without name", Screen{AnonymousId: "a", Category: "Docs"}, &ValidationError{TypeScreen, "name", "is required when category is set"}},
 		{"group ok", Group{UserId: "u", GroupId: "g"}, nil},
-		{"group no group id", Group{UserId: "u"}, &ValidationError{TypeGroup, "group_id", "is required"}},
+		{"group no group id", Group{UserId: "u"}, &ValidationError{TypeGroup, "groupId", "is required"}},
 		{"alias ok", Alias{UserId: "u", PreviousId: "p"}, nil},
-		{"alias no user", Alias{PreviousId: "p"}, &ValidationError{TypeAlias, "user_id", "is required"}},
-		{"alias no previous", Alias{UserId: "u"}, &ValidationError{TypeAlias, "previous_id", "is required"}},
-		{"message id too long", Track{UserId: "u", Event: "e", MessageId: long}, &ValidationError{TypeTrack, "message_id", "is longer than 100 characters"}},
+		{"alias no user", Alias{PreviousId: "p"}, &ValidationError{TypeAlias, "userId", "is required"}},
+		{"alias no previous", Alias{UserId: "u"}, &ValidationError{TypeAlias, "previousId", "is required"}},
+		{"message id too long", Track{UserId: "u", Event: "e", MessageId: long}, &ValidationError{TypeTrack, "messageId", "is longer than 100 characters"}},
 		{"message id 100 runes", Track{UserId: "u", Event: "e", MessageId: strings.Repeat("é", 100)}, nil},
 	}
 	for _, tt := range tests {
@@ -56,12 +56,12 @@ func TestValidationErrorText(t *testing.T) {
 		msg  Message
 		want string
 	}{
-		{Track{}, "user_id or anonymous_id is required"},
+		{Track{}, "userId or anonymousId is required"},
 		{Track{UserId: "u"}, "event is required"},
 		{Page{UserId: "u", Category: "c"}, "name is required when category is set"},
-		{Group{UserId: "u"}, "group_id is required"},
-		{Alias{UserId: "u"}, "previous_id is required"},
-		{Alias{PreviousId: "p"}, "user_id is required"},
+		{Group{UserId: "u"}, "groupId is required"},
+		{Alias{UserId: "u"}, "previousId is required"},
+		{Alias{PreviousId: "p"}, "userId is required"},
 	}
 	for _, tt := range tests {
 		if diff := cmp.Diff(tt.want, tt.msg.Validate().Error()); diff != "" {

@@ -23,9 +23,11 @@ import (
 // Record is one line of a --record file (and of `listen -o json`), as
 // read back. The body's exact bytes survive: "body" holds them verbatim
 // when they are single-line JSON; otherwise "body" holds a readable form
-// and "body_raw" (UTF-8 text) or "body_base64" (anything else) the bytes.
+// and "bodyRaw" (UTF-8 text) or "bodyBase64" (anything else) the bytes.
+// Keys are camelCase like every evfwd JSON output; files written before
+// that, with snake_case keys, are still read (see legacyRecord).
 type Record struct {
-	ReceivedAt time.Time         `json:"received_at"`
+	ReceivedAt time.Time         `json:"receivedAt"`
 	Method     string            `json:"method"`
 	Path       string            `json:"path"`
 	Query      string            `json:"query,omitempty"`
@@ -33,18 +35,18 @@ type Record struct {
 	Size       int               `json:"size"`
 	Type       string            `json:"type,omitempty"`
 	Event      string            `json:"event,omitempty"`
-	UserID     string            `json:"user_id,omitempty"`
-	MessageID  string            `json:"message_id,omitempty"`
+	UserID     string            `json:"userId,omitempty"`
+	MessageID  string            `json:"messageId,omitempty"`
 	Signature  Signature         `json:"signature"`
 	Shape      Shape             `json:"shape"`
 	Duplicate  bool              `json:"duplicate"`
 	Refused    string            `json:"refused,omitempty"`
 	Status     int               `json:"status"`
-	LatencyMS  float64           `json:"latency_ms"`
+	LatencyMS  float64           `json:"latencyMs"`
 	Forward    *ForwardRecord    `json:"forward,omitempty"`
 	Body       json.RawMessage   `json:"body"`
-	BodyRaw    *string           `json:"body_raw,omitempty"`
-	BodyBase64 []byte            `json:"body_base64,omitempty"`
+	BodyRaw    *string           `json:"bodyRaw,omitempty"`
+	BodyBase64 []byte            `json:"bodyBase64,omitempty"`
 
 	// Line is the 1-based line number in the file read (not stored).
 	Line int `json:"-"`
@@ -54,7 +56,7 @@ type Record struct {
 type ForwardRecord struct {
 	URL       string          `json:"url"`
 	Status    int             `json:"status,omitempty"`
-	LatencyMS float64         `json:"latency_ms"`
+	LatencyMS float64         `json:"latencyMs"`
 	Error     string          `json:"error,omitempty"`
 	Body      json.RawMessage `json:"body,omitempty"`
 }
@@ -88,7 +90,7 @@ func (e *LineError) Unwrap() error { return e.Err }
 // MaxRecordLine bounds one record line when reading: the longest line a
 // Handler writes for a body within DefaultMaxBodyBytes. A body byte takes
 // up to 12 (a control character escaped as \u00XX in "body" and again in
-// "body_raw"), a byte of the app's answer up to 6, and the request line
+// "bodyRaw"), a byte of the app's answer up to 6, and the request line
 // and headers (1 MB under net/http's default limit) up to 6 each.
 const MaxRecordLine = 12*DefaultMaxBodyBytes + 6*maxForwardBody + 6*http.DefaultMaxHeaderBytes + 64<<10
 
@@ -136,6 +138,9 @@ func ReadRecords(r io.Reader) iter.Seq2[*Record, error] {
 				}
 				continue
 			}
+			if bytes.Contains(line, legacyMark) {
+				readLegacy(line, rec)
+			}
 			if rec.Method == "" {
 				if !yield(nil, &LineError{Line: n, Err: fmt.Errorf("not a request record")}) {
 					return
@@ -153,11 +158,58 @@ func ReadRecords(r io.Reader) iter.Seq2[*Record, error] {
 	}
 }
 
+// legacyRecord holds the keys an evfwd before camelCase output wrote, so
+// that record files made then still verify.
+type legacyRecord struct {
+	ReceivedAt *time.Time `json:"received_at"`
+	UserID     string     `json:"user_id"`
+	MessageID  string     `json:"message_id"`
+	LatencyMS  *float64   `json:"latency_ms"`
+	BodyRaw    *string    `json:"body_raw"`
+	BodyBase64 []byte     `json:"body_base64"`
+	Forward    *struct {
+		LatencyMS *float64 `json:"latency_ms"`
+	} `json:"forward"`
+}
+
+// legacyMark is in every line an older evfwd wrote (received_at is never
+// omitted), so lines in the current form skip the second decode.
+var legacyMark = []byte(`"received_at"`)
+
+// readLegacy fills rec from line's snake_case keys.
+func readLegacy(line []byte, rec *Record) {
+	var old legacyRecord
+	if json.Unmarshal(line, &old) != nil {
+		return
+	}
+	if old.ReceivedAt != nil {
+		rec.ReceivedAt = *old.ReceivedAt
+	}
+	if old.UserID != "" {
+		rec.UserID = old.UserID
+	}
+	if old.MessageID != "" {
+		rec.MessageID = old.MessageID
+	}
+	if old.LatencyMS != nil {
+		rec.LatencyMS = *old.LatencyMS
+	}
+	if old.BodyRaw != nil {
+		rec.BodyRaw = old.BodyRaw
+	}
+	if old.BodyBase64 != nil {
+		rec.BodyBase64 = old.BodyBase64
+	}
+	if old.Forward != nil && old.Forward.LatencyMS != nil && rec.Forward != nil {
+		rec.Forward.LatencyMS = *old.Forward.LatencyMS
+	}
+}
+
 // AppendJSON appends the request as one record line ending in '\n'. It is
 // written by hand: it runs for every request, and encoding/json would
 // re-validate and re-compact the body it already checked.
 func (r *Request) AppendJSON(b []byte) []byte {
-	b = append(b, `{"received_at":"`...)
+	b = append(b, `{"receivedAt":"`...)
 	b = message.AppendTime(b, r.ReceivedAt)
 	b = append(b, `","method":`...)
 	b = rawjson.AppendString(b, r.Method)
@@ -173,8 +225,8 @@ func (r *Request) AppendJSON(b []byte) []byte {
 	b = strconv.AppendInt(b, int64(r.Size), 10)
 	b = appendOptString(b, "type", r.Type)
 	b = appendOptString(b, "event", r.Event)
-	b = appendOptString(b, "user_id", r.UserID)
-	b = appendOptString(b, "message_id", r.MessageID)
+	b = appendOptString(b, "userId", r.UserID)
+	b = appendOptString(b, "messageId", r.MessageID)
 	b = append(b, `,"signature":{"verdict":"`...)
 	b = append(b, r.Signature.Verdict...)
 	b = append(b, '"')
@@ -187,7 +239,7 @@ func (r *Request) AppendJSON(b []byte) []byte {
 	b = appendOptString(b, "refused", r.Refused)
 	b = append(b, `,"status":`...)
 	b = strconv.AppendInt(b, int64(r.Status), 10)
-	b = append(b, `,"latency_ms":`...)
+	b = append(b, `,"latencyMs":`...)
 	b = appendMillis(b, r.Latency)
 	if f := r.Forward; f != nil {
 		b = append(b, `,"forward":{"url":`...)
@@ -196,7 +248,7 @@ func (r *Request) AppendJSON(b []byte) []byte {
 			b = append(b, `,"status":`...)
 			b = strconv.AppendInt(b, int64(f.Status), 10)
 		}
-		b = append(b, `,"latency_ms":`...)
+		b = append(b, `,"latencyMs":`...)
 		b = appendMillis(b, f.Latency)
 		b = appendOptString(b, "error", f.Error)
 		if len(f.Body) > 0 {
@@ -209,10 +261,10 @@ func (r *Request) AppendJSON(b []byte) []byte {
 	b, exact := appendBody(b, r.Body, r.bodyJSON)
 	if !exact {
 		if utf8.Valid(r.Body) {
-			b = append(b, `,"body_raw":`...)
+			b = append(b, `,"bodyRaw":`...)
 			b = rawjson.AppendString(b, string(r.Body))
 		} else {
-			b = append(b, `,"body_base64":"`...)
+			b = append(b, `,"bodyBase64":"`...)
 			b = base64.StdEncoding.AppendEncode(b, r.Body)
 			b = append(b, '"')
 		}

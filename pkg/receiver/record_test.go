@@ -65,7 +65,7 @@ func TestRequestJSON(t *testing.T) {
 		Shape:     Shape{Reason: "missing version"},
 		Status:    401, Latency: 1234 * time.Microsecond,
 	}
-	want := `{"received_at":"2024-05-01T12:00:05.123Z","method":"POST","path":"/hooks","headers":{"Content-Type":"application/json","X-Signature":"ab"},"size":7,"type":"track","event":"E","user_id":"u","signature":{"verdict":"invalid","reason":"mismatch"},"shape":{"ok":false,"reason":"missing version"},"duplicate":false,"status":401,"latency_ms":1.234,"body":{"a":1}}` + "\n"
+	want := `{"receivedAt":"2024-05-01T12:00:05.123Z","method":"POST","path":"/hooks","headers":{"Content-Type":"application/json","X-Signature":"ab"},"size":7,"type":"track","event":"E","userId":"u","signature":{"verdict":"invalid","reason":"mismatch"},"shape":{"ok":false,"reason":"missing version"},"duplicate":false,"status":401,"latencyMs":1.234,"body":{"a":1}}` + "\n"
 	if diff := cmp.Diff(want, string(r.Line())); diff != "" {
 		t.Errorf("mismatch (-want +got):\n%s", diff)
 	}
@@ -76,7 +76,7 @@ func TestReadRecordsBadLines(t *testing.T) {
 not json
 
 {"x":1}
-{"method":"GET","path":"/b","headers":{},"body":"hi","body_raw":"hi"}
+{"method":"GET","path":"/b","headers":{},"body":"hi","bodyRaw":"hi"}
 `
 	var got []string
 	for rec, err := range ReadRecords(strings.NewReader(in)) {
@@ -89,6 +89,42 @@ not json
 	want := []string{"1 / {}", "line 2", "line 4", "5 /b hi"}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("mismatch (-want +got):\n%s", diff)
+	}
+}
+
+// TestReadRecordsLegacyKeys: a record file written before output keys
+// became camelCase reads the same as one written now.
+func TestReadRecordsLegacyKeys(t *testing.T) {
+	at := time.Date(2024, 5, 1, 12, 0, 5, 123e6, time.UTC)
+	r := &Request{ReceivedAt: at, Method: "POST", Path: "/hooks", Header: map[string][]string{"X-Signature": {"ab"}},
+		Body: []byte("{\"a\": 1}\n"), UserID: "u", MessageID: "m", Latency: 1234 * time.Microsecond,
+		Forward: &Forwarded{URL: "http://app", Status: 200, Latency: 2 * time.Millisecond}}
+	current := r.Line()
+	old := current
+	for _, k := range [][2]string{{"receivedAt", "received_at"}, {"userId", "user_id"}, {"messageId", "message_id"},
+		{"latencyMs", "latency_ms"}, {"bodyRaw", "body_raw"}} {
+		old = bytes.ReplaceAll(old, []byte(`"`+k[0]+`"`), []byte(`"`+k[1]+`"`))
+	}
+	if bytes.Equal(old, current) {
+		t.Fatal("no key was renamed")
+	}
+	var got []*Record
+	for rec, err := range ReadRecords(bytes.NewReader(append(current, old...))) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		rec.Line = 0
+		got = append(got, rec)
+	}
+	if len(got) != 2 {
+		t.Fatalf("read %d records, want 2", len(got))
+	}
+	if diff := cmp.Diff(got[0], got[1]); diff != "" {
+		t.Errorf("old keys read differently (-current +old):\n%s", diff)
+	}
+	if !got[1].ReceivedAt.Equal(at) || got[1].UserID != "u" || got[1].LatencyMS != 1.234 ||
+		got[1].Forward.LatencyMS != 2 || string(got[1].RawBody()) != string(r.Body) {
+		t.Errorf("old record read as %+v", got[1])
 	}
 }
 

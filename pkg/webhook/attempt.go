@@ -116,15 +116,15 @@ type attemptJSON struct {
 	Endpoint     int      `json:"endpoint"`
 	URL          string   `json:"url"`
 	Start        string   `json:"start"`
-	LatencyMS    float64  `json:"latency_ms"`
+	LatencyMS    float64  `json:"latencyMs"`
 	Status       int      `json:"status,omitempty"`
 	Class        Class    `json:"class"`
 	Error        string   `json:"error,omitempty"`
 	Body         string   `json:"body,omitempty"`
 	Outcome      Outcome  `json:"outcome"`
-	RetryAfterMS *float64 `json:"retry_after_ms,omitempty"`
+	RetryAfterMS *float64 `json:"retryAfterMs,omitempty"`
 	Then         Then     `json:"then"`
-	RetryAt      string   `json:"retry_at,omitempty"`
+	RetryAt      string   `json:"retryAt,omitempty"`
 }
 
 // MarshalJSON writes the attempt as one flat record with times in the

@@ -441,7 +441,7 @@ func TestAttemptJSON(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := `{"delivery":2,"endpoint":1,"url":"https://hooks.example/in","start":"2024-05-01T12:00:00.123Z","latency_ms":1.234,"status":429,"class":"http_429","body":"slow down","outcome":"retryable","retry_after_ms":30000,"then":"retry","retry_at":"2024-05-01T12:00:30.123Z"}`
+	want := `{"delivery":2,"endpoint":1,"url":"https://hooks.example/in","start":"2024-05-01T12:00:00.123Z","latencyMs":1.234,"status":429,"class":"http_429","body":"slow down","outcome":"retryable","retryAfterMs":30000,"then":"retry","retryAt":"2024-05-01T12:00:30.123Z"}`
 	if diff := cmp.Diff(want, string(got)); diff != "" {
 		t.Errorf("mismatch (-want +got):\n%s", diff)
 	}
