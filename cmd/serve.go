@@ -15,6 +15,7 @@ import (
 
 	"github.com/evfwd/evfwd/internal/cli"
 	"github.com/evfwd/evfwd/pkg/admin"
+	"github.com/evfwd/evfwd/pkg/analytics"
 	"github.com/evfwd/evfwd/pkg/forwarder"
 	"github.com/evfwd/evfwd/pkg/serve"
 	"github.com/evfwd/evfwd/pkg/store"
@@ -41,7 +42,12 @@ type ServeOptions struct {
 	Check     bool // validate the config, print the effective settings, and stop
 	TLSCert   string
 	TLSKey    string
+	// ForwardTo are the dev source's webhook URLs (only without sources
+	// in the config).
+	ForwardTo   []string
+	LogInterval time.Duration // between INFO summaries; 0: none
 
+	dev      bool // serving the dev source: no source configured
 	ctx      context.Context
 	ready    func(url string) // tests: called once the port is open
 	hup      chan os.Signal   // tests: stands for SIGHUP
@@ -130,7 +136,9 @@ flight get --grace to finish, and serve exits 0.`,
 	fl.BoolVar(&opts.Check, "check", false, "validate the config, print the effective settings (secrets masked) and exit without serving")
 	fl.StringVar(&opts.TLSCert, "tls-cert", "", "serve HTTPS with this certificate `FILE` (PEM; reloaded on SIGHUP)")
 	fl.StringVar(&opts.TLSKey, "tls-key", "", "private key `FILE` (PEM) for --tls-cert")
-	cli.BindEnv(cmd, "addr", "store", "log-format", "log-level", "lease-ttl", "retention", "tls-cert", "tls-key")
+	fl.StringArrayVar(&opts.ForwardTo, "forward-to", nil, "without sources in the config: deliver the dev source's events to `URL` (repeatable, up to 5, tried in order)")
+	fl.DurationVar(&opts.LogInterval, "log-interval", serve.DefaultLogInterval, "log a summary at INFO this often while there is work (0: never)")
+	cli.BindEnv(cmd, "addr", "store", "log-format", "log-level", "lease-ttl", "retention", "tls-cert", "tls-key", "log-interval")
 	// The file's addr, store, sources, ... are known keys for every command.
 	cli.ReadsConfig(cmd, serve.Config{})
 	return cmd
@@ -155,6 +163,9 @@ func serveConfig(opts *ServeOptions) (serve.Config, error) {
 	}
 	if cfg.Store == "" {
 		cfg.Store = "sqlite://" + serve.DefaultStorePath(opts.Getenv)
+	}
+	if err := devSource(opts, &cfg); err != nil {
+		return cfg, err
 	}
 	if err := cfg.Check(); err != nil {
 		where := "config"
@@ -197,9 +208,12 @@ func serveRun(opts *ServeOptions) error {
 	if ctx == nil {
 		ctx = context.Background()
 	}
-	srv, err := serve.New(ctx, cfg, serve.Options{Logger: log, Version: opts.Version, Grace: opts.Grace, LeaseTTL: opts.LeaseTTL})
+	srv, err := serve.New(ctx, cfg, serve.Options{Logger: log, Version: opts.Version, Grace: opts.Grace, LeaseTTL: opts.LeaseTTL, LogInterval: opts.LogInterval})
 	if err != nil {
 		return fmt.Errorf("serve: %w", err)
+	}
+	if opts.dev {
+		printDev(opts, cfg.Sources[0], srv.URL())
 	}
 	if cfg.TLSCert != "" {
 		defer reloadOnHUP(srv, opts.hup, opts.reloaded)()
@@ -209,6 +223,59 @@ func serveRun(opts *ServeOptions) error {
 	}
 	// A drain after SIGTERM or Ctrl-C is the normal way to stop: exit 0.
 	return srv.Run(ctx)
+}
+
+// devSource gives cfg the dev source when no source is configured, with
+// the --forward-to endpoints; those are a usage error beside configured
+// sources, whose endpoints belong in the file.
+func devSource(opts *ServeOptions, cfg *serve.Config) error {
+	if len(cfg.Sources) > 0 {
+		if len(opts.ForwardTo) > 0 {
+			return cli.UsageErrorf("--forward-to is for the dev source serve runs without sources; configured sources take their endpoints from the config file")
+		}
+		return nil
+	}
+	dir := serve.StateDir(opts.Getenv)
+	var src serve.Source
+	if _, err := os.Stat(serve.DevSourcePath(dir)); opts.Check && err != nil {
+		// --check writes nothing: keys serve would make, masked anyway.
+		src = serve.Source{Name: serve.DevSourceName, WriteKey: "new", Webhooks: serve.Webhooks{Destination: webhook.Destination{SharedSecret: "new"}}}
+	} else if src, err = serve.DevSource(dir); err != nil {
+		return err
+	}
+	for _, u := range opts.ForwardTo {
+		src.Webhooks.Endpoints = append(src.Webhooks.Endpoints, webhook.Endpoint{URL: u})
+	}
+	src.Webhooks.Enabled = len(src.Webhooks.Endpoints) > 0
+	cfg.Sources = []serve.Source{src}
+	opts.dev = true
+	return nil
+}
+
+// printDev tells, like `stripe listen` does, what the dev source is and
+// the lines that make the other commands use it.
+func printDev(opts *ServeOptions, src serve.Source, url string) {
+	w, st := opts.IO.ErrOut, opts.IO.ErrStyles()
+	fmt.Fprintf(w, "%s no sources configured: serving the dev source %s (keys kept in %s)\n",
+		st.Accent.Sprint(">"), st.Bold.Sprint(src.Name), serve.DevSourcePath(serve.StateDir(opts.Getenv)))
+	if src.Webhooks.Enabled {
+		for _, ep := range src.Webhooks.Endpoints {
+			fmt.Fprintf(w, "  webhooks signed and sent to %s\n", ep.URL)
+		}
+	} else {
+		fmt.Fprintf(w, "  webhooks off: events are stored; add --forward-to URL to deliver them\n")
+	}
+	fmt.Fprintf(w, "  %s\n", st.Muted.Sprint("for evfwd track/send/listen/verify, in your shell:"))
+	lines := []string{
+		"export " + cli.EnvName("write-key") + "=" + src.WriteKey,
+		"export " + cli.EnvPrefix + "SECRET=" + src.Webhooks.SharedSecret,
+	}
+	if url != analytics.DefaultEndpoint {
+		lines = append(lines, "export "+cli.EnvName("endpoint")+"="+url)
+	}
+	for _, l := range lines {
+		fmt.Fprintf(w, "  %s\n", st.Bold.Sprint(l))
+	}
 }
 
 // reloadOnHUP reads the TLS pair again on each SIGHUP (on hup, when a test

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"syscall"
@@ -16,6 +17,7 @@ import (
 
 	"github.com/evfwd/evfwd/internal/cli"
 	"github.com/evfwd/evfwd/internal/tlscert/tlscerttest"
+	"github.com/evfwd/evfwd/pkg/serve"
 	"github.com/evfwd/evfwd/pkg/store"
 	"github.com/evfwd/evfwd/pkg/store/sqlite"
 	"github.com/evfwd/evfwd/pkg/store/storetest"
@@ -124,7 +126,7 @@ func TestDeliveriesListShowRetry(t *testing.T) {
 		t.Errorf("show of a collected row: %d %q %q", res.Code, res.Stdout, res.Stderr)
 	}
 	res = execute(t, testFactory(t, "", false, env), "deliveries", "retry", "--status", "dead")
-	if res.Code != 0 || !strings.Contains(res.Stdout, "1 deliveries scheduled") {
+	if res.Code != 0 || !strings.Contains(res.Stdout, "1 delivery scheduled") {
 		t.Errorf("retry: %d %q %q", res.Code, res.Stdout, res.Stderr)
 	}
 	for _, args := range [][]string{{"deliveries", "retry"}, {"deliveries", "show", "x"}, {"deliveries", "list", "--status", "nope"}} {
@@ -277,7 +279,11 @@ func TestServeCheckExitCodes(t *testing.T) {
 	}{
 		{"valid, default store", []string{"--config", minimal}, 0, "config valid"},
 		{"valid, -o json", []string{"--config", minimal, "-o", "json"}, 0, ""},
-		{"no sources", nil, 2, "no sources configured"},
+		{"no sources: the dev source", nil, 0, "config valid"},
+		{"forward-to beside sources", []string{"--config", minimal, "--forward-to", "http://127.0.0.1:8788/"}, 2, "--forward-to is for the dev source"},
+		{"forward-to not a URL", []string{"--forward-to", "ftp://x/"}, 2, `source "dev": webhooks:`},
+		{"six forward-to", []string{"--forward-to", "http://a/", "--forward-to", "http://b/", "--forward-to", "http://c/",
+			"--forward-to", "http://d/", "--forward-to", "http://e/", "--forward-to", "http://f/"}, 2, "at most 5"},
 		{"invalid source", []string{"--config", writeFile(t, "bad.yaml", "sources:\n  - name: web\n    webhooks: {enabled: true}\n")}, 2,
 			`source "web": write_key is required`},
 		{"store scheme", []string{"--config", minimal, "--store", "mysql://db/evfwd"}, 2, `store "mysql://db/evfwd": unknown scheme`},
@@ -471,5 +477,46 @@ func TestDeliveriesEndpoints(t *testing.T) {
 	res = execute(t, testFactory(t, "", false, env), "deliveries", "endpoints", "-o", "json")
 	if res.Code != 0 || !strings.Contains(res.Stdout, `"state":"open"`) || !strings.Contains(res.Stdout, `"failures":5`) {
 		t.Errorf("endpoints json: %d %q", res.Code, res.Stdout)
+	}
+}
+
+// Without sources serve runs the dev source, prints its keys with the
+// lines that export them, and keeps them for the next run.
+func TestServeDevSource(t *testing.T) {
+	state := t.TempDir()
+	env := map[string]string{"XDG_STATE_HOME": state, "EVFWD_ADDR": "127.0.0.1:0"}
+	exports := regexp.MustCompile(`(?m)^  export (EVFWD_[A-Z_]+)=(\S+)$`)
+	runDev := func(args ...string) map[string]string {
+		t.Helper()
+		f := testFactory(t, "", false, env)
+		url, stop := runServe(t, f, nil, args...)
+		if err := stop(); err != nil {
+			t.Fatal(err)
+		}
+		stderr := f.IO.ErrOut.(*bytes.Buffer).String()
+		got := map[string]string{}
+		for _, m := range exports.FindAllStringSubmatch(stderr, -1) {
+			got[m[1]] = m[2]
+		}
+		if got["EVFWD_ENDPOINT"] != url || got["EVFWD_WRITE_KEY"] == "" || got["EVFWD_SECRET"] == "" {
+			t.Errorf("exports %v (url %s) in\n%s", got, url, stderr)
+		}
+		if strings.Contains(stderr, "\x1b[") {
+			t.Errorf("escape codes on a pipe:\n%s", stderr)
+		}
+		return got
+	}
+	first := runDev()
+	src, err := serve.DevSource(filepath.Join(state, "evfwd"))
+	if err != nil || src.WriteKey != first["EVFWD_WRITE_KEY"] || src.Webhooks.SharedSecret != first["EVFWD_SECRET"] {
+		t.Errorf("kept %+v, %v; printed %v", src, err, first)
+	}
+	fi, err := os.Stat(serve.DevSourcePath(filepath.Join(state, "evfwd")))
+	if err != nil || fi.Mode().Perm() != 0o600 {
+		t.Errorf("key file: %v, %v", fi, err)
+	}
+	again := runDev("--forward-to", "http://127.0.0.1:8788/hooks")
+	if again["EVFWD_WRITE_KEY"] != first["EVFWD_WRITE_KEY"] {
+		t.Errorf("second run printed other keys: %v, then %v", first, again)
 	}
 }

@@ -9,7 +9,6 @@ package serve
 import (
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"time"
 
@@ -99,15 +98,8 @@ func unjoin(err error) []error {
 	return []error{err}
 }
 
-// DefaultStorePath is evfwd.db under the user's state directory:
-// $XDG_STATE_HOME/evfwd, else ~/.local/state/evfwd.
+// DefaultStorePath is evfwd.db under the user's state directory
+// (StateDir).
 func DefaultStorePath(getenv func(string) string) string {
-	if dir := getenv("XDG_STATE_HOME"); dir != "" {
-		return filepath.Join(dir, "evfwd", "evfwd.db")
-	}
-	home := getenv("HOME")
-	if home == "" {
-		home, _ = os.UserHomeDir()
-	}
-	return filepath.Join(home, ".local", "state", "evfwd", "evfwd.db")
+	return filepath.Join(StateDir(getenv), "evfwd.db")
 }

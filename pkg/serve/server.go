@@ -54,6 +54,9 @@ type Options struct {
 	// serve never closes it, and locks a SQLite file only while it runs
 	// (see store.go).
 	Store store.Store
+	// LogInterval is how often Run logs a summary line at INFO while
+	// there is work (see logSummaries); 0 logs none.
+	LogInterval time.Duration
 }
 
 // Server is a configured, listening service; Run serves until its context
@@ -247,6 +250,8 @@ func (s *Server) Run(ctx context.Context) error {
 	go func() { fwdDone <- s.forwarder.Run(runCtx) }()
 	prunerDone := make(chan struct{})
 	go func() { defer close(prunerDone); s.pruner(runCtx) }()
+	summaryDone := make(chan struct{})
+	go func() { defer close(summaryDone); logSummaries(runCtx, s.metrics, s.opts.LogInterval, s.log) }()
 	srvErr := make(chan error, 1)
 	go func() { srvErr <- hs.Serve(s.ln) }()
 	s.log.Info("serving", "addr", s.Addr(), "url", s.URL(), "store", storeName(s.store), "sources", len(s.cfg.Sources), "retention", s.cfg.Retention)
@@ -270,6 +275,7 @@ func (s *Server) Run(ctx context.Context) error {
 	}
 	<-fwdDone
 	<-prunerDone
+	<-summaryDone
 	s.Close()
 	s.log.Info("stopped")
 	if errors.Is(err, http.ErrServerClosed) {

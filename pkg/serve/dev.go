@@ -1,0 +1,109 @@
+package serve
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/evfwd/evfwd/pkg/webhook"
+)
+
+// DevSourceName names the source serve runs with when none is configured.
+const DevSourceName = "dev"
+
+// devFile holds the dev source's keys in the state directory, beside the
+// default store, so that a second run accepts the key a first one printed.
+const devFile = "dev-source.json"
+
+type devKeys struct {
+	WriteKey     string `json:"write_key"`
+	SharedSecret string `json:"shared_secret"`
+}
+
+// StateDir is evfwd's state directory: $XDG_STATE_HOME/evfwd, else
+// ~/.local/state/evfwd.
+func StateDir(getenv func(string) string) string {
+	if dir := getenv("XDG_STATE_HOME"); dir != "" {
+		return filepath.Join(dir, "evfwd")
+	}
+	home := getenv("HOME")
+	if home == "" {
+		home, _ = os.UserHomeDir()
+	}
+	return filepath.Join(home, ".local", "state", "evfwd")
+}
+
+// DevSource returns the local development source: name "dev", a write key
+// and a shared secret generated on first use and kept in stateDir (file
+// mode 0600), webhooks disabled until the caller gives it endpoints. Two
+// processes starting together agree on one pair: the file appears whole,
+// by a link, or not at all.
+func DevSource(stateDir string) (Source, error) {
+	path := filepath.Join(stateDir, devFile)
+	keys, err := readDevKeys(path)
+	if errors.Is(err, os.ErrNotExist) {
+		keys, err = createDevKeys(stateDir, path)
+	}
+	if err != nil {
+		return Source{}, err
+	}
+	return Source{
+		Name:     DevSourceName,
+		WriteKey: keys.WriteKey,
+		Webhooks: Webhooks{Destination: webhook.Destination{SharedSecret: keys.SharedSecret}},
+	}, nil
+}
+
+// DevSourcePath is where DevSource keeps its keys.
+func DevSourcePath(stateDir string) string { return filepath.Join(stateDir, devFile) }
+
+func readDevKeys(path string) (devKeys, error) {
+	var k devKeys
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return k, err
+	}
+	if err := json.Unmarshal(b, &k); err != nil || k.WriteKey == "" || k.SharedSecret == "" {
+		return k, fmt.Errorf("dev source %s: not a dev key file (remove it to get new keys)", path)
+	}
+	return k, nil
+}
+
+func createDevKeys(dir, path string) (devKeys, error) {
+	k := devKeys{WriteKey: "wk_dev_" + randomHex(16), SharedSecret: "whsec_dev_" + randomHex(24)}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return k, fmt.Errorf("dev source: %w", err)
+	}
+	b, _ := json.MarshalIndent(k, "", "  ")
+	tmp, err := os.CreateTemp(dir, devFile+".*") // 0600
+	if err != nil {
+		return k, fmt.Errorf("dev source: %w", err)
+	}
+	defer os.Remove(tmp.Name())
+	_, err = tmp.Write(append(b, '\n'))
+	if err == nil {
+		err = tmp.Sync()
+	}
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return k, fmt.Errorf("dev source: %w", err)
+	}
+	if err := os.Link(tmp.Name(), path); errors.Is(err, os.ErrExist) {
+		return readDevKeys(path) // another serve made it first
+	} else if err != nil {
+		return k, fmt.Errorf("dev source: %w", err)
+	}
+	return k, nil
+}
+
+func randomHex(n int) string {
+	b := make([]byte, n)
+	rand.Read(b)
+	return hex.EncodeToString(b)
+}

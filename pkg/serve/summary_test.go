@@ -1,0 +1,84 @@
+package serve
+
+import (
+	"bytes"
+	"context"
+	"log/slog"
+	"strings"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/evfwd/evfwd/pkg/store"
+)
+
+// syncBuffer is a log destination the summary goroutine and the test share.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.Write(p)
+}
+
+func (b *syncBuffer) take() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	s := b.b.String()
+	b.b.Reset()
+	return s
+}
+
+func TestLogSummaries(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		m := NewMetrics("web")
+		var out syncBuffer
+		log := slog.New(slog.NewTextHandler(&out, &slog.HandlerOptions{ReplaceAttr: func(_ []string, a slog.Attr) slog.Attr {
+			if a.Key == slog.TimeKey {
+				return slog.Attr{}
+			}
+			return a
+		}}))
+		ctx, cancel := context.WithCancel(t.Context())
+		done := make(chan struct{})
+		go func() { defer close(done); logSummaries(ctx, m, time.Minute, log) }()
+
+		step := func() string {
+			time.Sleep(time.Minute) // the bubble's clock: no real wait
+			synctest.Wait()
+			return out.take()
+		}
+		if got := step(); got != "" {
+			t.Errorf("idle minute logged %q", got)
+		}
+		m.Ingested("web", 3)
+		m.Finished("web", store.Delivered, false)
+		m.Finished("web", store.Pending, true)
+		m.Finished("web", store.Dead, false)
+		m.EndpointState("web", "https://hooks.example.com/a", store.EndpointOpen)
+		want := "level=INFO msg=summary last=1m0s ingested=3 delivered=1 retrying=1 failed=1 failing_endpoints=1\n"
+		if got := step(); got != want {
+			t.Errorf("got %q\nwant %q", got, want)
+		}
+		// Counts are per interval; a failing endpoint keeps a line coming.
+		if got, want := step(), "ingested=0 delivered=0 retrying=0 failed=0 failing_endpoints=1"; !strings.Contains(got, want) {
+			t.Errorf("got %q, want it to hold %q", got, want)
+		}
+		m.EndpointState("web", "https://hooks.example.com/a", store.EndpointClosed)
+		if got := step(); got != "" {
+			t.Errorf("recovered and idle, logged %q", got)
+		}
+		cancel()
+		<-done
+	})
+}
+
+func TestLogSummariesOff(t *testing.T) {
+	done := make(chan struct{})
+	go func() { defer close(done); logSummaries(t.Context(), NewMetrics(), 0, slog.New(slog.DiscardHandler)) }()
+	<-done // returns at once
+}
