@@ -178,19 +178,24 @@ func callRun(opts *CallOptions) error {
 	}
 	var res analytics.BatchResult
 	cfg.OnBatch = func(r analytics.BatchResult) { res = r }
+	stopRetries := watchRetries(opts.IO, opts.Now, &cfg)
 	client, err := analytics.New(cfg)
 	if err != nil {
+		stopRetries()
 		return configError(err)
 	}
 	if err := client.Enqueue(raw); err != nil {
 		client.Close(context.Background())
+		stopRetries()
 		return cli.UsageErrorf("%s: %v", opts.Type, err)
 	}
 	ctx := opts.Context
 	if ctx == nil {
 		ctx = context.Background()
 	}
-	if err := client.Close(ctx); err != nil {
+	err = client.Close(ctx)
+	stopRetries()
+	if err != nil {
 		return err // interrupted: exit 130
 	}
 	out := callResult{MessageID: id, Status: "accepted", HTTPStatus: res.Status}
@@ -211,7 +216,11 @@ func callRun(opts *CallOptions) error {
 		return err
 	}
 	if res.Err != nil {
-		return &cli.ExitError{Code: cli.ExitFailure, Err: fmt.Errorf("%s %s %s: %v", opts.Type, id, out.Status, res.Err)}
+		err := fmt.Errorf("%s %s %s: %v", opts.Type, id, out.Status, res.Err)
+		if h := opts.Client.hint(res.Err); h != "" {
+			err = fmt.Errorf("%w\n%s", err, h)
+		}
+		return &cli.ExitError{Code: cli.ExitFailure, Err: err}
 	}
 	return nil
 }
