@@ -370,7 +370,7 @@ func deliveriesRetry(o *DeliveriesOptions, args []string) error {
 	if o.Format.JSON() {
 		return cli.WriteJSON(o.IO.Out, map[string]int{"retried": n})
 	}
-	fmt.Fprintf(o.IO.Out, "%d deliveries scheduled for retry\n", n)
+	fmt.Fprintf(o.IO.Out, "%s scheduled for retry\n", plural(n, "delivery", "deliveries"))
 	if len(ids) > 0 && n < len(ids) {
 		fmt.Fprintf(o.IO.ErrOut, "%d left alone: unknown, delivered, or in flight\n", len(ids)-n)
 		return cli.Silent(cli.ExitFailure)
@@ -391,7 +391,7 @@ func deliveriesPrune(o *DeliveriesOptions) error {
 	n, err := st.Prune(o.ctx, before)
 	if err != nil {
 		if n.Messages > 0 {
-			fmt.Fprintf(o.IO.ErrOut, "stopped after pruning %d messages\n", n.Messages)
+			fmt.Fprintf(o.IO.ErrOut, "stopped after pruning %s\n", plural(int(n.Messages), "message", "messages"))
 		}
 		return err
 	}
@@ -401,8 +401,8 @@ func deliveriesPrune(o *DeliveriesOptions) error {
 			Before string `json:"before"`
 		}{n, wireTime(before)})
 	}
-	fmt.Fprintf(o.IO.Out, "pruned %d messages (%d deliveries, %d attempts) received before %s\n",
-		n.Messages, n.Deliveries, n.Attempts, wireTime(before))
+	fmt.Fprintf(o.IO.Out, "pruned %s (%s, %s) received before %s\n", plural(int(n.Messages), "message", "messages"),
+		plural(int(n.Deliveries), "delivery", "deliveries"), plural(int(n.Attempts), "attempt", "attempts"), wireTime(before))
 	return nil
 }
 
