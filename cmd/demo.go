@@ -124,7 +124,7 @@ func demoRun(o *DemoOptions) error {
 
 	fmt.Fprintf(errOut, "serve   %s  (store %s)\n", p.ServeURL(), p.StorePath())
 	fmt.Fprintf(errOut, "listen  %s  (random shared secret)\n", p.HookURL())
-	fmt.Fprintf(errOut, "send    %d events through the batching client\n\n", len(events))
+	fmt.Fprintf(errOut, "send    %s through the batching client\n\n", plural(len(events), "event", "events"))
 	if err := p.Send(ctx, events); err != nil {
 		return err
 	}
@@ -133,7 +133,8 @@ func demoRun(o *DemoOptions) error {
 		return err
 	}
 	fmt.Fprintln(out)
-	summary := fmt.Sprintf("%d events sent, %d webhooks arrived with a valid X-Signature", rep.Sent, rep.Verified)
+	summary := fmt.Sprintf("%s sent, %s arrived with a valid X-Signature",
+		plural(rep.Sent, "event", "events"), plural(rep.Verified, "webhook", "webhooks"))
 	if rep.OK() {
 		fmt.Fprintln(out, st.OK.Sprint(cli.SymOK)+" "+summary)
 		return nil
