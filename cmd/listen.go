@@ -75,7 +75,7 @@ last value repeats), --delay 6s (over the 5 s deadline), --fail-rate 0.3.
 For CI, --count N exits 0 once N requests (of --type, if given) have been
 accepted, and --timeout exits 1 if they have not arrived in time. A line
 "listening on URL" goes to stderr, and --ready-file is written, once the
-port is open. Ctrl-C prints a summary and exits 0.
+port is open. Ctrl-C prints a summary and exits 0 (130 before --count).
 
 -o json prints one NDJSON record per request on stdout; --record FILE appends
 the same records to FILE, body bytes kept exactly, so that
@@ -86,7 +86,7 @@ its request began 408; both close the connection and are recorded without
 the body (its size says how much came).
 
 Exit status: 0 stopped or --count reached, 1 --timeout passed first,
-2 usage error.`,
+2 usage error, 130 interrupted before --count was reached.`,
 		Example: `  evfwd listen --secret-file hook.secret
   evfwd listen --path /hooks --respond 500,500,200
   evfwd listen --count 3 --type track --timeout 30s --ready-file ready &
@@ -236,7 +236,10 @@ func listenRun(opts *ListenOptions) error {
 	}
 	var result error
 	select {
-	case <-ctx.Done(): // Ctrl-C: a normal way to stop
+	case <-ctx.Done(): // Ctrl-C: how a server stops (exit 0), but it cuts a --count wait short
+		if opts.Count > 0 {
+			result = cli.Silent(cli.ExitInterrupted)
+		}
 	case <-tally.reached:
 	case <-timeout:
 		if opts.Count > 0 {

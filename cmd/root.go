@@ -126,10 +126,10 @@ X-Signature, and offline signing for CI.`,
 
 const exitCodesHelp = `
 Exit codes:
-  0    success
+  0    success (serve and listen: also stopped by Ctrl-C or SIGTERM)
   1    the job failed (invalid signature, delivery failed, events rejected)
   2    usage or input error
-  130  interrupted
+  130  a one-shot command interrupted by Ctrl-C (listen: before --count)
 `
 
 // Execute runs evfwd with the process's arguments and returns its exit code.

@@ -106,7 +106,10 @@ that does not load is logged and the one in use stays.
 
 GET /healthz and GET /metrics (Prometheus) are served beside the API.
 SIGTERM or Ctrl-C drains: new requests get 503, requests and deliveries in
-flight get --grace to finish, and serve exits 0.`,
+flight get --grace to finish, and serve exits 0.
+
+Exit status: 0 stopped by SIGTERM or Ctrl-C, 1 could not start or stopped
+on an error, 2 usage or config error.`,
 		Example: `  evfwd serve --config evfwd.yaml
   evfwd serve --config evfwd.yaml --check
   EVFWD_STORE=sqlite:///var/lib/evfwd/evfwd.db evfwd serve --log-format json
