@@ -48,6 +48,12 @@ type TriggerOptions struct {
 	RetryInitial time.Duration
 }
 
+// triggerWindow is trigger's default --retry-window: a pass over the URLs
+// and a few retries, enough for an endpoint that is still starting, short
+// enough that a mistyped port ends in seconds rather than after the
+// destination's 4 hours.
+const triggerWindow = 30 * time.Second
+
 // NewCmdTrigger builds `evfwd trigger`; runF replaces triggerRun in tests.
 func NewCmdTrigger(f *cli.Factory, runF func(*TriggerOptions) error) *cobra.Command {
 	opts := &TriggerOptions{}
@@ -65,7 +71,8 @@ User-Agent, Content-Type, your --header lines and X-Signature when a secret is
 given (--secret-file, EVFWD_SECRET or --secret). URLs are tried in order; the
 first 2xx ends delivery. Each attempt is printed as it happens with what
 follows: the next URL, a retry (exponential backoff from 1s to 10m, for at most
---retry-window), or the end. Each attempt has a 5s deadline; redirects are not
+--retry-window: 30s by default, 0 for one pass over the URLs, 4h for the
+destination's own window), or the end. Each attempt has a 5s deadline; redirects are not
 followed; an untrusted certificate is an error (--ca-file trusts a private CA).
 
 The message is a realistic sample of TYPE, or yours with --data (JSON, @FILE
@@ -105,7 +112,7 @@ error, 130 interrupted.`,
 	opts.Secret.AddFlags(cmd)
 	fl.StringArrayVarP(&opts.Headers, "header", "H", nil, "static header `'Name: value'` sent to every URL (repeatable)")
 	fl.StringVar(&opts.CAFile, "ca-file", "", "PEM `FILE` of a CA to trust besides the system roots")
-	fl.DurationVar(&opts.RetryWindow, "retry-window", webhook.DefaultWindow, "retry for at most this long after the first attempt (0: no retries)")
+	fl.DurationVar(&opts.RetryWindow, "retry-window", triggerWindow, "retry for at most this long after the first attempt (0: one pass over the URLs; 4h: as the destination does)")
 	fl.DurationVar(&opts.Timeout, "timeout", webhook.DefaultTimeout, "deadline of each attempt, connect to last byte")
 	fl.IntVarP(&opts.Count, "count", "n", 1, "send the message N times (load test; no retries)")
 	fl.IntVarP(&opts.Concurrency, "concurrency", "c", 1, "deliveries in flight with --count")
@@ -284,7 +291,32 @@ func (tr *trigger) once() error {
 		attempts++
 		tr.out.attempt(a, tr.msg)
 	})
-	return tr.out.verdict(res, deliveries, attempts, tr.msg, body)
+	err := tr.out.verdict(res, deliveries, attempts, tr.msg, body)
+	if h := giveUpHint(res); h != "" {
+		fmt.Fprintln(tr.opts.IO.ErrOut, tr.opts.IO.ErrStyles().Warn.Sprint(h))
+	}
+	return err
+}
+
+// giveUpHint says what to do when trigger stopped retrying (its window
+// is short, unlike the destination's), or "" when it did not.
+func giveUpHint(res webhook.Result) string {
+	if res.Outcome != webhook.Retryable {
+		return ""
+	}
+	var urls []string
+	answered := false
+	for _, a := range res.Attempts {
+		if !slices.Contains(urls, a.URL) {
+			urls = append(urls, a.URL)
+		}
+		answered = answered || a.Status != 0
+	}
+	where := strings.Join(urls, ", ")
+	if answered {
+		return "no success from " + where + " within the retry window (--retry-window to keep trying)"
+	}
+	return "nothing answered at " + where + ": is your endpoint running? (--retry-window to keep trying)"
 }
 
 // attemptPrinter writes attempts and summaries in the chosen format.

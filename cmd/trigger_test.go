@@ -24,7 +24,7 @@ import (
 )
 
 func TestTriggerFlags(t *testing.T) {
-	defaults := TriggerOptions{RetryWindow: 4 * time.Hour, Timeout: 5 * time.Second, Count: 1, Concurrency: 1, RetryInitial: time.Second}
+	defaults := TriggerOptions{RetryWindow: 30 * time.Second, Timeout: 5 * time.Second, Count: 1, Concurrency: 1, RetryInitial: time.Second}
 	with := func(change func(o *TriggerOptions)) TriggerOptions {
 		o := defaults
 		change(&o)
@@ -446,4 +446,56 @@ func FuzzParseHeader(f *testing.F) {
 			t.Errorf("parseHeader(%q) = %q, %q: not from the input", s, name, value)
 		}
 	})
+}
+
+// steppingClock returns a clock that moves on by step at each reading, so
+// a retry window passes in a few attempts without waiting it out.
+func steppingClock(step time.Duration) func() time.Time {
+	var mu sync.Mutex
+	now := time.Date(2024, 5, 1, 12, 0, 0, 0, time.UTC)
+	return func() time.Time {
+		mu.Lock()
+		defer mu.Unlock()
+		now = now.Add(step)
+		return now
+	}
+}
+
+func TestTriggerGivesUpWithAHint(t *testing.T) {
+	closed := closedURL(t)
+	failing := newEndpoint(t, 503)
+	missing := newEndpoint(t, 404)
+	nothing := "nothing answered at " + closed + ": is your endpoint running? (--retry-window to keep trying)\n"
+	tests := []struct {
+		name   string
+		url    string
+		extra  []string
+		retry  bool // some attempt was retried: the window is not zero
+		stderr string
+	}{
+		{"closed port, default window", closed, nil, true, nothing},
+		{"closed port, one pass", closed, []string{"--retry-window", "0"}, false, nothing},
+		{"503, one pass", failing.URL, []string{"--retry-window", "0"}, false,
+			"no success from " + failing.URL + " within the retry window (--retry-window to keep trying)\n"},
+		{"404 is final: no hint", missing.URL, nil, false, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := testFactory(t, "", false, nil)
+			f.Now = steppingClock(5 * time.Second)
+			args := append([]string{"trigger", "track", "--url", tt.url, "--retry-initial", "1ms", "-o", "json"}, tt.extra...)
+			r := execute(t, f, args...)
+			if r.Code != 1 || r.Stderr != tt.stderr {
+				t.Errorf("exit %d, stderr %q; want 1, %q", r.Code, r.Stderr, tt.stderr)
+			}
+			recs := records(t, r.Stdout)
+			attempts := recs[:len(recs)-1]
+			if last := attempts[len(attempts)-1]["then"]; last != "give_up" {
+				t.Errorf("last attempt then %v, want give_up", last)
+			}
+			if retried := len(attempts) > 1; retried != tt.retry || len(attempts) > 10 {
+				t.Errorf("%d attempts, want retries %v within the 30s window", len(attempts), tt.retry)
+			}
+		})
+	}
 }
