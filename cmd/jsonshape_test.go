@@ -77,7 +77,7 @@ func describe(b *strings.Builder, path string, v any, raw []byte) {
 
 // TestJSONShapes pins the keys of -o json output that has no exact golden
 // of its own (run-dependent values): trigger's attempt, summary and load
-// records, the admin commands' answers, version.
+// records, send's summary, the admin commands' answers, version.
 func TestJSONShapes(t *testing.T) {
 	t.Run("trigger", func(t *testing.T) {
 		e := newEndpoint(t, 503, 200)
@@ -112,6 +112,13 @@ func TestJSONShapes(t *testing.T) {
 			}
 			golden(t, "admin/"+tt.name+".shape", jsonShape(t, r.Stdout))
 		}
+	})
+	t.Run("send", func(t *testing.T) {
+		r := execute(t, clientFactory(t, "", newCollectServer(t, nil)), "send", "../testdata/events.ndjson", "-o", "json")
+		if r.Code != 0 {
+			t.Fatalf("%+v", r)
+		}
+		golden(t, "send/json.shape", jsonShape(t, r.Stdout))
 	})
 	t.Run("version", func(t *testing.T) {
 		r := execute(t, testFactory(t, "", false, nil), "version", "-o", "json")
