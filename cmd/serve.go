@@ -128,6 +128,7 @@ on an error, 2 usage or config error.`,
 			return serveRun(opts)
 		},
 	}
+	cmd.AddCommand(newCmdServeInit(f))
 	fl := cmd.Flags()
 	fl.StringVar(&opts.Addr, "addr", serve.DefaultAddr, "`HOST:PORT` to listen on")
 	fl.StringVar(&opts.Store, "store", "", "store `URL`: sqlite:///path/to/evfwd.db (default evfwd.db under $XDG_STATE_HOME/evfwd) or postgres://user:pass@host/db")

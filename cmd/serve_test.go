@@ -520,3 +520,43 @@ func TestServeDevSource(t *testing.T) {
 		t.Errorf("second run printed other keys: %v, then %v", first, again)
 	}
 }
+
+// serve init writes a config that serve --check takes as written, and
+// leaves an existing file alone unless --force.
+func TestServeInit(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "evfwd.yaml")
+	res := execute(t, testFactory(t, "", false, nil), "serve", "init", "--config", path)
+	if res.Code != 0 || !strings.Contains(res.Stderr, "wrote "+path) {
+		t.Fatalf("init: code %d, stderr %q", res.Code, res.Stderr)
+	}
+	written, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fi, _ := os.Stat(path); fi.Mode().Perm() != 0o600 {
+		t.Errorf("mode %v, want 0600: the file holds secrets", fi.Mode().Perm())
+	}
+	res = execute(t, testFactory(t, "", false, nil), "serve", "--check", "--config", path)
+	if res.Code != 0 || !strings.Contains(res.Stdout, "source web") || !strings.Contains(res.Stdout, "enabled, signed") {
+		t.Errorf("check of the written file: code %d, stdout %q, stderr %q", res.Code, res.Stdout, res.Stderr)
+	}
+	res = execute(t, testFactory(t, "", false, nil), "serve", "init", "--config", path)
+	if res.Code != 2 || !strings.Contains(res.Stderr, "exists; --force overwrites it") {
+		t.Errorf("second init: code %d, stderr %q", res.Code, res.Stderr)
+	}
+	if again, _ := os.ReadFile(path); string(again) != string(written) {
+		t.Error("a refused init changed the file")
+	}
+	res = execute(t, testFactory(t, "", false, nil), "serve", "init", "--config", path, "--force", "-o", "json")
+	if again, _ := os.ReadFile(path); res.Code != 0 || string(again) == string(written) || res.Stdout != `{"config":"`+path+`"}`+"\n" {
+		t.Errorf("--force: code %d, stdout %q, stderr %q", res.Code, res.Stdout, res.Stderr)
+	}
+	// Without --config: ./evfwd.yaml.
+	t.Chdir(t.TempDir())
+	if res := execute(t, testFactory(t, "", false, nil), "serve", "init"); res.Code != 0 {
+		t.Errorf("init in the working dir: code %d, stderr %q", res.Code, res.Stderr)
+	}
+	if _, err := os.Stat("evfwd.yaml"); err != nil {
+		t.Error(err)
+	}
+}
