@@ -391,7 +391,7 @@ func deliveriesPrune(o *DeliveriesOptions) error {
 	n, err := st.Prune(o.ctx, before)
 	if err != nil {
 		if n.Messages > 0 {
-			fmt.Fprintf(o.IO.ErrOut, "stopped after pruning %s\n", plural(int(n.Messages), "message", "messages"))
+			fmt.Fprintf(o.IO.ErrOut, "stopped after pruning %s\n", plural(n.Messages, "message", "messages"))
 		}
 		return err
 	}
@@ -401,8 +401,8 @@ func deliveriesPrune(o *DeliveriesOptions) error {
 			Before string `json:"before"`
 		}{n, wireTime(before)})
 	}
-	fmt.Fprintf(o.IO.Out, "pruned %s (%s, %s) received before %s\n", plural(int(n.Messages), "message", "messages"),
-		plural(int(n.Deliveries), "delivery", "deliveries"), plural(int(n.Attempts), "attempt", "attempts"), wireTime(before))
+	fmt.Fprintf(o.IO.Out, "pruned %s (%s, %s) received before %s\n", plural(n.Messages, "message", "messages"),
+		plural(n.Deliveries, "delivery", "deliveries"), plural(n.Attempts, "attempt", "attempts"), wireTime(before))
 	return nil
 }
 

@@ -194,7 +194,7 @@ func sendRun(opts *SendOptions) error {
 		return cli.Silent(cli.ExitInterrupted)
 	case notAccepted > 0 || sum.ReadErrors > 0:
 		return &cli.ExitError{Code: cli.ExitFailure, Err: fmt.Errorf("%d of %s not accepted (%d rejected as bad input, %d not delivered)",
-			notAccepted, plural(int(sum.Lines-sum.Blank), "line", "lines"), sum.Rejected, sum.Failed+sum.Unsent)}
+			notAccepted, plural(sum.Lines-sum.Blank, "line", "lines"), sum.Rejected, sum.Failed+sum.Unsent)}
 	}
 	return nil
 }

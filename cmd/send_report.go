@@ -77,7 +77,7 @@ func printSendSummary(opts *SendOptions, sum sendSummary) error {
 		head = st.Fail.Sprint(cli.SymFail) + " sent with errors"
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "%s: %s lines from %s in %s\n", head, groupDigits(sum.Lines), strings.Join(sum.Files, ", "),
+	fmt.Fprintf(&b, "%s: %s from %s in %s\n", head, plural(sum.Lines, "line", "lines"), strings.Join(sum.Files, ", "),
 		time.Duration(sum.Seconds*float64(time.Second)).Round(time.Millisecond))
 	row := func(label, value, note string) {
 		if note != "" {
@@ -114,6 +114,15 @@ func perSecond(n int64, seconds float64) float64 {
 }
 
 func itoa(n int64) string { return strconv.FormatInt(n, 10) }
+
+// plural writes n as groupDigits does, with the noun that agrees with it:
+// "1 line", "1,234 lines".
+func plural[N ~int | ~int64](n N, one, many string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	return groupDigits(int64(n)) + " " + many
+}
 
 // groupDigits writes n with thousands separators: 1,234,567.
 func groupDigits(n int64) string {

@@ -453,7 +453,12 @@ func (p *attemptPrinter) verdict(res webhook.Result, deliveries, attempts int, m
 		}
 	} else {
 		st := p.st
-		tries := plural(deliveries, "delivery", "deliveries") + ", " + plural(attempts, "attempt", "attempts")
+		// A try is one pass over the URLs (the #N of the attempt lines);
+		// requests are worth naming only when a pass made more than one.
+		tries := plural(deliveries, "try", "tries")
+		if attempts != deliveries {
+			tries += ", " + plural(attempts, "request", "requests")
+		}
 		switch res.Outcome {
 		case webhook.Delivered:
 			fmt.Fprintf(p.w, "\n%s delivered to %s (%s)\n", st.OK.Sprint(cli.SymOK), last.URL, tries)
@@ -470,13 +475,6 @@ func (p *attemptPrinter) verdict(res webhook.Result, deliveries, attempts int, m
 		return cli.Silent(cli.ExitInterrupted)
 	}
 	return cli.Silent(cli.ExitFailure)
-}
-
-func plural(n int, one, many string) string {
-	if n == 1 {
-		return "1 " + one
-	}
-	return strconv.Itoa(n) + " " + many
 }
 
 // load sends the message Count times from Concurrency workers (see

@@ -190,7 +190,7 @@ func TestTriggerRetriesText(t *testing.T) {
 		"X  #2  http://X  → 500 Internal Server Error  X  retryable, retry in X at X\n" +
 		"    Internal Server Error\n" +
 		"X  #3  http://X  → 200 OK  X  delivered\n\n" +
-		"✓ delivered to http://X (3 deliveries, 3 attempts)\n"
+		"✓ delivered to http://X (3 tries)\n"
 	got = regexp.MustCompile(`delete  \S* `).ReplaceAllString(got, "delete   ")
 	got = regexp.MustCompile(`\d+ bytes`).ReplaceAllString(got, "X bytes")
 	if diff := cmp.Diff(want, got); diff != "" {
@@ -374,7 +374,7 @@ func TestTriggerInterrupted(t *testing.T) {
 	t.Cleanup(ts.Close)
 	t.Cleanup(func() { close(release) })
 	r := executeCtx(t, ctx, testFactory(t, "", false, nil), "trigger", "track", "--url", ts.URL)
-	if r.Code != 130 || !strings.Contains(r.Stdout, "interrupted, not delivered (1 delivery, 1 attempt)") {
+	if r.Code != 130 || !strings.Contains(r.Stdout, "interrupted, not delivered (1 try)") {
 		t.Errorf("exit %d, stdout %q; want 130 and an interrupted report", r.Code, r.Stdout)
 	}
 }

@@ -24,7 +24,7 @@ func TestPlural(t *testing.T) {
 	for _, tt := range []struct {
 		n    int
 		want string
-	}{{0, "0 attempts"}, {1, "1 attempt"}, {2, "2 attempts"}} {
+	}{{0, "0 attempts"}, {1, "1 attempt"}, {2, "2 attempts"}, {1234567, "1,234,567 attempts"}} {
 		if got := plural(tt.n, "attempt", "attempts"); got != tt.want {
 			t.Errorf("plural(%d) = %q, want %q", tt.n, got, tt.want)
 		}
@@ -36,5 +36,18 @@ func TestSendOneBadLineAgreesInNumber(t *testing.T) {
 	res := execute(t, clientFactory(t, "", newCollectServer(t, nil)), "send", file)
 	if res.Code != 1 || !strings.HasSuffix(res.Stderr, "error: 1 of 1 line not accepted (1 rejected as bad input, 0 not delivered)\n") {
 		t.Errorf("exit %d, stderr %q", res.Code, res.Stderr)
+	}
+	if !strings.Contains(res.Stdout, ": 1 line from ") {
+		t.Errorf("summary %q, want it to count 1 line", res.Stdout)
+	}
+}
+
+// trigger counts tries of the one message, and requests only when a try
+// went on to further URLs: "3 deliveries" misread as three messages.
+func TestTriggerCountsTriesAndRequests(t *testing.T) {
+	a, b := newEndpoint(t, 500), newEndpoint(t, 500, 200)
+	r := execute(t, testFactory(t, "", false, nil), "trigger", "track", "--url", a.URL, "--url", b.URL, "--retry-initial", "1ms")
+	if r.Code != 0 || !strings.HasSuffix(r.Stdout, " (2 tries, 4 requests)\n") {
+		t.Errorf("exit %d, stdout %q; want 0 and (2 tries, 4 requests)", r.Code, r.Stdout)
 	}
 }
