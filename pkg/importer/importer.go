@@ -7,10 +7,12 @@
 //
 // Every line read ends as accepted by the collection API, rejected as bad
 // input (never sent), not delivered (refused by the API or out of
-// retries), or unsent (a run abandoned while it was queued). Lines not
-// accepted are handed to the caller with their input, line number and
-// bytes, so they can be fixed and sent again, and the summary names the
-// line up to which everything was settled: where to resume.
+// retries), unsent (a run abandoned while it was queued) or skipped (a
+// resumed run). Lines not accepted are handed to the caller with their
+// input, line number and bytes, so they can be fixed and sent again, and
+// the summary names the line up to which everything was settled: where to
+// resume (Options.Resume). An answer that refuses the write key ends the
+// whole run (Summary.Fatal): every other batch would be refused alike.
 package importer
 
 import (
@@ -95,6 +97,15 @@ type Options struct {
 	// end; the import goes on with the next input.
 	OnReadError func(error)
 
+	// Skip skips the first Skip lines of the inputs taken as one stream,
+	// counted across them in order, as if they were concatenated.
+	Skip int64
+	// Resume continues after a Summary.LastAccepted of an earlier run:
+	// the inputs before Resume.Input are not opened, and its lines up to
+	// Resume.Line are skipped. Input must name exactly one input, and Line
+	// be at least 1. Skip and Resume exclude each other.
+	Resume Position
+
 	// sleep is the pacer's wait; tests replace it.
 	sleep func(context.Context, time.Duration) error
 }
@@ -141,6 +152,34 @@ func (e *LineError) reason() string {
 	return "invalid JSON: " + e.Err.Error()
 }
 
+// ErrUnauthorized is what Summary.Fatal is (errors.Is) when the API
+// refused the write key.
+var ErrUnauthorized = errors.New("the API refused the write key")
+
+// AuthError is the answer 401 or 403 to a batch: the write key is wrong,
+// so the run stops rather than have every batch refused in turn.
+type AuthError struct {
+	Status int
+	Err    *analytics.APIError // the answer, with the server's message
+}
+
+func (e *AuthError) Error() string {
+	return fmt.Sprintf("%v (HTTP %d)", ErrUnauthorized, e.Status)
+}
+
+func (e *AuthError) Is(target error) bool { return target == ErrUnauthorized }
+func (e *AuthError) Unwrap() error        { return e.Err }
+
+// fatalError is the error that ends a whole run when a batch fails with
+// err, or nil when only that batch's lines failed.
+func fatalError(err error) error {
+	var api *analytics.APIError
+	if errors.As(err, &api) && (api.Status == 401 || api.Status == 403) {
+		return &AuthError{Status: api.Status, Err: api}
+	}
+	return nil
+}
+
 // Position is a line of an input.
 type Position struct {
 	Input string
@@ -158,12 +197,13 @@ func (p Position) String() string {
 // Summary is the account of an import: so far while it runs, final once
 // Run returns.
 type Summary struct {
-	Lines      int64 // lines read and handled, blank ones included
+	Lines      int64 // lines read and handled, blank and skipped ones included
 	Accepted   int64 // accepted by the collection API
 	Rejected   int64 // bad input, never sent
 	Failed     int64 // refused by the API or undeliverable after retries
-	Unsent     int64 // queued when the run was abandoned
+	Unsent     int64 // queued when the run was abandoned or stopped by Fatal
 	Blank      int64
+	Skipped    int64 // read but not sent: Options.Skip or Options.Resume
 	ReadErrors int64 // inputs that could not be opened or read to the end
 	BytesRead  int64 // input bytes read (the compressed size for gzip)
 	TotalBytes int64 // the inputs' sizes added up; -1 when one is unknown
@@ -171,15 +211,20 @@ type Summary struct {
 	Retries    int64
 	Elapsed    time.Duration // since New
 	// LastAccepted is the last line such that it and every line before it
-	// was accepted or rejected as bad input: where to resume. Meaningful
-	// once Run has returned.
+	// was accepted, rejected as bad input or skipped: where to resume
+	// (Options.Resume). Meaningful once Run has returned.
 	LastAccepted Position
+	// Fatal is why the run stopped on its own, as Abandon does: an
+	// *AuthError (errors.Is ErrUnauthorized). The lines of the refused
+	// batch count as Unsent, since resuming sends them again.
+	Fatal error
 }
 
 // Import is one run over a list of inputs.
 type Import struct {
 	inputs   []Input
 	firstSeq []atomic.Int64 // seq of each input's first line, once reading it began
+	resumeAt int            // index of the input Options.Resume names; -1 for none
 	opts     Options
 	now      func() time.Time
 	began    time.Time
@@ -192,13 +237,15 @@ type Import struct {
 
 	// Set by Run before its goroutines start. Summary, which may run
 	// beside Run, reads the clients only through clients.
-	readCtx context.Context // ends when reading stops: Run's ctx or Abandon
-	workers []*worker
-	clients atomic.Pointer[[]*analytics.Client]
+	readCtx     context.Context // ends when reading stops: Run's ctx or Abandon
+	stopReading context.CancelFunc
+	workers     []*worker
+	clients     atomic.Pointer[[]*analytics.Client]
 
 	lines, blank, rejected, accepted, failed, unsent atomic.Int64
-	readErrors                                       atomic.Int64
-	bytesDone                                        atomic.Int64 // input bytes of finished inputs
+	skipped, readErrors                              atomic.Int64
+	fatal                                            atomic.Pointer[error] // the first Summary.Fatal
+	bytesDone                                        atomic.Int64          // input bytes of finished inputs
 	current                                          atomic.Pointer[ndjson.Reader]
 
 	// Lines at or past these seqs are not settled: the first line that
@@ -217,8 +264,16 @@ func New(inputs []Input, opts Options) (*Import, error) {
 		return nil, errors.New("importer: Workers must not be negative")
 	case opts.Rate < 0:
 		return nil, errors.New("importer: Rate must not be negative")
+	case opts.Skip < 0:
+		return nil, errors.New("importer: Skip must not be negative")
+	case opts.Skip > 0 && opts.Resume != Position{}:
+		return nil, errors.New("importer: Skip and Resume exclude each other")
 	case opts.Workers == 0:
 		opts.Workers = 1
+	}
+	resumeAt, err := resumeInput(inputs, opts.Resume)
+	if err != nil {
+		return nil, err
 	}
 	// analytics checks a config only by building a client: build one and
 	// stop it at once, so that Run's clients cannot fail.
@@ -227,7 +282,7 @@ func New(inputs []Input, opts Options) (*Import, error) {
 		return nil, err
 	}
 	c.Close(context.Background())
-	im := &Import{inputs: inputs, firstSeq: make([]atomic.Int64, len(inputs)), opts: opts, now: opts.Client.Now}
+	im := &Import{inputs: inputs, firstSeq: make([]atomic.Int64, len(inputs)), resumeAt: resumeAt, opts: opts, now: opts.Client.Now}
 	if im.now == nil {
 		im.now = time.Now
 	}
@@ -240,10 +295,34 @@ func New(inputs []Input, opts Options) (*Import, error) {
 	return im, nil
 }
 
+// resumeInput is the index of the input p names, -1 for no p.
+func resumeInput(inputs []Input, p Position) (int, error) {
+	if p == (Position{}) {
+		return -1, nil
+	}
+	if p.Line < 1 {
+		return 0, fmt.Errorf("importer: Resume line %d: lines count from 1", p.Line)
+	}
+	at := -1
+	for i, in := range inputs {
+		if in.Name != p.Input {
+			continue
+		}
+		if at >= 0 { // the line could be of either
+			return 0, fmt.Errorf("importer: Resume input %q is given more than once", p.Input)
+		}
+		at = i
+	}
+	if at < 0 {
+		return 0, fmt.Errorf("importer: Resume input %q is not among the inputs", p.Input)
+	}
+	return at, nil
+}
+
 // Run reads the inputs and sends their lines, and returns the final
 // summary once every line read is settled. When ctx ends, reading stops
 // and what is already queued is still delivered (a first Ctrl-C); Abandon
-// cuts that short.
+// cuts that short, and so does a fatal answer (Summary.Fatal).
 func (im *Import) Run(ctx context.Context) Summary {
 	readCtx, stopReading := context.WithCancel(ctx)
 	defer stopReading()
@@ -251,7 +330,7 @@ func (im *Import) Run(ctx context.Context) Summary {
 	if im.abandoned.Err() != nil { // AfterFunc would stop reading only later
 		stopReading()
 	}
-	im.readCtx = readCtx
+	im.readCtx, im.stopReading = readCtx, stopReading
 
 	clients := make([]*analytics.Client, 0, im.opts.Workers)
 	for range im.opts.Workers {
@@ -295,13 +374,16 @@ func (im *Import) Summary() Summary {
 	sum := Summary{
 		Lines: im.lines.Load(), Accepted: im.accepted.Load(), Rejected: im.rejected.Load(),
 		Failed: im.failed.Load(), Unsent: im.unsent.Load(), Blank: im.blank.Load(),
-		ReadErrors: im.readErrors.Load(), BytesRead: im.bytesDone.Load(),
+		Skipped: im.skipped.Load(), ReadErrors: im.readErrors.Load(), BytesRead: im.bytesDone.Load(),
 		Elapsed: im.now().Sub(im.began),
+	}
+	if f := im.fatal.Load(); f != nil {
+		sum.Fatal = *f
 	}
 	if r := im.current.Load(); r != nil {
 		sum.BytesRead += r.Offset()
 	}
-	for _, in := range im.inputs {
+	for _, in := range im.inputs[max(im.resumeAt, 0):] { // a resume opens none before
 		if in.Size < 0 {
 			sum.TotalBytes = -1
 			break
@@ -348,6 +430,19 @@ func (im *Import) lineError(input int32, num int64, b []byte, sent bool, err err
 		e.Bytes = b
 	}
 	im.opts.OnLineError(e)
+}
+
+// stop ends the run for err, as Abandon does; the first err is the one
+// Summary.Fatal reports. A client's OnBatch calls it, so it stops every
+// client before its next request rather than when Run closes them:
+// against a fast API that is hundreds of requests later.
+func (im *Import) stop(err error) {
+	im.fatal.CompareAndSwap(nil, &err)
+	im.abandon()
+	im.stopReading() // now, not when AfterFunc gets to it
+	for _, c := range *im.clients.Load() {
+		c.Abandon()
+	}
 }
 
 func (im *Import) readError(err error) {

@@ -3,6 +3,7 @@ package importer
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -437,5 +438,188 @@ func TestRunStopDelivers(t *testing.T) {
 	if sum.Lines == 0 || sum.Lines >= 1000 || sum.Accepted != sum.Lines || sum.Unsent+sum.Failed != 0 ||
 		sum.LastAccepted != (Position{"in", sum.Lines}) || len(accepted) != int(sum.Lines) || accepted[len(accepted)-1] != int(sum.Lines) {
 		t.Errorf("summary %+v, %d lines arrived", sum, len(accepted))
+	}
+}
+
+// A wrong write key stops the run at its first answer: each worker makes
+// at most the one request it had in flight, no line is reported one by
+// one, and what was queued counts as unsent.
+func TestWrongKeyStopsRun(t *testing.T) {
+	for _, status := range []int{401, 403} {
+		for _, workers := range []int{1, 4} {
+			t.Run(fmt.Sprintf("%d/workers=%d", status, workers), func(t *testing.T) {
+				const n = 50000
+				// Not a collector: the requests of other workers are cut
+				// off mid-body when the first answer stops the run.
+				var requests atomic.Int32
+				srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+					requests.Add(1)
+					w.WriteHeader(status)
+					io.WriteString(w, `{"error":"invalid write key"}`)
+				}))
+				t.Cleanup(srv.Close)
+				var reported atomic.Int32
+				sum := run(t, genLines(n), Options{Client: analytics.Config{WriteKey: "k", Endpoint: srv.URL}, Workers: workers,
+					OnLineError: func(*LineError) { reported.Add(1) }})
+				if r := requests.Load(); r == 0 || r > int32(workers) {
+					t.Errorf("%d requests, want 1..%d", r, workers)
+				}
+				var ae *AuthError
+				if !errors.Is(sum.Fatal, ErrUnauthorized) || !errors.As(sum.Fatal, &ae) || ae.Status != status || ae.Err.Message != "invalid write key" {
+					t.Errorf("Fatal %#v", sum.Fatal)
+				}
+				if want := fmt.Sprintf("the API refused the write key (HTTP %d)", status); sum.Fatal.Error() != want {
+					t.Errorf("Fatal %q, want %q", sum.Fatal, want)
+				}
+				if reported.Load() != 0 || sum.Accepted+sum.Failed != 0 || sum.Unsent == 0 || sum.Unsent != sum.Lines || sum.Lines == n || sum.LastAccepted != (Position{}) {
+					t.Errorf("%d lines reported, summary %+v", reported.Load(), sum)
+				}
+			})
+		}
+	}
+}
+
+// Other refusals fail their batch only; the run goes on.
+func TestBadRequestIsNotFatal(t *testing.T) {
+	srv := newCollector(t, func(_ []int, w http.ResponseWriter, _ *http.Request) { w.WriteHeader(400) })
+	cfg := clientConfig(srv)
+	cfg.BatchSize = 10
+	sum := run(t, genLines(100), Options{Client: cfg})
+	if sum.Fatal != nil || sum.Failed != 100 {
+		t.Errorf("summary %+v", sum)
+	}
+}
+
+// A run the key stops after some batches resumes where it stopped: the
+// two runs send every line once.
+func TestResumeAfterWrongKey(t *testing.T) {
+	const n = 1000
+	in := genLines(n)
+	var requests atomic.Int32
+	first := newCollector(t, func(_ []int, w http.ResponseWriter, _ *http.Request) {
+		if requests.Add(1) > 3 {
+			w.WriteHeader(401)
+		}
+	})
+	cfg := clientConfig(first)
+	cfg.BatchSize = 10
+	sum := run(t, in, Options{Client: cfg})
+	_, accepted1 := first.got()
+	if !errors.Is(sum.Fatal, ErrUnauthorized) || sum.Accepted != int64(len(accepted1)) || sum.LastAccepted != (Position{"in", sum.Accepted}) {
+		t.Fatalf("summary %+v, %d accepted", sum, len(accepted1))
+	}
+
+	second := newCollector(t, nil)
+	cfg.Endpoint = second.srv.URL
+	sum2 := run(t, in, Options{Client: cfg, Resume: sum.LastAccepted})
+	_, accepted2 := second.got()
+	all := append(accepted1, accepted2...)
+	slices.Sort(all)
+	want := make([]int, n)
+	for i := range want {
+		want[i] = i + 1
+	}
+	if diff := cmp.Diff(want, all); diff != "" {
+		t.Errorf("lines over both runs (-want +got):\n%s", diff)
+	}
+	if sum2.Fatal != nil || sum2.Skipped != sum.LastAccepted.Line || sum2.Lines != n || sum2.Accepted != n-sum2.Skipped || sum2.LastAccepted != (Position{"in", n}) {
+		t.Errorf("resumed summary %+v", sum2)
+	}
+}
+
+// inputsOf makes named inputs of n numbered lines each (the line numbers
+// run on across them) and records which were opened.
+func inputsOf(t *testing.T, opened *[]string, names []string, n int) []Input {
+	t.Helper()
+	all := strings.SplitAfter(genLines(n*len(names)), "\n")
+	var out []Input
+	for i, name := range names {
+		body := strings.Join(all[i*n:(i+1)*n], "")
+		out = append(out, Input{Name: name, Size: int64(len(body)), Open: func() (io.ReadCloser, error) {
+			*opened = append(*opened, name)
+			return io.NopCloser(strings.NewReader(body)), nil
+		}})
+	}
+	return out
+}
+
+// Skip counts lines across the inputs as one stream; Resume skips the
+// inputs before its own unopened. Skipped lines are not parsed (a bad one
+// is not reported), are counted, and are settled for LastAccepted.
+func TestSkipAndResume(t *testing.T) {
+	tests := []struct {
+		name       string
+		opts       Options
+		wantSent   []int
+		wantOpened []string
+		wantLast   Position
+	}{
+		{"skip within the first", Options{Skip: 3}, []int{4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15}, []string{"a", "b", "c"}, Position{"c", 5}},
+		{"skip across inputs", Options{Skip: 7}, []int{8, 9, 10, 11, 12, 13, 14, 15}, []string{"a", "b", "c"}, Position{"c", 5}},
+		{"skip everything", Options{Skip: 99}, nil, []string{"a", "b", "c"}, Position{"c", 5}},
+		{"resume in the middle", Options{Resume: Position{"b", 2}}, []int{8, 9, 10, 11, 12, 13, 14, 15}, []string{"b", "c"}, Position{"c", 5}},
+		{"resume at an input's end", Options{Resume: Position{"b", 5}}, []int{11, 12, 13, 14, 15}, []string{"b", "c"}, Position{"c", 5}},
+		{"resume past an input's end", Options{Resume: Position{"c", 9}}, nil, []string{"c"}, Position{"c", 5}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			srv := newCollector(t, nil)
+			var opened []string
+			inputs := inputsOf(t, &opened, []string{"a", "b", "c"}, 5)
+			opts := tt.opts
+			opts.Client = clientConfig(srv)
+			opts.OnLineError = func(e *LineError) { t.Errorf("line error %v", e) }
+			im, err := New(inputs, opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			sum := im.Run(context.Background())
+			_, sent := srv.got()
+			slices.Sort(sent)
+			if diff := cmp.Diff(tt.wantSent, sent); diff != "" {
+				t.Errorf("sent (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(tt.wantOpened, opened); diff != "" {
+				t.Errorf("opened (-want +got):\n%s", diff)
+			}
+			skipped := sum.Lines - int64(len(sent))
+			if sum.Accepted != int64(len(sent)) || sum.Skipped != skipped || sum.LastAccepted != tt.wantLast {
+				t.Errorf("summary %+v", sum)
+			}
+		})
+	}
+}
+
+// Skipped lines are not parsed: bad or blank, they count as skipped only.
+func TestSkippedLinesNotParsed(t *testing.T) {
+	srv := newCollector(t, nil)
+	in := "not json\n\n" + genLines(3)
+	sum := run(t, in, Options{Client: clientConfig(srv), Skip: 3, OnLineError: func(e *LineError) { t.Errorf("line error %v", e) }})
+	_, sent := srv.got()
+	if diff := cmp.Diff([]int{2, 3}, sent); diff != "" {
+		t.Errorf("sent (-want +got):\n%s", diff)
+	}
+	if sum.Lines != 5 || sum.Skipped != 3 || sum.Blank != 0 || sum.Rejected != 0 || sum.LastAccepted != (Position{"in", 5}) {
+		t.Errorf("summary %+v", sum)
+	}
+}
+
+func TestSkipResumeErrors(t *testing.T) {
+	inputs := []Input{Stream("a", strings.NewReader("")), Stream("b", strings.NewReader("")), Stream("a", strings.NewReader(""))}
+	cfg := analytics.Config{WriteKey: "k"}
+	for _, tt := range []struct {
+		opts Options
+		want string
+	}{
+		{Options{Skip: -1}, "importer: Skip must not be negative"},
+		{Options{Skip: 1, Resume: Position{"b", 1}}, "importer: Skip and Resume exclude each other"},
+		{Options{Resume: Position{"c", 1}}, `importer: Resume input "c" is not among the inputs`},
+		{Options{Resume: Position{"a", 1}}, `importer: Resume input "a" is given more than once`},
+		{Options{Resume: Position{"b", 0}}, "importer: Resume line 0: lines count from 1"},
+	} {
+		tt.opts.Client = cfg
+		if _, err := New(inputs, tt.opts); err == nil || err.Error() != tt.want {
+			t.Errorf("%+v: error %v, want %s", tt.opts, err, tt.want)
+		}
 	}
 }

@@ -72,6 +72,9 @@ func (im *Import) read() {
 		if ctx.Err() != nil { // stopped before Run, or after a failed open
 			return
 		}
+		if i < im.resumeAt { // settled by the run being resumed
+			continue
+		}
 		r, closeIn, err := open(in)
 		if err != nil {
 			im.readError(err)
@@ -85,6 +88,9 @@ func (im *Import) read() {
 			}
 			l := r.Line()
 			seq++
+			if im.skip(i, l.Num, seq) {
+				continue
+			}
 			if len(c.lines) == chunkLines || len(c.data)+len(l.Bytes) > chunkBytes && len(c.lines) > 0 {
 				if !dispatch() {
 					break
@@ -106,6 +112,19 @@ func (im *Import) read() {
 		}
 	}
 	dispatch()
+}
+
+// skip reports whether the line is one Options.Skip or Options.Resume
+// leaves out, and counts it. Skipped lines come before any line sent, so
+// each one is settled as soon as it is read.
+func (im *Import) skip(input int, num, seq int64) bool {
+	if seq > im.opts.Skip && (input != im.resumeAt || num > im.opts.Resume.Line) {
+		return false
+	}
+	im.skipped.Add(1)
+	im.lines.Add(1)
+	im.lastSeq.Store(seq)
+	return true
 }
 
 func open(in Input) (*ndjson.Reader, func(), error) {

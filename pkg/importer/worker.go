@@ -93,7 +93,8 @@ func (w *worker) line(b []byte, l *chunkLine) bool {
 	tag := w.pending.add(p)
 	if err := w.client.EnqueueWaitTagged(im.readCtx, raw, tag); err != nil {
 		w.pending.dropLast()
-		if im.readCtx.Err() != nil && errors.Is(err, im.readCtx.Err()) {
+		// Stopped: the wait ended, or a fatal answer closed the client.
+		if im.readCtx.Err() != nil && (errors.Is(err, im.readCtx.Err()) || errors.Is(err, analytics.ErrClosed)) {
 			return false
 		}
 		im.rejected.Add(1)
@@ -107,11 +108,19 @@ func (w *worker) onBatch(res analytics.BatchResult) {
 	im := w.im
 	n := int64(len(res.Tags))
 	lines := w.pending.settle(res.Tags, res.Err != nil)
+	if res.Err != nil {
+		if err := fatalError(res.Err); err != nil {
+			// Its lines are fine, and a resume sends them: unsent below,
+			// not reported one by one (a wrong key would report them all).
+			im.stop(err)
+		}
+	}
 	switch {
 	case res.Err == nil:
 		im.accepted.Add(n)
 	case errors.Is(res.Err, analytics.ErrClosed) || im.abandoned.Err() != nil:
-		// Abandoned: not sent, or sent without an answer.
+		// Abandoned or stopped: not sent, sent without an answer, or
+		// refused with the rest of the run.
 		im.unsent.Add(n)
 		if len(lines) > 0 {
 			minStore(&im.firstUnsent, firstSeq(lines))
