@@ -260,8 +260,8 @@ func devSource(opts *ServeOptions, cfg *serve.Config) error {
 // the lines that make the other commands use it.
 func printDev(opts *ServeOptions, src serve.Source, url string) {
 	w, st := opts.IO.ErrOut, opts.IO.ErrStyles()
-	fmt.Fprintf(w, "%s no sources configured: serving the dev source %s (keys kept in %s)\n",
-		st.Accent.Sprint(">"), st.Bold.Sprint(src.Name), serve.DevSourcePath(serve.StateDir(opts.Getenv)))
+	fmt.Fprintf(w, "%s no sources configured: running source %s for local development (keys kept in %s)\n",
+		st.Accent.Sprint(">"), st.Bold.Sprintf("%q", src.Name), serve.DevSourcePath(serve.StateDir(opts.Getenv)))
 	if src.Webhooks.Enabled {
 		for _, ep := range src.Webhooks.Endpoints {
 			fmt.Fprintf(w, "  webhooks signed and sent to %s\n", ep.URL)
