@@ -68,7 +68,14 @@ fsync); the forwarder then delivers them at least once, retrying failed
 endpoints for up to 4 hours. Kill it at any moment: nothing acknowledged is
 lost, and the next run picks up where this one stopped.
 
-Sources come from the config file (--config, EVFWD_CONFIG):
+Without a configured source serve runs one for local development, "dev":
+its write key and shared secret are generated once, kept in the state dir
+($XDG_STATE_HOME/evfwd/dev-source.json) and printed at each start as the
+export lines that evfwd track, send, listen and verify read. Its events are
+stored; --forward-to URL (up to 5) delivers them too.
+
+Sources come from the config file (--config, EVFWD_CONFIG; serve init
+writes one to start from):
 
   addr: 127.0.0.1:8787
   store: sqlite:///path/to/evfwd.db
@@ -105,12 +112,15 @@ new connections get the new certificate, open ones are not dropped; a pair
 that does not load is logged and the one in use stays.
 
 GET /healthz and GET /metrics (Prometheus) are served beside the API.
+While there is work, one INFO line per --log-interval says what happened.
 SIGTERM or Ctrl-C drains: new requests get 503, requests and deliveries in
 flight get --grace to finish, and serve exits 0.
 
 Exit status: 0 stopped by SIGTERM or Ctrl-C, 1 could not start or stopped
 on an error, 2 usage or config error.`,
-		Example: `  evfwd serve --config evfwd.yaml
+		Example: `  evfwd serve                                  # the dev source, keys printed
+  evfwd serve --forward-to http://127.0.0.1:8788/hooks
+  evfwd serve init && evfwd serve --config evfwd.yaml
   evfwd serve --config evfwd.yaml --check
   EVFWD_STORE=sqlite:///var/lib/evfwd/evfwd.db evfwd serve --log-format json
   EVFWD_STORE=postgres://evfwd:pw@db.internal/evfwd evfwd serve --addr 0.0.0.0:8787

@@ -560,3 +560,18 @@ func TestServeInit(t *testing.T) {
 		t.Error(err)
 	}
 }
+
+// On a terminal the dev source's lines are styled; the export lines stay
+// whole, fit to copy.
+func TestServeDevSourceOnATerminal(t *testing.T) {
+	f := testFactory(t, "", true, map[string]string{"XDG_STATE_HOME": t.TempDir(), "EVFWD_ADDR": "127.0.0.1:0"})
+	f.IO.ErrColor = true
+	_, stop := runServe(t, f, nil)
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+	stderr := f.IO.ErrOut.(*bytes.Buffer).String()
+	if !strings.Contains(stderr, "\x1b[") || !regexp.MustCompile(`export EVFWD_WRITE_KEY=wk_dev_[0-9a-f]{32}\x1b`).MatchString(stderr) {
+		t.Errorf("stderr on a terminal:\n%q", stderr)
+	}
+}
