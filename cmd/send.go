@@ -3,9 +3,13 @@ package cmd
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/signal"
+	"path/filepath"
+	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -31,6 +35,8 @@ type SendOptions struct {
 	MaxQueueSize int
 	Workers      int
 	Rate         float64
+	Skip         int64
+	Resume       string // FILE:LINE, as the summary printed it
 
 	// interrupts is a second interrupt source for tests (default: SIGINT,
 	// SIGTERM).
@@ -69,14 +75,22 @@ On a terminal a progress line shows lines read, sent, failed, events/s,
 bytes and the ETA; a summary follows at the end (-o json: one JSON object).
 Ctrl-C stops reading, flushes what is queued and prints the summary with the
 last line fully accepted, so an import can resume after it; a second Ctrl-C
-stops at once.
+stops at once. An API answer of 401 or 403 (a wrong write key) stops the
+whole run at once with one error, since every batch would be refused alike.
 
-Exit status: 0 every line accepted, 1 some line rejected or not delivered,
-2 usage error (nothing sent), 130 interrupted.`,
+A run that stopped early prints the --resume FILE:LINE argument that sends
+the rest: the same command with it continues after that line of that FILE
+(stdin is "stdin" or "-"); the FILEs before it are not opened. --skip N skips
+the first N lines of the inputs taken as one stream, as if concatenated.
+Skipped lines are read but neither parsed nor sent, and are counted.
+
+Exit status: 0 every line accepted, 1 some line rejected or not delivered, or
+the write key refused, 2 usage error (nothing sent), 130 interrupted.`,
 		Example: `  cat events.ndjson | evfwd send --write-key $KEY
   evfwd send history-2023.ndjson.gz history-2024.ndjson.gz --errors-file rejected.ndjson
   evfwd send big.ndjson --workers 4 --batch-size 500
-  evfwd send events.ndjson --rate 200 --endpoint https://api.segment.io -o json`,
+  evfwd send events.ndjson --rate 200 --endpoint https://api.segment.io -o json
+  evfwd send history-2023.ndjson.gz history-2024.ndjson.gz --resume history-2024.ndjson.gz:81250`,
 		GroupID: groupClient,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts.IO, opts.Format, opts.Now, opts.Version = f.IO, f.Format, f.Now, f.Version
@@ -95,6 +109,8 @@ Exit status: 0 every line accepted, 1 some line rejected or not delivered,
 	fl.IntVar(&opts.MaxQueueSize, "max-queue-size", analytics.DefaultMaxQueueSize, "most messages waiting per worker; reading waits when full")
 	fl.IntVar(&opts.Workers, "workers", 1, "independent clients sending in parallel")
 	fl.Float64Var(&opts.Rate, "rate", 0, "at most `N` events per second (0: no limit)")
+	fl.Int64Var(&opts.Skip, "skip", 0, "skip the first `N` lines, counted across the inputs in order")
+	fl.StringVar(&opts.Resume, "resume", "", "continue after `FILE:LINE`, the last accepted line a stopped run printed")
 	return cmd
 }
 
@@ -108,6 +124,10 @@ func sendRun(opts *SendOptions) error {
 		return cli.UsageErrorf("--max-queue-size must be at least 1")
 	case opts.Rate < 0:
 		return cli.UsageErrorf("--rate must not be negative")
+	case opts.Skip < 0:
+		return cli.UsageErrorf("--skip must not be negative")
+	case opts.Skip > 0 && opts.Resume != "":
+		return cli.UsageErrorf("--skip and --resume exclude each other: --resume alone says where to go on")
 	}
 	cfg, err := opts.Client.config(opts.Version, opts.Now, false)
 	if err != nil {
@@ -117,6 +137,12 @@ func sendRun(opts *SendOptions) error {
 	inputs, err := sendInputs(opts.IO, opts.Files)
 	if err != nil {
 		return err
+	}
+	var resume importer.Position
+	if opts.Resume != "" {
+		if resume, err = resumePosition(opts.Resume, inputs); err != nil {
+			return err
+		}
 	}
 	var errorsOut *bufio.Writer
 	if opts.ErrorsFile != "" {
@@ -131,6 +157,7 @@ func sendRun(opts *SendOptions) error {
 	var errorsMu sync.Mutex
 	im, err := importer.New(inputs, importer.Options{
 		Client: cfg, Workers: opts.Workers, Rate: opts.Rate, KeepLines: errorsOut != nil,
+		Skip: opts.Skip, Resume: resume,
 		OnLineError: func(e *importer.LineError) {
 			console.line(e.Error())
 			if errorsOut != nil && e.Bytes != nil {
@@ -143,7 +170,11 @@ func sendRun(opts *SendOptions) error {
 		OnReadError: func(err error) { console.line("error: " + err.Error()) },
 	})
 	if err != nil {
-		return configError(err)
+		var ce *analytics.ConfigError
+		if errors.As(err, &ce) {
+			return configError(err)
+		}
+		return cli.UsageError(err) // Options the checks above let through
 	}
 
 	ctx := opts.Context
@@ -190,11 +221,15 @@ func sendRun(opts *SendOptions) error {
 	}
 	notAccepted := sum.Rejected + sum.Failed + sum.Unsent
 	switch {
+	case errors.Is(sum.Fatal, importer.ErrUnauthorized):
+		return &cli.ExitError{Code: cli.ExitFailure, Err: fmt.Errorf("%w: check --write-key or %s", sum.Fatal, cli.EnvName("write-key"))}
+	case sum.Fatal != nil:
+		return &cli.ExitError{Code: cli.ExitFailure, Err: sum.Fatal}
 	case interrupted:
 		return cli.Silent(cli.ExitInterrupted)
 	case notAccepted > 0 || sum.ReadErrors > 0:
 		return &cli.ExitError{Code: cli.ExitFailure, Err: fmt.Errorf("%d of %s not accepted (%d rejected as bad input, %d not delivered)",
-			notAccepted, plural(sum.Lines-sum.Blank, "line", "lines"), sum.Rejected, sum.Failed+sum.Unsent)}
+			notAccepted, plural(sum.Lines-sum.Blank-sum.Skipped, "line", "lines"), sum.Rejected, sum.Failed+sum.Unsent)}
 	}
 	return nil
 }
@@ -213,7 +248,7 @@ func sendInputs(ios *cli.IOStreams, files []string) ([]importer.Input, error) {
 				return nil, cli.UsageErrorf("stdin (-) given twice")
 			}
 			stdin = true
-			out = append(out, importer.Stream("stdin", ios.In))
+			out = append(out, importer.Stream(stdinName, ios.In))
 			continue
 		}
 		in, err := importer.File(p)
@@ -223,6 +258,41 @@ func sendInputs(ios *cli.IOStreams, files []string) ([]importer.Input, error) {
 		out = append(out, in)
 	}
 	return out, nil
+}
+
+// stdinName is what send calls stdin in positions and summaries.
+const stdinName = "stdin"
+
+// resumePosition parses --resume FILE:LINE against the inputs: FILE is
+// an input's name as the summary printed it ("-" is stdin too), or the
+// same path spelt otherwise (./a.ndjson for a.ndjson).
+func resumePosition(arg string, inputs []importer.Input) (importer.Position, error) {
+	i := strings.LastIndexByte(arg, ':')
+	if i < 0 {
+		return importer.Position{}, cli.UsageErrorf("--resume %s: want FILE:LINE, as the summary's last accepted line", arg)
+	}
+	name, num := arg[:i], arg[i+1:]
+	line, err := strconv.ParseInt(num, 10, 64)
+	if err != nil || line < 1 {
+		return importer.Position{}, cli.UsageErrorf("--resume %s: LINE must be a line number from 1", arg)
+	}
+	if name == "-" {
+		name = stdinName
+	}
+	var names, found []string
+	for _, in := range inputs {
+		names = append(names, in.Name)
+		if in.Name == name || in.Name != stdinName && filepath.Clean(in.Name) == filepath.Clean(name) {
+			found = append(found, in.Name)
+		}
+	}
+	switch len(found) {
+	case 0:
+		return importer.Position{}, cli.UsageErrorf("--resume %s: %s is not among the inputs (%s)", arg, name, strings.Join(names, ", "))
+	case 1:
+		return importer.Position{Input: found[0], Line: line}, nil
+	}
+	return importer.Position{}, cli.UsageErrorf("--resume %s: %s is given more than once; use --skip", arg, name)
 }
 
 // watchInterrupts turns signals into the two stages of Ctrl-C. The root's

@@ -40,9 +40,10 @@ type sendSummary struct {
 	Accepted        int64    `json:"accepted"` // accepted by the collection API
 	Rejected        int64    `json:"rejected"` // bad input, never sent
 	Failed          int64    `json:"failed"`   // refused by the API or undeliverable after retries
-	Unsent          int64    `json:"unsent"`   // queued when a second Ctrl-C abandoned the flush
+	Unsent          int64    `json:"unsent"`   // queued when a second Ctrl-C or a refused key stopped the run
 	Blank           int64    `json:"blank"`
-	Bytes           int64    `json:"bytes"` // input bytes read (compressed size for gzip)
+	Skipped         int64    `json:"skipped"` // --skip, --resume: read, not sent
+	Bytes           int64    `json:"bytes"`   // input bytes read (compressed size for gzip)
 	Batches         int64    `json:"batches"`
 	Retries         int64    `json:"retries"`
 	Seconds         float64  `json:"seconds"`
@@ -51,18 +52,36 @@ type sendSummary struct {
 	// line before it was accepted or refused as bad input: where to resume.
 	LastAccepted string `json:"lastAccepted"`
 	Interrupted  bool   `json:"interrupted"`
+	// Resume is the --resume argument that sends the rest of a run that
+	// stopped before its end; "" when it went to the end or nothing was
+	// settled (the same command again sends the rest).
+	Resume string `json:"resume,omitempty"`
+	// Error is why the run stopped on its own (a refused write key).
+	Error string `json:"error,omitempty"`
 }
 
 func newSendSummary(files []string, sum importer.Summary, interrupted bool) sendSummary {
 	seconds := sum.Elapsed.Seconds()
-	return sendSummary{
+	out := sendSummary{
 		Files: files, Lines: sum.Lines, Accepted: sum.Accepted, Rejected: sum.Rejected,
-		Failed: sum.Failed, Unsent: sum.Unsent, Blank: sum.Blank, Bytes: sum.BytesRead,
+		Failed: sum.Failed, Unsent: sum.Unsent, Blank: sum.Blank, Skipped: sum.Skipped, Bytes: sum.BytesRead,
 		Batches: sum.Batches, Retries: sum.Retries,
 		Seconds: seconds, EventsPerSecond: perSecond(sum.Accepted, seconds),
 		LastAccepted: sum.LastAccepted.String(), Interrupted: interrupted,
 	}
+	if sum.Fatal != nil {
+		out.Error = sum.Fatal.Error()
+	}
+	// Lines after the last accepted one were never read or never sent:
+	// lines merely refused run to the end, and --errors-file has them.
+	if out.stoppedEarly() {
+		out.Resume = out.LastAccepted
+	}
+	return out
 }
+
+// stoppedEarly reports whether the run ended before its inputs did.
+func (s sendSummary) stoppedEarly() bool { return s.Interrupted || s.Error != "" || s.Unsent > 0 }
 
 func printSendSummary(opts *SendOptions, sum sendSummary) error {
 	out := opts.IO.Out
@@ -71,7 +90,9 @@ func printSendSummary(opts *SendOptions, sum sendSummary) error {
 	}
 	st := opts.IO.OutStyles()
 	head := st.OK.Sprint(cli.SymOK) + " sent"
-	if sum.Interrupted {
+	if sum.Error != "" {
+		head = st.Fail.Sprint(cli.SymFail) + " stopped"
+	} else if sum.Interrupted {
 		head = st.Warn.Sprint("!") + " interrupted"
 	} else if sum.Rejected+sum.Failed+sum.Unsent > 0 {
 		head = st.Fail.Sprint(cli.SymFail) + " sent with errors"
@@ -89,9 +110,16 @@ func printSendSummary(opts *SendOptions, sum sendSummary) error {
 	row("rejected", groupDigits(sum.Rejected), "bad input, not sent")
 	row("not delivered", groupDigits(sum.Failed), "refused by the API or out of retries")
 	if sum.Unsent > 0 {
-		row("abandoned", groupDigits(sum.Unsent), "queued at the second Ctrl-C")
+		note := "queued at the second Ctrl-C"
+		if sum.Error != "" {
+			note = "queued when the run stopped"
+		}
+		row("abandoned", groupDigits(sum.Unsent), note)
 	}
 	row("blank", groupDigits(sum.Blank), "")
+	if sum.Skipped > 0 {
+		row("skipped", groupDigits(sum.Skipped), "read, not sent (--skip, --resume)")
+	}
 	if sum.Retries > 0 {
 		row("retries", groupDigits(sum.Retries), "requests tried again")
 	}
@@ -102,8 +130,26 @@ func printSendSummary(opts *SendOptions, sum sendSummary) error {
 		last = "none"
 	}
 	row("last accepted", last, "every line up to here is accepted or rejected")
+	if sum.stoppedEarly() {
+		if sum.Resume != "" {
+			fmt.Fprintf(&b, "to send the rest, run the same command with --resume %s\n", shellArg(sum.Resume))
+		} else {
+			b.WriteString("nothing was settled: run the same command again to send the rest\n")
+		}
+	}
 	_, err := io.WriteString(out, b.String())
 	return err
+}
+
+// shellArg quotes s for a POSIX shell when it needs it.
+func shellArg(s string) string {
+	safe := s != "" && strings.IndexFunc(s, func(r rune) bool {
+		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("-_./:@%+=,", r))
+	}) < 0
+	if safe {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
 func perSecond(n int64, seconds float64) float64 {

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -27,11 +28,11 @@ func TestSendFlags(t *testing.T) {
 	f := testFactory(t, "", false, nil)
 	var got *SendOptions
 	cmd := NewCmdSend(f, func(o *SendOptions) error { got = o; return nil })
-	cmd.SetArgs([]string{"a.ndjson", "b.gz", "--errors-file", "e", "--batch-size", "7", "--max-queue-size", "9", "--workers", "3", "--rate", "2.5", "--write-key", "k", "--endpoint", "http://x"})
+	cmd.SetArgs([]string{"a.ndjson", "b.gz", "--errors-file", "e", "--batch-size", "7", "--max-queue-size", "9", "--workers", "3", "--rate", "2.5", "--skip", "4", "--resume", "b.gz:3", "--write-key", "k", "--endpoint", "http://x"})
 	if err := cmd.Execute(); err != nil {
 		t.Fatal(err)
 	}
-	want := &SendOptions{Files: []string{"a.ndjson", "b.gz"}, ErrorsFile: "e", BatchSize: 7, MaxQueueSize: 9, Workers: 3, Rate: 2.5, Client: clientFlags{WriteKey: "k", Endpoint: "http://x"},
+	want := &SendOptions{Files: []string{"a.ndjson", "b.gz"}, ErrorsFile: "e", BatchSize: 7, MaxQueueSize: 9, Workers: 3, Rate: 2.5, Skip: 4, Resume: "b.gz:3", Client: clientFlags{WriteKey: "k", Endpoint: "http://x"},
 		Format: f.Format, Version: f.Version}
 	if diff := cmp.Diff(want, got, cmpopts.IgnoreFields(SendOptions{}, "IO", "Now", "Context"), cmp.AllowUnexported(SendOptions{})); diff != "" {
 		t.Errorf("mismatch (-want +got):\n%s", diff)
@@ -367,6 +368,13 @@ func TestSendUsageErrors(t *testing.T) {
 		{[]string{"send", "."}, nil, ". is a directory"},
 		{[]string{"send"}, map[string]string{}, "a write key is required: use --write-key or EVFWD_WRITE_KEY"},
 		{[]string{"send", "--errors-file", "/nonexistent/dir/e"}, nil, "--errors-file: open /nonexistent/dir/e: no such file or directory"},
+		{[]string{"send", "--skip", "-1"}, nil, "--skip must not be negative"},
+		{[]string{"send", "--skip", "1", "--resume", "stdin:1"}, nil, "--skip and --resume exclude each other: --resume alone says where to go on"},
+		{[]string{"send", "--resume", "other.ndjson:3"}, nil, "--resume other.ndjson:3: other.ndjson is not among the inputs (stdin)"},
+		{[]string{"send", "--resume", "stdin"}, nil, "--resume stdin: want FILE:LINE, as the summary's last accepted line"},
+		{[]string{"send", "--resume", "-:0"}, nil, "--resume -:0: LINE must be a line number from 1"},
+		{[]string{"send", "-", "--resume", "-:x"}, nil, "--resume -:x: LINE must be a line number from 1"},
+		{[]string{"send", "../testdata/events.ndjson", "../testdata/events.ndjson", "--resume", "../testdata/events.ndjson:2"}, nil, "--resume ../testdata/events.ndjson:2: ../testdata/events.ndjson is given more than once; use --skip"},
 	}
 	for _, tt := range tests {
 		srv := newCollectServer(t, nil)
@@ -412,5 +420,175 @@ func TestSendTTY(t *testing.T) {
 	sc.Scan()
 	if !strings.HasPrefix(sc.Text(), "✓ sent: 10 lines from stdin") {
 		t.Errorf("summary %q", res.Stdout)
+	}
+}
+
+// refuseKey answers every request with status, as the API does a wrong
+// write key.
+func refuseKey(status int) func(int, []map[string]json.RawMessage, http.ResponseWriter) {
+	return func(_ int, _ []map[string]json.RawMessage, w http.ResponseWriter) {
+		w.WriteHeader(status)
+		w.Write([]byte(`{"error":"invalid write key"}`))
+	}
+}
+
+// A wrong write key is one error, not one per line: the run stops at the
+// first answer, says what was not sent, and exits 1.
+func TestSendWrongKey(t *testing.T) {
+	for _, status := range []int{401, 403} {
+		t.Run(fmt.Sprint(status), func(t *testing.T) {
+			const n = 50000
+			srv := newCollectServer(t, refuseKey(status))
+			res := execute(t, clientFactory(t, genLines(n), srv), "send", "-o", "json")
+			want := fmt.Sprintf("error: the API refused the write key (HTTP %d): check --write-key or EVFWD_WRITE_KEY\n", status)
+			if res.Code != 1 || res.Stderr != want {
+				t.Errorf("exit %d, stderr:\n%.500s\nwant:\n%s", res.Code, res.Stderr, want)
+			}
+			if r := len(srv.requests()); r != 1 {
+				t.Errorf("%d requests, want 1", r)
+			}
+			var sum sendSummary
+			if err := json.Unmarshal([]byte(res.Stdout), &sum); err != nil {
+				t.Fatal(err, res.Stdout)
+			}
+			if sum.Error != fmt.Sprintf("the API refused the write key (HTTP %d)", status) {
+				t.Errorf("error %q", sum.Error)
+			}
+			if sum.Accepted+sum.Failed != 0 || sum.Unsent == 0 || sum.Lines >= n || sum.LastAccepted != "" || sum.Resume != "" || sum.Interrupted {
+				t.Errorf("summary %+v", sum)
+			}
+		})
+	}
+}
+
+// resumeArg is the --resume argument a text summary tells to use.
+func resumeArg(t *testing.T, summary string) string {
+	t.Helper()
+	const hint = "to send the rest, run the same command with --resume "
+	i := strings.Index(summary, hint)
+	if i < 0 {
+		t.Fatalf("no resume hint in:\n%s", summary)
+	}
+	arg, _, _ := strings.Cut(summary[i+len(hint):], "\n")
+	return arg
+}
+
+// linesArrived returns the line numbers of the messages srv accepted, in
+// order, and fails on one accepted twice.
+func linesArrived(t *testing.T, srv *collectServer) []int {
+	t.Helper()
+	var got []int
+	seen := map[int]bool{}
+	for _, m := range srv.accepted() {
+		l := lineOf(m)
+		if seen[l] {
+			t.Errorf("line %d accepted twice", l)
+		}
+		seen[l] = true
+		got = append(got, l)
+	}
+	return got
+}
+
+func lineRange(from, to int) []int {
+	var out []int
+	for l := from; l <= to; l++ {
+		out = append(out, l)
+	}
+	return out
+}
+
+// A run stopped by a refused key names the argument that resumes it, and
+// the same command with it sends exactly the lines not yet accepted.
+func TestSendResumeAfterWrongKey(t *testing.T) {
+	const n = 2000
+	file := writeFile(t, "in.ndjson", genLines(n))
+	first := newCollectServer(t, func(i int, _ []map[string]json.RawMessage, w http.ResponseWriter) {
+		if i >= 3 {
+			refuseKey(401)(i, nil, w)
+			return
+		}
+		w.Write([]byte(`{"success":true}`))
+	})
+	res := execute(t, clientFactory(t, "", first), "send", file, "--batch-size", "10")
+	if res.Code != 1 || !strings.HasPrefix(res.Stdout, "✗ stopped: ") {
+		t.Fatalf("%+v", res)
+	}
+	sent := linesArrived(t, first)
+	arg := resumeArg(t, res.Stdout)
+	if want := fmt.Sprintf("%s:%d", file, len(sent)); arg != want || len(sent) == 0 {
+		t.Fatalf("resume %s, want %s", arg, want)
+	}
+
+	second := newCollectServer(t, nil)
+	res = execute(t, clientFactory(t, "", second), "send", file, "--batch-size", "10", "--resume", arg, "-o", "json")
+	var sum sendSummary
+	json.Unmarshal([]byte(res.Stdout), &sum)
+	if diff := cmp.Diff(lineRange(len(sent)+1, n), linesArrived(t, second)); res.Code != 0 || diff != "" {
+		t.Errorf("exit %d %s, lines (-want +got):\n%s", res.Code, res.Stderr, diff)
+	}
+	if sum.Skipped != int64(len(sent)) || sum.Lines != n || sum.LastAccepted != file+":2000" || sum.Resume != "" {
+		t.Errorf("summary %+v", sum)
+	}
+}
+
+// An interrupted run on stdin resumes with the position it printed, as
+// stdin:N or -:N.
+func TestSendResumeInterrupted(t *testing.T) {
+	const n = 5000
+	for _, name := range []string{"stdin", "-"} {
+		t.Run(name, func(t *testing.T) {
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			first := newCollectServer(t, func(i int, _ []map[string]json.RawMessage, w http.ResponseWriter) {
+				if i == 5 {
+					cancel()
+				}
+				w.Write([]byte(`{"success":true}`))
+			})
+			res := executeCtx(t, ctx, clientFactory(t, genLines(n), first), "send", "--batch-size", "50", "--max-queue-size", "200", "-o", "json")
+			var sum sendSummary
+			json.Unmarshal([]byte(res.Stdout), &sum)
+			sent := linesArrived(t, first)
+			if res.Code != 130 || sum.Resume != fmt.Sprintf("stdin:%d", len(sent)) || len(sent) >= n {
+				t.Fatalf("exit %d, %d lines arrived, summary %+v", res.Code, len(sent), sum)
+			}
+			arg := strings.Replace(sum.Resume, "stdin", name, 1)
+			second := newCollectServer(t, nil)
+			res = execute(t, clientFactory(t, genLines(n), second), "send", "--resume", arg, "-o", "json")
+			if diff := cmp.Diff(lineRange(len(sent)+1, n), linesArrived(t, second)); res.Code != 0 || diff != "" {
+				t.Errorf("exit %d %s, lines (-want +got):\n%s", res.Code, res.Stderr, diff)
+			}
+		})
+	}
+}
+
+// --skip counts lines across the inputs as one stream; --resume names a
+// file and skips those before it unread. The text summary counts them.
+func TestSendSkipAndResumeFiles(t *testing.T) {
+	all := strings.SplitAfter(genLines(10), "\n")
+	a := writeFile(t, "a.ndjson", strings.Join(all[:5], ""))
+	b := writeFile(t, "b.ndjson", strings.Join(all[5:], ""))
+	for _, tt := range []struct {
+		args        []string
+		wantLines   []int
+		wantSkipped int
+	}{
+		{[]string{"--skip", "7"}, []int{8, 9, 10}, 7},
+		{[]string{"--resume", "./" + filepath.Base(b) + ":2"}, []int{8, 9, 10}, 2},
+		{[]string{"--resume", a + ":4"}, []int{5, 6, 7, 8, 9, 10}, 4},
+	} {
+		srv := newCollectServer(t, nil)
+		f := clientFactory(t, "", srv)
+		// ./b.ndjson names b relative to its directory.
+		t.Chdir(filepath.Dir(b))
+		res := execute(t, f, append([]string{"send", a, filepath.Base(b)}, tt.args...)...)
+		if diff := cmp.Diff(tt.wantLines, linesArrived(t, srv)); res.Code != 0 || diff != "" {
+			t.Errorf("%v: exit %d %s, lines (-want +got):\n%s", tt.args, res.Code, res.Stderr, diff)
+		}
+		skipped := regexp.MustCompile(`(?m)^  skipped +` + fmt.Sprint(tt.wantSkipped) + `  `)
+		if !skipped.MatchString(res.Stdout) || strings.Contains(res.Stdout, "to send the rest") {
+			t.Errorf("%v: summary\n%s", tt.args, res.Stdout)
+		}
 	}
 }
