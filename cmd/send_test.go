@@ -461,6 +461,34 @@ func TestSendWrongKey(t *testing.T) {
 	}
 }
 
+// Nothing on the default endpoint ends the run at the first refusal, with
+// one error and the hint, not a line per input line.
+func TestSendDefaultEndpointRefusedStops(t *testing.T) {
+	f := clientFactory(t, genLines(50000), nil)
+	cmd := NewCmdSend(f, func(o *SendOptions) error {
+		o.Client.Fallback = closedURL(t) // the default endpoint, with nothing on it
+		return sendRun(o)
+	})
+	f.Format = cli.FormatJSON
+	cmd.SetArgs([]string{"--write-key", "k"})
+	cmd.SilenceErrors, cmd.SilenceUsage = true, true
+	err := cmd.Execute()
+	msg := cli.Message(err)
+	if code := cli.ExitCode(err); code != 1 || !strings.HasSuffix(msg, "connection refused\n"+serveHint) {
+		t.Errorf("exit %d %q, want 1 and the refusal with the hint", code, msg)
+	}
+	if e := f.IO.ErrOut.(*bytes.Buffer).String(); e != "" {
+		t.Errorf("stderr %.300q, want nothing but the error", e)
+	}
+	var sum sendSummary
+	if err := json.Unmarshal(f.IO.Out.(*bytes.Buffer).Bytes(), &sum); err != nil {
+		t.Fatal(err)
+	}
+	if sum.Failed != 0 || sum.Unsent == 0 || sum.Lines >= 50000 || !strings.HasSuffix(sum.Error, "connection refused") {
+		t.Errorf("summary %+v", sum)
+	}
+}
+
 // resumeArg is the --resume argument a text summary tells to use.
 func resumeArg(t *testing.T, summary string) string {
 	t.Helper()

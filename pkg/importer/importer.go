@@ -11,8 +11,9 @@
 // resumed run). Lines not accepted are handed to the caller with their
 // input, line number and bytes, so they can be fixed and sent again, and
 // the summary names the line up to which everything was settled: where to
-// resume (Options.Resume). An answer that refuses the write key ends the
-// whole run (Summary.Fatal): every other batch would be refused alike.
+// resume (Options.Resume). An answer that refuses the write key, or a
+// refused connection the client takes as final, ends the whole run
+// (Summary.Fatal): every other batch would fail alike.
 package importer
 
 import (
@@ -170,12 +171,27 @@ func (e *AuthError) Error() string {
 func (e *AuthError) Is(target error) bool { return target == ErrUnauthorized }
 func (e *AuthError) Unwrap() error        { return e.Err }
 
+// ErrNoServer is what Summary.Fatal is (errors.Is) when nothing listened
+// at the endpoint and the client takes a refused connection as final
+// (analytics.RetryPolicy.StopOnRefused): every batch would fail alike.
+var ErrNoServer = errors.New("nothing listens at the endpoint")
+
+// RefusedError is a batch's refused connection under StopOnRefused.
+type RefusedError struct{ Err error }
+
+func (e *RefusedError) Error() string        { return e.Err.Error() }
+func (e *RefusedError) Is(target error) bool { return target == ErrNoServer }
+func (e *RefusedError) Unwrap() error        { return e.Err }
+
 // fatalError is the error that ends a whole run when a batch fails with
 // err, or nil when only that batch's lines failed.
-func fatalError(err error) error {
+func (im *Import) fatalError(err error) error {
 	var api *analytics.APIError
-	if errors.As(err, &api) && (api.Status == 401 || api.Status == 403) {
+	switch {
+	case errors.As(err, &api) && (api.Status == 401 || api.Status == 403):
 		return &AuthError{Status: api.Status, Err: api}
+	case im.opts.Client.Retry.StopOnRefused && analytics.IsRefused(err):
+		return &RefusedError{Err: err}
 	}
 	return nil
 }
@@ -215,7 +231,8 @@ type Summary struct {
 	// (Options.Resume). Meaningful once Run has returned.
 	LastAccepted Position
 	// Fatal is why the run stopped on its own, as Abandon does: an
-	// *AuthError (errors.Is ErrUnauthorized). The lines of the refused
+	// *AuthError (errors.Is ErrUnauthorized) or a *RefusedError (errors.Is
+	// ErrNoServer). The lines of the refused
 	// batch count as Unsent, since resuming sends them again.
 	Fatal error
 }

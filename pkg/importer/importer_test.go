@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -476,6 +477,35 @@ func TestWrongKeyStopsRun(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// A refused connection the client takes as final (nothing listens at the
+// default endpoint) ends the run like a refused key; without
+// StopOnRefused it fails its batch after the retries, and the run goes on.
+func TestRefusedConnection(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	closed := "http://" + ln.Addr().String()
+	ln.Close()
+	for _, stop := range []bool{true, false} {
+		t.Run(fmt.Sprint("StopOnRefused=", stop), func(t *testing.T) {
+			cfg := analytics.Config{WriteKey: "k", Endpoint: closed, BatchSize: 10,
+				Retry: analytics.RetryPolicy{StopOnRefused: stop, MaxAttempts: 2, BaseDelay: time.Millisecond}}
+			var reported atomic.Int32
+			sum := run(t, genLines(1000), Options{Client: cfg, OnLineError: func(*LineError) { reported.Add(1) }})
+			if stop {
+				if !errors.Is(sum.Fatal, ErrNoServer) || !analytics.IsRefused(sum.Fatal) || sum.Failed != 0 || sum.Unsent == 0 || reported.Load() != 0 {
+					t.Errorf("Fatal %v, %d lines reported, summary %+v", sum.Fatal, reported.Load(), sum)
+				}
+				return
+			}
+			if sum.Fatal != nil || sum.Failed != 1000 || sum.Lines != 1000 {
+				t.Errorf("Fatal %v, summary %+v", sum.Fatal, sum)
+			}
+		})
 	}
 }
 

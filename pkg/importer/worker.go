@@ -109,7 +109,7 @@ func (w *worker) onBatch(res analytics.BatchResult) {
 	n := int64(len(res.Tags))
 	lines := w.pending.settle(res.Tags, res.Err != nil)
 	if res.Err != nil {
-		if err := fatalError(res.Err); err != nil {
+		if err := im.fatalError(res.Err); err != nil {
 			// Its lines are fine, and a resume sends them: unsent below,
 			// not reported one by one (a wrong key would report them all).
 			im.stop(err)
