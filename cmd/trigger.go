@@ -576,8 +576,8 @@ func (p *attemptPrinter) loadSummary(t message.Type, r *loadgen.Report) error {
 	}
 	st := p.st
 	var b strings.Builder
-	fmt.Fprintf(&b, "%s  %d of %d sent by %d workers in %s: %s deliveries/s\n",
-		st.Bold.Sprint(string(t)), sent, n, c, elapsed.Round(time.Millisecond), st.Bold.Sprintf("%.0f", rate))
+	fmt.Fprintf(&b, "%s  %d of %d sent by %s in %s: %s deliveries/s\n",
+		st.Bold.Sprint(string(t)), sent, n, plural(c, "worker", "workers"), elapsed.Round(time.Millisecond), st.Bold.Sprintf("%.0f", rate))
 	verdict := st.OK.Sprint(cli.SymOK)
 	if r.Failed > 0 {
 		verdict = st.Fail.Sprint(cli.SymFail)

@@ -138,7 +138,7 @@ func check(secret []byte, body io.Reader, name, sig string) (Verdict, error) {
 	trailingNewline, err := v.Check(sig)
 	switch {
 	case err == nil:
-		return Verdict{Valid: true, Reason: "ok", Message: fmt.Sprintf("signature valid (%d bytes)", v.Len())}, nil
+		return Verdict{Valid: true, Reason: "ok", Message: "signature valid (" + plural(v.Len(), "byte", "bytes") + ")"}, nil
 	case errors.Is(err, signature.ErrMissing):
 		return Verdict{Reason: "missing", Message: "the signature is empty"}, nil
 	case errors.Is(err, signature.ErrMalformed):

@@ -22,7 +22,11 @@ func NewCmdVersion(f *cli.Factory) *cobra.Command {
 					"version": info.Version, "commit": info.Commit, "date": info.Date, "go": runtime.Version(),
 				})
 			}
-			_, err := fmt.Fprintf(f.IO.Out, "evfwd %s (commit %s, built %s, %s)\n", info.Version, info.Commit, info.Date, runtime.Version())
+			when := "built"
+			if info.Committed {
+				when = "committed"
+			}
+			_, err := fmt.Fprintf(f.IO.Out, "evfwd %s (commit %s, %s %s, %s)\n", info.Version, info.Commit, when, info.Date, runtime.Version())
 			return err
 		},
 	}

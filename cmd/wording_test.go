@@ -51,3 +51,12 @@ func TestTriggerCountsTriesAndRequests(t *testing.T) {
 		t.Errorf("exit %d, stdout %q; want 0 and (2 tries, 4 requests)", r.Code, r.Stdout)
 	}
 }
+
+func TestVerifyOneByteAgreesInNumber(t *testing.T) {
+	body := writeFile(t, "one.json", "1")
+	sig := execute(t, testFactory(t, "", false, nil), "sign", "--secret", "s", body)
+	res := execute(t, testFactory(t, "", false, nil), "verify", body, "--secret", "s", "--signature", strings.TrimSpace(sig.Stdout))
+	if res.Code != 0 || !strings.Contains(res.Stdout+res.Stderr, "signature valid (1 byte)") {
+		t.Errorf("exit %d, stdout %q, stderr %q", res.Code, res.Stdout, res.Stderr)
+	}
+}

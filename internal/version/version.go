@@ -14,7 +14,12 @@ var (
 )
 
 // Info is what `evfwd version` prints.
-type Info struct{ Version, Commit, Date string }
+type Info struct {
+	Version, Commit, Date string
+	// Committed says Date is the commit's time from the VCS stamp, not
+	// the build's: a clone build has no build date.
+	Committed bool
+}
 
 // Get returns the build identity, falling back to the module's build info
 // and then to "dev"/"unknown".
@@ -38,7 +43,7 @@ func resolve(info Info, bi *debug.BuildInfo) Info {
 				revision = s.Value
 			case "vcs.time":
 				if info.Date == "" {
-					info.Date = s.Value
+					info.Date, info.Committed = s.Value, true
 				}
 			case "vcs.modified":
 				modified = s.Value

@@ -20,19 +20,19 @@ func TestResolve(t *testing.T) {
 		bi     *debug.BuildInfo
 		want   Info
 	}{
-		{"no build info", Info{}, nil, Info{"dev", "unknown", "unknown"}},
+		{"no build info", Info{}, nil, Info{Version: "dev", Commit: "unknown", Date: "unknown"}},
 		{"no vcs stamp (-buildvcs=false)", Info{}, stamped("-buildvcs", "false"),
-			Info{"dev", "unknown", "unknown"}},
+			Info{Version: "dev", Commit: "unknown", Date: "unknown"}},
 		{"clean clone", Info{}, stamped("vcs", "git", "vcs.revision", rev, "vcs.time", "2025-01-02T03:04:05Z", "vcs.modified", "false"),
-			Info{"dev", rev, "2025-01-02T03:04:05Z"}},
+			Info{Version: "dev", Commit: rev, Date: "2025-01-02T03:04:05Z", Committed: true}},
 		{"dirty clone", Info{}, stamped("vcs.revision", rev, "vcs.time", "2025-01-02T03:04:05Z", "vcs.modified", "true"),
-			Info{"dev", rev + "+dirty", "2025-01-02T03:04:05Z"}},
+			Info{Version: "dev", Commit: rev + "+dirty", Date: "2025-01-02T03:04:05Z", Committed: true}},
 		{"go install of a tagged module", Info{},
 			&debug.BuildInfo{Main: debug.Module{Version: "v1.2.3"}},
-			Info{"v1.2.3", "unknown", "unknown"}},
-		{"linker wins", Info{"1.0.0", "abc", "2024-01-01"},
+			Info{Version: "v1.2.3", Commit: "unknown", Date: "unknown"}},
+		{"linker wins", Info{Version: "1.0.0", Commit: "abc", Date: "2024-01-01"},
 			stamped("vcs.revision", rev, "vcs.time", "2025-01-02T03:04:05Z", "vcs.modified", "true"),
-			Info{"1.0.0", "abc", "2024-01-01"}},
+			Info{Version: "1.0.0", Commit: "abc", Date: "2024-01-01"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
