@@ -223,7 +223,7 @@ func sendRun(opts *SendOptions) error {
 	switch {
 	case errors.Is(sum.Fatal, importer.ErrUnauthorized):
 		return &cli.ExitError{Code: cli.ExitFailure, Err: fmt.Errorf("%w: check --write-key or %s", sum.Fatal, cli.EnvName("write-key"))}
-	case errors.Is(sum.Fatal, importer.ErrNoServer):
+	case errors.Is(sum.Fatal, importer.ErrNoServer) && opts.Client.hint(sum.Fatal) != "":
 		return &cli.ExitError{Code: cli.ExitFailure, Err: fmt.Errorf("%w\n%s", sum.Fatal, opts.Client.hint(sum.Fatal))}
 	case sum.Fatal != nil:
 		return &cli.ExitError{Code: cli.ExitFailure, Err: sum.Fatal}

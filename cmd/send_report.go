@@ -132,7 +132,12 @@ func printSendSummary(opts *SendOptions, sum sendSummary) error {
 	row("last accepted", last, "every line up to here is accepted or rejected")
 	if sum.stoppedEarly() {
 		if sum.Resume != "" {
-			fmt.Fprintf(&b, "to send the rest, run the same command with --resume %s\n", shellArg(sum.Resume))
+			// The position is absolute, so it replaces --skip (the two exclude each other).
+			instead := ""
+			if opts.Skip > 0 {
+				instead = " instead of --skip"
+			}
+			fmt.Fprintf(&b, "to send the rest, run the same command with --resume %s%s\n", shellArg(sum.Resume), instead)
 		} else {
 			b.WriteString("nothing was settled: run the same command again to send the rest\n")
 		}

@@ -489,6 +489,43 @@ func TestSendDefaultEndpointRefusedStops(t *testing.T) {
 	}
 }
 
+// A server you chose that is down gets its retries, then ends the run with
+// one error: not a "not delivered" line per input line.
+func TestSendChosenEndpointDownStops(t *testing.T) {
+	f := clientFactory(t, genLines(5000), nil)
+	cmd := NewCmdSend(f, func(o *SendOptions) error {
+		o.Client.RetryBase = time.Millisecond
+		return sendRun(o)
+	})
+	cmd.SetArgs([]string{"--write-key", "k", "--endpoint", closedURL(t)})
+	cmd.SilenceErrors, cmd.SilenceUsage = true, true
+	err := cmd.Execute()
+	msg := cli.Message(err)
+	if code := cli.ExitCode(err); code != 1 || !strings.HasSuffix(msg, "connection refused") || strings.Contains(msg, serveHint) {
+		t.Errorf("exit %d %q, want 1 and the refusal, without the serve hint", code, msg)
+	}
+	if e := f.IO.ErrOut.(*bytes.Buffer).String(); strings.Contains(e, "not delivered") {
+		t.Errorf("stderr %.300q, want no line per input line", e)
+	}
+	if out := f.IO.Out.(*bytes.Buffer).String(); !strings.Contains(out, "nothing was settled: run the same command again") {
+		t.Errorf("summary %q, want the hint to run again", out)
+	}
+}
+
+// The --resume a stopped run prints replaces its --skip, which it excludes.
+func TestSendResumeHintAfterSkip(t *testing.T) {
+	var n atomic.Int32
+	srv := newCollectServer(t, func(_ int, _ []map[string]json.RawMessage, w http.ResponseWriter) {
+		if n.Add(1) > 2 {
+			refuseKey(401)(0, nil, w)
+		}
+	})
+	res := execute(t, clientFactory(t, genLines(1000), srv), "send", "--skip", "10", "--batch-size", "10")
+	if res.Code != 1 || !regexp.MustCompile(`--resume stdin:\d+ instead of --skip\n`).MatchString(res.Stdout) {
+		t.Errorf("exit %d, stdout %q", res.Code, res.Stdout)
+	}
+}
+
 // resumeArg is the --resume argument a text summary tells to use.
 func resumeArg(t *testing.T, summary string) string {
 	t.Helper()

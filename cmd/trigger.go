@@ -305,16 +305,21 @@ func giveUpHint(res webhook.Result) string {
 		return ""
 	}
 	var urls []string
-	answered := false
+	answered, slow := false, false
 	for _, a := range res.Attempts {
 		if !slices.Contains(urls, a.URL) {
 			urls = append(urls, a.URL)
 		}
 		answered = answered || a.Status != 0
+		slow = slow || a.Class == webhook.ClassTimeout
 	}
 	where := strings.Join(urls, ", ")
-	if answered {
+	switch {
+	case answered:
 		return "no success from " + where + " within the retry window (--retry-window to keep trying)"
+	case slow:
+		// A running endpoint that answers too late is not "not running".
+		return "no answer from " + where + " within --timeout (--timeout to wait longer, --retry-window to keep trying)"
 	}
 	return "nothing answered at " + where + ": is your endpoint running? (--retry-window to keep trying)"
 }

@@ -465,6 +465,14 @@ func TestTriggerGivesUpWithAHint(t *testing.T) {
 	closed := closedURL(t)
 	failing := newEndpoint(t, 503)
 	missing := newEndpoint(t, 404)
+	release := make(chan struct{})
+	slow := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-r.Context().Done():
+		case <-release:
+		}
+	}))
+	t.Cleanup(func() { close(release); slow.Close() })
 	nothing := "nothing answered at " + closed + ": is your endpoint running? (--retry-window to keep trying)\n"
 	tests := []struct {
 		name   string
@@ -478,6 +486,8 @@ func TestTriggerGivesUpWithAHint(t *testing.T) {
 		{"503, one pass", failing.URL, []string{"--retry-window", "0"}, false,
 			"no success from " + failing.URL + " within the retry window (--retry-window to keep trying)\n"},
 		{"404 is final: no hint", missing.URL, nil, false, ""},
+		{"too slow, one pass", slow.URL, []string{"--retry-window", "0", "--timeout", "20ms"}, false,
+			"no answer from " + slow.URL + " within --timeout (--timeout to wait longer, --retry-window to keep trying)\n"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -171,12 +171,13 @@ func (e *AuthError) Error() string {
 func (e *AuthError) Is(target error) bool { return target == ErrUnauthorized }
 func (e *AuthError) Unwrap() error        { return e.Err }
 
-// ErrNoServer is what Summary.Fatal is (errors.Is) when nothing listened
-// at the endpoint and the client takes a refused connection as final
-// (analytics.RetryPolicy.StopOnRefused): every batch would fail alike.
+// ErrNoServer is what Summary.Fatal is (errors.Is) when a batch failed
+// for good on a refused connection: at once under the client's
+// analytics.RetryPolicy.StopOnRefused, else once its retries ran out.
+// Nothing listens at the endpoint, and every other batch would fail alike.
 var ErrNoServer = errors.New("nothing listens at the endpoint")
 
-// RefusedError is a batch's refused connection under StopOnRefused.
+// RefusedError is a batch's final refused connection.
 type RefusedError struct{ Err error }
 
 func (e *RefusedError) Error() string        { return e.Err.Error() }
@@ -190,7 +191,7 @@ func (im *Import) fatalError(err error) error {
 	switch {
 	case errors.As(err, &api) && (api.Status == 401 || api.Status == 403):
 		return &AuthError{Status: api.Status, Err: api}
-	case im.opts.Client.Retry.StopOnRefused && analytics.IsRefused(err):
+	case analytics.IsRefused(err):
 		return &RefusedError{Err: err}
 	}
 	return nil
