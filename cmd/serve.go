@@ -2,10 +2,13 @@ package cmd
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"maps"
+	"net"
+	"net/url"
 	"os"
 	"os/signal"
 	"slices"
@@ -42,12 +45,12 @@ type ServeOptions struct {
 	Check     bool // validate the config, print the effective settings, and stop
 	TLSCert   string
 	TLSKey    string
-	// ForwardTo are the dev source's webhook URLs (only without sources
-	// in the config).
+	// ForwardTo are the dev source's webhook URLs (only without a config
+	// file).
 	ForwardTo   []string
 	LogInterval time.Duration // between INFO summaries; 0: none
 
-	dev      bool // serving the dev source: no source configured
+	dev      bool // serving the dev source: no config file
 	ctx      context.Context
 	ready    func(url string) // tests: called once the port is open
 	hup      chan os.Signal   // tests: stands for SIGHUP
@@ -68,11 +71,14 @@ fsync); the forwarder then delivers them at least once, retrying failed
 endpoints for up to 4 hours. Kill it at any moment: nothing acknowledged is
 lost, and the next run picks up where this one stopped.
 
-Without a configured source serve runs one for local development, "dev":
-its write key and shared secret are generated once, kept in the state dir
-($XDG_STATE_HOME/evfwd/dev-source.json) and printed at each start as the
-export lines that evfwd track, send, listen and verify read. Its events are
-stored; --forward-to URL (up to 5) delivers them too.
+Without a config file (no --config, no EVFWD_CONFIG, no
+$XDG_CONFIG_HOME/evfwd/config.yaml) serve runs a source for local
+development, "dev": its write key and shared secret are generated once,
+kept in the state dir ($XDG_STATE_HOME/evfwd/dev-source.json) and printed
+at each start as the export lines that evfwd track, send, listen and verify
+read (with --log-format json, as one INFO record). Its events are stored;
+--forward-to URL (up to 5) delivers them too. A config file without
+sources is an error.
 
 Sources come from the config file (--config, EVFWD_CONFIG; serve init
 writes one to start from):
@@ -150,7 +156,7 @@ on an error, 2 usage or config error.`,
 	fl.BoolVar(&opts.Check, "check", false, "validate the config, print the effective settings (secrets masked) and exit without serving")
 	fl.StringVar(&opts.TLSCert, "tls-cert", "", "serve HTTPS with this certificate `FILE` (PEM; reloaded on SIGHUP)")
 	fl.StringVar(&opts.TLSKey, "tls-key", "", "private key `FILE` (PEM) for --tls-cert")
-	fl.StringArrayVar(&opts.ForwardTo, "forward-to", nil, "without sources in the config: deliver the dev source's events to `URL` (repeatable, up to 5, tried in order)")
+	fl.StringArrayVar(&opts.ForwardTo, "forward-to", nil, "without a config file: deliver the dev source's events to `URL` (repeatable, up to 5, tried in order)")
 	fl.DurationVar(&opts.LogInterval, "log-interval", serve.DefaultLogInterval, "log a summary at INFO this often while there is work (0: never)")
 	cli.BindEnv(cmd, "addr", "store", "log-format", "log-level", "lease-ttl", "retention", "tls-cert", "tls-key", "log-interval")
 	// The file's addr, store, sources, ... are known keys for every command.
@@ -186,7 +192,11 @@ func serveConfig(opts *ServeOptions) (serve.Config, error) {
 		if opts.Config.File != "" {
 			where = "config " + opts.Config.File
 		}
-		return cfg, cli.UsageErrorf("%s:\n  %s", where, strings.ReplaceAll(err.Error(), "\n", "\n  "))
+		msg := strings.ReplaceAll(err.Error(), "\n", "\n  ")
+		if len(cfg.Sources) == 0 {
+			msg += "\n" + noSourcesHint
+		}
+		return cfg, cli.UsageErrorf("%s:\n  %s", where, msg)
 	}
 	return cfg, nil
 }
@@ -227,7 +237,7 @@ func serveRun(opts *ServeOptions) error {
 		return fmt.Errorf("serve: %w", err)
 	}
 	if opts.dev {
-		printDev(opts, cfg.Sources[0], srv.URL())
+		printDev(opts, log, cfg.Sources[0], clientURL(srv.URL()))
 	}
 	if cfg.TLSCert != "" {
 		defer reloadOnHUP(srv, opts.hup, opts.reloaded)()
@@ -239,13 +249,18 @@ func serveRun(opts *ServeOptions) error {
 	return srv.Run(ctx)
 }
 
-// devSource gives cfg the dev source when no source is configured, with
-// the --forward-to endpoints; those are a usage error beside configured
-// sources, whose endpoints belong in the file.
+// noSourcesHint follows the error for a config file without sources.
+const noSourcesHint = "evfwd serve init writes one to start from; without a config file serve runs a dev source"
+
+// devSource gives cfg the dev source when no config file is in play, with
+// the --forward-to endpoints. A config file is never topped up with it:
+// one with no sources is an error (a production config missing them must
+// not open a dev source on its address), and --forward-to beside one is a
+// usage error, its endpoints belong in the file.
 func devSource(opts *ServeOptions, cfg *serve.Config) error {
-	if len(cfg.Sources) > 0 {
+	if opts.Config.File != "" {
 		if len(opts.ForwardTo) > 0 {
-			return cli.UsageErrorf("--forward-to is for the dev source serve runs without sources; configured sources take their endpoints from the config file")
+			return cli.UsageErrorf("--forward-to is for the dev source serve runs without a config file; configured sources take their endpoints from the file")
 		}
 		return nil
 	}
@@ -260,18 +275,105 @@ func devSource(opts *ServeOptions, cfg *serve.Config) error {
 	for _, u := range opts.ForwardTo {
 		src.Webhooks.Endpoints = append(src.Webhooks.Endpoints, webhook.Endpoint{URL: u})
 	}
-	src.Webhooks.Enabled = len(src.Webhooks.Endpoints) > 0
+	if src.Webhooks.Enabled = len(src.Webhooks.Endpoints) > 0; src.Webhooks.Enabled {
+		if err := forwardToError(src.Webhooks.Validate()); err != nil {
+			return err
+		}
+	}
 	cfg.Sources = []serve.Source{src}
 	opts.dev = true
 	return nil
 }
 
+// forwardToError names the flag in the endpoint errors of the dev
+// source: the user wrote no config file for them to point into.
+func forwardToError(err error) error {
+	if err == nil {
+		return nil
+	}
+	all := []error{err}
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		all = j.Unwrap()
+	}
+	var errs []error
+	for _, e := range all {
+		var ce *webhook.ConfigError
+		switch {
+		case errors.As(e, &ce) && ce.Index >= 0:
+			errs = append(errs, fmt.Errorf("--forward-to %s: %s", ce.URL, ce.Reason))
+		case errors.As(e, &ce):
+			errs = append(errs, fmt.Errorf("--forward-to: %s", ce.Reason))
+		default:
+			errs = append(errs, fmt.Errorf("--forward-to: %w", e))
+		}
+	}
+	return cli.UsageError(errors.Join(errs...))
+}
+
+// clientURL is where a client on this host reaches a server at u: a
+// wildcard listen address (0.0.0.0, ::, no host) is no address to dial.
+func clientURL(u string) string {
+	p, err := url.Parse(u)
+	if err != nil {
+		return u
+	}
+	if ip := net.ParseIP(p.Hostname()); p.Hostname() == "" || ip != nil && ip.IsUnspecified() {
+		p.Host = net.JoinHostPort("127.0.0.1", p.Port())
+	}
+	return p.String()
+}
+
+// exportVar is one line of `export NAME=VALUE` for the user's shell.
+type exportVar struct{ Name, Value string }
+
+// exportsFor are the variables that point evfwd track, send, listen and
+// verify at src on a server at endpoint (EVFWD_ENDPOINT only off the
+// default).
+func exportsFor(src serve.Source, endpoint string) []exportVar {
+	vars := []exportVar{
+		{cli.EnvName("write-key"), src.WriteKey},
+		{cli.EnvPrefix + "SECRET", src.Webhooks.SharedSecret},
+	}
+	if endpoint != analytics.DefaultEndpoint {
+		vars = append(vars, exportVar{cli.EnvName("endpoint"), endpoint})
+	}
+	return vars
+}
+
+// writeExports prints vars as export lines, whole and bold, to paste.
+func writeExports(ios *cli.IOStreams, vars []exportVar) {
+	w, st := ios.ErrOut, ios.ErrStyles()
+	fmt.Fprintf(w, "  %s\n", st.Muted.Sprint("for evfwd track/send/listen/verify, in your shell:"))
+	for _, v := range vars {
+		fmt.Fprintf(w, "  %s\n", st.Bold.Sprint("export "+v.Name+"="+v.Value))
+	}
+}
+
 // printDev tells, like `stripe listen` does, what the dev source is and
-// the lines that make the other commands use it.
-func printDev(opts *ServeOptions, src serve.Source, url string) {
+// the lines that make the other commands use it. Under --log-format json
+// it is one record instead, so that stderr stays a stream of JSON; the
+// keys are in it on purpose, being dev keys meant for the developer.
+func printDev(opts *ServeOptions, log *slog.Logger, src serve.Source, endpoint string) {
+	keyFile := serve.DevSourcePath(serve.StateDir(opts.Getenv))
+	vars := exportsFor(src, endpoint)
+	if opts.LogFormat == "json" {
+		attrs := []any{"source", src.Name, "key_file", keyFile}
+		for _, v := range vars {
+			attrs = append(attrs, strings.ToLower(strings.TrimPrefix(v.Name, cli.EnvPrefix)), v.Value)
+		}
+		if src.Webhooks.Enabled {
+			urls := make([]string, len(src.Webhooks.Endpoints))
+			for i, ep := range src.Webhooks.Endpoints {
+				urls[i] = ep.URL
+			}
+			attrs = append(attrs, "forward_to", urls)
+		}
+		log.Info("dev source: no config file", attrs...)
+		return
+	}
 	w, st := opts.IO.ErrOut, opts.IO.ErrStyles()
-	fmt.Fprintf(w, "%s no sources configured: running source %s for local development (keys kept in %s)\n",
-		st.Accent.Sprint(">"), st.Bold.Sprintf("%q", src.Name), serve.DevSourcePath(serve.StateDir(opts.Getenv)))
+	fmt.Fprintf(w, "%s no config file: running source %s for local development (keys kept in %s)\n",
+		st.Accent.Sprint(">"), st.Bold.Sprintf("%q", src.Name), keyFile)
 	if src.Webhooks.Enabled {
 		for _, ep := range src.Webhooks.Endpoints {
 			fmt.Fprintf(w, "  webhooks signed and sent to %s\n", ep.URL)
@@ -279,17 +381,7 @@ func printDev(opts *ServeOptions, src serve.Source, url string) {
 	} else {
 		fmt.Fprintf(w, "  webhooks off: events are stored; add --forward-to URL to deliver them\n")
 	}
-	fmt.Fprintf(w, "  %s\n", st.Muted.Sprint("for evfwd track/send/listen/verify, in your shell:"))
-	lines := []string{
-		"export " + cli.EnvName("write-key") + "=" + src.WriteKey,
-		"export " + cli.EnvPrefix + "SECRET=" + src.Webhooks.SharedSecret,
-	}
-	if url != analytics.DefaultEndpoint {
-		lines = append(lines, "export "+cli.EnvName("endpoint")+"="+url)
-	}
-	for _, l := range lines {
-		fmt.Fprintf(w, "  %s\n", st.Bold.Sprint(l))
-	}
+	writeExports(opts.IO, vars)
 }
 
 // reloadOnHUP reads the TLS pair again on each SIGHUP (on hup, when a test

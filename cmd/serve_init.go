@@ -6,6 +6,7 @@ import (
 	"os"
 
 	"github.com/evfwd/evfwd/internal/cli"
+	"github.com/evfwd/evfwd/pkg/analytics"
 	"github.com/evfwd/evfwd/pkg/serve"
 	"github.com/spf13/cobra"
 )
@@ -58,7 +59,7 @@ An existing file is left alone (exit 2) unless --force.`,
 }
 
 func serveInitRun(opts *ServeInitOptions) error {
-	err := serve.WriteInitConfig(opts.Path, opts.Force)
+	src, err := serve.WriteInitConfig(opts.Path, opts.Force)
 	if errors.Is(err, os.ErrExist) {
 		return cli.UsageErrorf("%s exists; --force overwrites it", opts.Path)
 	}
@@ -66,10 +67,13 @@ func serveInitRun(opts *ServeInitOptions) error {
 		return cli.UsageError(err)
 	}
 	if opts.Format.JSON() {
-		return cli.WriteJSON(opts.IO.Out, map[string]string{"config": opts.Path})
+		return cli.WriteJSON(opts.IO.Out, map[string]string{"config": opts.Path, "writeKey": src.WriteKey, "secret": src.Webhooks.SharedSecret})
 	}
 	st := opts.IO.ErrStyles()
 	fmt.Fprintf(opts.IO.ErrOut, "%s wrote %s\n  check it:  evfwd serve --check --config %[2]s\n  start:     evfwd serve --config %[2]s\n",
 		st.OK.Sprint(cli.SymOK), opts.Path)
+	// Its webhooks go to evfwd listen, which needs the secret; its addr is
+	// the default endpoint.
+	writeExports(opts.IO, exportsFor(src, analytics.DefaultEndpoint))
 	return nil
 }

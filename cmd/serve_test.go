@@ -5,6 +5,8 @@ import (
 	"context"
 	"crypto/tls"
 	"encoding/json"
+	"maps"
+	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -281,7 +283,11 @@ func TestServeCheckExitCodes(t *testing.T) {
 		{"valid, -o json", []string{"--config", minimal, "-o", "json"}, 0, ""},
 		{"no sources: the dev source", nil, 0, "config valid"},
 		{"forward-to beside sources", []string{"--config", minimal, "--forward-to", "http://127.0.0.1:8788/"}, 2, "--forward-to is for the dev source"},
-		{"forward-to not a URL", []string{"--forward-to", "ftp://x/"}, 2, `source "dev": webhooks:`},
+		{"forward-to not a URL", []string{"--forward-to", "ftp://x/"}, 2, "error: --forward-to ftp://x/: scheme \"ftp\": only http and https are supported\n"},
+		{"config file without sources", []string{"--config", writeFile(t, "nosources.yaml", "addr: 0.0.0.0:18797\n")}, 2,
+			"no sources configured (sources: [{name, write_key, webhooks}])\n" + noSourcesHint + "\n"},
+		{"forward-to beside a config file without sources", []string{"--config", writeFile(t, "nosources.yaml", "addr: 0.0.0.0:18797\n"), "--forward-to", "http://127.0.0.1:8788/"}, 2,
+			"--forward-to is for the dev source serve runs without a config file"},
 		{"six forward-to", []string{"--forward-to", "http://a/", "--forward-to", "http://b/", "--forward-to", "http://c/",
 			"--forward-to", "http://d/", "--forward-to", "http://e/", "--forward-to", "http://f/"}, 2, "at most 5"},
 		{"invalid source", []string{"--config", writeFile(t, "bad.yaml", "sources:\n  - name: web\n    webhooks: {enabled: true}\n")}, 2,
@@ -533,6 +539,15 @@ func TestServeInit(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The export lines for evfwd listen and the rest: the file's own keys.
+	for _, want := range []string{"  export EVFWD_WRITE_KEY=" + initKey(t, written, "write_key") + "\n", "  export EVFWD_SECRET=" + initKey(t, written, "shared_secret") + "\n"} {
+		if !strings.Contains(res.Stderr, want) {
+			t.Errorf("stderr %q, want it to hold %q", res.Stderr, want)
+		}
+	}
+	if strings.Contains(res.Stderr, "EVFWD_ENDPOINT") {
+		t.Errorf("EVFWD_ENDPOINT printed for the default address: %q", res.Stderr)
+	}
 	if fi, _ := os.Stat(path); fi.Mode().Perm() != 0o600 {
 		t.Errorf("mode %v, want 0600: the file holds secrets", fi.Mode().Perm())
 	}
@@ -547,9 +562,22 @@ func TestServeInit(t *testing.T) {
 	if again, _ := os.ReadFile(path); string(again) != string(written) {
 		t.Error("a refused init changed the file")
 	}
+	// --force over a file made readable by all: the new secrets are not.
+	if err := os.Chmod(path, 0o644); err != nil {
+		t.Fatal(err)
+	}
 	res = execute(t, testFactory(t, "", false, nil), "serve", "init", "--config", path, "--force", "-o", "json")
-	if again, _ := os.ReadFile(path); res.Code != 0 || string(again) == string(written) || res.Stdout != `{"config":"`+path+`"}`+"\n" {
+	again, _ := os.ReadFile(path)
+	var out struct{ Config, WriteKey, Secret string }
+	if res.Code != 0 || string(again) == string(written) || json.Unmarshal([]byte(res.Stdout), &out) != nil || out.Config != path ||
+		out.WriteKey != initKey(t, again, "write_key") || out.Secret != initKey(t, again, "shared_secret") {
 		t.Errorf("--force: code %d, stdout %q, stderr %q", res.Code, res.Stdout, res.Stderr)
+	}
+	if fi, _ := os.Stat(path); fi.Mode().Perm() != 0o600 {
+		t.Errorf("after --force: mode %v, want 0600", fi.Mode().Perm())
+	}
+	if entries, _ := os.ReadDir(filepath.Dir(path)); len(entries) != 1 {
+		t.Errorf("left behind: %v", entries)
 	}
 	// Without --config: ./evfwd.yaml.
 	t.Chdir(t.TempDir())
@@ -558,6 +586,106 @@ func TestServeInit(t *testing.T) {
 	}
 	if _, err := os.Stat("evfwd.yaml"); err != nil {
 		t.Error(err)
+	}
+}
+
+// initKey is the value of key in a config serve init wrote.
+func initKey(t *testing.T, config []byte, key string) string {
+	t.Helper()
+	m := regexp.MustCompile(`(?m)^\s*` + key + `: (\S+)$`).FindSubmatch(config)
+	if m == nil {
+		t.Fatalf("no %s in\n%s", key, config)
+	}
+	return string(m[1])
+}
+
+// A config file without sources, wherever it comes from, is refused with
+// the hint: no dev source on a production address, no keys in its logs.
+func TestServeConfigFileWithoutSources(t *testing.T) {
+	state := t.TempDir()
+	cfg := writeFile(t, "prod.yaml", "addr: 127.0.0.1:0\nadmin_token: t0ken\n")
+	for _, tt := range []struct {
+		name string
+		args []string
+		edit func(*cli.Factory)
+		env  map[string]string
+	}{
+		{"--config", []string{"--config", cfg}, nil, nil},
+		{"EVFWD_CONFIG", nil, nil, map[string]string{"EVFWD_CONFIG": cfg}},
+		{"the default file", nil, func(f *cli.Factory) { f.DefaultConfig = cfg }, nil},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			env := map[string]string{"XDG_STATE_HOME": state}
+			maps.Copy(env, tt.env)
+			f := testFactory(t, "", false, env)
+			if tt.edit != nil {
+				tt.edit(f)
+			}
+			res := execute(t, f, append([]string{"serve", "--log-format", "json"}, tt.args...)...)
+			want := "error: config " + cfg + ":\n  no sources configured (sources: [{name, write_key, webhooks}])\n" + noSourcesHint + "\n"
+			if res.Code != 2 || res.Stderr != want || res.Stdout != "" {
+				t.Errorf("code %d stdout %q stderr %q, want 2 and %q", res.Code, res.Stdout, res.Stderr, want)
+			}
+		})
+	}
+	if entries, _ := os.ReadDir(state); len(entries) != 0 {
+		t.Errorf("a dev source was made: %v", entries)
+	}
+}
+
+// Under --log-format json the dev source is one INFO record, keys and
+// all, and stderr stays JSON; on a wildcard address its endpoint is one a
+// client can dial.
+func TestServeDevSourceJSONLog(t *testing.T) {
+	state := t.TempDir()
+	f := testFactory(t, "", false, map[string]string{"XDG_STATE_HOME": state, "EVFWD_ADDR": ":0"})
+	url, stop := runServe(t, f, nil, "--log-format", "json", "--forward-to", "http://127.0.0.1:8788/hooks")
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+	src, err := serve.DevSource(filepath.Join(state, "evfwd"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var dev []map[string]any
+	for line := range strings.Lines(f.IO.ErrOut.(*bytes.Buffer).String()) {
+		var rec map[string]any
+		if err := json.Unmarshal([]byte(line), &rec); err != nil {
+			t.Fatalf("not JSON on stderr: %q", line)
+		}
+		if rec["source"] == serve.DevSourceName {
+			dev = append(dev, rec)
+		}
+	}
+	_, port, _ := net.SplitHostPort(strings.TrimPrefix(url, "http://"))
+	want := map[string]any{
+		"level": "INFO", "source": "dev", "key_file": serve.DevSourcePath(filepath.Join(state, "evfwd")),
+		"write_key": src.WriteKey, "secret": src.Webhooks.SharedSecret, "endpoint": "http://127.0.0.1:" + port,
+		"forward_to": []any{"http://127.0.0.1:8788/hooks"},
+	}
+	if len(dev) != 1 {
+		t.Fatalf("%d dev source records, want 1: %v", len(dev), dev)
+	}
+	delete(dev[0], "time")
+	delete(dev[0], "msg")
+	if diff := cmp.Diff(want, dev[0]); diff != "" {
+		t.Errorf("dev source record (-want +got):\n%s", diff)
+	}
+}
+
+func TestClientURL(t *testing.T) {
+	for in, want := range map[string]string{
+		"http://0.0.0.0:8787":    "http://127.0.0.1:8787",
+		"http://[::]:18797":      "http://127.0.0.1:18797",
+		"https://:8787":          "https://127.0.0.1:8787",
+		"http://127.0.0.1:8787":  "http://127.0.0.1:8787",
+		"http://[::1]:8787":      "http://[::1]:8787",
+		"http://10.0.0.5:8787":   "http://10.0.0.5:8787",
+		"https://evfwd.internal": "https://evfwd.internal",
+	} {
+		if got := clientURL(in); got != want {
+			t.Errorf("clientURL(%q) = %q, want %q", in, got, want)
+		}
 	}
 }
 

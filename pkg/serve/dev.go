@@ -84,14 +84,7 @@ func createDevKeys(dir, path string) (devKeys, error) {
 		return k, fmt.Errorf("dev source: %w", err)
 	}
 	defer os.Remove(tmp.Name())
-	_, err = tmp.Write(append(b, '\n'))
-	if err == nil {
-		err = tmp.Sync()
-	}
-	if cerr := tmp.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
+	if err := writeClose(tmp, append(b, '\n')); err != nil {
 		return k, fmt.Errorf("dev source: %w", err)
 	}
 	if err := os.Link(tmp.Name(), path); errors.Is(err, os.ErrExist) {

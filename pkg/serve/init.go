@@ -3,14 +3,26 @@ package serve
 import (
 	"fmt"
 	"os"
+	"path/filepath"
+
+	"github.com/evfwd/evfwd/pkg/webhook"
 )
 
 // InitConfig is a commented config to start from, as `evfwd serve init`
 // writes it: one source with a fresh write key and shared secret, whose
 // webhooks go to `evfwd listen` on its default address. Every key in it is
-// one the strict config reads, so it passes Config.Check as written.
-func InitConfig() []byte {
-	return fmt.Appendf(nil, `# evfwd serve configuration: start with  evfwd serve --config FILE
+// one the strict config reads, so it passes Config.Check as written. src is
+// that source, for the caller to print its keys.
+func InitConfig() (src Source, config []byte) {
+	src = Source{
+		Name:     "web",
+		WriteKey: "wk_" + randomHex(16),
+		Webhooks: Webhooks{Enabled: true, Destination: webhook.Destination{
+			SharedSecret: "whsec_" + randomHex(24),
+			Endpoints:    []webhook.Endpoint{{URL: "http://127.0.0.1:8788/hooks"}},
+		}},
+	}
+	return src, fmt.Appendf(nil, `# evfwd serve configuration: start with  evfwd serve --config FILE
 # Check it first with  evfwd serve --check --config FILE  (unknown keys are refused).
 # Flags and EVFWD_* variables override what is here (EVFWD_ADDR, EVFWD_STORE, ...).
 
@@ -33,34 +45,51 @@ retention: 168h
 # tls_key: key.pem
 
 sources:
-  - name: web
+  - name: %s
     # What clients send as their write key (EVFWD_WRITE_KEY for evfwd track and send).
-    write_key: wk_%s
+    write_key: %s
     webhooks:
       enabled: true
       # X-Signature is the hex HMAC-SHA1 of each body with this secret
       # (EVFWD_SECRET for evfwd listen and verify).
-      shared_secret: whsec_%s
+      shared_secret: %s
       # Up to five URLs, tried in order; the first 2xx delivers the message.
       endpoints:
-        - url: http://127.0.0.1:8788/hooks   # evfwd listen's default address
+        - url: %s   # evfwd listen's default address
           # headers: { X-Env: dev }
-`, DefaultAddr, randomHex(16), randomHex(24))
+`, DefaultAddr, src.Name, src.WriteKey, src.Webhooks.SharedSecret, src.Webhooks.Endpoints[0].URL)
 }
 
 // WriteInitConfig writes InitConfig to path, readable by its owner only
-// (it holds secrets). An existing file is refused (os.ErrExist) unless
-// force.
-func WriteInitConfig(path string, force bool) error {
-	flag := os.O_WRONLY | os.O_CREATE | os.O_EXCL
-	if force {
-		flag = os.O_WRONLY | os.O_CREATE | os.O_TRUNC
+// (it holds secrets), and returns its source. An existing file is refused
+// (os.ErrExist) unless force, which replaces it by a rename: the file's old
+// mode, 0644 say, does not carry over to the new secrets.
+func WriteInitConfig(path string, force bool) (Source, error) {
+	src, config := InitConfig()
+	if !force {
+		f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+		if err != nil {
+			return src, err
+		}
+		return src, writeClose(f, config)
 	}
-	f, err := os.OpenFile(path, flag, 0o600)
+	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*") // 0600
 	if err != nil {
-		return err
+		return src, err
 	}
-	_, err = f.Write(InitConfig())
+	defer os.Remove(tmp.Name()) // after a failure; renamed away otherwise
+	if err := writeClose(tmp, config); err != nil {
+		return src, err
+	}
+	return src, os.Rename(tmp.Name(), path)
+}
+
+// writeClose writes b to f, syncs and closes it.
+func writeClose(f *os.File, b []byte) error {
+	_, err := f.Write(b)
+	if err == nil {
+		err = f.Sync()
+	}
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
