@@ -2,7 +2,7 @@ package cmd
 
 import (
 	"bufio"
-	"compress/gzip"
+	"context"
 	"errors"
 	"io"
 	"net/http"
@@ -11,57 +11,44 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
 
-// TestTour runs the README's "Import history and pipe events" block, as
-// written, against the real binary in a fresh home: the newcomer's first
-// hour. Then it checks how the servers and a --count wait end on Ctrl-C.
+// TestTour runs the README's tour blocks, as written, one line at a time
+// against the real binary in a fresh home and a directory that stands for
+// the clone: the newcomer's first hour. Every line must exit 0. Then it
+// checks how the servers and a --count wait end on Ctrl-C.
 func TestTour(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the binary")
 	}
 	bin := buildEvfwd(t)
-	block := readmeBlock(t, "Import history and pipe events:")
 	home := t.TempDir()
 	work := filepath.Join(home, "work")
-	os.Mkdir(work, 0o700)
-	writeGzip(t, filepath.Join(work, "history.ndjson.gz"), filepath.Join("..", "testdata", "events.ndjson"))
-	env := []string{
+	events, err := os.ReadFile(filepath.Join("..", "testdata", "events.ndjson"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.MkdirAll(filepath.Join(work, "testdata"), 0o700)
+	if err := os.WriteFile(filepath.Join(work, "testdata", "events.ndjson"), events, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	tr := &tour{bin: bin, dir: work, env: []string{
 		"PATH=" + filepath.Dir(bin) + string(os.PathListSeparator) + os.Getenv("PATH"),
 		"HOME=" + home, "XDG_STATE_HOME=" + filepath.Join(home, "state"), "XDG_CONFIG_HOME=" + filepath.Join(home, "config"),
 		"NO_COLOR=1",
-		// The one change to the newcomer's setup: a free port, which serve
-		// then prints an EVFWD_ENDPOINT line for.
+		// A free port, which serve then prints an EVFWD_ENDPOINT line for.
 		"EVFWD_ADDR=127.0.0.1:0",
-	}
+	}}
+	tr.run(t, "Sign and verify in CI — exit codes do the talking:")
+	tr.run(t, "Test your webhook endpoint, or a sender, locally:")
+	tr.run(t, "Import history and pipe events:")
 
-	var serve *process
-	for _, line := range block {
-		switch {
-		case strings.HasPrefix(line, "evfwd serve") && strings.HasSuffix(line, "&"):
-			serve = start(t, work, env, bin, strings.Fields(strings.TrimSuffix(line, "&"))[1:]...)
-			printed := serve.exports(t)
-			// What the newcomer pastes; the endpoint only because of the port.
-			env = append(env, "EVFWD_ENDPOINT="+printed["EVFWD_ENDPOINT"])
-			serve.printed = printed
-		case strings.HasPrefix(line, "export "):
-			name, _, _ := strings.Cut(strings.TrimPrefix(line, "export "), "=")
-			if serve == nil || serve.printed[name] == "" {
-				t.Fatalf("README: %q, but serve printed no line for %s", line, name)
-			}
-			env = append(env, name+"="+serve.printed[name])
-		default:
-			cmd := exec.Command("sh", "-c", line)
-			cmd.Dir, cmd.Env = work, env
-			if out, err := cmd.CombinedOutput(); err != nil {
-				t.Fatalf("%s: %v\n%s", line, err, out)
-			}
-		}
-	}
+	serve := tr.serve
 	if serve == nil {
-		t.Fatal("README's tour block starts no serve")
+		t.Fatal("README's tour starts no serve")
 	}
 	metrics := get(t, serve.printed["EVFWD_ENDPOINT"]+"/metrics")
 	if want := `evfwd_ingested_total{source="dev"} 21`; !strings.Contains(metrics, want) { // 1 track + 20 lines
@@ -83,13 +70,100 @@ func TestTour(t *testing.T) {
 		{[]string{"listen", "--addr", "127.0.0.1:0"}, 0},
 		{[]string{"listen", "--addr", "127.0.0.1:0", "--count", "1"}, 130},
 	} {
-		l := start(t, work, env, bin, tt.args...)
+		l := start(t, work, tr.env, bin, tt.args...)
 		l.waitFor(t, regexp.MustCompile(`^listening on `))
 		l.signal(t, os.Interrupt)
 		if code := l.wait(t); code != tt.code {
 			t.Errorf("%v after Ctrl-C: exit %d, want %d\n%s", tt.args, code, tt.code, l.stderr())
 		}
 	}
+}
+
+// listenAddr is where the README's listen runs; the test's runs on a free
+// port, which later lines are rewritten to.
+const listenAddr = "127.0.0.1:8788"
+
+// tour runs README lines in order, keeping what a shell would: variables,
+// the servers in the background and the last one's $!.
+type tour struct {
+	bin, dir string
+	env      []string
+	addr     string   // the running listen's host:port, for listenAddr
+	serve    *process // started by an "evfwd serve &" line
+	last     *process // $!
+}
+
+var assign = regexp.MustCompile(`^([A-Z_]+)=\$\((.+)\)$`)
+
+func (tr *tour) run(t *testing.T, intro string) {
+	t.Helper()
+	for _, line := range readmeBlock(t, intro) {
+		if tr.addr != "" {
+			line = strings.ReplaceAll(line, listenAddr, tr.addr)
+		}
+		t.Logf("$ %s", line)
+		background := strings.HasSuffix(line, "&")
+		args := strings.Fields(strings.TrimSuffix(line, "&"))
+		switch {
+		case background && strings.HasPrefix(line, "evfwd serve"):
+			tr.serve = tr.start(t, args[1:]...)
+			tr.serve.printed = tr.serve.exports(t)
+			// What the newcomer pastes; the endpoint only because of the port.
+			tr.env = append(tr.env, "EVFWD_ENDPOINT="+tr.serve.printed["EVFWD_ENDPOINT"])
+		case background && strings.HasPrefix(line, "evfwd listen"):
+			l := tr.start(t, append(args[1:], "--addr", "127.0.0.1:0")...)
+			tr.addr = l.waitFor(t, regexp.MustCompile(`^listening on https?://(\S+)`))[1]
+		case background:
+			t.Fatalf("README: %q: the test knows no such server", line)
+		case line == "kill $!":
+			if tr.last == nil {
+				t.Fatalf("README: %q with nothing in the background", line)
+			}
+			tr.last.signal(t, syscall.SIGTERM)
+			if code := tr.last.wait(t); code != 0 {
+				t.Fatalf("%v after %s: exit %d, want 0\n%s", tr.last.cmd.Args, line, code, tr.last.stderr())
+			}
+			tr.last, tr.addr = nil, ""
+		case strings.HasPrefix(line, "export "):
+			name, _, _ := strings.Cut(strings.TrimPrefix(line, "export "), "=")
+			if tr.serve == nil || tr.serve.printed[name] == "" {
+				t.Fatalf("README: %q, but serve printed no line for %s", line, name)
+			}
+			tr.env = append(tr.env, name+"="+tr.serve.printed[name])
+		case assign.MatchString(line):
+			m := assign.FindStringSubmatch(line)
+			tr.env = append(tr.env, m[1]+"="+strings.TrimSpace(tr.sh(t, m[2])))
+		default:
+			if strings.HasPrefix(line, "evfwd trigger") {
+				// Retries a few milliseconds apart, not seconds.
+				line += " --retry-initial 10ms"
+			}
+			tr.sh(t, line)
+		}
+	}
+}
+
+// sh runs line and returns its stdout; it must exit 0 within 10 s (a
+// server missing its "&" would otherwise hang the test).
+func (tr *tour) sh(t *testing.T, line string) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "sh", "-c", line)
+	cmd.Dir, cmd.Env = tr.dir, tr.env
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("%s: %v\n%s%s", line, err, out, stderr.String())
+	}
+	return string(out)
+}
+
+func (tr *tour) start(t *testing.T, args ...string) *process {
+	t.Helper()
+	tr.last = start(t, tr.dir, tr.env, tr.bin, args...)
+	return tr.last
 }
 
 // buildEvfwd builds the binary into the test's temporary directory.
@@ -127,23 +201,6 @@ func readmeBlock(t *testing.T, intro string) []string {
 		lines = append(lines, strings.TrimSpace(l))
 	}
 	return lines
-}
-
-func writeGzip(t *testing.T, dst, src string) {
-	t.Helper()
-	b, err := os.ReadFile(src)
-	if err != nil {
-		t.Fatal(err)
-	}
-	f, err := os.Create(dst)
-	if err != nil {
-		t.Fatal(err)
-	}
-	zw := gzip.NewWriter(f)
-	zw.Write(b)
-	if err := errors.Join(zw.Close(), f.Close()); err != nil {
-		t.Fatal(err)
-	}
 }
 
 func get(t *testing.T, url string) string {
