@@ -13,6 +13,7 @@ import (
 
 	"github.com/evfwd/evfwd/pkg/store"
 	"github.com/evfwd/evfwd/pkg/store/internal/rowscan"
+	"github.com/evfwd/evfwd/pkg/store/internal/synchook"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
@@ -51,33 +52,11 @@ const syncLockClass = 0x65766673
 // syncSweep is how often a node looks for runs left by dead nodes.
 const syncSweep = time.Minute
 
-// Steps at which a test hook (SetSyncHook) is called.
-const (
-	StepStaged  = "staged"  // the whole list is staged
-	StepDiffed  = "diffed"  // the outbox holds every message; the flip is next
-	StepFlipped = "flipped" // the sync is committed
-	StepMoved   = "moved"   // after each chunk moved from the outbox
-	StepDropped = "dropped" // after each chunk of the replaced list deleted
-)
-
-// SetSyncHook sets a function called between the steps of every sync (see
-// the Step constants), for tests: an error it returns stops the sync at
+// SetSyncHook sets a function called between the steps of every sync (the
+// synchook step names), for tests: an error it returns stops the sync at
 // once, leaving the database as a crash at that point would (the key's
 // lock is released, as the server releases a dead node's). nil removes it.
-func (s *Store) SetSyncHook(fn func(step string) error) {
-	if fn == nil {
-		s.syncHook.Store(nil)
-		return
-	}
-	s.syncHook.Store(&fn)
-}
-
-func (s *Store) hook(step string) error {
-	if fn := s.syncHook.Load(); fn != nil {
-		return (*fn)(step)
-	}
-	return nil
-}
+func (s *Store) SetSyncHook(fn func(step string) error) { s.syncHook.Set(fn) }
 
 // syncConn is a connection holding the advisory lock of one sync key.
 type syncConn struct {
@@ -261,7 +240,7 @@ func (s *Store) Sync(ctx context.Context, sy store.Sync, values iter.Seq2[store.
 	// ended); a stop by the test hook leaves what a crash would.
 	stopped := false
 	hook := func(step string) error {
-		err := s.hook(step)
+		err := s.syncHook.Call(step)
 		stopped = err != nil
 		return err
 	}
@@ -274,13 +253,13 @@ func (s *Store) Sync(ctx context.Context, sy store.Sync, values iter.Seq2[store.
 	if err := c.stage(ctx, r.id, values); err != nil {
 		return fail(err)
 	}
-	if err := hook(StepStaged); err != nil {
+	if err := hook(synchook.Staged); err != nil {
 		return fail(err)
 	}
 	if err := c.diff(ctx, r, sy, &res); err != nil {
 		return fail(err)
 	}
-	if err := hook(StepDiffed); err != nil {
+	if err := hook(synchook.Diffed); err != nil {
 		return fail(err)
 	}
 	if err := c.flip(context.WithoutCancel(ctx), r, sy, res.First); err != nil {
@@ -288,11 +267,11 @@ func (s *Store) Sync(ctx context.Context, sy store.Sync, values iter.Seq2[store.
 	}
 	// Committed: the rest must happen, even when ctx has ended; if this
 	// node dies first, another (or this one restarted) finishes it.
-	if err := hook(StepFlipped); err != nil {
+	if err := hook(synchook.Flipped); err != nil {
 		return nil, err
 	}
 	r.committed = true
-	if err := c.finish(context.WithoutCancel(ctx), r, s.hook); err != nil {
+	if err := c.finish(context.WithoutCancel(ctx), r, s.syncHook.Call); err != nil {
 		return nil, fmt.Errorf("sync committed; its messages are queued and go out once a node takes the run over: %w", err)
 	}
 	return &res, nil
@@ -495,7 +474,7 @@ func (c *syncConn) finish(ctx context.Context, r syncRun, hook func(string) erro
 			break
 		}
 		if hook != nil {
-			if err := hook(StepMoved); err != nil {
+			if err := hook(synchook.Moved); err != nil {
 				return err
 			}
 		}
@@ -552,7 +531,7 @@ func (c *syncConn) dropList(ctx context.Context, list string, hook func(string) 
 			return err
 		}
 		if hook != nil {
-			if err := hook(StepDropped); err != nil {
+			if err := hook(synchook.Dropped); err != nil {
 				return err
 			}
 		}

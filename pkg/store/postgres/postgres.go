@@ -22,6 +22,7 @@ import (
 
 	"github.com/evfwd/evfwd/pkg/store"
 	"github.com/evfwd/evfwd/pkg/store/internal/rowscan"
+	"github.com/evfwd/evfwd/pkg/store/internal/synchook"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -62,7 +63,7 @@ type Store struct {
 
 	completions chan completion
 	quit        chan struct{}
-	syncHook    atomic.Pointer[func(string) error] // SetSyncHook's
+	syncHook    synchook.Hook // SetSyncHook's
 }
 
 var _ store.Store = (*Store)(nil)

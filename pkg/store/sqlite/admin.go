@@ -16,6 +16,7 @@ import (
 
 	"github.com/evfwd/evfwd/pkg/store"
 	"github.com/evfwd/evfwd/pkg/store/internal/rowscan"
+	"github.com/evfwd/evfwd/pkg/store/internal/synchook"
 )
 
 var _ store.Admin = (*Store)(nil)
@@ -105,32 +106,10 @@ func paced(ctx context.Context, step stepFunc, p *pacer, fn func(ctx context.Con
 	return n, err
 }
 
-// Steps at which a test hook (SetSyncHook) is called.
-const (
-	StepStaged  = "staged"  // the whole list is staged
-	StepDiffed  = "diffed"  // the outbox holds every message; the flip is next
-	StepFlipped = "flipped" // the sync is committed
-	StepMoved   = "moved"   // after each chunk moved from the outbox
-	StepDropped = "dropped" // after each chunk of the replaced list deleted
-)
-
-// SetSyncHook sets a function called between the steps of every sync (see
-// the Step constants), for tests: an error it returns stops the sync at
+// SetSyncHook sets a function called between the steps of every sync (the
+// synchook step names), for tests: an error it returns stops the sync at
 // once, leaving the file as a crash at that point would. nil removes it.
-func (s *Store) SetSyncHook(fn func(step string) error) {
-	if fn == nil {
-		s.syncHook.Store(nil)
-		return
-	}
-	s.syncHook.Store(&fn)
-}
-
-func (s *Store) hook(step string) error {
-	if fn := s.syncHook.Load(); fn != nil {
-		return (*fn)(step)
-	}
-	return nil
-}
+func (s *Store) SetSyncHook(fn func(step string) error) { s.syncHook.Set(fn) }
 
 // syncKeys makes the syncs of one key take turns within the process (one
 // process uses a file at a time; see Lock).
@@ -286,7 +265,7 @@ func (s *Store) Sync(ctx context.Context, sy store.Sync, values iter.Seq2[store.
 	// ended); a stop by the test hook leaves what a crash would.
 	stopped := false
 	hook := func(step string) error {
-		err := s.hook(step)
+		err := s.syncHook.Call(step)
 		stopped = err != nil
 		return err
 	}
@@ -299,13 +278,13 @@ func (s *Store) Sync(ctx context.Context, sy store.Sync, values iter.Seq2[store.
 	if err := s.stage(ctx, r, values); err != nil {
 		return fail(err)
 	}
-	if err := hook(StepStaged); err != nil {
+	if err := hook(synchook.Staged); err != nil {
 		return fail(err)
 	}
 	if err := s.diff(ctx, r, sy, &res); err != nil {
 		return fail(err)
 	}
-	if err := hook(StepDiffed); err != nil {
+	if err := hook(synchook.Diffed); err != nil {
 		return fail(err)
 	}
 	if err := s.flip(context.WithoutCancel(ctx), r, sy, res.First); err != nil {
@@ -313,11 +292,11 @@ func (s *Store) Sync(ctx context.Context, sy store.Sync, values iter.Seq2[store.
 	}
 	// Committed: the rest must happen, even when ctx has ended; if the
 	// store closes first, the next Open finishes it.
-	if err := hook(StepFlipped); err != nil {
+	if err := hook(synchook.Flipped); err != nil {
 		return nil, err
 	}
 	r.committed = true
-	if _, err := r.finish(context.WithoutCancel(ctx), s.step, s.hook); err != nil {
+	if _, err := r.finish(context.WithoutCancel(ctx), s.step, s.syncHook.Call); err != nil {
 		return nil, fmt.Errorf("sync committed; its messages are queued and go out after a restart: %w", err)
 	}
 	return &res, nil
@@ -531,7 +510,7 @@ func (r syncRun) finish(ctx context.Context, step stepFunc, hook func(string) er
 		}
 		moved += n
 		if hook != nil {
-			if err := hook(StepMoved); err != nil {
+			if err := hook(synchook.Moved); err != nil {
 				return moved, err
 			}
 		}
@@ -602,7 +581,7 @@ func dropList(ctx context.Context, step stepFunc, p *pacer, list string, hook fu
 			return err
 		}
 		if hook != nil {
-			if err := hook(StepDropped); err != nil {
+			if err := hook(synchook.Dropped); err != nil {
 				return err
 			}
 		}

@@ -25,6 +25,7 @@ import (
 
 	"github.com/evfwd/evfwd/pkg/store"
 	"github.com/evfwd/evfwd/pkg/store/internal/rowscan"
+	"github.com/evfwd/evfwd/pkg/store/internal/synchook"
 	_ "modernc.org/sqlite" // registers the "sqlite" driver
 )
 
@@ -68,8 +69,8 @@ type Store struct {
 	mu      sync.RWMutex // held for reading while queueing; Close takes it to stop queueing
 	closed  bool
 
-	deletionStep int                                // messages per deletion step (deletionPageSize; tests use less)
-	syncHook     atomic.Pointer[func(string) error] // SetSyncHook's
+	deletionStep int           // messages per deletion step (deletionPageSize; tests use less)
+	syncHook     synchook.Hook // SetSyncHook's
 }
 
 var _ store.Store = (*Store)(nil)

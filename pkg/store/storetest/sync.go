@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/evfwd/evfwd/pkg/store"
+	"github.com/evfwd/evfwd/pkg/store/internal/synchook"
 	"github.com/google/go-cmp/cmp"
 )
 
@@ -21,7 +22,7 @@ type Reopen func(t *testing.T) func() store.Store
 // SyncStepper is what the sync cases need of a store besides store.Admin.
 type SyncStepper interface {
 	// SetSyncHook sets a function called between the steps of a sync with
-	// the step's name (the Step constants); an error from it stops the
+	// the step's name (the synchook constants); an error from it stops the
 	// sync at once and leaves the database as a crash there would.
 	SetSyncHook(fn func(step string) error)
 	// SyncValues yields the stored list of one audience or trait as one
@@ -31,15 +32,6 @@ type SyncStepper interface {
 	// messages, lists no sync names); 0 when none runs.
 	SyncLeftovers(ctx context.Context) (int64, error)
 }
-
-// The steps of a sync at which SetSyncHook's function is called.
-const (
-	StepStaged  = "staged"  // the whole list is staged
-	StepDiffed  = "diffed"  // every message is in the outbox; the switch is next
-	StepFlipped = "flipped" // the new list is current: the sync is committed
-	StepMoved   = "moved"   // after each chunk of messages moved into the queue
-	StepDropped = "dropped" // after each chunk of the replaced list deleted
-)
 
 // RunSync runs the cases of a sync interrupted (as by a crash) at each of
 // its steps, and of readers during a sync, against stores made by reopen,
@@ -188,7 +180,7 @@ func testSyncInterruptedBefore(t *testing.T, open func() store.Store) {
 		t.Fatal(err)
 	}
 	sent(t, s, &seen)
-	for _, step := range []string{StepStaged, StepDiffed} {
+	for _, step := range []string{synchook.Staged, synchook.Diffed} {
 		hook, stop := stopAt(step, 1)
 		s.SetSyncHook(hook)
 		if _, err := s.Sync(ctx, sy, values(after)); !errors.Is(err, stop) {
@@ -248,7 +240,7 @@ func testSyncInterruptedAfter(t *testing.T, open func() store.Store) {
 	for _, at := range []struct {
 		step string
 		nth  int
-	}{{StepFlipped, 1}, {StepMoved, 1}, {StepMoved, 2}, {StepDropped, 1}} {
+	}{{synchook.Flipped, 1}, {synchook.Moved, 1}, {synchook.Moved, 2}, {synchook.Dropped, 1}} {
 		hook, stop := stopAt(at.step, at.nth)
 		s.SetSyncHook(hook)
 		if _, err := s.Sync(ctx, sy, values(to)); !errors.Is(err, stop) {
@@ -290,12 +282,12 @@ func testSyncNextFinishes(t *testing.T, open func() store.Store) {
 		t.Fatal(err)
 	}
 	sent(t, s, &seen)
-	hook, stop := stopAt(StepDiffed, 1)
+	hook, stop := stopAt(synchook.Diffed, 1)
 	s.SetSyncHook(hook)
 	if _, err := s.Sync(ctx, sy, values(after)); !errors.Is(err, stop) {
 		t.Fatalf("sync stopped before the flip = %v, want %v", err, stop)
 	}
-	hook, stop = stopAt(StepMoved, 1)
+	hook, stop = stopAt(synchook.Moved, 1)
 	s.SetSyncHook(hook)
 	if _, err := s.Sync(ctx, sy, values(after)); !errors.Is(err, stop) {
 		t.Fatalf("sync stopped after the flip = %v, want %v", err, stop)
@@ -367,7 +359,7 @@ func testSyncReaders(t *testing.T, open func() store.Store) {
 	var steps []string
 	s.SetSyncHook(func(step string) error {
 		steps = append(steps, step)
-		if step == StepFlipped {
+		if step == synchook.Flipped {
 			flipped = true
 		}
 		want := before
@@ -394,7 +386,7 @@ func testSyncReaders(t *testing.T, open func() store.Store) {
 	if mixed > 0 {
 		t.Errorf("%d of %d reads during the sync saw a list that was neither the old nor the new", mixed, reads)
 	}
-	for _, step := range []string{StepStaged, StepDiffed, StepFlipped, StepMoved, StepDropped} {
+	for _, step := range []string{synchook.Staged, synchook.Diffed, synchook.Flipped, synchook.Moved, synchook.Dropped} {
 		if !slices.Contains(steps, step) {
 			t.Errorf("the hook was not called at step %s (called at %v)", step, steps)
 		}
