@@ -7,8 +7,6 @@ import (
 	"io"
 	"log/slog"
 	"maps"
-	"net"
-	"net/url"
 	"os"
 	"os/signal"
 	"slices"
@@ -237,7 +235,7 @@ func serveRun(opts *ServeOptions) error {
 		return fmt.Errorf("serve: %w", err)
 	}
 	if opts.dev {
-		printDev(opts, log, cfg.Sources[0], clientURL(srv.URL()))
+		printDev(opts, log, cfg.Sources[0], srv.URL())
 	}
 	if cfg.TLSCert != "" {
 		defer reloadOnHUP(srv, opts.hup, opts.reloaded)()
@@ -308,19 +306,6 @@ func forwardToError(err error) error {
 		}
 	}
 	return cli.UsageError(errors.Join(errs...))
-}
-
-// clientURL is where a client on this host reaches a server at u: a
-// wildcard listen address (0.0.0.0, ::, no host) is no address to dial.
-func clientURL(u string) string {
-	p, err := url.Parse(u)
-	if err != nil {
-		return u
-	}
-	if ip := net.ParseIP(p.Hostname()); p.Hostname() == "" || ip != nil && ip.IsUnspecified() {
-		p.Host = net.JoinHostPort("127.0.0.1", p.Port())
-	}
-	return p.String()
 }
 
 // exportVar is one line of `export NAME=VALUE` for the user's shell.

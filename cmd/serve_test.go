@@ -673,22 +673,6 @@ func TestServeDevSourceJSONLog(t *testing.T) {
 	}
 }
 
-func TestClientURL(t *testing.T) {
-	for in, want := range map[string]string{
-		"http://0.0.0.0:8787":    "http://127.0.0.1:8787",
-		"http://[::]:18797":      "http://127.0.0.1:18797",
-		"https://:8787":          "https://127.0.0.1:8787",
-		"http://127.0.0.1:8787":  "http://127.0.0.1:8787",
-		"http://[::1]:8787":      "http://[::1]:8787",
-		"http://10.0.0.5:8787":   "http://10.0.0.5:8787",
-		"https://evfwd.internal": "https://evfwd.internal",
-	} {
-		if got := clientURL(in); got != want {
-			t.Errorf("clientURL(%q) = %q, want %q", in, got, want)
-		}
-	}
-}
-
 // On a terminal the dev source's lines are styled; the export lines stay
 // whole, fit to copy.
 func TestServeDevSourceOnATerminal(t *testing.T) {

@@ -201,12 +201,26 @@ func owner() string {
 // Addr is the address the service listens on.
 func (s *Server) Addr() string { return s.ln.Addr().String() }
 
-// URL is the service's base URL, for clients: https when TLS is on.
+// URL is the service's base URL, for clients: https when TLS is on, and
+// loopback when it listens on every address (0.0.0.0 or ::), which is no
+// address to dial.
 func (s *Server) URL() string {
 	if s.tls != nil {
-		return "https://" + s.Addr()
+		return "https://" + dialAddr(s.Addr())
 	}
-	return "http://" + s.Addr()
+	return "http://" + dialAddr(s.Addr())
+}
+
+// dialAddr is where a client on this host reaches a listener at addr.
+func dialAddr(addr string) string {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return addr
+	}
+	if ip := net.ParseIP(host); host == "" || ip != nil && ip.IsUnspecified() {
+		return net.JoinHostPort("127.0.0.1", port)
+	}
+	return addr
 }
 
 // Store is the service's store (for tests and `evfwd demo`), whoever
