@@ -141,6 +141,13 @@ type LeaseRequest struct {
 	TTL    time.Duration // the lease lasts until Now+TTL unless completed
 }
 
+// IngestLease says which deliveries IngestLeased leases and to whom.
+type IngestLease struct {
+	Owner string
+	Until time.Time
+	Limit int
+}
+
 // Filter selects deliveries to list or retry; zero fields select all.
 type Filter struct {
 	Status Status
@@ -169,6 +176,12 @@ type Store interface {
 	// MessageID) is already stored is skipped: a client retrying a batch
 	// whose answer it lost does not cause a second delivery.
 	Ingest(ctx context.Context, msgs []Message) error
+	// IngestLeased is Ingest, except that up to lease.Limit of the new
+	// deliveries, in msgs' order, are created leased to lease.Owner until
+	// lease.Until and returned with their bodies, as Lease returns them:
+	// the caller sends them at once, without a Lease round trip. The
+	// others are pending as Ingest makes them.
+	IngestLeased(ctx context.Context, msgs []Message, lease IngestLease) ([]Delivery, error)
 	// Lease takes up to r.Limit pending deliveries of r.Source that are
 	// due and not leased (or whose lease expired), oldest due first, and
 	// leases them to r.Owner.

@@ -215,6 +215,12 @@ func (s *Store) Ingest(ctx context.Context, msgs []store.Message) error {
 	return classify(again(func() error { return ingestExec(ctx, s.pool, msgs, now) }))
 }
 
+// IngestLeased implements store.Store. For now it leases none, which the
+// contract allows: every delivery stays pending for Lease.
+func (s *Store) IngestLeased(ctx context.Context, msgs []store.Message, _ store.IngestLease) ([]store.Delivery, error) {
+	return nil, s.Ingest(ctx, msgs)
+}
+
 // execer is a pool or a transaction.
 type execer interface {
 	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)

@@ -94,9 +94,9 @@ func newPacers() *pacers {
 
 // paced runs fn as a step and tells p how long it held the writer for the
 // rows it reports.
-func paced(ctx context.Context, step stepFunc, p *pacer, fn func(ctx context.Context, tx *sql.Tx) (int, error)) (int, error) {
+func paced(ctx context.Context, step stepFunc, p *pacer, fn func(ctx context.Context, tx *wtx) (int, error)) (int, error) {
 	var n int
-	err := step(ctx, func(ctx context.Context, tx *sql.Tx) error {
+	err := step(ctx, func(ctx context.Context, tx *wtx) error {
 		start := time.Now()
 		var err error
 		n, err = fn(ctx, tx)
@@ -158,23 +158,21 @@ func (s *Store) lockKey(ctx context.Context, kind store.SyncKind, key string) (u
 
 // stepFunc runs fn as one transaction: through the writer while the store
 // runs, on the database directly at Open.
-type stepFunc func(ctx context.Context, fn func(ctx context.Context, tx *sql.Tx) error) error
+type stepFunc func(ctx context.Context, fn func(ctx context.Context, tx *wtx) error) error
 
-func (s *Store) step(ctx context.Context, fn func(ctx context.Context, tx *sql.Tx) error) error {
+func (s *Store) step(ctx context.Context, fn func(ctx context.Context, tx *wtx) error) error {
 	return s.do(ctx, 0, fn)
 }
 
 func dbStep(db *sql.DB) stepFunc {
-	return func(ctx context.Context, fn func(ctx context.Context, tx *sql.Tx) error) error {
-		tx, err := db.BeginTx(ctx, nil)
+	return func(ctx context.Context, fn func(ctx context.Context, tx *wtx) error) error {
+		c, err := db.Conn(ctx)
 		if err != nil {
 			return err
 		}
-		defer tx.Rollback()
-		if err := fn(ctx, tx); err != nil {
-			return err
-		}
-		return tx.Commit()
+		tx := newWtx(c)
+		defer tx.close()
+		return tx.run(ctx, func() error { return fn(ctx, tx) })
 	}
 }
 
@@ -254,7 +252,7 @@ func (s *Store) Sync(ctx context.Context, sy store.Sync, values iter.Seq2[store.
 	case err != nil:
 		return nil, err
 	}
-	if err := s.step(ctx, func(ctx context.Context, tx *sql.Tx) error {
+	if err := s.step(ctx, func(ctx context.Context, tx *wtx) error {
 		_, err := tx.ExecContext(ctx, `INSERT INTO sync_runs (id, kind, key, replaces, at) VALUES (?, ?, ?, ?, ?)`,
 			r.id, sy.Kind, sy.Key, r.replaces, r.at)
 		return err
@@ -328,7 +326,7 @@ func (s *Store) stage(ctx context.Context, r syncRun, values iter.Seq2[store.Val
 		}
 		// A user listed twice takes the last value.
 		q.WriteString(` ON CONFLICT (list, user_id) DO UPDATE SET value = excluded.value`)
-		_, err := paced(ctx, s.step, r.pace.stage, func(ctx context.Context, tx *sql.Tx) (int, error) {
+		_, err := paced(ctx, s.step, r.pace.stage, func(ctx context.Context, tx *wtx) (int, error) {
 			_, err := tx.ExecContext(ctx, q.String(), args...)
 			return len(chunk), err
 		})
@@ -359,7 +357,7 @@ func (s *Store) diff(ctx context.Context, r syncRun, sy store.Sync, res *store.S
 	flush := func(all bool) error {
 		for len(out) >= r.pace.outbox.size() || all && len(out) > 0 {
 			n := min(len(out), r.pace.outbox.size())
-			if _, err := paced(ctx, s.step, r.pace.outbox, func(ctx context.Context, tx *sql.Tx) (int, error) {
+			if _, err := paced(ctx, s.step, r.pace.outbox, func(ctx context.Context, tx *wtx) (int, error) {
 				return n, writeOutbox(ctx, tx, r.id, out[:n])
 			}); err != nil {
 				return err
@@ -442,7 +440,7 @@ func (s *Store) diff(ctx context.Context, r syncRun, sy store.Sync, res *store.S
 }
 
 // writeOutbox adds msgs to the outbox of run, in order.
-func writeOutbox(ctx context.Context, tx *sql.Tx, run string, msgs []store.Message) error {
+func writeOutbox(ctx context.Context, tx *wtx, run string, msgs []store.Message) error {
 	for len(msgs) > 0 {
 		n := min(len(msgs), insertChunk)
 		var q strings.Builder
@@ -472,7 +470,7 @@ func writeOutbox(ctx context.Context, tx *sql.Tx, run string, msgs []store.Messa
 // committed. The run held its key throughout, so the current list is the
 // one it diffed against; it checks all the same.
 func (s *Store) flip(ctx context.Context, r syncRun, sy store.Sync, first bool) error {
-	return s.step(ctx, func(ctx context.Context, tx *sql.Tx) error {
+	return s.step(ctx, func(ctx context.Context, tx *wtx) error {
 		var res sql.Result
 		var err error
 		if first {
@@ -499,7 +497,7 @@ func (s *Store) flip(ctx context.Context, r syncRun, sy store.Sync, first bool) 
 func (r syncRun) finish(ctx context.Context, step stepFunc, hook func(string) error) (int, error) {
 	moved := 0
 	for {
-		n, err := paced(ctx, step, r.pace.move, func(ctx context.Context, tx *sql.Tx) (int, error) {
+		n, err := paced(ctx, step, r.pace.move, func(ctx context.Context, tx *wtx) (int, error) {
 			return moveOutbox(ctx, tx, r.id, r.at, r.pace.move.size())
 		})
 		if err != nil {
@@ -520,7 +518,7 @@ func (r syncRun) finish(ctx context.Context, step stepFunc, hook func(string) er
 			return moved, err
 		}
 	}
-	return moved, step(ctx, func(ctx context.Context, tx *sql.Tx) error {
+	return moved, step(ctx, func(ctx context.Context, tx *wtx) error {
 		_, err := tx.ExecContext(ctx, `DELETE FROM sync_runs WHERE id = ?`, r.id)
 		return err
 	})
@@ -531,7 +529,7 @@ func (r syncRun) finish(ctx context.Context, step stepFunc, hook func(string) er
 // Ingest done in SQL, the bodies never leaving the database: a message
 // already in the queue is skipped (and gets no deliveries), and a repeat
 // within the outbox keeps its first occurrence.
-func moveOutbox(ctx context.Context, tx *sql.Tx, run string, at int64, limit int) (int, error) {
+func moveOutbox(ctx context.Context, tx *wtx, run string, at int64, limit int) (int, error) {
 	var n int
 	var last sql.NullInt64
 	if err := tx.QueryRowContext(ctx, `SELECT count(*), max(id) FROM
@@ -568,7 +566,7 @@ func moveOutbox(ctx context.Context, tx *sql.Tx, run string, at int64, limit int
 // dropList deletes the rows of list, a chunk per step.
 func dropList(ctx context.Context, step stepFunc, p *pacer, list string, hook func(string) error) error {
 	for {
-		n, err := paced(ctx, step, p, func(ctx context.Context, tx *sql.Tx) (int, error) {
+		n, err := paced(ctx, step, p, func(ctx context.Context, tx *wtx) (int, error) {
 			res, err := tx.ExecContext(ctx, `DELETE FROM sync_lists WHERE list = ? AND user_id IN
 				(SELECT user_id FROM sync_lists WHERE list = ? ORDER BY user_id LIMIT ?)`, list, list, p.size())
 			if err != nil {
@@ -592,7 +590,7 @@ func dropList(ctx context.Context, step stepFunc, p *pacer, list string, hook fu
 // its row.
 func (r syncRun) discard(ctx context.Context, step stepFunc) error {
 	for {
-		n, err := paced(ctx, step, r.pace.outbox, func(ctx context.Context, tx *sql.Tx) (int, error) {
+		n, err := paced(ctx, step, r.pace.outbox, func(ctx context.Context, tx *wtx) (int, error) {
 			res, err := tx.ExecContext(ctx, `DELETE FROM sync_outbox WHERE run = ? AND id IN
 				(SELECT id FROM sync_outbox WHERE run = ? ORDER BY id LIMIT ?)`, r.id, r.id, r.pace.outbox.size())
 			if err != nil {
@@ -611,7 +609,7 @@ func (r syncRun) discard(ctx context.Context, step stepFunc) error {
 	if err := dropList(ctx, step, r.pace.drop, r.id, nil); err != nil {
 		return err
 	}
-	return step(ctx, func(ctx context.Context, tx *sql.Tx) error {
+	return step(ctx, func(ctx context.Context, tx *wtx) error {
 		_, err := tx.ExecContext(ctx, `DELETE FROM sync_runs WHERE id = ?`, r.id)
 		return err
 	})

@@ -2,7 +2,6 @@ package sqlite
 
 import (
 	"context"
-	"database/sql"
 	"strings"
 	"time"
 
@@ -12,7 +11,7 @@ import (
 
 // SaveEndpoint implements store.Store.
 func (s *Store) SaveEndpoint(ctx context.Context, st store.EndpointState) error {
-	return s.do(ctx, 0, func(ctx context.Context, tx *sql.Tx) error {
+	return s.do(ctx, 0, func(ctx context.Context, tx *wtx) error {
 		_, err := tx.ExecContext(ctx, `INSERT INTO endpoint_states (source, url, state, failures, since,
 			next_probe_at, node, last_error, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
 			ON CONFLICT (source, url) DO UPDATE SET state = excluded.state, failures = excluded.failures,
@@ -54,7 +53,7 @@ func (s *Store) Release(ctx context.Context, source string, prefixes []string, n
 	total := 0
 	for {
 		var n int64
-		err := s.do(ctx, 0, func(ctx context.Context, tx *sql.Tx) error {
+		err := s.do(ctx, 0, func(ctx context.Context, tx *wtx) error {
 			res, err := tx.ExecContext(ctx, q, args...)
 			if err != nil {
 				return err

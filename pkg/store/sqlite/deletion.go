@@ -58,14 +58,14 @@ func (s *Store) CreateDeletion(ctx context.Context, r store.DeletionRequest) (*s
 // recordDeletion is step 1.
 func (s *Store) recordDeletion(ctx context.Context, r store.DeletionRequest) error {
 	now := store.Millis(s.opts.Now())
-	return s.do(ctx, len(r.Messages), func(ctx context.Context, tx *sql.Tx) error {
+	return s.do(ctx, len(r.Messages), func(ctx context.Context, tx *wtx) error {
 		if _, err := tx.ExecContext(ctx, `INSERT INTO deletions (id, user_id, created_at, upto, done_at)
 			VALUES (?, ?, ?, (SELECT coalesce(max(id), 0) FROM messages), 0)`,
 			r.ID, r.UserID, store.Millis(r.CreatedAt)); err != nil {
 			return err
 		}
 		if len(r.Messages) > 0 {
-			if err := insertChunkTx(ctx, tx, r.Messages, now); err != nil {
+			if _, err := insertMessages(ctx, tx, r.Messages, now, store.IngestLease{}); err != nil {
 				return err
 			}
 		}
@@ -111,7 +111,7 @@ func (s *Store) finishDeletions(ctx context.Context) error {
 		return err
 	}
 	done := store.Millis(s.opts.Now())
-	return s.do(ctx, 0, func(ctx context.Context, tx *sql.Tx) error {
+	return s.do(ctx, 0, func(ctx context.Context, tx *wtx) error {
 		for _, id := range ids {
 			if _, err := tx.ExecContext(ctx, `UPDATE deletions SET done_at = ? WHERE id = ?`, done, id); err != nil {
 				return err
@@ -175,7 +175,7 @@ func (s *Store) purgeStep(ctx context.Context, deletion string, page []doomed) e
 		}
 		bySource[d.source] = append(bySource[d.source], d.id)
 	}
-	return s.do(ctx, 0, func(ctx context.Context, tx *sql.Tx) error {
+	return s.do(ctx, 0, func(ctx context.Context, tx *wtx) error {
 		for _, src := range order {
 			ids := bySource[src]
 			in := "(" + strings.Repeat("?,", len(ids)-1) + "?)"

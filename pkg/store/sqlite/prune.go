@@ -2,7 +2,6 @@ package sqlite
 
 import (
 	"context"
-	"database/sql"
 	"fmt"
 	"strings"
 	"time"
@@ -27,7 +26,7 @@ func (s *Store) Prune(ctx context.Context, before time.Time) (store.Pruned, erro
 	for {
 		var step store.Pruned
 		var done bool
-		err := s.do(ctx, 0, func(ctx context.Context, tx *sql.Tx) error {
+		err := s.do(ctx, 0, func(ctx context.Context, tx *wtx) error {
 			step = store.Pruned{}
 			var err error
 			after, done, err = pruneStep(ctx, tx, after, cutoff, &step)
@@ -54,7 +53,7 @@ func (s *Store) freePages(ctx context.Context) (int64, error) {
 // pruneStep examines up to store.PruneStep messages after id after and
 // removes the prunable ones. It returns the last id examined and whether
 // the pass is over.
-func pruneStep(ctx context.Context, tx *sql.Tx, after, cutoff int64, n *store.Pruned) (int64, bool, error) {
+func pruneStep(ctx context.Context, tx *wtx, after, cutoff int64, n *store.Pruned) (int64, bool, error) {
 	rows, err := tx.QueryContext(ctx, `SELECT m.id, m.received_at < ? AND m.type != 'delete'
 		AND NOT EXISTS (SELECT 1 FROM deliveries d WHERE d.message = m.id AND d.status = 'pending'),
 		m.received_at < ?
@@ -105,7 +104,7 @@ const vacuumStep = 1024
 func (s *Store) giveBack(ctx context.Context, freeBefore int64) error {
 	for {
 		var more bool
-		err := s.doConn(ctx, func(ctx context.Context, c *sql.Conn) error {
+		err := s.doConn(ctx, func(ctx context.Context, c *wtx) error {
 			var free int64
 			if err := c.QueryRowContext(ctx, `PRAGMA freelist_count`).Scan(&free); err != nil {
 				return err
@@ -119,7 +118,8 @@ func (s *Store) giveBack(ctx context.Context, freeBefore int64) error {
 			more = excess > n
 			// Later steps keep the same number of pages free.
 			freeBefore -= n
-			_, err := c.ExecContext(ctx, fmt.Sprintf(`PRAGMA incremental_vacuum(%d)`, n))
+			// Unprepared: n differs every time.
+			_, err := c.c.ExecContext(ctx, fmt.Sprintf(`PRAGMA incremental_vacuum(%d)`, n))
 			return err
 		})
 		if err != nil || !more {

@@ -10,6 +10,7 @@
 package sqlite
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"errors"
@@ -18,6 +19,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -60,6 +62,7 @@ type Store struct {
 	path    string
 	read    *sql.DB
 	write   *sql.DB
+	wtx     *wtx // the writer's connection; only the writer goroutine uses it
 	opts    Options
 	ops     chan *op
 	pending atomic.Int64 // messages queued for the writer
@@ -80,8 +83,8 @@ var _ store.Store = (*Store)(nil)
 // checkpoint, an incremental vacuum).
 type op struct {
 	msgs  int // counted against MaxPending
-	apply func(ctx context.Context, tx *sql.Tx) error
-	conn  func(ctx context.Context, c *sql.Conn) error
+	apply func(ctx context.Context, tx *wtx) error
+	conn  func(ctx context.Context, tx *wtx) error
 	done  chan error
 }
 
@@ -108,7 +111,7 @@ func incrementalVacuum(ctx context.Context, db *sql.DB) error {
 
 // doConn runs fn on the writer's connection between group transactions,
 // alone, and waits for it.
-func (s *Store) doConn(ctx context.Context, fn func(context.Context, *sql.Conn) error) error {
+func (s *Store) doConn(ctx context.Context, fn func(context.Context, *wtx) error) error {
 	o := &op{conn: fn, done: make(chan error, 1)}
 	s.mu.RLock()
 	if s.closed {
@@ -130,7 +133,7 @@ func (s *Store) doConn(ctx context.Context, fn func(context.Context, *sql.Conn) 
 // stays in it. Readers in the middle of a read transaction can keep it from
 // completing: it tries a few times and reports when it could not.
 func (s *Store) Checkpoint(ctx context.Context) error {
-	return s.doConn(ctx, func(ctx context.Context, c *sql.Conn) error {
+	return s.doConn(ctx, func(ctx context.Context, c *wtx) error {
 		for try := 0; ; try++ {
 			var busy, logPages, done int
 			if err := c.QueryRowContext(ctx, `PRAGMA wal_checkpoint(TRUNCATE)`).Scan(&busy, &logPages, &done); err != nil {
@@ -214,8 +217,16 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 		return nil, fmt.Errorf("store %s: %w", path, err)
 	}
 	read.SetMaxOpenConns(4)
+	// The writer keeps the one write connection for the life of the
+	// store, with the statements it prepared on it.
+	c, err := write.Conn(ctx)
+	if err != nil {
+		write.Close()
+		read.Close()
+		return nil, fmt.Errorf("store %s: %w", path, err)
+	}
 	s := &Store{
-		path: path, read: read, write: write, opts: opts,
+		path: path, read: read, write: write, wtx: newWtx(c), opts: opts,
 		deletionStep: deletionPageSize,
 		ops:          make(chan *op, 4096),
 		closing:      make(chan struct{}),
@@ -245,11 +256,11 @@ func (s *Store) Close() error {
 		s.mu.Unlock()
 	})
 	<-s.done
-	return errors.Join(s.write.Close(), s.read.Close())
+	return errors.Join(s.wtx.close(), s.write.Close(), s.read.Close())
 }
 
 // do queues fn for the next group transaction and waits for its commit.
-func (s *Store) do(ctx context.Context, msgs int, fn func(context.Context, *sql.Tx) error) error {
+func (s *Store) do(ctx context.Context, msgs int, fn func(context.Context, *wtx) error) error {
 	o := &op{msgs: msgs, apply: fn, done: make(chan error, 1)}
 	s.mu.RLock()
 	if s.closed {
@@ -320,27 +331,15 @@ func (s *Store) run(group []*op) {
 	if len(group) > 1 {
 		s.commit(group[:len(group)-1])
 	}
-	last.done <- func() error {
-		ctx := context.Background()
-		c, err := s.write.Conn(ctx)
-		if err != nil {
-			return err
-		}
-		defer c.Close()
-		return last.conn(ctx, c)
-	}()
+	last.done <- last.conn(context.Background(), s.wtx)
 }
 
 // commit runs group in one transaction and answers every op.
 func (s *Store) commit(group []*op) {
 	errs := make([]error, len(group))
-	err := func() error {
-		ctx := context.Background()
-		tx, err := s.write.BeginTx(ctx, nil)
-		if err != nil {
-			return err
-		}
-		defer tx.Rollback()
+	ctx := context.Background()
+	tx := s.wtx
+	err := tx.run(ctx, func() error {
 		for i, o := range group {
 			if _, err := tx.ExecContext(ctx, "SAVEPOINT op"); err != nil {
 				return err
@@ -356,8 +355,8 @@ func (s *Store) commit(group []*op) {
 				return err
 			}
 		}
-		return tx.Commit()
-	}()
+		return nil
+	})
 	for i, o := range group {
 		if o.msgs > 0 {
 			s.pending.Add(-int64(o.msgs))
@@ -372,20 +371,40 @@ func (s *Store) commit(group []*op) {
 
 // Ingest implements store.Store.
 func (s *Store) Ingest(ctx context.Context, msgs []store.Message) error {
+	_, err := s.IngestLeased(ctx, msgs, store.IngestLease{})
+	return err
+}
+
+// IngestLeased implements store.Store.
+func (s *Store) IngestLeased(ctx context.Context, msgs []store.Message, lease store.IngestLease) ([]store.Delivery, error) {
 	if len(msgs) == 0 {
-		return nil
+		return nil, nil
 	}
 	now := store.Millis(s.opts.Now())
-	return classify(s.do(ctx, len(msgs), func(ctx context.Context, tx *sql.Tx) error {
-		for len(msgs) > 0 {
-			n := min(len(msgs), insertChunk)
-			if err := insertChunkTx(ctx, tx, msgs[:n], now); err != nil {
-				return err
-			}
-			msgs = msgs[n:]
+	var leased []store.Delivery
+	err := s.do(ctx, len(msgs), func(ctx context.Context, tx *wtx) error {
+		var err error
+		leased, err = insertMessages(ctx, tx, msgs, now, lease)
+		return err
+	})
+	if err != nil {
+		return nil, classify(err)
+	}
+	return leased, nil
+}
+
+// insertMessages stores msgs and their deliveries, leasing the first
+// lease.Limit deliveries (see IngestLeased), and returns those.
+func insertMessages(ctx context.Context, tx *wtx, msgs []store.Message, now int64, lease store.IngestLease) ([]store.Delivery, error) {
+	in := ingestion{now: now, lease: lease, until: store.Millis(lease.Until), room: lease.Limit}
+	for len(msgs) > 0 {
+		n := min(len(msgs), insertChunk)
+		if err := in.chunk(ctx, tx, msgs[:n]); err != nil {
+			return nil, err
 		}
-		return nil
-	}))
+		msgs = msgs[n:]
+	}
+	return in.leased, nil
 }
 
 // insertChunk bounds the rows of one multi-row INSERT (7 parameters each,
@@ -393,7 +412,16 @@ func (s *Store) Ingest(ctx context.Context, msgs []store.Message) error {
 // makes ingest fast.
 const insertChunk = 100
 
-func insertChunkTx(ctx context.Context, tx *sql.Tx, msgs []store.Message, now int64) error {
+// ingestion is one IngestLeased call's progress through its chunks.
+type ingestion struct {
+	now    int64
+	lease  store.IngestLease
+	until  int64
+	room   int // deliveries still to lease
+	leased []store.Delivery
+}
+
+func (in *ingestion) chunk(ctx context.Context, tx *wtx, msgs []store.Message) error {
 	var q strings.Builder
 	q.WriteString(`INSERT INTO messages (source, message_id, type, user_id, received_at, body, body_form) VALUES `)
 	args := make([]any, 0, len(msgs)*7)
@@ -427,8 +455,11 @@ func insertChunkTx(ctx context.Context, tx *sql.Tx, msgs []store.Message, now in
 		return err
 	}
 	q.Reset()
-	q.WriteString(`INSERT INTO deliveries (message, source, destination, status, next_attempt_at, created_at, updated_at) VALUES `)
+	q.WriteString(`INSERT INTO deliveries (message, source, destination, status, next_attempt_at, created_at, updated_at,
+		lease_owner, lease_expires_at) VALUES `)
 	args = args[:0]
+	// The messages whose deliveries are leased, by row id.
+	var lease map[int64]*store.Message
 	for i := range msgs {
 		m := &msgs[i]
 		id, ok := inserted[key{m.Source, m.MessageID}]
@@ -440,15 +471,57 @@ func insertChunkTx(ctx context.Context, tx *sql.Tx, msgs []store.Message, now in
 			if len(args) > 0 {
 				q.WriteByte(',')
 			}
-			q.WriteString("(?,?,?,'pending',?,?,?)")
-			args = append(args, id, m.Source, dest, store.Millis(m.ReceivedAt), now, now)
+			q.WriteString("(?,?,?,'pending',?,?,?,?,?)")
+			args = append(args, id, m.Source, dest, store.Millis(m.ReceivedAt), in.now, in.now)
+			if in.room > 0 {
+				in.room--
+				args = append(args, in.lease.Owner, in.until)
+				if lease == nil {
+					lease = map[int64]*store.Message{}
+				}
+				lease[id] = m
+			} else {
+				args = append(args, nil, 0)
+			}
 		}
 	}
 	if len(args) == 0 {
 		return nil
 	}
-	_, err = tx.ExecContext(ctx, q.String(), args...)
-	return err
+	if lease == nil {
+		_, err = tx.ExecContext(ctx, q.String(), args...)
+		return err
+	}
+	q.WriteString(` RETURNING id, message, destination, lease_owner IS NOT NULL`)
+	rows, err = tx.QueryContext(ctx, q.String(), args...)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	start := len(in.leased)
+	for rows.Next() {
+		var d store.Delivery
+		var msg int64
+		var leased bool
+		if err := rows.Scan(&d.ID, &msg, &d.Destination, &leased); err != nil {
+			return err
+		}
+		if !leased {
+			continue
+		}
+		m := lease[msg]
+		d.Source, d.MessageID, d.Type, d.UserID, d.Status = m.Source, m.MessageID, m.Type, m.UserID, store.Pending
+		d.NextAttempt = store.FromMillis(store.Millis(m.ReceivedAt))
+		d.CreatedAt, d.UpdatedAt = store.FromMillis(in.now), store.FromMillis(in.now)
+		d.Body, d.Form = m.Body, m.Form
+		in.leased = append(in.leased, d)
+	}
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	// RETURNING's order is not promised; ids follow msgs' order.
+	slices.SortFunc(in.leased[start:], func(a, b store.Delivery) int { return cmp.Compare(a.ID, b.ID) })
+	return rows.Close()
 }
 
 // collect reads every row with scan and closes rows.
@@ -473,7 +546,7 @@ func (s *Store) Lease(ctx context.Context, r store.LeaseRequest) ([]store.Delive
 	now := store.Millis(r.Now)
 	until := store.Millis(r.Now.Add(r.TTL))
 	var out []store.Delivery
-	err := s.do(ctx, 0, func(ctx context.Context, tx *sql.Tx) error {
+	err := s.do(ctx, 0, func(ctx context.Context, tx *wtx) error {
 		rows, err := tx.QueryContext(ctx, `SELECT `+rowscan.DeliveryColumns+`, `+rowscan.BodyColumns+`
 			FROM deliveries d JOIN messages m ON m.id = d.message
 			WHERE d.status = 'pending' AND d.source = ? AND d.next_attempt_at <= ? AND d.lease_expires_at < ?
@@ -505,7 +578,7 @@ func (s *Store) Complete(ctx context.Context, cs []store.Completion) error {
 	now := store.Millis(s.opts.Now())
 	// A completion is applied even when ctx has ended: the attempts were
 	// made and must be on record.
-	return s.do(context.WithoutCancel(ctx), 0, func(ctx context.Context, tx *sql.Tx) error {
+	return s.do(context.WithoutCancel(ctx), 0, func(ctx context.Context, tx *wtx) error {
 		for _, c := range cs {
 			if _, err := tx.ExecContext(ctx, `UPDATE deliveries SET status = ?, attempts = ?, first_attempt_at = ?,
 				next_attempt_at = ?, last_error = ?, lease_owner = NULL, lease_expires_at = 0, updated_at = ?
@@ -531,7 +604,7 @@ func (s *Store) Complete(ctx context.Context, cs []store.Completion) error {
 // Lock), so every lease left behind belongs to a process that is gone.
 func (s *Store) Reclaim(ctx context.Context, now time.Time) (int, error) {
 	var n int64
-	err := s.do(ctx, 0, func(ctx context.Context, tx *sql.Tx) error {
+	err := s.do(ctx, 0, func(ctx context.Context, tx *wtx) error {
 		res, err := tx.ExecContext(ctx, `UPDATE deliveries SET lease_owner = NULL, lease_expires_at = 0
 			WHERE lease_owner IS NOT NULL`)
 		if err != nil {
@@ -598,7 +671,7 @@ func (s *Store) Get(ctx context.Context, id int64) (*store.Detail, error) {
 func (s *Store) Retry(ctx context.Context, ids []int64, f store.Filter, now time.Time) (int, error) {
 	var n int64
 	at := store.Millis(now)
-	err := s.do(ctx, 0, func(ctx context.Context, tx *sql.Tx) error {
+	err := s.do(ctx, 0, func(ctx context.Context, tx *wtx) error {
 		const set = `UPDATE deliveries SET status = 'pending', attempts = 0, first_attempt_at = 0, next_attempt_at = ?,
 			last_error = '', updated_at = ? WHERE id IN (SELECT d.id FROM deliveries d`
 		const keep = ` AND d.status NOT IN ('delivered', 'cancelled') AND NOT (d.status = 'pending' AND d.lease_expires_at >= ?))`

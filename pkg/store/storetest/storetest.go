@@ -27,6 +27,8 @@ func Run(t *testing.T, open Open) {
 	}{
 		{"IngestCreatesDeliveries", testIngest},
 		{"IngestSkipsKnownMessageIDs", testIngestDuplicate},
+		{"IngestLeased", testIngestLeased},
+		{"IngestLeasedThenComplete", testIngestLeasedComplete},
 		{"LeaseIsExclusiveUntilExpiry", testLeaseExclusive},
 		{"LeaseOnlyDueOfSource", testLeaseDueSource},
 		{"CompleteRecordsAttempts", testComplete},

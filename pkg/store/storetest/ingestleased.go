@@ -1,0 +1,100 @@
+package storetest
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/evfwd/evfwd/pkg/store"
+	"github.com/google/go-cmp/cmp"
+)
+
+// testIngestLeased: IngestLeased leases the first Limit new deliveries, in
+// order, and returns them as Lease would; the rest are pending for Lease.
+func testIngestLeased(t *testing.T, s store.Store) {
+	ctx := context.Background()
+	ingest(t, s, Msg("web", "known", 0, true))
+	msgs := []store.Message{
+		Msg("web", "known", 0, true), // a client's retry: no new delivery
+		Msg("web", "a", time.Millisecond, true),
+		Msg("web", "quiet", 2*time.Millisecond, false), // stored, not forwarded
+		Msg("web", "b", 3*time.Millisecond, true),
+		Msg("web", "a", time.Millisecond, true), // a repeat within the request
+		Msg("web", "c", 4*time.Millisecond, true),
+	}
+	until := t0.Add(time.Minute)
+	got, err := s.IngestLeased(ctx, msgs, store.IngestLease{Owner: "n1", Until: until, Limit: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]string{"a", "b"}, ids(got)); diff != "" {
+		t.Fatalf("leased mismatch (-want +got):\n%s", diff)
+	}
+	for _, d := range got {
+		detail, err := s.Get(ctx, d.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff(detail.Delivery, d); diff != "" {
+			t.Errorf("returned delivery differs from the stored one (-stored +returned):\n%s", diff)
+		}
+	}
+	// Leased: another owner gets only the rest until the lease runs out.
+	if diff := cmp.Diff([]string{"known", "c"}, ids(lease(t, s, "n2", "web", 10, t0.Add(time.Second)))); diff != "" {
+		t.Errorf("lease beside the leased mismatch (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]string{"a", "b"}, ids(lease(t, s, "n3", "web", 10, until.Add(time.Millisecond)))); diff != "" {
+		t.Errorf("lease after expiry mismatch (-want +got):\n%s", diff)
+	}
+}
+
+// testIngestLeasedComplete: the owner completes what IngestLeased leased to
+// it, with no Lease call between.
+func testIngestLeasedComplete(t *testing.T, s store.Store) {
+	ctx := context.Background()
+	got, err := s.IngestLeased(ctx, []store.Message{Msg("web", "a", 0, true), Msg("web", "b", 0, true)},
+		store.IngestLease{Owner: "n1", Until: t0.Add(time.Minute), Limit: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]string{"a", "b"}, ids(got)); diff != "" {
+		t.Fatalf("leased mismatch (-want +got):\n%s", diff)
+	}
+	var cs []store.Completion
+	for _, d := range got {
+		cs = append(cs, store.Completion{ID: d.ID, Owner: "n1", Status: store.Delivered, Attempts: 1, FirstAttempt: t0,
+			Records: []store.Attempt{{Delivery: 1, URL: "http://h/a", Start: t0, Status: 200, Class: "http_2xx", Outcome: "delivered"}}})
+	}
+	if err := s.Complete(ctx, cs); err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range got {
+		detail, err := s.Get(ctx, d.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if detail.Status != store.Delivered || len(detail.Records) != 1 {
+			t.Errorf("%s: status %s with %d attempts, want delivered with 1", d.MessageID, detail.Status, len(detail.Records))
+		}
+	}
+	// Limit 0 leases none: IngestLeased is Ingest.
+	none, err := s.IngestLeased(ctx, []store.Message{Msg("web", "c", 0, true)}, store.IngestLease{Owner: "n1", Until: t0.Add(time.Minute)})
+	if err != nil || len(none) != 0 {
+		t.Fatalf("IngestLeased with no limit = %v, %v; want none", ids(none), err)
+	}
+	if diff := cmp.Diff([]string{"c"}, ids(lease(t, s, "n2", "web", 10, t0))); diff != "" {
+		t.Errorf("lease mismatch (-want +got):\n%s", diff)
+	}
+	// Reclaim takes back a lease whose owner is gone, as after a crash
+	// between the commit and the send; a shared store only once expired.
+	if _, err := s.IngestLeased(ctx, []store.Message{Msg("web", "d", 0, true)}, store.IngestLease{Owner: "gone", Until: t0.Add(time.Minute), Limit: 1}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Reclaim(ctx, t0.Add(2*time.Minute)); err != nil {
+		t.Fatal(err)
+	}
+	// c's lease (n2's, above) has run out by then too.
+	if diff := cmp.Diff([]string{"c", "d"}, ids(lease(t, s, "n2", "web", 10, t0))); diff != "" {
+		t.Errorf("lease after Reclaim mismatch (-want +got):\n%s", diff)
+	}
+}
