@@ -1,216 +1,530 @@
-// Command serve-bench measures evfwd serve in-process on loopback: ingest
-// events/s (1 and 8 clients, batches of 100), forward webhooks/s to a
-// receiver answering 200, and ingest→webhook latency at 1,000 events/s.
-// With -store postgres://... it runs -nodes serve instances on one
-// PostgreSQL database (a fresh schema per run), clients spread over them.
-// bench/serve/run.sh runs it and prints the table.
+// Command serve-bench measures `evfwd serve` as a whole process against
+// issue 17's targets, each as a ratio to a reference measured in the same
+// run so that machine noise cancels out:
+//
+//   - forward: webhooks/s from serve into a local receiver, over the rate
+//     of `evfwd trigger` into the same receiver;
+//   - ingest: events/s with 8 clients posting batches of 100 (durable: a
+//     200 comes after the commit), over a null collector's (the same HTTP
+//     stack and validation on a store that keeps nothing, nullStore);
+//   - latency: ingest→webhook p99 at 1,000 events/s while a backlog drains;
+//   - PostgreSQL (with -postgres or EVFWD_BENCH_POSTGRES /
+//     EVFWD_TEST_POSTGRES): ingest and forward on one node, a fresh schema
+//     per row;
+//   - the peak RSS of every serve process.
+//
+// serve runs as a subprocess (evfwd serve --config FILE) so that its RSS
+// can be read from /proc; the receiver runs in this process and verifies
+// every X-Signature. One Markdown table is printed, a row as soon as it is
+// measured. bench/serve/run.sh builds evfwd and runs this.
 package main
 
 import (
-	"bytes"
 	"context"
-	"encoding/base64"
 	"flag"
 	"fmt"
-	"io"
-	"net/http"
-	"net/http/httptest"
+	"net"
 	"os"
+	"os/signal"
 	"path/filepath"
+	"regexp"
+	"runtime"
 	"slices"
-	"sync"
-	"sync/atomic"
+	"strconv"
+	"strings"
+	"syscall"
 	"time"
 
-	"github.com/evfwd/evfwd/bench/internal/benchpg"
+	"go.yaml.in/yaml/v3"
 
-	"github.com/evfwd/evfwd/pkg/message"
-	"github.com/evfwd/evfwd/pkg/rawjson"
-	"github.com/evfwd/evfwd/pkg/serve"
-	"github.com/evfwd/evfwd/pkg/webhook"
+	"github.com/evfwd/evfwd/bench/internal/benchpg"
 )
 
-var auth = "Basic " + base64.StdEncoding.EncodeToString([]byte("wk_bench:"))
+const (
+	secret  = "bench-secret"
+	clients = 8
+)
 
-type sink struct {
-	mu    sync.Mutex
-	n     atomic.Int64
-	first time.Time
-	last  time.Time
-	at    map[string]time.Time
+type options struct {
+	evfwd      string // the evfwd binary
+	postgres   string // base URL; empty: SQLite only
+	cpuprofile string // directory for one CPU profile per serve row
+	events     int    // per forward and ingest row
+	backlog    int    // of the latency row
 }
 
 func main() {
-	pgURL := flag.String("store", "", "a postgres:// URL to measure PostgreSQL (default: SQLite in a temp dir)")
-	nodes := flag.Int("nodes", 1, "serve instances sharing the PostgreSQL store")
-	header := flag.Bool("header", true, "print the table header")
+	var o options
+	null := flag.Bool("null-collector", false, "run as the null collector (the bench starts it)")
+	config := flag.String("config", "", "the null collector's config file")
+	flag.StringVar(&o.evfwd, "evfwd", "evfwd", "the evfwd `binary` to measure")
+	flag.IntVar(&o.events, "events", envInt("EVFWD_BENCH_EVENTS", 200_000), "events per forward and ingest row (env EVFWD_BENCH_EVENTS)")
+	flag.IntVar(&o.backlog, "backlog", envInt("EVFWD_BENCH_BACKLOG", 1_000_000), "backlog of the latency row (env EVFWD_BENCH_BACKLOG)")
+	flag.StringVar(&o.postgres, "postgres", firstEnv("EVFWD_BENCH_POSTGRES", "EVFWD_TEST_POSTGRES"), "postgres:// URL for the PostgreSQL rows (default: env EVFWD_BENCH_POSTGRES, EVFWD_TEST_POSTGRES)")
+	flag.StringVar(&o.cpuprofile, "cpuprofile", "", "write each serve row's CPU profile to `DIR`/<row>.prof")
 	flag.Parse()
-	label := "SQLite"
-	if *pgURL != "" {
-		label = fmt.Sprintf("PostgreSQL, %d node(s)", *nodes)
-	} else {
-		*nodes = 1
+	if *null {
+		prof := ""
+		if o.cpuprofile != "" {
+			prof = filepath.Join(o.cpuprofile, "null.prof")
+		}
+		if err := runNull(*config, prof); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		return
 	}
-	dir, _ := os.MkdirTemp("", "evfwd-bench-")
-	defer os.RemoveAll(dir)
-	s := &sink{at: map[string]time.Time{}}
-	rcv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		body, _ := io.ReadAll(r.Body)
-		now := time.Now()
-		obj, _ := rawjson.ParseObject(body)
-		id, _ := obj.GetString("messageId")
-		s.mu.Lock()
-		if s.first.IsZero() {
-			s.first = now
-		}
-		s.last = now
-		s.at[id] = now
-		s.mu.Unlock()
-		s.n.Add(1)
-	}))
-	defer rcv.Close()
-
-	// run starts the nodes on a fresh store, hands their URLs to fn and
-	// stops them.
-	run := func(name string, forward bool, fn func(urls []string)) {
-		storeURL := filepath.Join(dir, name+".db")
-		if *pgURL != "" {
-			storeURL = benchpg.SchemaURL(*pgURL, name)
-			defer benchpg.Drop(*pgURL, storeURL)
-		}
-		ctx, cancel := context.WithCancel(context.Background())
-		var urls []string
-		var done []chan error
-		for range *nodes {
-			cfg := serve.Config{Addr: "127.0.0.1:0", Store: storeURL, Sources: []serve.Source{{
-				Name: "bench", WriteKey: "wk_bench",
-				Webhooks: serve.Webhooks{Enabled: forward, Destination: webhook.Destination{SharedSecret: "s", Endpoints: []webhook.Endpoint{{URL: rcv.URL}}}},
-			}}}
-			srv, err := serve.New(ctx, cfg, serve.Options{})
-			if err != nil {
-				panic(err)
-			}
-			d := make(chan error)
-			go func() { d <- srv.Run(ctx) }()
-			urls, done = append(urls, srv.URL()), append(done, d)
-		}
-		fn(urls)
-		cancel()
-		for _, d := range done {
-			<-d
-		}
-	}
-
-	if *header {
-		fmt.Printf("| store | measure | result | target |\n|---|---|---|---|\n")
-	}
-	for _, clients := range []int{1, 8} {
-		run(fmt.Sprintf("ingest%d", clients), false, func(urls []string) {
-			const perClient = 300 // batches
-			start := time.Now()
-			var wg sync.WaitGroup
-			for c := range clients {
-				wg.Add(1)
-				go func() {
-					defer wg.Done()
-					for b := range perClient {
-						post(urls[(c+b)%len(urls)], batch(fmt.Sprintf("c%d-b%d", c, b), 100, time.Now()))
-					}
-				}()
-			}
-			wg.Wait()
-			rate := float64(clients*perClient*100) / time.Since(start).Seconds()
-			fmt.Printf("| %s | ingest, %d client(s), batches of 100 | %.0f events/s | ≥ 50,000 |\n", label, clients, rate)
-		})
-	}
-
-	run("forward", true, func(urls []string) {
-		const n = 30_000
-		s.n.Store(0)
-		s.first = time.Time{}
-		var wg sync.WaitGroup
-		for c := range 4 {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				for b := range n / 100 / 4 {
-					post(urls[(c+b)%len(urls)], batch(fmt.Sprintf("f%d-%d", c, b), 100, time.Now()))
-				}
-			}()
-		}
-		wg.Wait()
-		for s.n.Load() < n {
-			time.Sleep(5 * time.Millisecond)
-		}
-		s.mu.Lock()
-		rate := float64(n) / s.last.Sub(s.first).Seconds()
-		s.mu.Unlock()
-		fmt.Printf("| %s | forward to a local 200 receiver | %.0f webhooks/s | ≥ 5,000 |\n", label, rate)
-	})
-
-	run("latency", true, func(urls []string) {
-		// 1,000 events/s as batches of 10 every 10 ms, for 5 s.
-		sent := map[string]time.Time{}
-		tick := time.NewTicker(10 * time.Millisecond)
-		for i := range 500 {
-			<-tick.C
-			prefix := fmt.Sprintf("l%d", i)
-			t := time.Now()
-			for j := range 10 {
-				sent[fmt.Sprintf("%s-%d", prefix, j)] = t
-			}
-			go post(urls[i%len(urls)], batch(prefix, 10, t))
-		}
-		tick.Stop()
-		time.Sleep(time.Second)
-		var lat []time.Duration
-		s.mu.Lock()
-		for id, t := range sent {
-			if at, ok := s.at[id]; ok {
-				lat = append(lat, at.Sub(t))
-			}
-		}
-		s.mu.Unlock()
-		slices.Sort(lat)
-		p := func(q float64) time.Duration { return lat[int(q*float64(len(lat)-1))] }
-		fmt.Printf("| %s | ingest→webhook latency at 1,000 events/s (%d events) | p50 %.1f ms, p99 %.1f ms | p99 < 100 ms |\n",
-			label, len(lat), ms(p(0.50)), ms(p(0.99)))
-	})
+	o.events = roundUp(o.events)
+	o.backlog = roundUp(o.backlog)
+	os.Exit(run(o))
 }
 
-func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+// bench is one run: its temp dir, the receiver, the processes it started
+// and what the rows measured so far.
+type bench struct {
+	opt   options
+	dir   string
+	procs procs
+	rcv   *receiver
+	ctx   context.Context
 
-func batch(prefix string, n int, at time.Time) []byte {
-	var b bytes.Buffer
-	b.WriteString(`{"batch":[`)
-	for i := range n {
-		if i > 0 {
-			b.WriteByte(',')
-		}
-		fmt.Fprintf(&b, `{"type":"track","userId":"u_%d","event":"Order Completed","messageId":"%s-%d","timestamp":"%s","properties":{"total":12.5,"currency":"EUR","sku":"SKU-123"},"context":{"ip":"203.0.113.7","library":{"name":"bench","version":"1"}}}`,
-			i, prefix, i, message.FormatTime(at))
-	}
-	b.WriteString(`],"sentAt":"` + message.FormatTime(at) + `"}`)
-	return b.Bytes()
+	trigger float64 // trigger's webhooks/s, the forward rows' reference
+	null    float64 // the null collector's events/s, the ingest row's
+	rssMax  float64 // MB, over every serve process
+	rssAt   string
+	failed  bool
 }
 
-func post(url string, body []byte) {
-	for {
-		req, _ := http.NewRequest(http.MethodPost, url+"/v1/batch", bytes.NewReader(body))
-		req.Header.Set("Authorization", auth)
-		req.Header.Set("Content-Type", "application/json")
-		resp, err := http.DefaultClient.Do(req)
+// row is one line of the table.
+type row struct {
+	measure, result, ratio, target, verdict string
+	rss                                     float64 // MB; 0: none
+}
+
+func run(o options) int {
+	dir, err := os.MkdirTemp("", "evfwd-serve-bench-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	b := &bench{opt: o, dir: dir, ctx: context.Background()}
+	defer b.close()
+	if b.rcv, err = startReceiver(secret); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	if o.cpuprofile != "" {
+		if b.opt.cpuprofile, err = filepath.Abs(o.cpuprofile); err == nil {
+			err = os.MkdirAll(b.opt.cpuprofile, 0o755)
+		}
 		if err != nil {
-			panic(err)
+			fmt.Fprintln(os.Stderr, err)
+			return 1
 		}
-		io.Copy(io.Discard, resp.Body)
-		resp.Body.Close()
-		if resp.StatusCode == 200 {
-			return
+	}
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
+	go func() {
+		<-sig
+		fmt.Fprintln(os.Stderr, "interrupted: stopping")
+		b.close()
+		os.Exit(130)
+	}()
+
+	fmt.Printf("%d CPUs (nproc), %s, %s; %d events per forward/ingest row, backlog %d\n\n",
+		runtime.NumCPU(), runtime.Version(), time.Now().Format("2006-01-02 15:04 MST"), o.events, o.backlog)
+	fmt.Println("| measure | result | ratio | target | verdict | serve RSS |")
+	fmt.Println("|---|---|---|---|---|---|")
+
+	b.triggerRow()
+	b.forwardRow("SQLite", "forward-sqlite", b.sqlite("forward"), 0.7)
+	b.nullRow()
+	b.ingestRow("SQLite", "ingest8-sqlite", b.sqlite("ingest8"), clients, 100_000, 0.6)
+	b.ingestRow("SQLite", "ingest1-sqlite", b.sqlite("ingest1"), 1, 0, 0)
+	b.latencyRows()
+	if pg := o.postgres; pg != "" {
+		b.pgRow(func(url string) { b.ingestRow("PostgreSQL", "ingest8-pg", url, clients, 80_000, 0) }, "ingest")
+		b.pgRow(func(url string) { b.forwardRow("PostgreSQL", "forward-pg", url, 0.5) }, "forward")
+	}
+	b.print(row{
+		measure: "serve RSS, peak over all rows", result: fmt.Sprintf("%.0f MB (%s)", b.rssMax, b.rssAt),
+		target: "< 128 MB", verdict: verdict(b.rssMax > 0 && b.rssMax < 128),
+	})
+	if b.failed {
+		return 1
+	}
+	return 0
+}
+
+func (b *bench) close() {
+	b.procs.killAll()
+	if b.rcv != nil {
+		b.rcv.close()
+	}
+	os.RemoveAll(b.dir)
+}
+
+func (b *bench) sqlite(name string) string { return filepath.Join(b.dir, name+".db") }
+
+// pgRow runs fn on a fresh schema, dropped afterwards.
+func (b *bench) pgRow(fn func(url string), name string) {
+	url := benchpg.SchemaURL(b.opt.postgres, name)
+	defer benchpg.Drop(b.opt.postgres, url)
+	fn(url)
+}
+
+// triggerRow measures `evfwd trigger` into the receiver: the reference of
+// the forward rows, by the same measure (N over first to last arrival).
+func (b *bench) triggerRow() {
+	n := b.opt.events
+	b.rcv.reset()
+	secretFile := filepath.Join(b.dir, "secret")
+	os.WriteFile(secretFile, []byte(secret), 0o600)
+	r := row{measure: fmt.Sprintf("trigger → receiver, %d webhooks, concurrency 64 (reference)", n), target: "—", verdict: "info"}
+	p, err := b.procs.start(b.dir, "trigger", b.opt.evfwd, []string{"trigger", "track", "--url", b.rcv.url,
+		"--count", strconv.Itoa(n), "--concurrency", "64", "--secret-file", secretFile}, b.env())
+	if err == nil {
+		err = p.wait(b.ctx, 5*time.Minute)
+	}
+	if err == nil {
+		err = b.rcv.check(n, 0)
+	}
+	if err != nil {
+		b.print(b.fail(r, err))
+		return
+	}
+	b.trigger = b.rcv.rate()
+	r.result = fmt.Sprintf("%s webhooks/s", num(b.trigger))
+	if m := regexp.MustCompile(`(\d+) deliveries/s`).FindSubmatch(must(os.ReadFile(p.log))); m != nil {
+		r.result += fmt.Sprintf(" (trigger says %s/s)", num(must(strconv.ParseFloat(string(m[1]), 64))))
+	}
+	b.print(r)
+}
+
+// forwardRow posts the events to serve with webhooks on and measures the
+// webhooks' arrival rate at the receiver, over trigger's.
+func (b *bench) forwardRow(label, name, storeURL string, min float64) {
+	n := b.opt.events
+	r := row{measure: fmt.Sprintf("forward, %s, %d events, 200 receiver", label, n), target: fmt.Sprintf("≥ %.1f× trigger", min)}
+	b.withServe(name, storeURL, true, r, func(base string) []row {
+		b.rcv.reset()
+		c := newClient(base)
+		defer c.close()
+		if _, err := c.postAll(b.ctx, clients, n, "f"); err != nil {
+			return []row{b.fail(r, err)}
 		}
-		if resp.StatusCode != 429 {
-			panic(fmt.Sprintf("status %d", resp.StatusCode))
+		if err := b.rcv.waitFor(n, 0, 30*time.Second, 10*time.Minute); err != nil {
+			return []row{b.fail(r, err)}
 		}
-		time.Sleep(10 * time.Millisecond)
+		rate := b.rcv.rate()
+		r.result = fmt.Sprintf("%s webhooks/s", num(rate))
+		r.ratio, r.verdict = b.ratio(rate, b.trigger, min)
+		return []row{r}
+	})
+}
+
+// nullRow measures the null collector: the ingest row's reference.
+func (b *bench) nullRow() {
+	n := b.opt.events
+	r := row{measure: fmt.Sprintf("null collector (no store), %d clients, %d events (reference)", clients, n), target: "—", verdict: "info"}
+	p, base, err := b.start("null", "", false, true)
+	if err != nil {
+		b.print(b.fail(r, err))
+		return
+	}
+	c := newClient(base)
+	elapsed, err := c.postAll(b.ctx, clients, n, "n")
+	c.close()
+	if stopErr := p.stop(30 * time.Second); err == nil {
+		err = stopErr
+	}
+	if err != nil {
+		b.print(b.fail(r, err))
+		return
+	}
+	b.null = float64(n) / elapsed.Seconds()
+	r.result = fmt.Sprintf("%s events/s", num(b.null))
+	r.rss = p.rssMB()
+	b.print(r)
+}
+
+// ingestRow measures serve's ingest with webhooks off: events/s of
+// workers clients, at least floor, and at least min× the null collector
+// when min > 0 (floor 0: information only).
+func (b *bench) ingestRow(label, name, storeURL string, workers int, floor, min float64) {
+	n := b.opt.events
+	if workers == 1 {
+		n = roundUp(n / 4)
+	}
+	who := "1 client"
+	if workers > 1 {
+		who = fmt.Sprintf("%d clients", workers)
+	}
+	r := row{measure: fmt.Sprintf("ingest, %s, %s, %d events, durable", label, who, n), target: "—", verdict: "info"}
+	if floor > 0 {
+		r.target = "≥ " + num(floor) + " ev/s"
+		if min > 0 {
+			r.target += fmt.Sprintf(", ≥ %.1f× null", min)
+		}
+	}
+	b.withServe(name, storeURL, false, r, func(base string) []row {
+		c := newClient(base)
+		defer c.close()
+		elapsed, err := c.postAll(b.ctx, workers, n, "i")
+		if err != nil {
+			return []row{b.fail(r, err)}
+		}
+		rate := float64(n) / elapsed.Seconds()
+		r.result = fmt.Sprintf("%s events/s", num(rate))
+		if floor == 0 {
+			return []row{r}
+		}
+		r.verdict = verdict(rate >= floor)
+		if min > 0 {
+			var v string
+			r.ratio, v = b.ratio(rate, b.null, min)
+			if v != "pass" {
+				r.verdict = v
+			}
+		}
+		return []row{r}
+	})
+}
+
+// latencyRows posts a backlog, then 1,000 tagged events/s (batches of 10
+// every 10 ms for 5 s) while it drains, and reports their ingest→webhook
+// latency and the backlog's drain rate.
+func (b *bench) latencyRows() {
+	const ticks, per = 500, 10
+	B := b.opt.backlog
+	r := row{measure: fmt.Sprintf("ingest→webhook latency at 1,000 ev/s, SQLite, %d-event backlog draining", B), target: "p99 < 20 ms"}
+	drain := row{measure: fmt.Sprintf("backlog drain, SQLite, %d events", B), target: "—", verdict: "info"}
+	b.withServe("latency-sqlite", b.sqlite("latency"), true, r, func(base string) []row {
+		b.rcv.reset()
+		c := newClient(base)
+		defer c.close()
+		posting, err := c.postAll(b.ctx, clients, B, "bl")
+		if err != nil {
+			return []row{b.fail(r, err)}
+		}
+		sent, err := c.tagged(b.ctx, ticks, per, 10*time.Millisecond)
+		left := int64(B) - b.rcv.n.Load() // still to drain when the window ended
+		if err != nil {
+			return []row{b.fail(r, err)}
+		}
+		waitErr := b.rcv.waitFor(B, ticks*per, 30*time.Second, 10*time.Minute)
+		var lat []time.Duration
+		missing := 0
+		for k, t := range sent {
+			for i := range per {
+				if at, ok := b.rcv.arrival(tagID(k, i)); ok {
+					lat = append(lat, at.Sub(t))
+				} else {
+					missing++
+				}
+			}
+		}
+		slices.Sort(lat)
+		r.result = fmt.Sprintf("p50 %s, p99 %s, max %s (%d events", ms(pct(lat, 0.50)), ms(pct(lat, 0.99)), ms(pct(lat, 1)), len(lat))
+		if missing > 0 {
+			r.result += fmt.Sprintf(", %d MISSING", missing)
+		}
+		if left > 0 {
+			r.result += fmt.Sprintf("; %d backlog left at the window's end)", left)
+		} else {
+			r.result += "; the backlog had DRAINED before the window ended: not measured under backlog, raise -backlog)"
+		}
+		r.verdict = verdict(missing == 0 && left > 0 && len(lat) > 0 && pct(lat, 0.99) < 20*time.Millisecond)
+		drain.result = fmt.Sprintf("%s webhooks/s (posted in %.1f s: %s ev/s)", num(b.rcv.rate()), posting.Seconds(), num(float64(B)/posting.Seconds()))
+		if waitErr != nil {
+			drain = b.fail(drain, waitErr)
+		}
+		return []row{r, drain}
+	})
+}
+
+// withServe starts serve on storeURL, runs fn, stops serve and prints
+// fn's rows with serve's peak RSS.
+func (b *bench) withServe(name, storeURL string, webhooks bool, r row, fn func(base string) []row) {
+	p, base, err := b.start(name, storeURL, webhooks, false)
+	if err != nil {
+		b.print(b.fail(r, err))
+		return
+	}
+	rows := fn(base)
+	stopErr := p.stop(30 * time.Second)
+	rss := p.rssMB()
+	if rss > b.rssMax {
+		b.rssMax, b.rssAt = rss, name
+	}
+	for _, r := range rows {
+		r.rss = rss
+		if stopErr != nil {
+			r = b.fail(r, stopErr)
+		}
+		b.print(r)
 	}
 }
+
+// start runs serve (or the null collector) with a config file of one
+// source on a free loopback port and waits until it is ready.
+func (b *bench) start(name, storeURL string, webhooks, null bool) (*proc, string, error) {
+	addr, err := freeAddr()
+	if err != nil {
+		return nil, "", err
+	}
+	file := filepath.Join(b.dir, name+".yaml")
+	if err := writeConfig(file, addr, storeURL, webhooks, b.rcv.url); err != nil {
+		return nil, "", err
+	}
+	bin, args := b.opt.evfwd, []string{"serve", "--config", file}
+	if b.opt.cpuprofile != "" {
+		args = append(args, "--cpuprofile", filepath.Join(b.opt.cpuprofile, name+".prof"))
+	}
+	if null {
+		if bin, err = os.Executable(); err != nil {
+			return nil, "", err
+		}
+		args = []string{"-null-collector", "-config", file, "-cpuprofile", b.opt.cpuprofile}
+	}
+	p, err := b.procs.start(b.dir, name, bin, args, b.env())
+	if err != nil {
+		return nil, "", err
+	}
+	base := "http://" + addr
+	if err := p.waitReady(base, 30*time.Second); err != nil {
+		p.stop(5 * time.Second)
+		return nil, "", err
+	}
+	return p, base, nil
+}
+
+// env is the bench's environment without EVFWD_* settings and with the
+// config and state directories in the temp dir, so that only the config
+// file configures the subprocesses.
+func (b *bench) env() []string {
+	var env []string
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "EVFWD_") && !strings.HasPrefix(kv, "XDG_CONFIG_HOME=") && !strings.HasPrefix(kv, "XDG_STATE_HOME=") {
+			env = append(env, kv)
+		}
+	}
+	return append(env, "XDG_CONFIG_HOME="+b.dir, "XDG_STATE_HOME="+b.dir)
+}
+
+func writeConfig(file, addr, storeURL string, webhooks bool, endpoint string) error {
+	type endpointConfig struct {
+		URL string `yaml:"url"`
+	}
+	type webhooksConfig struct {
+		Enabled      bool             `yaml:"enabled"`
+		SharedSecret string           `yaml:"shared_secret"`
+		Endpoints    []endpointConfig `yaml:"endpoints"`
+	}
+	type source struct {
+		Name     string         `yaml:"name"`
+		WriteKey string         `yaml:"write_key"`
+		Webhooks webhooksConfig `yaml:"webhooks"`
+	}
+	cfg := struct {
+		Addr    string   `yaml:"addr"`
+		Store   string   `yaml:"store,omitempty"`
+		Sources []source `yaml:"sources"`
+	}{addr, storeURL, []source{{"bench", writeKey, webhooksConfig{webhooks, secret, []endpointConfig{{endpoint}}}}}}
+	out, err := yaml.Marshal(cfg)
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(file, out, 0o600)
+}
+
+func freeAddr() (string, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", err
+	}
+	defer l.Close()
+	return l.Addr().String(), nil
+}
+
+// ratio formats got/ref and judges it against min.
+func (b *bench) ratio(got, ref, min float64) (string, string) {
+	if ref <= 0 {
+		return "n/a", "FAIL (no reference)"
+	}
+	q := got / ref
+	return fmt.Sprintf("%.2f×", q), verdict(q >= min)
+}
+
+// fail marks r failed by err: the row gets err's first line, stderr all
+// of it.
+func (b *bench) fail(r row, err error) row {
+	msg, _, _ := strings.Cut(err.Error(), "\n")
+	fmt.Fprintf(os.Stderr, "%s: %v\n", r.measure, err)
+	r.verdict = "FAIL: " + strings.ReplaceAll(msg, "|", "/")
+	return r
+}
+
+func (b *bench) print(r row) {
+	if strings.HasPrefix(r.verdict, "FAIL") {
+		b.failed = true
+	}
+	rss := "—"
+	if r.rss > 0 {
+		rss = fmt.Sprintf("%.0f MB", r.rss)
+	}
+	fmt.Printf("| %s | %s | %s | %s | %s | %s |\n", r.measure, r.result, or(r.ratio, "—"), r.target, r.verdict, rss)
+}
+
+func verdict(ok bool) string {
+	if ok {
+		return "pass"
+	}
+	return "FAIL"
+}
+
+func or(s, alt string) string {
+	if s == "" {
+		return alt
+	}
+	return s
+}
+
+// num formats n with thousands separators.
+func num(n float64) string {
+	s := strconv.FormatInt(int64(n+0.5), 10)
+	for i := len(s) - 3; i > 0; i -= 3 {
+		s = s[:i] + "," + s[i:]
+	}
+	return s
+}
+
+func ms(d time.Duration) string { return fmt.Sprintf("%.1f ms", float64(d)/float64(time.Millisecond)) }
+
+// pct is the q-quantile of sorted durations.
+func pct(sorted []time.Duration, q float64) time.Duration {
+	if len(sorted) == 0 {
+		return 0
+	}
+	return sorted[int(q*float64(len(sorted)-1))]
+}
+
+func roundUp(n int) int { return max(batchSize, (n+batchSize-1)/batchSize*batchSize) }
+
+func envInt(key string, def int) int {
+	if n, err := strconv.Atoi(os.Getenv(key)); err == nil {
+		return n
+	}
+	return def
+}
+
+func firstEnv(keys ...string) string {
+	for _, k := range keys {
+		if v := os.Getenv(k); v != "" {
+			return v
+		}
+	}
+	return ""
+}
+
+func must[T any](v T, _ error) T { return v }

@@ -1,18 +1,19 @@
 #!/usr/bin/env bash
-# Benchmark evfwd serve in-process on loopback: ingest events/s with 1 and 8
-# clients sending batches of 100, forward webhooks/s to a local receiver
-# answering 200, and ingest→webhook latency at 1,000 events/s. First on
-# SQLite (temp dir, WAL, synchronous=FULL); then, when EVFWD_BENCH_POSTGRES
-# (or EVFWD_TEST_POSTGRES) holds a postgres:// URL, on PostgreSQL with 1 and
-# 3 nodes sharing the database. Prints one Markdown table.
-# Usage: [EVFWD_BENCH_POSTGRES=postgres://...] bench/serve/run.sh
+# Whole-process benchmark of evfwd serve against issue 17's targets, each a
+# ratio to a reference measured in the same run: forward (SQLite) over
+# `evfwd trigger` into the same receiver, ingest (SQLite, 8 clients,
+# durable) over a null collector, ingest→webhook latency at 1,000 ev/s
+# while a backlog drains, PostgreSQL ingest and forward (1 node) when
+# EVFWD_BENCH_POSTGRES (or EVFWD_TEST_POSTGRES) holds a postgres:// URL,
+# and serve's peak RSS. serve runs as a subprocess; see bench/serve/main.go.
+# Prints one Markdown table; exit status 1 when a row fails.
+#
+#   bench/serve/run.sh
+#   EVFWD_BENCH_EVENTS=50000 EVFWD_BENCH_BACKLOG=200000 bench/serve/run.sh
+#   bench/serve/run.sh -cpuprofile /tmp/prof      # one profile per serve row
 set -euo pipefail
-ROOT=$(cd "$(dirname "$0")/../.." && pwd)
-cd "$ROOT"
-go build -o /tmp/evfwd-serve-bench ./bench/serve
-/tmp/evfwd-serve-bench
-pg=${EVFWD_BENCH_POSTGRES:-${EVFWD_TEST_POSTGRES:-}}
-if [[ -n "$pg" ]]; then
-  /tmp/evfwd-serve-bench -header=false -store "$pg" -nodes 1
-  /tmp/evfwd-serve-bench -header=false -store "$pg" -nodes 3
-fi
+root=$(cd "$(dirname "$0")/../.." && pwd)
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+(cd "$root" && go build -o "$tmp/evfwd" . && go build -o "$tmp/serve-bench" ./bench/serve)
+"$tmp/serve-bench" -evfwd "$tmp/evfwd" "$@"
