@@ -499,7 +499,13 @@ func num(n float64) string {
 	return s
 }
 
-func ms(d time.Duration) string { return fmt.Sprintf("%.1f ms", float64(d)/float64(time.Millisecond)) }
+// ms formats d in milliseconds, or in seconds from 10 s up.
+func ms(d time.Duration) string {
+	if d >= 10*time.Second {
+		return fmt.Sprintf("%.1f s", d.Seconds())
+	}
+	return fmt.Sprintf("%.1f ms", float64(d)/float64(time.Millisecond))
+}
 
 // pct is the q-quantile of sorted durations.
 func pct(sorted []time.Duration, q float64) time.Duration {

@@ -31,8 +31,9 @@ type proc struct {
 // procs tracks every process the bench started so that each exit path can
 // kill what is still running.
 type procs struct {
-	mu  sync.Mutex
-	all []*proc
+	mu     sync.Mutex
+	all    []*proc
+	killed bool // killAll ran: start no more
 }
 
 // start runs bin with args and env, its output in dir/name.log. The child
@@ -48,13 +49,17 @@ func (ps *procs) start(dir, name, bin string, args, env []string) (*proc, error)
 	p.cmd.Env = env
 	p.cmd.Stdout, p.cmd.Stderr = out, out
 	p.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	ps.mu.Lock()
+	defer ps.mu.Unlock()
+	if ps.killed {
+		out.Close()
+		return nil, fmt.Errorf("%s: the bench is stopping", name)
+	}
 	if err := p.cmd.Start(); err != nil {
 		out.Close()
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
-	ps.mu.Lock()
 	ps.all = append(ps.all, p)
-	ps.mu.Unlock()
 	go func() {
 		p.err = p.cmd.Wait()
 		out.Close()
@@ -68,6 +73,7 @@ func (ps *procs) start(dir, name, bin string, args, env []string) (*proc, error)
 func (ps *procs) killAll() {
 	ps.mu.Lock()
 	defer ps.mu.Unlock()
+	ps.killed = true
 	for _, p := range ps.all {
 		select {
 		case <-p.done:
