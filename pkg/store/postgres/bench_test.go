@@ -112,7 +112,9 @@ func BenchmarkLeaseComplete(b *testing.B) {
 	b.ResetTimer()
 	start := time.Now()
 	done := 0
+	var leasing, completing time.Duration
 	for done < total {
+		t := time.Now()
 		ds, err := s.Lease(ctx, store.LeaseRequest{Owner: "n1", Source: "web", Limit: group, Now: time.Now(), TTL: time.Minute})
 		if err != nil {
 			b.Fatal(err)
@@ -120,6 +122,8 @@ func BenchmarkLeaseComplete(b *testing.B) {
 		if len(ds) == 0 {
 			b.Fatalf("leased none after %d of %d", done, total)
 		}
+		leasing += time.Since(t)
+		t = time.Now()
 		var wg sync.WaitGroup
 		errs := make([]error, len(ds))
 		for i, d := range ds {
@@ -138,11 +142,14 @@ func BenchmarkLeaseComplete(b *testing.B) {
 				b.Fatal(err)
 			}
 		}
+		completing += time.Since(t)
 		done += len(ds)
 	}
 	elapsed := time.Since(start)
 	b.StopTimer()
 	b.ReportMetric(float64(done)/elapsed.Seconds(), "deliveries/s")
+	b.ReportMetric(float64(leasing.Microseconds())/float64(b.N), "lease-µs/op")
+	b.ReportMetric(float64(completing.Microseconds())/float64(b.N), "complete-µs/op")
 }
 
 // BenchmarkCompleteConcurrent: 8 workers each lease 64 and complete them

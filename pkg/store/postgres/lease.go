@@ -14,13 +14,18 @@ import (
 // rows another node is leasing right now, and leases them in the same
 // statement. A lease that ran out counts as none: that is how a dead node's
 // work is taken over.
-const leaseSQL = `WITH due AS (
+//
+// The ids are taken as an array (= ANY) rather than joined from a CTE: the
+// statement is prepared once per connection, and the server's generic plan
+// for the join (not knowing $3) hashes the whole deliveries table; = ANY
+// reads the leased rows by primary key whatever the table's size.
+const leaseSQL = `UPDATE deliveries d SET lease_owner = $4, lease_expires_at = $5
+FROM messages m
+WHERE d.id = ANY(ARRAY(
 	SELECT id FROM deliveries
 	WHERE status = 'pending' AND source = $1 AND next_attempt_at <= $2 AND lease_expires_at < $2
 	ORDER BY next_attempt_at, id LIMIT $3
-	FOR UPDATE SKIP LOCKED)
-UPDATE deliveries d SET lease_owner = $4, lease_expires_at = $5
-FROM due, messages m WHERE d.id = due.id AND m.id = d.message
+	FOR UPDATE SKIP LOCKED)) AND m.id = d.message
 RETURNING ` + rowscan.DeliveryColumns + `, ` + rowscan.BodyColumns
 
 // Lease implements store.Store.
@@ -36,11 +41,7 @@ func (s *Store) Lease(ctx context.Context, r store.LeaseRequest) ([]store.Delive
 	now, until := store.Millis(r.Now), store.Millis(r.Now.Add(r.TTL))
 	var out []store.Delivery
 	err = again(func() error {
-		rows, err := s.pool.Query(ctx, leaseSQL, r.Source, now, r.Limit, r.Owner, until)
-		if err != nil {
-			return err
-		}
-		out, err = collect(rows, rowscan.DeliveryWithBody)
+		out, err = s.lease(ctx, r, now, until)
 		return err
 	})
 	if err != nil {
@@ -53,6 +54,55 @@ func (s *Store) Lease(ctx context.Context, r store.LeaseRequest) ([]store.Delive
 		}
 		return int(a.ID - b.ID)
 	})
+	return out, nil
+}
+
+// lease runs leaseSQL with sorting disabled for its transaction, all in one
+// round trip. The only plan then is the one wanted: the due index, read in
+// order, up to $3 rows. Otherwise statistics taken while few deliveries
+// were pending (a table filled since autovacuum last analyzed it: a
+// backlog, a load test) make the server read every pending delivery of the
+// source by the status index and sort them, at every Lease.
+func (s *Store) lease(ctx context.Context, r store.LeaseRequest, now, until int64) ([]store.Delivery, error) {
+	conn, err := s.pool.Acquire(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer conn.Release()
+	b := &pgx.Batch{}
+	b.Queue(`BEGIN`)
+	b.Queue(`SET LOCAL enable_sort = off`)
+	b.Queue(leaseSQL, r.Source, now, r.Limit, r.Owner, until)
+	b.Queue(`COMMIT`)
+	br := conn.SendBatch(ctx, b)
+	out, err := func() ([]store.Delivery, error) {
+		for range 2 {
+			if _, err := br.Exec(); err != nil {
+				return nil, err
+			}
+		}
+		rows, err := br.Query()
+		if err != nil {
+			return nil, err
+		}
+		out, err := collect(rows, rowscan.DeliveryWithBody)
+		if err != nil {
+			return nil, err
+		}
+		_, err = br.Exec()
+		return out, err
+	}()
+	if cerr := br.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		// The transaction failed: end it, so the connection goes back to
+		// the pool usable (the pool drops one left in a transaction).
+		if conn.Conn().PgConn().TxStatus() != 'I' && !conn.Conn().IsClosed() {
+			conn.Exec(context.Background(), `ROLLBACK`)
+		}
+		return nil, err
+	}
 	return out, nil
 }
 
