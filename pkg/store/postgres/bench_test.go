@@ -31,8 +31,12 @@ func benchBatch(run string, client, n, size int) []store.Message {
 // benchIngest runs b.N batches of 100 messages from clients concurrent
 // callers, through fn, and reports events/s.
 func benchIngest(b *testing.B, clients int, fn func(s *postgres.Store, msgs []store.Message) error) {
+	benchIngestURL(b, pgtest.URL(b), clients, fn)
+}
+
+func benchIngestURL(b *testing.B, url string, clients int, fn func(s *postgres.Store, msgs []store.Message) error) {
 	ctx := context.Background()
-	s, err := postgres.Open(ctx, pgtest.URL(b), postgres.Options{})
+	s, err := postgres.Open(ctx, url, postgres.Options{})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -64,6 +64,7 @@ type Store struct {
 	once    sync.Once
 
 	completions chan completion
+	ingests     chan *ingestReq
 	quit        chan struct{}
 	syncHook    synchook.Hook // SetSyncHook's
 }
@@ -117,8 +118,12 @@ func Open(ctx context.Context, url string, opts Options) (*Store, error) {
 		pool.Close()
 		return nil, fmt.Errorf("store %s: %w", name, err)
 	}
-	s := &Store{pool: pool, name: name, opts: opts, completions: make(chan completion, maxGroup), quit: make(chan struct{})}
+	s := &Store{pool: pool, name: name, opts: opts, completions: make(chan completion, maxGroup),
+		ingests: make(chan *ingestReq, 64), quit: make(chan struct{})}
 	go s.completer()
+	for range ingesters {
+		go s.ingester()
+	}
 	if opts.NoRecover {
 		return s, nil
 	}
@@ -225,23 +230,24 @@ func (s *Store) IngestLeased(ctx context.Context, msgs []store.Message, lease st
 	}
 	defer s.pending.Add(-int64(len(msgs)))
 
-	in := newIngest(msgs, store.Millis(s.opts.Now()), lease)
-	// The statement commits on its own (autocommit): nil means committed;
-	// an error, even a cancelled ctx after commit, is only not acknowledged
-	// and the client's retry is skipped as a known messageId.
-	var leased []store.Delivery
-	err = again(func() error {
-		rows, err := s.pool.Query(ctx, ingestSQL, in.args()...)
-		if err != nil {
-			return err
-		}
-		leased, err = in.read(rows)
-		return err
-	})
-	if err != nil {
-		return nil, classify(err)
+	// The group's statements commit together (ingestgroup.go): nil means
+	// committed; an error, even a cancelled ctx after commit, is only not
+	// acknowledged and the client's retry is skipped as a known messageId.
+	r := &ingestReq{ctx: ctx, in: newIngest(msgs, store.Millis(s.opts.Now()), lease), done: make(chan ingestDone, 1)}
+	select {
+	case s.ingests <- r:
+	case <-ctx.Done():
+		return nil, ctx.Err()
 	}
-	return leased, nil
+	select {
+	case d := <-r.done:
+		if d.err != nil {
+			return nil, classify(d.err)
+		}
+		return d.leased, nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
 }
 
 // ingest is one IngestLeased call's statement: its arguments, and what

@@ -1,0 +1,146 @@
+package postgres
+
+import (
+	"context"
+
+	"github.com/evfwd/evfwd/pkg/store"
+	"github.com/jackc/pgx/v5"
+)
+
+// Group commit of ingests: concurrent IngestLeased calls are queued and
+// ingesters apply what was queued while they were busy as one pipeline of
+// statements (a pgx.Batch: one round trip, one implicit transaction, one
+// commit and so one WAL flush for them all). Each call keeps its own
+// statement, so its duplicates, leases and returned deliveries are its
+// own; each learns the outcome only once the group committed.
+
+// ingesters is the number of groups applied at once: enough that the
+// server works on more than one (a group is one backend, one core), few
+// enough that each gathers the requests that arrive meanwhile.
+const ingesters = 2
+
+// maxIngestGroup bounds the messages of one group.
+const maxIngestGroup = 2000
+
+type ingestReq struct {
+	ctx  context.Context
+	in   *ingest
+	done chan ingestDone // buffered: the ingester never waits on the caller
+}
+
+type ingestDone struct {
+	leased []store.Delivery
+	err    error
+}
+
+// ingester applies the queued ingests in groups until quit is closed (Close
+// does, once no call is in progress).
+func (s *Store) ingester() {
+	for {
+		var group []*ingestReq
+		select {
+		case r := <-s.ingests:
+			group = append(group, r)
+		case <-s.quit:
+			return
+		}
+		n := len(group[0].in.src)
+	gather:
+		for n < maxIngestGroup {
+			select {
+			case r := <-s.ingests:
+				group = append(group, r)
+				n += len(r.in.src)
+			default:
+				break gather
+			}
+		}
+		s.ingestGroup(group)
+	}
+}
+
+// ingestGroup applies group and answers each request.
+func (s *Store) ingestGroup(group []*ingestReq) {
+	// A caller that gave up before its group started is not applied.
+	live := group[:0]
+	for _, r := range group {
+		if err := r.ctx.Err(); err != nil {
+			r.done <- ingestDone{err: err}
+			continue
+		}
+		live = append(live, r)
+	}
+	if len(live) == 0 {
+		return
+	}
+	if len(live) == 1 {
+		r := live[0]
+		leased, err := s.ingestOne(r.ctx, r.in)
+		r.done <- ingestDone{leased, err}
+		return
+	}
+	var leased [][]store.Delivery
+	// The group runs to its end whatever its callers' contexts: it is
+	// theirs together, and a caller that leaves is only not answered.
+	err := again(func() error {
+		var err error
+		leased, err = s.ingestBatch(context.Background(), live)
+		return err
+	})
+	if err == nil {
+		for i, r := range live {
+			r.done <- ingestDone{leased: leased[i]}
+		}
+		return
+	}
+	// Nothing of the group was committed (one transaction). One request
+	// the server refuses (a NUL byte in a text, say) must not fail the
+	// others: each runs alone, with its own outcome.
+	for _, r := range live {
+		leased, err := s.ingestOne(r.ctx, r.in)
+		r.done <- ingestDone{leased, err}
+	}
+}
+
+// ingestOne runs one request's statement, which commits on its own.
+func (s *Store) ingestOne(ctx context.Context, in *ingest) ([]store.Delivery, error) {
+	var leased []store.Delivery
+	err := again(func() error {
+		rows, err := s.pool.Query(ctx, ingestSQL, in.args()...)
+		if err != nil {
+			return err
+		}
+		leased, err = in.read(rows)
+		return err
+	})
+	return leased, err
+}
+
+// ingestBatch runs the requests' statements in one batch: the server runs
+// them as one implicit transaction, committed at the batch's end (its one
+// Sync), or not at all.
+func (s *Store) ingestBatch(ctx context.Context, group []*ingestReq) ([][]store.Delivery, error) {
+	b := &pgx.Batch{}
+	for _, r := range group {
+		b.Queue(ingestSQL, r.in.args()...)
+	}
+	br := s.pool.SendBatch(ctx, b)
+	out := make([][]store.Delivery, len(group))
+	var err error
+	for i, r := range group {
+		var rows pgx.Rows
+		if rows, err = br.Query(); err != nil {
+			break
+		}
+		if out[i], err = r.in.read(rows); err != nil {
+			break
+		}
+	}
+	if cerr := br.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
