@@ -184,6 +184,16 @@ CREATE TABLE endpoint_states (
 ALTER TABLE messages ADD COLUMN body_form smallint NOT NULL DEFAULT 0;
 ALTER TABLE sync_outbox ADD COLUMN body_form smallint NOT NULL DEFAULT 0;
 `,
+	// The queue's foreign keys go: ingest inserts a delivery only with the
+	// message the same statement inserted, Complete an attempt only with
+	// the delivery it updates, and prune deletes attempts, deliveries and
+	// messages in that order, so the keys checked what cannot happen, at
+	// the price of a lookup and a row lock (a WAL record) per delivery and
+	// per attempt: a fifth of an ingest's time. No evfwd relied on them.
+	`
+ALTER TABLE deliveries DROP CONSTRAINT IF EXISTS deliveries_message_fkey;
+ALTER TABLE attempts DROP CONSTRAINT IF EXISTS attempts_delivery_fkey;
+`,
 }
 
 // migrateLock is the advisory lock key every node takes around migrations,
