@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"context"
+	"runtime"
 
 	"github.com/evfwd/evfwd/pkg/store"
 	"github.com/jackc/pgx/v5"
@@ -15,9 +16,13 @@ import (
 // own; each learns the outcome only once the group committed.
 
 // ingesters is the number of groups applied at once: enough that the
-// server works on more than one (a group is one backend, one core), few
-// enough that each gathers the requests that arrive meanwhile.
-const ingesters = 2
+// server works on several (a group is one backend, so one core), few
+// enough that each gathers the requests that arrive meanwhile. The node's
+// cores stand for the server's; half the pool at most, the rest being for
+// leases, completions and reads.
+func ingesters(maxConns int32) int {
+	return max(1, min(max(2, runtime.GOMAXPROCS(0)), int(maxConns)/2))
+}
 
 // maxIngestGroup bounds the messages of one group.
 const maxIngestGroup = 2000

@@ -121,7 +121,7 @@ func Open(ctx context.Context, url string, opts Options) (*Store, error) {
 	s := &Store{pool: pool, name: name, opts: opts, completions: make(chan completion, maxGroup),
 		ingests: make(chan *ingestReq, 64), quit: make(chan struct{})}
 	go s.completer()
-	for range ingesters {
+	for range ingesters(cfg.MaxConns) {
 		go s.ingester()
 	}
 	if opts.NoRecover {
