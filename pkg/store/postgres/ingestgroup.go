@@ -87,9 +87,10 @@ func (s *Store) ingestGroup(group []*ingestReq) {
 	var leased [][]store.Delivery
 	// The group runs to its end whatever its callers' contexts: it is
 	// theirs together, and a caller that leaves is only not answered.
+	// Close ends it (once every caller has left) rather than wait on it.
 	err := again(func() error {
 		var err error
-		leased, err = s.ingestBatch(context.Background(), live)
+		leased, err = s.ingestBatch(s.stop, live)
 		return err
 	})
 	if err == nil {

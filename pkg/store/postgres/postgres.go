@@ -66,6 +66,8 @@ type Store struct {
 	completions chan completion
 	ingests     chan *ingestReq
 	quit        chan struct{}
+	stop        context.Context // ends at Close: what background work runs under
+	cancelStop  context.CancelFunc
 	syncHook    synchook.Hook // SetSyncHook's
 }
 
@@ -120,6 +122,7 @@ func Open(ctx context.Context, url string, opts Options) (*Store, error) {
 	}
 	s := &Store{pool: pool, name: name, opts: opts, completions: make(chan completion, maxGroup),
 		ingests: make(chan *ingestReq, 64), quit: make(chan struct{})}
+	s.stop, s.cancelStop = context.WithCancel(context.Background())
 	go s.completer()
 	for range ingesters(cfg.MaxConns) {
 		go s.ingester()
@@ -150,6 +153,7 @@ func (s *Store) Close() error {
 		s.mu.Lock()
 		s.closed = true
 		close(s.quit)
+		s.cancelStop()
 		s.mu.Unlock()
 		s.pool.Close()
 	})
