@@ -3,7 +3,9 @@
 //
 // Nodes coordinate only through the database. Ingest is one statement per
 // request (arrays unnested into a multi-row INSERT … ON CONFLICT DO
-// NOTHING), so a retried batch that another node already stored is skipped.
+// NOTHING), so a retried batch that another node already stored is skipped;
+// the statements of concurrent requests are sent together and committed as
+// one transaction (group commit, ingestgroup.go).
 // Lease picks due deliveries with FOR UPDATE SKIP LOCKED, so nodes leasing
 // at the same time get different rows, and a lease carries an expiry, so a
 // dead node's deliveries go to the others once it runs out. A call returns
