@@ -7,6 +7,13 @@
 // under a bound for the whole process, so a slow or dead endpoint fills only
 // its own lane and never holds back other sources' deliveries.
 //
+// Fresh messages skip the queue: Ingest stores them with their first
+// deliveries already leased to this process (store.IngestLeased) and sends
+// those at once, within a second bound per lane, so that a new event goes
+// out as soon as it is committed even while a backlog drains, and without
+// a Lease round trip. What does not fit waits in the store for a lane to
+// lease it, as every delivery did before.
+//
 // Each endpoint (source and URL) has a health state in this process, a
 // circuit breaker (breaker.go): after Threshold retryable failures in a row
 // it is open, deliveries skip it without a request (and go to the next URL),
@@ -94,6 +101,14 @@ type Forwarder struct {
 	after func(time.Duration) <-chan time.Time          // nil: time.After
 
 	endpoints EndpointObserver // cfg.Observer when it is one
+
+	// running is Run's delivery context while Run accepts fresh
+	// deliveries, nil before and after; mu guards it so that no claim adds
+	// to wg once Run waits on it.
+	mu      sync.Mutex
+	running context.Context
+
+	completions chan finishing // to the completer, while Run runs
 }
 
 // laneEvent is a step of a lane, as told to Forwarder.trace.
@@ -129,7 +144,8 @@ type lane struct {
 	breakers []*breaker
 	wake     chan struct{}
 	mu       sync.Mutex
-	inflight int
+	inflight int // leased by the lane, in flight
+	fresh    int // claimed by Ingest, in flight
 }
 
 // New checks cfg and returns a Forwarder.
@@ -216,6 +232,12 @@ func (f *Forwarder) Run(ctx context.Context) error {
 			}
 		}
 	}
+	f.completions = make(chan finishing, maxCompleteGroup)
+	recorded := make(chan struct{})
+	go func() { defer close(recorded); f.completer(f.completions) }()
+	f.mu.Lock()
+	f.running = deliverCtx
+	f.mu.Unlock()
 	var lanes sync.WaitGroup
 	for _, l := range f.lanes {
 		lanes.Add(1)
@@ -225,6 +247,9 @@ func (f *Forwarder) Run(ctx context.Context) error {
 		}()
 	}
 	lanes.Wait()
+	f.mu.Lock()
+	f.running = nil
+	f.mu.Unlock()
 	done := make(chan struct{})
 	go func() { f.wg.Wait(); close(done) }()
 	after := f.after
@@ -238,6 +263,8 @@ func (f *Forwarder) Run(ctx context.Context) error {
 		interrupt()
 		<-done
 	}
+	close(f.completions)
+	<-recorded
 	return nil
 }
 
@@ -272,9 +299,11 @@ func (f *Forwarder) runLane(ctx, deliverCtx context.Context, l *lane) {
 // got all it asked for.
 func (f *Forwarder) fill(ctx, deliverCtx context.Context, l *lane) (got, full bool) {
 	l.mu.Lock()
-	room := f.cfg.PerSource - l.inflight
+	room, busy := f.cfg.PerSource-l.inflight, l.inflight > 0
 	l.mu.Unlock()
-	if room <= 0 {
+	// A busy lane waits until it can lease a group: a Lease costs about
+	// as much for one delivery as for many.
+	if room <= 0 || busy && room < f.leaseMin() {
 		return false, false
 	}
 	// Endpoints' health: when every one is open, lease nothing until a
@@ -353,19 +382,116 @@ func (f *Forwarder) fill(ctx, deliverCtx context.Context, l *lane) (got, full bo
 	for _, d := range ds {
 		f.wg.Add(1)
 		go func() {
-			defer f.wg.Done()
 			f.deliver(deliverCtx, l, d, probe)
-			<-f.sem
-			l.mu.Lock()
-			l.inflight--
-			l.mu.Unlock()
-			// Room was made: in this lane, and in the process for others.
-			for _, other := range f.lanes {
-				other.poke()
-			}
+			f.finished(l, &l.inflight, 1)
 		}()
 	}
 	return len(ds) > 0, len(ds) == tokens
+}
+
+// leaseMin is the group a busy lane waits to have room for.
+func (f *Forwarder) leaseMin() int { return max(1, f.cfg.PerSource/8) }
+
+// finished gives back n tokens and n of l's slots counted by slot, and
+// wakes the lanes: room was made, in this lane and in the process.
+func (f *Forwarder) finished(l *lane, slot *int, n int) {
+	if n == 0 {
+		return
+	}
+	for range n {
+		<-f.sem
+	}
+	l.mu.Lock()
+	*slot -= n
+	l.mu.Unlock()
+	f.wg.Add(-n)
+	for _, other := range f.lanes {
+		other.poke()
+	}
+}
+
+// Ingest stores msgs, as store.Store.Ingest does, and sends at once the
+// deliveries the lane of their source has room for: up to PerSource fresh
+// deliveries in flight, besides those the lane leased, and within
+// MaxInFlight. The collector calls it with one source's messages.
+func (f *Forwarder) Ingest(ctx context.Context, msgs []store.Message) error {
+	l, deliverCtx, n := f.claim(msgs)
+	ds, err := f.cfg.Store.IngestLeased(ctx, msgs, store.IngestLease{
+		Owner: f.cfg.Owner, Until: f.cfg.Now().Add(f.cfg.LeaseTTL), Limit: n,
+	})
+	if err != nil {
+		if l != nil {
+			f.finished(l, &l.fresh, n)
+		}
+		return err
+	}
+	if l == nil {
+		return nil
+	}
+	f.finished(l, &l.fresh, n-len(ds))
+	for _, d := range ds {
+		go func() {
+			f.deliver(deliverCtx, l, d, nil)
+			f.finished(l, &l.fresh, 1)
+		}()
+	}
+	if len(ds) < n || n < deliveries(msgs) {
+		// Some wait in the store (or were known already): the lane
+		// looks.
+		l.poke()
+	}
+	return nil
+}
+
+// claim reserves fresh slots and tokens for msgs' deliveries: none unless
+// Run is running and every message is of one source whose endpoints are
+// healthy (a lane in probe or hold mode leases its own).
+func (f *Forwarder) claim(msgs []store.Message) (*lane, context.Context, int) {
+	if len(msgs) == 0 {
+		return nil, nil, 0
+	}
+	l := f.lanes[msgs[0].Source]
+	if l == nil {
+		return nil, nil, 0
+	}
+	for _, m := range msgs[1:] {
+		if m.Source != l.source {
+			return nil, nil, 0
+		}
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.running == nil {
+		return l, nil, 0
+	}
+	if m, _ := l.mode(f.cfg.Now()); m != modeAll {
+		return l, nil, 0
+	}
+	l.mu.Lock()
+	want := min(deliveries(msgs), f.cfg.PerSource-l.fresh)
+	n := 0
+	for n < want {
+		select {
+		case f.sem <- struct{}{}:
+			n++
+			continue
+		default:
+		}
+		break
+	}
+	l.fresh += n
+	l.mu.Unlock()
+	f.wg.Add(n)
+	return l, f.running, n
+}
+
+// deliveries counts the deliveries msgs ask for.
+func deliveries(msgs []store.Message) int {
+	n := 0
+	for _, m := range msgs {
+		n += len(m.Destinations)
+	}
+	return n
 }
 
 // deliver makes one delivery attempt of d and records its outcome. probe,
@@ -433,22 +559,6 @@ func (f *Forwarder) deliver(ctx context.Context, l *lane, d store.Delivery, prob
 		}
 	}
 	f.complete(l, c, retry)
-}
-
-func (f *Forwarder) complete(l *lane, c store.Completion, retry bool) {
-	if err := f.cfg.Store.Complete(context.Background(), []store.Completion{c}); err != nil {
-		// The lease runs out and the delivery is made again: at least once.
-		f.cfg.Logger.Error("record delivery", "source", l.source, "delivery", c.ID, "err", err)
-		return
-	}
-	if f.cfg.Observer != nil {
-		f.cfg.Observer.Finished(l.source, c.Status, retry)
-	}
-	lvl := slog.LevelDebug
-	if c.Status == store.Dead || c.Status == store.Failed {
-		lvl = slog.LevelWarn
-	}
-	f.cfg.Logger.Log(context.Background(), lvl, "delivery", deliveryLog(l.source, c)...)
 }
 
 // deliveryLog is the key-value list of a finished delivery's log line. A

@@ -166,7 +166,7 @@ func (f *Forwarder) hold(l *lane, d store.Delivery, c store.Completion, g *gate)
 	default:
 		c.Status = store.Dead
 	}
-	f.complete(l, c, false)
+	f.completeNow(l, c, false)
 	if c.Status == store.Pending && l.closings() != g.closes {
 		// An endpoint closed while this was decided: its release may have
 		// run before this was recorded.

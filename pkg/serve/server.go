@@ -161,9 +161,11 @@ func (s *Server) build(ctx context.Context) error {
 	}); err != nil {
 		return err
 	}
+	// The forwarder stores what the collector takes, and sends at once
+	// what it has room for (forwarder.Ingest).
 	s.collector, err = collector.New(collector.Config{
-		Sources: sources, Store: s.store, Now: s.opts.Now,
-		OnStored: func(source string, msgs []store.Message) { s.queued(source, len(msgs)) },
+		Sources: sources, Store: s.forwarder, Now: s.opts.Now,
+		OnStored: func(source string, msgs []store.Message) { s.metrics.Ingested(source, len(msgs)) },
 		OnError:  func(status int, err error) { s.log.Warn("collect", "status", status, "err", err) },
 	})
 	if err != nil {

@@ -184,7 +184,9 @@ type Store interface {
 	IngestLeased(ctx context.Context, msgs []Message, lease IngestLease) ([]Delivery, error)
 	// Lease takes up to r.Limit pending deliveries of r.Source that are
 	// due and not leased (or whose lease expired), oldest due first, and
-	// leases them to r.Owner.
+	// leases them to r.Owner. A lease defers a delivery's next attempt to
+	// the lease's end: should its holder never complete it, it is due
+	// then (and Reclaim makes it due at once).
 	Lease(ctx context.Context, r LeaseRequest) ([]Delivery, error)
 	// Complete records each completion (see Completion).
 	Complete(ctx context.Context, cs []Completion) error

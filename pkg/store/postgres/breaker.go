@@ -45,7 +45,7 @@ func (s *Store) Endpoints(ctx context.Context) ([]store.EndpointState, error) {
 // releaseSQL makes one step of deliveries due; rows another node holds
 // locked (completing them) are skipped: their completion decides.
 const releaseSQL = `UPDATE deliveries SET next_attempt_at = $1, updated_at = $1 WHERE id IN (
-	SELECT id FROM deliveries WHERE source = $2 AND status = 'pending' AND next_attempt_at > $1
+	SELECT id FROM deliveries WHERE source = $2 AND status = 'pending' AND next_attempt_at > $1 AND lease_expires_at < $1
 		AND EXISTS (SELECT 1 FROM unnest($3::text[]) AS p WHERE starts_with(last_error, p))
 	LIMIT $4 FOR UPDATE SKIP LOCKED)`
 

@@ -1,6 +1,7 @@
 package postgres
 
 import (
+	"cmp"
 	"context"
 	"slices"
 	"time"
@@ -13,13 +14,14 @@ import (
 // leaseSQL locks up to $3 due, unleased deliveries of one source, skipping
 // rows another node is leasing right now, and leases them in the same
 // statement. A lease that ran out counts as none: that is how a dead node's
-// work is taken over.
+// work is taken over. The lease also defers the next attempt to its end,
+// so leased rows leave the head of the due index that every Lease reads.
 //
 // The ids are taken as an array (= ANY) rather than joined from a CTE: the
 // statement is prepared once per connection, and the server's generic plan
 // for the join (not knowing $3) hashes the whole deliveries table; = ANY
 // reads the leased rows by primary key whatever the table's size.
-const leaseSQL = `UPDATE deliveries d SET lease_owner = $4, lease_expires_at = $5
+const leaseSQL = `UPDATE deliveries d SET lease_owner = $4, lease_expires_at = $5, next_attempt_at = $5
 FROM messages m
 WHERE d.id = ANY(ARRAY(
 	SELECT id FROM deliveries
@@ -47,13 +49,9 @@ func (s *Store) Lease(ctx context.Context, r store.LeaseRequest) ([]store.Delive
 	if err != nil {
 		return nil, err
 	}
-	// RETURNING has no order; callers get oldest due first.
-	slices.SortFunc(out, func(a, b store.Delivery) int {
-		if c := a.NextAttempt.Compare(b.NextAttempt); c != 0 {
-			return c
-		}
-		return int(a.ID - b.ID)
-	})
+	// RETURNING has no order, and the lease made every next attempt its
+	// end (see store.Store): callers get them in id order.
+	slices.SortFunc(out, func(a, b store.Delivery) int { return cmp.Compare(a.ID, b.ID) })
 	return out, nil
 }
 

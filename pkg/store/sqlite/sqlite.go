@@ -20,6 +20,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -472,16 +473,15 @@ func (in *ingestion) chunk(ctx context.Context, tx *wtx, msgs []store.Message) e
 				q.WriteByte(',')
 			}
 			q.WriteString("(?,?,?,'pending',?,?,?,?,?)")
-			args = append(args, id, m.Source, dest, store.Millis(m.ReceivedAt), in.now, in.now)
 			if in.room > 0 {
 				in.room--
-				args = append(args, in.lease.Owner, in.until)
+				args = append(args, id, m.Source, dest, in.until, in.now, in.now, in.lease.Owner, in.until)
 				if lease == nil {
 					lease = map[int64]*store.Message{}
 				}
 				lease[id] = m
 			} else {
-				args = append(args, nil, 0)
+				args = append(args, id, m.Source, dest, store.Millis(m.ReceivedAt), in.now, in.now, nil, 0)
 			}
 		}
 	}
@@ -511,7 +511,7 @@ func (in *ingestion) chunk(ctx context.Context, tx *wtx, msgs []store.Message) e
 		}
 		m := lease[msg]
 		d.Source, d.MessageID, d.Type, d.UserID, d.Status = m.Source, m.MessageID, m.Type, m.UserID, store.Pending
-		d.NextAttempt = store.FromMillis(store.Millis(m.ReceivedAt))
+		d.NextAttempt = store.FromMillis(in.until)
 		d.CreatedAt, d.UpdatedAt = store.FromMillis(in.now), store.FromMillis(in.now)
 		d.Body, d.Form = m.Body, m.Form
 		in.leased = append(in.leased, d)
@@ -557,12 +557,27 @@ func (s *Store) Lease(ctx context.Context, r store.LeaseRequest) ([]store.Delive
 		if out, err = collect(rows, rowscan.DeliveryWithBody); err != nil {
 			return err
 		}
-		for _, d := range out {
-			if _, err := tx.ExecContext(ctx, `UPDATE deliveries SET lease_owner = ?, lease_expires_at = ? WHERE id = ?`, r.Owner, until, d.ID); err != nil {
-				return err
-			}
+		if len(out) == 0 {
+			return nil
 		}
-		return nil
+		// One statement for the group: its ids as a JSON array.
+		ids := []byte{'['}
+		for i, d := range out {
+			if i > 0 {
+				ids = append(ids, ',')
+			}
+			ids = strconv.AppendInt(ids, d.ID, 10)
+		}
+		ids = append(ids, ']')
+		// The lease defers the next attempt to its end (see store.Store):
+		// leased rows leave the head of the due index, which every Lease
+		// would otherwise step over.
+		_, err = tx.ExecContext(ctx, `UPDATE deliveries SET lease_owner = ?1, lease_expires_at = ?2, next_attempt_at = ?2
+			WHERE id IN (SELECT value FROM json_each(?3))`, r.Owner, until, string(ids))
+		for i := range out {
+			out[i].NextAttempt = store.FromMillis(until)
+		}
+		return err
 	})
 	if err != nil {
 		return nil, err
@@ -605,8 +620,8 @@ func (s *Store) Complete(ctx context.Context, cs []store.Completion) error {
 func (s *Store) Reclaim(ctx context.Context, now time.Time) (int, error) {
 	var n int64
 	err := s.do(ctx, 0, func(ctx context.Context, tx *wtx) error {
-		res, err := tx.ExecContext(ctx, `UPDATE deliveries SET lease_owner = NULL, lease_expires_at = 0
-			WHERE lease_owner IS NOT NULL`)
+		res, err := tx.ExecContext(ctx, `UPDATE deliveries SET lease_owner = NULL, lease_expires_at = 0,
+			next_attempt_at = min(next_attempt_at, ?) WHERE lease_owner IS NOT NULL`, store.Millis(now))
 		if err != nil {
 			return err
 		}

@@ -90,11 +90,12 @@ func testIngestLeasedComplete(t *testing.T, s store.Store) {
 	if _, err := s.IngestLeased(ctx, []store.Message{Msg("web", "d", 0, true)}, store.IngestLease{Owner: "gone", Until: t0.Add(time.Minute), Limit: 1}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.Reclaim(ctx, t0.Add(2*time.Minute)); err != nil {
+	later := t0.Add(2 * time.Minute)
+	if _, err := s.Reclaim(ctx, later); err != nil {
 		t.Fatal(err)
 	}
 	// c's lease (n2's, above) has run out by then too.
-	if diff := cmp.Diff([]string{"c", "d"}, ids(lease(t, s, "n2", "web", 10, t0))); diff != "" {
+	if diff := cmp.Diff([]string{"c", "d"}, ids(lease(t, s, "n2", "web", 10, later))); diff != "" {
 		t.Errorf("lease after Reclaim mismatch (-want +got):\n%s", diff)
 	}
 }
