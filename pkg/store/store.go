@@ -184,9 +184,11 @@ type Store interface {
 	IngestLeased(ctx context.Context, msgs []Message, lease IngestLease) ([]Delivery, error)
 	// Lease takes up to r.Limit pending deliveries of r.Source that are
 	// due and not leased (or whose lease expired), oldest due first, and
-	// leases them to r.Owner. A lease defers a delivery's next attempt to
-	// the lease's end: should its holder never complete it, it is due
-	// then (and Reclaim makes it due at once).
+	// leases them to r.Owner until r.Now+r.TTL: should its holder never
+	// complete it, it is due again then (and Reclaim frees it at once).
+	// How a lease is kept is the engine's: in memory on SQLite, whose file
+	// one process uses; in the row on PostgreSQL, where the lease also
+	// defers the next attempt to its end.
 	Lease(ctx context.Context, r LeaseRequest) ([]Delivery, error)
 	// Complete records each completion (see Completion).
 	Complete(ctx context.Context, cs []Completion) error

@@ -48,7 +48,7 @@ func (s *Store) Release(ctx context.Context, source string, prefixes []string, n
 	}
 	args = append(args, store.ReleaseStep)
 	q := `UPDATE deliveries SET next_attempt_at = ?, updated_at = ? WHERE id IN (SELECT id FROM deliveries
-		INDEXED BY deliveries_due WHERE source = ? AND status = 'pending' AND next_attempt_at > ? AND lease_owner IS NULL AND (` +
+		INDEXED BY deliveries_due WHERE source = ? AND status = 'pending' AND next_attempt_at > ? AND (` +
 		strings.Join(match, " OR ") + `) LIMIT ?)`
 	total := 0
 	for {

@@ -20,7 +20,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -64,6 +63,7 @@ type Store struct {
 	read    *sql.DB
 	write   *sql.DB
 	wtx     *wtx // the writer's connection; only the writer goroutine uses it
+	leases  leases
 	opts    Options
 	ops     chan *op
 	pending atomic.Int64 // messages queued for the writer
@@ -230,7 +230,7 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 		return nil, fmt.Errorf("store %s: %w", path, err)
 	}
 	s := &Store{
-		path: path, read: read, write: write, wtx: newWtx(c), opts: opts,
+		path: path, read: read, write: write, wtx: newWtx(c), leases: newLeases(), opts: opts,
 		deletionStep: deletionPageSize,
 		ops:          make(chan *op, 4096),
 		closing:      make(chan struct{}),
@@ -388,8 +388,14 @@ func (s *Store) IngestLeased(ctx context.Context, msgs []store.Message, lease st
 	var leased []store.Delivery
 	err := s.do(ctx, len(msgs), func(ctx context.Context, tx *wtx) error {
 		var err error
-		leased, err = insertMessages(ctx, tx, msgs, now, lease)
-		return err
+		if leased, err = insertMessages(ctx, tx, msgs, now, lease); err != nil {
+			return err
+		}
+		until := store.Millis(lease.Until)
+		for _, d := range leased {
+			s.leases.take(d.ID, leaseOf{source: d.Source, owner: lease.Owner, until: until})
+		}
+		return nil
 	})
 	if err != nil {
 		return nil, classify(err)
@@ -400,7 +406,7 @@ func (s *Store) IngestLeased(ctx context.Context, msgs []store.Message, lease st
 // insertMessages stores msgs and their deliveries, leasing the first
 // lease.Limit deliveries (see IngestLeased), and returns those.
 func insertMessages(ctx context.Context, tx *wtx, msgs []store.Message, now int64, lease store.IngestLease) ([]store.Delivery, error) {
-	in := ingestion{now: now, lease: lease, until: store.Millis(lease.Until), room: lease.Limit}
+	in := ingestion{now: now, room: lease.Limit}
 	for len(msgs) > 0 {
 		n := min(len(msgs), insertChunk)
 		if err := in.chunk(ctx, tx, msgs[:n]); err != nil {
@@ -419,8 +425,6 @@ const insertChunk = 100
 // ingestion is one IngestLeased call's progress through its chunks.
 type ingestion struct {
 	now    int64
-	lease  store.IngestLease
-	until  int64
 	room   int // deliveries still to lease
 	leased []store.Delivery
 }
@@ -459,11 +463,14 @@ func (in *ingestion) chunk(ctx context.Context, tx *wtx, msgs []store.Message) e
 		return err
 	}
 	q.Reset()
-	q.WriteString(`INSERT INTO deliveries (message, source, destination, status, next_attempt_at, created_at, updated_at,
-		lease_owner, lease_expires_at) VALUES `)
+	q.WriteString(`INSERT INTO deliveries (message, source, destination, status, next_attempt_at, created_at, updated_at) VALUES `)
 	args = args[:0]
-	// The messages whose deliveries are leased, by row id.
-	var lease map[int64]*store.Message
+	// The deliveries to lease: their messages by row id and destination.
+	type leaseKey struct {
+		msg  int64
+		dest string
+	}
+	var lease map[leaseKey]*store.Message
 	for i := range msgs {
 		m := &msgs[i]
 		id, ok := inserted[key{m.Source, m.MessageID}]
@@ -475,16 +482,14 @@ func (in *ingestion) chunk(ctx context.Context, tx *wtx, msgs []store.Message) e
 			if len(args) > 0 {
 				q.WriteByte(',')
 			}
-			q.WriteString("(?,?,?,'pending',?,?,?,?,?)")
+			q.WriteString("(?,?,?,'pending',?,?,?)")
+			args = append(args, id, m.Source, dest, store.Millis(m.ReceivedAt), in.now, in.now)
 			if in.room > 0 {
 				in.room--
-				args = append(args, id, m.Source, dest, in.until, in.now, in.now, in.lease.Owner, in.until)
 				if lease == nil {
-					lease = map[int64]*store.Message{}
+					lease = map[leaseKey]*store.Message{}
 				}
-				lease[id] = m
-			} else {
-				args = append(args, id, m.Source, dest, store.Millis(m.ReceivedAt), in.now, in.now, nil, 0)
+				lease[leaseKey{id, dest}] = m
 			}
 		}
 	}
@@ -495,7 +500,7 @@ func (in *ingestion) chunk(ctx context.Context, tx *wtx, msgs []store.Message) e
 		_, err = tx.ExecContext(ctx, q.String(), args...)
 		return err
 	}
-	q.WriteString(` RETURNING id, message, destination, lease_owner IS NOT NULL`)
+	q.WriteString(` RETURNING id, message, destination`)
 	rows, err = tx.QueryContext(ctx, q.String(), args...)
 	if err != nil {
 		return err
@@ -505,16 +510,15 @@ func (in *ingestion) chunk(ctx context.Context, tx *wtx, msgs []store.Message) e
 	for rows.Next() {
 		var d store.Delivery
 		var msg int64
-		var leased bool
-		if err := rows.Scan(&d.ID, &msg, &d.Destination, &leased); err != nil {
+		if err := rows.Scan(&d.ID, &msg, &d.Destination); err != nil {
 			return err
 		}
-		if !leased {
+		m := lease[leaseKey{msg, d.Destination}]
+		if m == nil {
 			continue
 		}
-		m := lease[msg]
 		d.Source, d.MessageID, d.Type, d.UserID, d.Status = m.Source, m.MessageID, m.Type, m.UserID, store.Pending
-		d.NextAttempt = store.FromMillis(in.until)
+		d.NextAttempt = store.FromMillis(store.Millis(m.ReceivedAt))
 		d.CreatedAt, d.UpdatedAt = store.FromMillis(in.now), store.FromMillis(in.now)
 		d.Body, d.Form = m.Body, m.Form
 		in.leased = append(in.leased, d)
@@ -550,37 +554,42 @@ func (s *Store) Lease(ctx context.Context, r store.LeaseRequest) ([]store.Delive
 	until := store.Millis(r.Now.Add(r.TTL))
 	var out []store.Delivery
 	err := s.do(ctx, 0, func(ctx context.Context, tx *wtx) error {
-		rows, err := tx.QueryContext(ctx, `SELECT `+rowscan.DeliveryColumns+`, `+rowscan.BodyColumns+`
+		// The due ids from the index alone, in order, past those leased:
+		// at most as many more as there are leases of the source.
+		rows, err := tx.QueryContext(ctx, `SELECT id FROM deliveries INDEXED BY deliveries_due
+			WHERE source = ? AND status = 'pending' AND next_attempt_at <= ?
+			ORDER BY next_attempt_at, id LIMIT ?`, r.Source, now, r.Limit+s.leases.inSource[r.Source])
+		if err != nil {
+			return err
+		}
+		var ids []int64
+		for rows.Next() && len(ids) < r.Limit {
+			var id int64
+			if err := rows.Scan(&id); err != nil {
+				rows.Close()
+				return err
+			}
+			if !s.leases.held(id, now) {
+				ids = append(ids, id)
+			}
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil || len(ids) == 0 {
+			return err
+		}
+		rows, err = tx.QueryContext(ctx, `SELECT `+rowscan.DeliveryColumns+`, `+rowscan.BodyColumns+`
 			FROM deliveries d JOIN messages m ON m.id = d.message
-			WHERE d.status = 'pending' AND d.source = ? AND d.next_attempt_at <= ? AND d.lease_expires_at < ?
-			ORDER BY d.next_attempt_at, d.id LIMIT ?`, r.Source, now, now, r.Limit)
+			WHERE d.id IN (SELECT value FROM json_each(?)) ORDER BY d.next_attempt_at, d.id`, jsonIDs(ids))
 		if err != nil {
 			return err
 		}
 		if out, err = collect(rows, rowscan.DeliveryWithBody); err != nil {
 			return err
 		}
-		if len(out) == 0 {
-			return nil
+		for _, d := range out {
+			s.leases.take(d.ID, leaseOf{source: r.Source, owner: r.Owner, until: until})
 		}
-		// One statement for the group: its ids as a JSON array.
-		ids := []byte{'['}
-		for i, d := range out {
-			if i > 0 {
-				ids = append(ids, ',')
-			}
-			ids = strconv.AppendInt(ids, d.ID, 10)
-		}
-		ids = append(ids, ']')
-		// The lease defers the next attempt to its end (see store.Store):
-		// leased rows leave the head of the due index, which every Lease
-		// would otherwise step over.
-		_, err = tx.ExecContext(ctx, `UPDATE deliveries SET lease_owner = ?1, lease_expires_at = ?2, next_attempt_at = ?2
-			WHERE id IN (SELECT value FROM json_each(?3))`, r.Owner, until, string(ids))
-		for i := range out {
-			out[i].NextAttempt = store.FromMillis(until)
-		}
-		return err
+		return nil
 	})
 	if err != nil {
 		return nil, err
@@ -597,12 +606,22 @@ func (s *Store) Complete(ctx context.Context, cs []store.Completion) error {
 	// A completion is applied even when ctx has ended: the attempts were
 	// made and must be on record.
 	return s.do(context.WithoutCancel(ctx), 0, func(ctx context.Context, tx *wtx) error {
-		for len(cs) > 0 {
-			n := min(len(cs), completeChunk)
-			if err := completeTx(ctx, tx, cs[:n], now); err != nil {
+		// A completion applies while its owner holds the lease; its
+		// attempts are recorded either way.
+		held := make([]bool, len(cs))
+		for i, c := range cs {
+			held[i] = s.leases.holds(c.ID, c.Owner)
+		}
+		for i := 0; i < len(cs); i += completeChunk {
+			j := min(len(cs), i+completeChunk)
+			if err := completeTx(ctx, tx, cs[i:j], held[i:j], now); err != nil {
 				return err
 			}
-			cs = cs[n:]
+		}
+		for i, c := range cs {
+			if held[i] {
+				s.leases.drop(c.ID)
+			}
 		}
 		return nil
 	})
@@ -613,28 +632,33 @@ func (s *Store) Complete(ctx context.Context, cs []store.Completion) error {
 // group rather than per row is what makes recording outcomes cheap.
 const completeChunk = 64
 
-// completeTx applies cs (at most completeChunk) with one UPDATE and a
-// multi-row INSERT of their attempts per completeChunk attempts.
-func completeTx(ctx context.Context, tx *wtx, cs []store.Completion, now int64) error {
+// completeTx applies cs (at most completeChunk), those whose lease is
+// held, with one UPDATE, and records all their attempts with a multi-row
+// INSERT per completeChunk attempts.
+func completeTx(ctx context.Context, tx *wtx, cs []store.Completion, held []bool, now int64) error {
 	var q strings.Builder
 	q.WriteString(`UPDATE deliveries SET status = c.column2, attempts = c.column3, first_attempt_at = c.column4,
-		next_attempt_at = c.column5, last_error = c.column6, lease_owner = NULL, lease_expires_at = 0, updated_at = ?
-		FROM (VALUES `)
-	args := make([]any, 0, 1+len(cs)*7)
+		next_attempt_at = c.column5, last_error = c.column6, updated_at = ? FROM (VALUES `)
+	args := make([]any, 0, 1+len(cs)*6)
 	args = append(args, now)
 	records := 0
 	for i, c := range cs {
-		if i > 0 {
+		records += len(c.Records)
+		if !held[i] {
+			continue
+		}
+		if len(args) > 1 {
 			q.WriteByte(',')
 		}
-		q.WriteString("(?,?,?,?,?,?,?)")
+		q.WriteString("(?,?,?,?,?,?)")
 		args = append(args, c.ID, string(c.Status), c.Attempts, store.Millis(c.FirstAttempt), store.Millis(c.NextAttempt),
-			c.LastError, c.Owner)
-		records += len(c.Records)
+			c.LastError)
 	}
-	q.WriteString(`) AS c WHERE deliveries.id = c.column1 AND deliveries.lease_owner = c.column7 AND deliveries.status = 'pending'`)
-	if _, err := tx.ExecContext(ctx, q.String(), args...); err != nil {
-		return err
+	q.WriteString(`) AS c WHERE deliveries.id = c.column1 AND deliveries.status = 'pending'`)
+	if len(args) > 1 {
+		if _, err := tx.ExecContext(ctx, q.String(), args...); err != nil {
+			return err
+		}
 	}
 	if records == 0 {
 		return nil
@@ -676,12 +700,15 @@ func completeTx(ctx context.Context, tx *wtx, cs []store.Completion, now int64) 
 func (s *Store) Reclaim(ctx context.Context, now time.Time) (int, error) {
 	var n int64
 	err := s.do(ctx, 0, func(ctx context.Context, tx *wtx) error {
-		res, err := tx.ExecContext(ctx, `UPDATE deliveries SET lease_owner = NULL, lease_expires_at = 0,
-			next_attempt_at = min(next_attempt_at, ?) WHERE lease_owner IS NOT NULL`, store.Millis(now))
+		// Leases are in memory (lease.go); a file an evfwd before them
+		// left may hold some in its rows.
+		res, err := tx.ExecContext(ctx, `UPDATE deliveries SET lease_owner = NULL, lease_expires_at = 0
+			WHERE lease_owner IS NOT NULL`)
 		if err != nil {
 			return err
 		}
 		n, err = res.RowsAffected()
+		n += int64(s.leases.clear())
 		return err
 	})
 	return int(n), err
@@ -749,10 +776,11 @@ func (s *Store) Retry(ctx context.Context, ids []int64, f store.Filter, now time
 	err := s.do(ctx, 0, func(ctx context.Context, tx *wtx) error {
 		const set = `UPDATE deliveries SET status = 'pending', attempts = 0, first_attempt_at = 0, next_attempt_at = ?,
 			last_error = '', updated_at = ? WHERE id IN (SELECT d.id FROM deliveries d`
-		const keep = ` AND d.status NOT IN ('delivered', 'cancelled') AND NOT (d.status = 'pending' AND d.lease_expires_at >= ?))`
+		const keep = ` AND d.status NOT IN ('delivered', 'cancelled') AND d.id NOT IN (SELECT value FROM json_each(?)))`
+		live := s.leases.live(at)
 		if len(ids) > 0 {
 			for _, id := range ids {
-				res, err := tx.ExecContext(ctx, set+` WHERE d.id = ?`+keep, at, at, id, at)
+				res, err := tx.ExecContext(ctx, set+` WHERE d.id = ?`+keep, at, at, id, live)
 				if err != nil {
 					return err
 				}
@@ -762,7 +790,7 @@ func (s *Store) Retry(ctx context.Context, ids []int64, f store.Filter, now time
 			return nil
 		}
 		clause, args := where(f)
-		res, err := tx.ExecContext(ctx, set+clause+keep, append(append([]any{at, at}, args...), at)...)
+		res, err := tx.ExecContext(ctx, set+clause+keep, append(append([]any{at, at}, args...), live)...)
 		if err != nil {
 			return err
 		}

@@ -1,0 +1,141 @@
+package forwarder
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/evfwd/evfwd/pkg/store"
+	"github.com/evfwd/evfwd/pkg/webhook"
+)
+
+// A fresh message goes out at once, ahead of a backlog that fills its
+// lane, in a second bound of PerSource; what does not fit waits in the
+// store for the lane, leased by no one.
+func TestIngestSendsFreshAheadOfBacklog(t *testing.T) {
+	t.Parallel()
+	c := newClock()
+	s := openStore(t, c)
+	h := newHook(t, gated())
+	var backlog []store.Message
+	for i := range 5 {
+		backlog = append(backlog, msg("web", fmt.Sprint("b", i)))
+	}
+	ingest(t, s, backlog...)
+	f := start(t, c, Config{Store: s, PerSource: 2, MaxInFlight: 8, Destinations: map[string]*webhook.Destination{"web": dest(h)}})
+	waitFor(t, "the backlog to fill the lane", func() bool { cur, _ := h.gauge.get(); return cur == 2 })
+
+	fresh := []store.Message{msg("web", "f0"), msg("web", "f1"), msg("web", "f2")}
+	if err := f.Ingest(context.Background(), fresh); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "two fresh deliveries in flight beside the backlog", func() bool { cur, _ := h.gauge.get(); return cur == 4 })
+	f.quiet(t, "web")
+	if cur, peak := h.gauge.get(); cur != 4 || peak != 4 {
+		t.Fatalf("%d in flight, peak %d; want 4 (2 leased by the lane, 2 fresh)", cur, peak)
+	}
+	var ids []string
+	for _, r := range h.received()[2:] {
+		ids = append(ids, messageID(t, r.body))
+	}
+	slices.Sort(ids) // sent concurrently
+	if fmt.Sprint(ids) != "[f0 f1]" {
+		t.Errorf("fresh requests %v, want [f0 f1]", ids)
+	}
+	// f2 waits in the store, free for a lane to lease; the fresh ones
+	// are leased to f.
+	ds, err := s.Lease(context.Background(), store.LeaseRequest{Owner: "other", Source: "web", Limit: 10, Now: c.Now(), TTL: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range ds {
+		if d.MessageID == "f0" || d.MessageID == "f1" {
+			t.Errorf("%s, in flight, could be leased by another owner", d.MessageID)
+		}
+	}
+	if len(ds) != 4 { // b2, b3, b4, f2
+		t.Errorf("another owner leased %d deliveries, want 4", len(ds))
+	}
+}
+
+// With Run not running, Ingest only stores: the lanes take the messages
+// once it runs.
+func TestIngestBeforeRunOnlyStores(t *testing.T) {
+	t.Parallel()
+	c := newClock()
+	s := openStore(t, c)
+	h := newHook(t)
+	cfg := Config{Store: s, Sender: mustSender(t, c), Owner: "o", Now: c.Now, Poll: time.Hour,
+		Destinations: map[string]*webhook.Destination{"web": dest(h)}}
+	f, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Ingest(context.Background(), []store.Message{msg("web", "m1")}); err != nil {
+		t.Fatal(err)
+	}
+	d := only(t, s)
+	if d.Status != store.Pending || h.count() != 0 {
+		t.Fatalf("status %s, %d requests; want pending, none", d.Status, h.count())
+	}
+	start(t, c, Config{Store: s, Destinations: map[string]*webhook.Destination{"web": dest(h)}})
+	waitFor(t, "delivered", func() bool { return only(t, s).Status == store.Delivered })
+}
+
+// failingStore fails IngestLeased while fail is set.
+type failingStore struct {
+	store.Store
+	fail bool
+}
+
+func (fs *failingStore) IngestLeased(ctx context.Context, msgs []store.Message, l store.IngestLease) ([]store.Delivery, error) {
+	if fs.fail {
+		return nil, errors.New("disk on fire")
+	}
+	return fs.Store.IngestLeased(ctx, msgs, l)
+}
+
+// An ingest the store refuses gives its claims back: the next one gets
+// the whole fresh bound again.
+func TestIngestErrorGivesClaimsBack(t *testing.T) {
+	t.Parallel()
+	c := newClock()
+	fs := &failingStore{Store: openStore(t, c), fail: true}
+	h := newHook(t, gated())
+	f := start(t, c, Config{Store: fs, PerSource: 2, MaxInFlight: 2, Destinations: map[string]*webhook.Destination{"web": dest(h)}})
+	for i := range 3 {
+		if err := f.Ingest(context.Background(), []store.Message{msg("web", fmt.Sprint("x", i)), msg("web", fmt.Sprint("y", i))}); err == nil {
+			t.Fatal("Ingest of a failing store returned nil")
+		}
+	}
+	fs.fail = false
+	if err := f.Ingest(context.Background(), []store.Message{msg("web", "a"), msg("web", "b")}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "both sent fresh", func() bool { cur, _ := h.gauge.get(); return cur == 2 })
+}
+
+func mustSender(t *testing.T, c *clock) *webhook.Sender {
+	t.Helper()
+	sender, err := webhook.NewSender(webhook.Options{Timeout: time.Hour, Now: c.Now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(sender.CloseIdleConnections)
+	return sender
+}
+
+func messageID(t *testing.T, body []byte) string {
+	t.Helper()
+	var m struct {
+		MessageID string `json:"messageId"`
+	}
+	if err := json.Unmarshal(body, &m); err != nil {
+		t.Fatal(err)
+	}
+	return m.MessageID
+}
