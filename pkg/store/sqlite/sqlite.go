@@ -430,20 +430,133 @@ type ingestion struct {
 }
 
 func (in *ingestion) chunk(ctx context.Context, tx *wtx, msgs []store.Message) error {
-	var q strings.Builder
-	q.WriteString(`INSERT INTO messages (source, message_id, type, user_id, received_at, body, body_form) VALUES `)
+	// The rows this statement inserts are those past the largest id now:
+	// the writer is the only one, and a rowid table gives each new row the
+	// largest id plus one.
+	var before int64
+	if err := tx.QueryRowContext(ctx, `SELECT coalesce(max(id), 0) FROM messages`).Scan(&before); err != nil {
+		return err
+	}
 	args := make([]any, 0, len(msgs)*7)
 	for i := range msgs {
 		m := &msgs[i]
-		if i > 0 {
-			q.WriteByte(',')
-		}
-		q.WriteString("(?,?,?,?,?,?,?)")
 		args = append(args, m.Source, m.MessageID, m.Type, m.UserID, store.Millis(m.ReceivedAt), m.Body, m.Form)
 	}
-	// Rows already stored (a client's retry) are skipped and not returned.
-	q.WriteString(` ON CONFLICT (source, message_id) DO NOTHING RETURNING id, source, message_id`)
-	rows, err := tx.QueryContext(ctx, q.String(), args...)
+	// Rows already stored (a client's retry) are skipped.
+	res, err := tx.ExecContext(ctx, insertMessagesSQL[len(msgs)], args...)
+	if err != nil {
+		return err
+	}
+	n, err := res.RowsAffected()
+	if err != nil || n == 0 {
+		return err
+	}
+	if dest, ok := oneDestination(msgs); ok {
+		return in.deliverAll(ctx, tx, msgs, before, int(n), dest)
+	}
+	return in.deliverEach(ctx, tx, msgs, before)
+}
+
+// insertMessagesSQL[n] inserts n messages.
+var insertMessagesSQL = func() (qs [insertChunk + 1]string) {
+	for n := 1; n <= insertChunk; n++ {
+		qs[n] = `INSERT INTO messages (source, message_id, type, user_id, received_at, body, body_form) VALUES ` +
+			strings.Repeat("(?,?,?,?,?,?,?),", n-1) + `(?,?,?,?,?,?,?) ON CONFLICT (source, message_id) DO NOTHING`
+	}
+	return qs
+}()
+
+// oneDestination reports the one destination every message has ("" for
+// none), as the messages of a request share their source's.
+func oneDestination(msgs []store.Message) (string, bool) {
+	dest := ""
+	for i, m := range msgs {
+		if len(m.Destinations) > 1 {
+			return "", false
+		}
+		d := ""
+		if len(m.Destinations) == 1 {
+			d = m.Destinations[0]
+		}
+		if i > 0 && d != dest {
+			return "", false
+		}
+		dest = d
+	}
+	return dest, true
+}
+
+// deliverAll creates a delivery to dest for each of the n messages stored
+// past id before, with one statement: no parameters per row, and nothing
+// read back but when some are leased.
+func (in *ingestion) deliverAll(ctx context.Context, tx *wtx, msgs []store.Message, before int64, n int, dest string) error {
+	if dest == "" {
+		return nil
+	}
+	res, err := tx.ExecContext(ctx, `INSERT INTO deliveries (message, source, destination, status, next_attempt_at, created_at, updated_at)
+		SELECT id, source, ?, 'pending', received_at, ?, ? FROM messages WHERE id > ? ORDER BY id`, dest, in.now, in.now, before)
+	if err != nil || in.room == 0 {
+		return err
+	}
+	last, err := res.LastInsertId()
+	if err != nil {
+		return err
+	}
+	first := last - int64(n) + 1 // consecutive, in message order
+	// The stored messages in id order: all of msgs, or those a SELECT
+	// names when some were known already.
+	stored := make([]*store.Message, 0, n)
+	if n == len(msgs) {
+		for i := range msgs {
+			stored = append(stored, &msgs[i])
+		}
+	} else {
+		byID := make(map[string]*store.Message, len(msgs))
+		for i := range msgs {
+			if _, dup := byID[msgs[i].MessageID]; !dup {
+				byID[msgs[i].MessageID] = &msgs[i]
+			}
+		}
+		rows, err := tx.QueryContext(ctx, `SELECT message_id FROM messages WHERE id > ? ORDER BY id`, before)
+		if err != nil {
+			return err
+		}
+		for rows.Next() {
+			var id string
+			if err := rows.Scan(&id); err != nil {
+				rows.Close()
+				return err
+			}
+			stored = append(stored, byID[id])
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return err
+		}
+	}
+	for j, m := range stored {
+		if in.room == 0 {
+			break
+		}
+		in.room--
+		in.leased = append(in.leased, in.delivery(first+int64(j), dest, m))
+	}
+	return nil
+}
+
+// delivery is the new delivery id of m to dest, as Lease returns it.
+func (in *ingestion) delivery(id int64, dest string, m *store.Message) store.Delivery {
+	return store.Delivery{
+		ID: id, Source: m.Source, Destination: dest, MessageID: m.MessageID, Type: m.Type, UserID: m.UserID,
+		Status: store.Pending, NextAttempt: store.FromMillis(store.Millis(m.ReceivedAt)),
+		CreatedAt: store.FromMillis(in.now), UpdatedAt: store.FromMillis(in.now), Body: m.Body, Form: m.Form,
+	}
+}
+
+// deliverEach creates the deliveries of the messages stored past id
+// before, each to its own destinations.
+func (in *ingestion) deliverEach(ctx context.Context, tx *wtx, msgs []store.Message, before int64) error {
+	rows, err := tx.QueryContext(ctx, `SELECT id, source, message_id FROM messages WHERE id > ?`, before)
 	if err != nil {
 		return err
 	}
@@ -462,9 +575,9 @@ func (in *ingestion) chunk(ctx context.Context, tx *wtx, msgs []store.Message) e
 	if err := rows.Err(); err != nil {
 		return err
 	}
-	q.Reset()
+	var q strings.Builder
+	var args []any
 	q.WriteString(`INSERT INTO deliveries (message, source, destination, status, next_attempt_at, created_at, updated_at) VALUES `)
-	args = args[:0]
 	// The deliveries to lease: their messages by row id and destination.
 	type leaseKey struct {
 		msg  int64
@@ -517,11 +630,7 @@ func (in *ingestion) chunk(ctx context.Context, tx *wtx, msgs []store.Message) e
 		if m == nil {
 			continue
 		}
-		d.Source, d.MessageID, d.Type, d.UserID, d.Status = m.Source, m.MessageID, m.Type, m.UserID, store.Pending
-		d.NextAttempt = store.FromMillis(store.Millis(m.ReceivedAt))
-		d.CreatedAt, d.UpdatedAt = store.FromMillis(in.now), store.FromMillis(in.now)
-		d.Body, d.Form = m.Body, m.Form
-		in.leased = append(in.leased, d)
+		in.leased = append(in.leased, in.delivery(d.ID, d.Destination, m))
 	}
 	if err := rows.Err(); err != nil {
 		return err

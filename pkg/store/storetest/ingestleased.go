@@ -46,6 +46,32 @@ func testIngestLeased(t *testing.T, s store.Store) {
 	if diff := cmp.Diff([]string{"a", "b"}, ids(lease(t, s, "n3", "web", 10, until.Add(time.Millisecond)))); diff != "" {
 		t.Errorf("lease after expiry mismatch (-want +got):\n%s", diff)
 	}
+
+	// Every message forwarded, as a request's are, with a known one and
+	// a repeat among them.
+	uniform := []store.Message{
+		Msg("web", "d", 5*time.Millisecond, true),
+		Msg("web", "a", time.Millisecond, true), // known
+		Msg("web", "e", 6*time.Millisecond, true),
+		Msg("web", "d", 5*time.Millisecond, true), // a repeat within the request
+		Msg("web", "f", 7*time.Millisecond, true),
+	}
+	got, err = s.IngestLeased(ctx, uniform, store.IngestLease{Owner: "n1", Until: until, Limit: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]string{"d", "e"}, ids(got)); diff != "" {
+		t.Fatalf("leased mismatch (-want +got):\n%s", diff)
+	}
+	for _, d := range got {
+		detail, err := s.Get(ctx, d.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff(detail.Delivery, d); diff != "" {
+			t.Errorf("returned delivery differs from the stored one (-stored +returned):\n%s", diff)
+		}
+	}
 }
 
 // testIngestLeasedComplete: the owner completes what IngestLeased leased to
