@@ -165,6 +165,13 @@ func (s *Store) completer() {
 	}
 }
 
+// completeSettings fix the plans of complete's statements as leaseSettings
+// do Lease's: each row by primary key, whatever the statistics, and the
+// generic plan made once per connection instead of two plans at every
+// Complete. The commit is waited on, as always.
+const completeSettings = `SELECT set_config('enable_seqscan', 'off', true), set_config('enable_hashjoin', 'off', true),
+	set_config('enable_mergejoin', 'off', true), set_config('plan_cache_mode', 'force_generic_plan', true)`
+
 // complete applies cs in one batch of two statements, which the server
 // runs as one implicit transaction: each update applies only while its
 // owner holds the lease; the attempts are recorded either way.
@@ -190,6 +197,7 @@ func (s *Store) complete(ctx context.Context, cs []store.Completion) error {
 		}
 	}
 	b := &pgx.Batch{}
+	b.Queue(completeSettings)
 	b.Queue(`UPDATE deliveries d SET status = c.status, attempts = c.attempts, first_attempt_at = c.first,
 		next_attempt_at = c.next, last_error = c.err, lease_owner = NULL, lease_expires_at = 0, updated_at = $8
 		FROM unnest($1::bigint[], $2::text[], $3::text[], $4::int[], $5::bigint[], $6::bigint[], $7::text[])
