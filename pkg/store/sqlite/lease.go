@@ -14,7 +14,23 @@ import (
 type leases struct {
 	by       map[int64]leaseOf // by delivery id
 	inSource map[string]int    // entries of by per source
+	// cursors are where each source's last Lease stopped in the due
+	// index: the next one reads on from there instead of stepping again
+	// over the leased rows at the index's head.
+	cursors map[string]cursor
 }
+
+// cursor is a place in the due index: after the row (at, id).
+type cursor struct {
+	at, id int64
+	// scanned is when Lease last read the index from its start, which it
+	// does at least once a second, so that a row due before the cursor (a
+	// retry, a lease run out) waits no longer than that.
+	scanned int64
+}
+
+// start is the cursor before every row.
+var start = cursor{at: -1}
 
 type leaseOf struct {
 	source, owner string
@@ -22,7 +38,7 @@ type leaseOf struct {
 }
 
 func newLeases() leases {
-	return leases{by: map[int64]leaseOf{}, inSource: map[string]int{}}
+	return leases{by: map[int64]leaseOf{}, inSource: map[string]int{}, cursors: map[string]cursor{}}
 }
 
 // take records a lease of delivery id, replacing any.
@@ -77,6 +93,7 @@ func (ls *leases) clear() int {
 	n := len(ls.by)
 	clear(ls.by)
 	clear(ls.inSource)
+	clear(ls.cursors)
 	return n
 }
 

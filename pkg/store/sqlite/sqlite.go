@@ -664,29 +664,23 @@ func (s *Store) Lease(ctx context.Context, r store.LeaseRequest) ([]store.Delive
 	var out []store.Delivery
 	err := s.do(ctx, 0, func(ctx context.Context, tx *wtx) error {
 		// The due ids from the index alone, in order, past those leased:
-		// at most as many more as there are leases of the source.
-		rows, err := tx.QueryContext(ctx, `SELECT id FROM deliveries INDEXED BY deliveries_due
-			WHERE source = ? AND status = 'pending' AND next_attempt_at <= ?
-			ORDER BY next_attempt_at, id LIMIT ?`, r.Source, now, r.Limit+s.leases.inSource[r.Source])
-		if err != nil {
-			return err
-		}
+		// on from where the last Lease stopped, or from the start once a
+		// second and when that finds too few.
+		c, ok := s.leases.cursors[r.Source]
 		var ids []int64
-		for rows.Next() && len(ids) < r.Limit {
-			var id int64
-			if err := rows.Scan(&id); err != nil {
-				rows.Close()
-				return err
-			}
-			if !s.leases.held(id, now) {
-				ids = append(ids, id)
-			}
+		var err error
+		if ok && now-c.scanned < 1000 {
+			ids, c, err = s.dueAfter(ctx, tx, r.Source, c, now, r.Limit)
 		}
-		rows.Close()
-		if err := rows.Err(); err != nil || len(ids) == 0 {
+		if err == nil && len(ids) < r.Limit {
+			ids, c, err = s.dueAfter(ctx, tx, r.Source, start, now, r.Limit)
+			c.scanned = now
+		}
+		if err != nil || len(ids) == 0 {
 			return err
 		}
-		rows, err = tx.QueryContext(ctx, `SELECT `+rowscan.DeliveryColumns+`, `+rowscan.BodyColumns+`
+		s.leases.cursors[r.Source] = c
+		rows, err := tx.QueryContext(ctx, `SELECT `+rowscan.DeliveryColumns+`, `+rowscan.BodyColumns+`
 			FROM deliveries d JOIN messages m ON m.id = d.message
 			WHERE d.id IN (SELECT value FROM json_each(?)) ORDER BY d.next_attempt_at, d.id`, jsonIDs(ids))
 		if err != nil {
@@ -704,6 +698,47 @@ func (s *Store) Lease(ctx context.Context, r store.LeaseRequest) ([]store.Delive
 		return nil, err
 	}
 	return out, nil
+}
+
+// dueAfter reads up to limit due ids of source that are not leased at
+// now, in the due index's order, after c, and where it stopped. Two
+// statements, because SQLite seeks the index on (next_attempt_at, id)
+// only through an equality on the first: the rest of c's millisecond,
+// then the ones after it.
+func (s *Store) dueAfter(ctx context.Context, tx *wtx, source string, c cursor, now int64, limit int) ([]int64, cursor, error) {
+	var ids []int64
+	read := func(q string, args ...any) error {
+		rows, err := tx.QueryContext(ctx, q, args...)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for len(ids) < limit && rows.Next() {
+			var id, at int64
+			if err := rows.Scan(&id, &at); err != nil {
+				return err
+			}
+			c.at, c.id = at, id
+			if !s.leases.held(id, now) {
+				ids = append(ids, id)
+			}
+		}
+		return rows.Err()
+	}
+	if c.at >= 0 && c.at <= now {
+		if err := read(`SELECT id, next_attempt_at FROM deliveries INDEXED BY deliveries_due
+			WHERE source = ? AND status = 'pending' AND next_attempt_at = ? AND id > ? ORDER BY id`, source, c.at, c.id); err != nil {
+			return nil, c, err
+		}
+	}
+	if len(ids) < limit {
+		if err := read(`SELECT id, next_attempt_at FROM deliveries INDEXED BY deliveries_due
+			WHERE source = ? AND status = 'pending' AND next_attempt_at > ? AND next_attempt_at <= ?
+			ORDER BY next_attempt_at, id`, source, c.at, now); err != nil {
+			return nil, c, err
+		}
+	}
+	return ids, c, nil
 }
 
 // Complete implements store.Store.
