@@ -16,7 +16,12 @@ import (
 func where(f store.Filter, n int) (string, []any) {
 	p := func() string { n++; return "$" + strconv.Itoa(n-1) }
 	clause, args := " WHERE d.id > "+p(), []any{f.After}
-	if f.Status != "" {
+	if f.Status.Valid() {
+		// A literal, not a parameter: the planner then knows that the
+		// partial indexes (deliveries_settled, deliveries_due) hold every
+		// row the filter selects.
+		clause += " AND d.status = '" + string(f.Status) + "'"
+	} else if f.Status != "" {
 		clause += " AND d.status = " + p()
 		args = append(args, string(f.Status))
 	}
