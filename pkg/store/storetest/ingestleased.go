@@ -30,15 +30,7 @@ func testIngestLeased(t *testing.T, s store.Store) {
 	if diff := cmp.Diff([]string{"a", "b"}, ids(got)); diff != "" {
 		t.Fatalf("leased mismatch (-want +got):\n%s", diff)
 	}
-	for _, d := range got {
-		detail, err := s.Get(ctx, d.ID)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if diff := cmp.Diff(detail.Delivery, d); diff != "" {
-			t.Errorf("returned delivery differs from the stored one (-stored +returned):\n%s", diff)
-		}
-	}
+	asStored(t, s, got)
 	// Leased: another owner gets only the rest until the lease runs out.
 	if diff := cmp.Diff([]string{"known", "c"}, ids(lease(t, s, "n2", "web", 10, t0.Add(time.Second)))); diff != "" {
 		t.Errorf("lease beside the leased mismatch (-want +got):\n%s", diff)
@@ -63,15 +55,7 @@ func testIngestLeased(t *testing.T, s store.Store) {
 	if diff := cmp.Diff([]string{"d", "e"}, ids(got)); diff != "" {
 		t.Fatalf("leased mismatch (-want +got):\n%s", diff)
 	}
-	for _, d := range got {
-		detail, err := s.Get(ctx, d.ID)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if diff := cmp.Diff(detail.Delivery, d); diff != "" {
-			t.Errorf("returned delivery differs from the stored one (-stored +returned):\n%s", diff)
-		}
-	}
+	asStored(t, s, got)
 }
 
 // testIngestLeasedComplete: the owner completes what IngestLeased leased to
@@ -123,5 +107,20 @@ func testIngestLeasedComplete(t *testing.T, s store.Store) {
 	// c's lease (n2's, above) has run out by then too.
 	if diff := cmp.Diff([]string{"c", "d"}, ids(lease(t, s, "n2", "web", 10, later))); diff != "" {
 		t.Errorf("lease after Reclaim mismatch (-want +got):\n%s", diff)
+	}
+}
+
+// asStored checks that each delivery IngestLeased returned is the one
+// stored, as Get reads it.
+func asStored(t *testing.T, s store.Store, got []store.Delivery) {
+	t.Helper()
+	for _, d := range got {
+		detail, err := s.Get(context.Background(), d.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff(detail.Delivery, d); diff != "" {
+			t.Errorf("returned delivery differs from the stored one (-stored +returned):\n%s", diff)
+		}
 	}
 }
