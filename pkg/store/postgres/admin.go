@@ -271,7 +271,9 @@ func (s *Store) Sync(ctx context.Context, sy store.Sync, values iter.Seq2[store.
 		return nil, err
 	}
 	r.committed = true
-	if err := c.finish(context.WithoutCancel(ctx), r, s.syncHook.Call); err != nil {
+	err = c.finish(context.WithoutCancel(ctx), r, s.syncHook.Call)
+	s.floors.reset() // its messages are due at the run's time (floor.go)
+	if err != nil {
 		return nil, fmt.Errorf("sync committed; its messages are queued and go out once a node takes the run over: %w", err)
 	}
 	return &res, nil

@@ -133,6 +133,7 @@ func (s *Store) recordDeletion(ctx context.Context, r store.DeletionRequest) err
 				done[src] = did{c.RowsAffected(), p.RowsAffected()}
 			}
 			if len(r.Messages) > 0 {
+				s.floors.reset()
 				if err := ingestExec(ctx, tx, r.Messages, now); err != nil {
 					return err
 				}

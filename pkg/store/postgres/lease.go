@@ -3,6 +3,7 @@ package postgres
 import (
 	"cmp"
 	"context"
+	"math"
 	"slices"
 	"time"
 
@@ -16,19 +17,19 @@ import (
 // statement. A lease that ran out counts as none: that is how a dead node's
 // work is taken over. The lease also defers the next attempt to its end,
 // so leased rows leave the head of the due index that every Lease reads.
+// Only deliveries due at or after $6 are taken (a floor, see floors; 0:
+// all), and each row returns the next attempt it had (the last column).
 //
-// The ids are taken as an array (= ANY) rather than joined from a CTE: the
-// statement is prepared once per connection, and the server's generic plan
-// for the join (not knowing $3) hashes the whole deliveries table; = ANY
-// reads the leased rows by primary key whatever the table's size.
+// The picked rows are joined by primary key: leaseSettings leave the
+// server's generic plan no other way (without them, not knowing $3, it
+// hashed the whole deliveries table).
 const leaseSQL = `UPDATE deliveries d SET lease_owner = $4, lease_expires_at = $5, next_attempt_at = $5
-FROM messages m
-WHERE d.id = ANY(ARRAY(
-	SELECT id FROM deliveries
-	WHERE status = 'pending' AND source = $1 AND next_attempt_at <= $2 AND lease_expires_at < $2
+FROM (SELECT id, next_attempt_at FROM deliveries
+	WHERE status = 'pending' AND source = $1 AND next_attempt_at <= $2 AND next_attempt_at >= $6 AND lease_expires_at < $2
 	ORDER BY next_attempt_at, id LIMIT $3
-	FOR UPDATE SKIP LOCKED)) AND m.id = d.message
-RETURNING ` + rowscan.DeliveryColumns + `, ` + rowscan.BodyColumns
+	FOR UPDATE SKIP LOCKED) p, messages m
+WHERE d.id = p.id AND m.id = d.message
+RETURNING ` + rowscan.DeliveryColumns + `, ` + rowscan.BodyColumns + `, p.next_attempt_at`
 
 // Lease implements store.Store.
 func (s *Store) Lease(ctx context.Context, r store.LeaseRequest) ([]store.Delivery, error) {
@@ -42,12 +43,37 @@ func (s *Store) Lease(ctx context.Context, r store.LeaseRequest) ([]store.Delive
 	defer leave()
 	now, until := store.Millis(r.Now), store.Millis(r.Now.Add(r.TTL))
 	var out []store.Delivery
-	err = again(func() error {
-		out, err = s.lease(ctx, r, now, until)
-		return err
-	})
-	if err != nil {
-		return nil, err
+	var oldest int64
+	from := s.floors.get(r.Source, now)
+	for {
+		var got []store.Delivery
+		var first int64
+		err = again(func() error {
+			got, first, err = s.lease(ctx, r.Source, r.Owner, r.Limit-len(out), now, until, from)
+			return err
+		})
+		if err != nil {
+			if len(out) > 0 {
+				// The first step's leases stand; they are returned, the
+				// error is not.
+				break
+			}
+			return nil, err
+		}
+		if len(got) > 0 && (len(out) == 0 || first < oldest) {
+			oldest = first
+		}
+		out = append(out, got...)
+		if len(out) == r.Limit || from == 0 {
+			break
+		}
+		// Too few after the floor: read from the head for the rest.
+		from = 0
+	}
+	if len(out) == r.Limit {
+		s.floors.set(r.Source, oldest, now)
+	} else {
+		s.floors.forget(r.Source)
 	}
 	// RETURNING has no order, and the lease made every next attempt its
 	// end (see store.Store): callers get them in id order.
@@ -78,12 +104,17 @@ const leaseSettings = `SELECT set_config('enable_sort', 'off', true), set_config
 	set_config('plan_cache_mode', 'force_generic_plan', true), set_config('synchronous_commit', 'off', true)`
 
 // lease runs leaseSQL under leaseSettings, in one round trip: the batch's
-// statements are one implicit transaction.
-func (s *Store) lease(ctx context.Context, r store.LeaseRequest, now, until int64) ([]store.Delivery, error) {
+// statements are one implicit transaction. It returns the leased
+// deliveries and the oldest next attempt they had.
+func (s *Store) lease(ctx context.Context, source, owner string, limit int, now, until, from int64) ([]store.Delivery, int64, error) {
 	b := &pgx.Batch{}
 	b.Queue(leaseSettings)
-	b.Queue(leaseSQL, r.Source, now, r.Limit, r.Owner, until)
+	if from == 0 {
+		from = math.MinInt64
+	}
+	b.Queue(leaseSQL, source, now, limit, owner, until, from)
 	br := s.pool.SendBatch(ctx, b)
+	var oldest int64 = math.MaxInt64
 	out, err := func() ([]store.Delivery, error) {
 		if _, err := br.Exec(); err != nil {
 			return nil, err
@@ -92,15 +123,23 @@ func (s *Store) lease(ctx context.Context, r store.LeaseRequest, now, until int6
 		if err != nil {
 			return nil, err
 		}
-		return collect(rows, rowscan.DeliveryWithBody)
+		return collect(rows, func(sc rowscan.Scanner) (store.Delivery, error) {
+			var d store.Delivery
+			var form int16
+			var due int64
+			err := rowscan.Delivery(sc, &d, &d.Body, &form, &due)
+			d.Form = store.Form(form)
+			oldest = min(oldest, due)
+			return d, err
+		})
 	}()
 	if cerr := br.Close(); err == nil {
 		err = cerr
 	}
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
-	return out, nil
+	return out, oldest, nil
 }
 
 // Complete implements store.Store. Completions of concurrent callers are
@@ -120,7 +159,13 @@ func (s *Store) Complete(ctx context.Context, cs []store.Completion) error {
 	// on record.
 	req := completion{cs: cs, done: make(chan error, 1)}
 	s.completions <- req
-	return <-req.done
+	err = <-req.done
+	for _, c := range cs {
+		if c.Status == store.Pending {
+			s.floors.lowerAll(store.Millis(c.NextAttempt))
+		}
+	}
+	return err
 }
 
 type completion struct {
@@ -222,6 +267,7 @@ func (s *Store) Reclaim(ctx context.Context, now time.Time) (int, error) {
 		return 0, err
 	}
 	defer leave()
+	defer s.floors.reset()
 	tag, err := s.pool.Exec(ctx, `UPDATE deliveries SET lease_owner = NULL, lease_expires_at = 0
 		WHERE lease_owner IS NOT NULL AND lease_expires_at < $1`, store.Millis(now))
 	return int(tag.RowsAffected()), err
@@ -235,6 +281,7 @@ func (s *Store) Retry(ctx context.Context, ids []int64, f store.Filter, now time
 		return 0, err
 	}
 	defer leave()
+	defer s.floors.reset()
 	at := store.Millis(now)
 	const set = `UPDATE deliveries SET status = 'pending', attempts = 0, first_attempt_at = 0, next_attempt_at = $1,
 		last_error = '', updated_at = $1 WHERE id IN (SELECT d.id FROM deliveries d`

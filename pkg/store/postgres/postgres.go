@@ -71,6 +71,7 @@ type Store struct {
 	stop        context.Context // ends at Close: what background work runs under
 	cancelStop  context.CancelFunc
 	syncHook    synchook.Hook // SetSyncHook's
+	floors      floors        // where Lease starts reading each source's due deliveries
 }
 
 var _ store.Store = (*Store)(nil)
@@ -249,6 +250,11 @@ func (s *Store) IngestLeased(ctx context.Context, msgs []store.Message, lease st
 	case d := <-r.done:
 		if d.err != nil {
 			return nil, classify(d.err)
+		}
+		for i := range msgs {
+			if len(msgs[i].Destinations) > 0 {
+				s.floors.lower(msgs[i].Source, store.Millis(msgs[i].ReceivedAt))
+			}
 		}
 		return d.leased, nil
 	case <-ctx.Done():
