@@ -16,6 +16,10 @@ type finishing struct {
 	l     *lane
 	c     store.Completion
 	retry bool
+	// closes is l.closings() when the delivery's endpoints were chosen:
+	// an endpoint that closed since may have released what waited on it
+	// before this outcome was on record (see record).
+	closes uint64
 }
 
 // complete hands c to the completer: the delivery's slot is free as soon
@@ -24,8 +28,8 @@ type finishing struct {
 // record the delivery stays leased; a crash before that makes it again
 // once the lease is taken back, exactly as a crash between the request
 // and the record always did: at least once.
-func (f *Forwarder) complete(l *lane, c store.Completion, retry bool) {
-	f.completions <- finishing{l, c, retry}
+func (f *Forwarder) complete(l *lane, c store.Completion, retry bool, closes uint64) {
+	f.completions <- finishing{l, c, retry, closes}
 }
 
 // completer records what arrives on in, in groups, until in is closed and
@@ -55,17 +59,20 @@ func (f *Forwarder) completer(in <-chan finishing) {
 	}
 }
 
-// completeNow records one outcome at once, for a caller that must know it
-// is on record (see hold).
-func (f *Forwarder) completeNow(l *lane, c store.Completion, retry bool) {
-	x := []finishing{{l, c, retry}}
-	f.record(x, f.cfg.Store.Complete(context.Background(), []store.Completion{c}))
-}
-
 // record tells the observer and the log what was recorded, or that it
-// could not be.
+// could not be. A retry recorded after one of its lane's endpoints closed
+// missed that closing's release (it was not on record yet): the lane
+// releases again, so it does not wait out its backoff behind a healthy
+// endpoint.
 func (f *Forwarder) record(group []finishing, err error) {
+	var again map[*lane]bool
 	for _, x := range group {
+		if err == nil && x.c.Status == store.Pending && x.l.closings() != x.closes {
+			if again == nil {
+				again = map[*lane]bool{}
+			}
+			again[x.l] = true
+		}
 		if err != nil {
 			// The lease runs out and the delivery is made again: at least once.
 			f.cfg.Logger.Error("record delivery", "source", x.l.source, "delivery", x.c.ID, "err", err)
@@ -79,5 +86,8 @@ func (f *Forwarder) record(group []finishing, err error) {
 			lvl = slog.LevelWarn
 		}
 		f.cfg.Logger.Log(context.Background(), lvl, "delivery", deliveryLog(x.l.source, x.c)...)
+	}
+	for l := range again {
+		f.release(l)
 	}
 }

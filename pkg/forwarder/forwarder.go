@@ -428,6 +428,13 @@ func (f *Forwarder) Ingest(ctx context.Context, msgs []store.Message) error {
 	if l == nil {
 		return nil
 	}
+	if len(ds) > n {
+		// More than the lease asked for breaks the store's contract;
+		// those wait for their lease to run out rather than overrun the
+		// bound and its accounting.
+		f.cfg.Logger.Error("store leased more than asked", "source", l.source, "asked", n, "leased", len(ds))
+		ds = ds[:n]
+	}
 	f.finished(l, &l.fresh, n-len(ds))
 	for _, d := range ds {
 		go func() {
@@ -506,7 +513,7 @@ func (f *Forwarder) deliver(ctx context.Context, l *lane, d store.Delivery, prob
 	if err != nil {
 		// Not something a later attempt can fix.
 		c.Status, c.LastError = store.Failed, err.Error()
-		f.complete(l, c, false)
+		f.complete(l, c, false, l.closings())
 		return
 	}
 	g := f.gate(l, probe)
@@ -558,7 +565,7 @@ func (f *Forwarder) deliver(ctx context.Context, l *lane, d store.Delivery, prob
 			c.Status = store.Failed
 		}
 	}
-	f.complete(l, c, retry)
+	f.complete(l, c, retry, g.closes)
 }
 
 // deliveryLog is the key-value list of a finished delivery's log line. A

@@ -166,12 +166,10 @@ func (f *Forwarder) hold(l *lane, d store.Delivery, c store.Completion, g *gate)
 	default:
 		c.Status = store.Dead
 	}
-	f.completeNow(l, c, false)
-	if c.Status == store.Pending && l.closings() != g.closes {
-		// An endpoint closed while this was decided: its release may have
-		// run before this was recorded.
-		f.release(l)
-	}
+	// On record at once, and released again by record when an endpoint
+	// closed while this was decided.
+	x := []finishing{{l, c, false, g.closes}}
+	f.record(x, f.cfg.Store.Complete(context.Background(), []store.Completion{c}))
 }
 
 // transition records b's state: the observer's gauge and the store's row,

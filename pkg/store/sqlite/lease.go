@@ -4,16 +4,21 @@ import (
 	"strconv"
 )
 
-// leases are the store's leases, in memory: one process uses a file at a
+// leases are the store's leases, in memory: one serve uses a file at a
 // time (see Lock), and Reclaim releases every lease when the next one
 // starts, so a lease need never reach the disk. Taking one is a read, and
 // a group of only Lease calls commits nothing and waits for no fsync.
-// Only the writer goroutine touches them, from inside ops: a lease taken
-// or dropped in a transaction that then fails is at worst a delivery made
-// twice, which at-least-once allows.
+// Only the writer goroutine touches them, from inside ops, and what an op
+// changed is undone when its part of the transaction is (journal).
+//
+// A tool that opens the file beside serve (evfwd deliveries) has its own,
+// empty, leases: its Retry cannot see serve's, and resets a delivery in
+// flight too; the outcome serve records for it then stands.
 type leases struct {
-	by       map[int64]leaseOf // by delivery id
-	inSource map[string]int    // entries of by per source
+	by map[int64]leaseOf // by delivery id
+	// journal undoes, last first, the changes of the transaction under
+	// way (see mark, undo, settle).
+	journal []func()
 	// cursors are where each source's last Lease stopped in the due
 	// index: the next one reads on from there instead of stepping again
 	// over the leased rows at the index's head.
@@ -38,24 +43,48 @@ type leaseOf struct {
 }
 
 func newLeases() leases {
-	return leases{by: map[int64]leaseOf{}, inSource: map[string]int{}, cursors: map[string]cursor{}}
+	return leases{by: map[int64]leaseOf{}, cursors: map[string]cursor{}}
 }
 
 // take records a lease of delivery id, replacing any.
 func (ls *leases) take(id int64, l leaseOf) {
-	if old, ok := ls.by[id]; ok {
-		ls.inSource[old.source]--
-	}
+	ls.keep(id)
 	ls.by[id] = l
-	ls.inSource[l.source]++
 }
 
 // drop forgets the lease of delivery id.
 func (ls *leases) drop(id int64) {
-	if old, ok := ls.by[id]; ok {
-		ls.inSource[old.source]--
-		delete(ls.by, id)
+	ls.keep(id)
+	delete(ls.by, id)
+}
+
+// keep journals delivery id's lease as it is now.
+func (ls *leases) keep(id int64) {
+	old, had := ls.by[id]
+	ls.journal = append(ls.journal, func() {
+		if had {
+			ls.by[id] = old
+		} else {
+			delete(ls.by, id)
+		}
+	})
+}
+
+// mark is the journal's length, for undo.
+func (ls *leases) mark() int { return len(ls.journal) }
+
+// undo reverts the changes journaled since mark.
+func (ls *leases) undo(mark int) {
+	for i := len(ls.journal) - 1; i >= mark; i-- {
+		ls.journal[i]()
 	}
+	ls.journal = ls.journal[:mark]
+}
+
+// settle keeps the changes journaled: their transaction is over.
+func (ls *leases) settle() {
+	clear(ls.journal)
+	ls.journal = ls.journal[:0]
 }
 
 // held reports whether delivery id is under a lease that has not run out
@@ -92,7 +121,6 @@ func (ls *leases) live(now int64) string {
 func (ls *leases) clear() int {
 	n := len(ls.by)
 	clear(ls.by)
-	clear(ls.inSource)
 	clear(ls.cursors)
 	return n
 }

@@ -343,12 +343,17 @@ func (s *Store) commit(group []*op) {
 	errs := make([]error, len(group))
 	ctx := context.Background()
 	tx := s.wtx
+	// What an op did to the leases in memory is undone with what it did
+	// to the file: when it fails, or when the whole transaction does.
+	defer s.leases.settle()
 	err := tx.run(ctx, func() error {
 		for i, o := range group {
 			if _, err := tx.ExecContext(ctx, "SAVEPOINT op"); err != nil {
 				return err
 			}
+			mark := s.leases.mark()
 			if errs[i] = o.apply(ctx, tx); errs[i] != nil {
+				s.leases.undo(mark)
 				if _, err := tx.ExecContext(ctx, "ROLLBACK TO op"); err != nil {
 					// SQLite rolled the whole transaction back (it may on
 					// SQLITE_FULL): the op's error is why.
@@ -361,6 +366,9 @@ func (s *Store) commit(group []*op) {
 		}
 		return nil
 	})
+	if err != nil {
+		s.leases.undo(0)
+	}
 	for i, o := range group {
 		if o.msgs > 0 {
 			s.pending.Add(-int64(o.msgs))
@@ -406,7 +414,7 @@ func (s *Store) IngestLeased(ctx context.Context, msgs []store.Message, lease st
 // insertMessages stores msgs and their deliveries, leasing the first
 // lease.Limit deliveries (see IngestLeased), and returns those.
 func insertMessages(ctx context.Context, tx *wtx, msgs []store.Message, now int64, lease store.IngestLease) ([]store.Delivery, error) {
-	in := ingestion{now: now, room: lease.Limit}
+	in := ingestion{now: now, limit: lease.Limit, room: lease.Limit}
 	for len(msgs) > 0 {
 		n := min(len(msgs), insertChunk)
 		if err := in.chunk(ctx, tx, msgs[:n]); err != nil {
@@ -425,6 +433,7 @@ const insertChunk = 100
 // ingestion is one IngestLeased call's progress through its chunks.
 type ingestion struct {
 	now    int64
+	limit  int // deliveries to lease at most
 	room   int // deliveries still to lease
 	leased []store.Delivery
 }
@@ -511,23 +520,25 @@ func (in *ingestion) deliverAll(ctx context.Context, tx *wtx, msgs []store.Messa
 			stored = append(stored, &msgs[i])
 		}
 	} else {
-		byID := make(map[string]*store.Message, len(msgs))
+		type key struct{ source, id string }
+		byKey := make(map[key]*store.Message, len(msgs))
 		for i := range msgs {
-			if _, dup := byID[msgs[i].MessageID]; !dup {
-				byID[msgs[i].MessageID] = &msgs[i]
+			k := key{msgs[i].Source, msgs[i].MessageID}
+			if _, dup := byKey[k]; !dup {
+				byKey[k] = &msgs[i]
 			}
 		}
-		rows, err := tx.QueryContext(ctx, `SELECT message_id FROM messages WHERE id > ? ORDER BY id`, before)
+		rows, err := tx.QueryContext(ctx, `SELECT source, message_id FROM messages WHERE id > ? ORDER BY id`, before)
 		if err != nil {
 			return err
 		}
 		for rows.Next() {
-			var id string
-			if err := rows.Scan(&id); err != nil {
+			var k key
+			if err := rows.Scan(&k.source, &k.id); err != nil {
 				rows.Close()
 				return err
 			}
-			stored = append(stored, byID[id])
+			stored = append(stored, byKey[k])
 		}
 		rows.Close()
 		if err := rows.Err(); err != nil {
@@ -627,8 +638,8 @@ func (in *ingestion) deliverEach(ctx context.Context, tx *wtx, msgs []store.Mess
 			return err
 		}
 		m := lease[leaseKey{msg, d.Destination}]
-		if m == nil {
-			continue
+		if m == nil || len(in.leased) == in.limit {
+			continue // not leased; or a destination named twice
 		}
 		in.leased = append(in.leased, in.delivery(d.ID, d.Destination, m))
 	}

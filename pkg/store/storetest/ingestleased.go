@@ -58,6 +58,34 @@ func testIngestLeased(t *testing.T, s store.Store) {
 	asStored(t, s, got)
 }
 
+// testIngestLeasedKeys: a message is its source and id together, and a
+// lease never covers more deliveries than its limit, whatever the
+// messages ask for.
+func testIngestLeasedKeys(t *testing.T, s store.Store) {
+	ctx := context.Background()
+	until := t0.Add(time.Minute)
+	ingest(t, s, Msg("app", "x", 0, true))
+	got, err := s.IngestLeased(ctx, []store.Message{Msg("app", "x", 0, true), Msg("web", "x", 0, true)},
+		store.IngestLease{Owner: "n1", Until: until, Limit: 5})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 1 || got[0].Source != "web" || string(got[0].Body) != string(Msg("web", "x", 0, true).Body) {
+		t.Fatalf("leased %+v, want web's x alone", got)
+	}
+	asStored(t, s, got)
+
+	twice := Msg("web", "y", 0, true)
+	twice.Destinations = append(twice.Destinations, store.DestinationWebhooks)
+	got, err = s.IngestLeased(ctx, []store.Message{twice}, store.IngestLease{Owner: "n1", Until: until, Limit: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 1 {
+		t.Fatalf("leased %d deliveries with a limit of 1", len(got))
+	}
+}
+
 // testIngestLeasedComplete: the owner completes what IngestLeased leased to
 // it, with no Lease call between.
 func testIngestLeasedComplete(t *testing.T, s store.Store) {

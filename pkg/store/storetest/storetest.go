@@ -29,6 +29,7 @@ func Run(t *testing.T, open Open) {
 		{"IngestSkipsKnownMessageIDs", testIngestDuplicate},
 		{"IngestLeased", testIngestLeased},
 		{"IngestLeasedThenComplete", testIngestLeasedComplete},
+		{"IngestLeasedKeys", testIngestLeasedKeys},
 		{"LeaseIsExclusiveUntilExpiry", testLeaseExclusive},
 		{"LeaseOnlyDueOfSource", testLeaseDueSource},
 		{"CompleteRecordsAttempts", testComplete},
