@@ -25,7 +25,10 @@ const floorTTL = time.Second
 // and whenever this Store makes a delivery of the source due before it
 // (an ingest, a completion to retry, Retry, Release, Reclaim); the others
 // make deliveries due at their own now, after every floor of a live node
-// as long as their clocks agree within floorTTL.
+// as long as their clocks agree within floorTTL. What else a floor can
+// pass over, a due row that another transaction held locked (SKIP LOCKED)
+// and then let go unchanged, or one committed late with an older time,
+// waits at most floorTTL longer.
 type floors struct {
 	mu sync.Mutex
 	m  map[string]floor // by source
