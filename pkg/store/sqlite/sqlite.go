@@ -87,6 +87,10 @@ type op struct {
 	apply func(ctx context.Context, tx *wtx) error
 	conn  func(ctx context.Context, tx *wtx) error
 	done  chan error
+	// read says apply writes nothing to the file (a Lease): the writer
+	// runs such ops ahead of its group, in a transaction of their own that
+	// commits without an fsync, so that they never wait on the group's.
+	read bool
 }
 
 // walLimit is the size the WAL is truncated back to after a checkpoint.
@@ -265,7 +269,17 @@ func (s *Store) Close() error {
 
 // do queues fn for the next group transaction and waits for its commit.
 func (s *Store) do(ctx context.Context, msgs int, fn func(context.Context, *wtx) error) error {
-	o := &op{msgs: msgs, apply: fn, done: make(chan error, 1)}
+	return s.queue(ctx, &op{msgs: msgs, apply: fn, done: make(chan error, 1)})
+}
+
+// doRead is do for an fn that writes nothing to the file (see op.read).
+func (s *Store) doRead(ctx context.Context, fn func(context.Context, *wtx) error) error {
+	return s.queue(ctx, &op{apply: fn, done: make(chan error, 1), read: true})
+}
+
+// queue queues o and waits for its outcome.
+func (s *Store) queue(ctx context.Context, o *op) error {
+	msgs := o.msgs
 	s.mu.RLock()
 	if s.closed {
 		s.mu.RUnlock()
@@ -327,6 +341,10 @@ func (s *Store) writer() {
 // run commits group, whose last op may be a connection op: that one runs
 // after the others' transaction, on its own.
 func (s *Store) run(group []*op) {
+	if reads := readsFirst(group); reads > 0 && reads < len(group) {
+		s.commit(group[:reads])
+		group = group[reads:]
+	}
 	last := group[len(group)-1]
 	if last.conn == nil {
 		s.commit(group)
@@ -336,6 +354,20 @@ func (s *Store) run(group []*op) {
 		s.commit(group[:len(group)-1])
 	}
 	last.done <- last.conn(context.Background(), s.wtx)
+}
+
+// readsFirst moves group's read ops (but a connection op, which stays
+// last) to its front, in order, and reports how many there are.
+func readsFirst(group []*op) int {
+	n := 0
+	for i, o := range group {
+		if o.read && o.conn == nil {
+			copy(group[n+1:i+1], group[n:i])
+			group[n] = o
+			n++
+		}
+	}
+	return n
 }
 
 // commit runs group in one transaction and answers every op.
@@ -673,7 +705,7 @@ func (s *Store) Lease(ctx context.Context, r store.LeaseRequest) ([]store.Delive
 	now := store.Millis(r.Now)
 	until := store.Millis(r.Now.Add(r.TTL))
 	var out []store.Delivery
-	err := s.do(ctx, 0, func(ctx context.Context, tx *wtx) error {
+	err := s.doRead(ctx, func(ctx context.Context, tx *wtx) error {
 		// The due ids from the index alone, in order, past those leased:
 		// on from where the last Lease stopped, or from the start once a
 		// second and when that finds too few.
