@@ -80,14 +80,13 @@ func (s *Store) ingestGroup(group []*ingestReq) {
 	}
 	if len(live) == 1 {
 		r := live[0]
-		leased, err := s.ingestOne(r.ctx, r.in)
+		leased, err := s.ingestOne(s.stop, r.in)
 		r.done <- ingestDone{leased, err}
 		return
 	}
 	var leased [][]store.Delivery
 	// The group runs to its end whatever its callers' contexts: it is
-	// theirs together, and a caller that leaves is only not answered.
-	// Close ends it (once every caller has left) rather than wait on it.
+	// theirs together, and each waits for its answer.
 	err := again(func() error {
 		var err error
 		leased, err = s.ingestBatch(s.stop, live)
@@ -103,7 +102,7 @@ func (s *Store) ingestGroup(group []*ingestReq) {
 	// the server refuses (a NUL byte in a text, say) must not fail the
 	// others: each runs alone, with its own outcome.
 	for _, r := range live {
-		leased, err := s.ingestOne(r.ctx, r.in)
+		leased, err := s.ingestOne(s.stop, r.in)
 		r.done <- ingestDone{leased, err}
 	}
 }

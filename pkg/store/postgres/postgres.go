@@ -238,28 +238,26 @@ func (s *Store) IngestLeased(ctx context.Context, msgs []store.Message, lease st
 	defer s.pending.Add(-int64(len(msgs)))
 
 	// The group's statements commit together (ingestgroup.go): nil means
-	// committed; an error, even a cancelled ctx after commit, is only not
-	// acknowledged and the client's retry is skipped as a known messageId.
+	// committed. Once queued, the request is applied or refused whatever
+	// ctx does, and its caller waits for which: one that left after the
+	// commit would leave deliveries leased to it that nobody sends until
+	// the lease runs out.
 	r := &ingestReq{ctx: ctx, in: newIngest(msgs, store.Millis(s.opts.Now()), lease), done: make(chan ingestDone, 1)}
 	select {
 	case s.ingests <- r:
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	}
-	select {
-	case d := <-r.done:
-		if d.err != nil {
-			return nil, classify(d.err)
-		}
-		for i := range msgs {
-			if len(msgs[i].Destinations) > 0 {
-				s.floors.lower(msgs[i].Source, store.Millis(msgs[i].ReceivedAt))
-			}
-		}
-		return d.leased, nil
-	case <-ctx.Done():
-		return nil, ctx.Err()
+	d := <-r.done
+	if d.err != nil {
+		return nil, classify(d.err)
 	}
+	for i := range msgs {
+		if len(msgs[i].Destinations) > 0 {
+			s.floors.lower(msgs[i].Source, store.Millis(msgs[i].ReceivedAt))
+		}
+	}
+	return d.leased, nil
 }
 
 // ingest is one IngestLeased call's statement: its arguments, and what
