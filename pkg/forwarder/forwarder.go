@@ -144,8 +144,9 @@ type lane struct {
 	breakers []*breaker
 	wake     chan struct{}
 	mu       sync.Mutex
-	inflight int // leased by the lane, in flight
-	fresh    int // claimed by Ingest, in flight
+	inflight int              // leased by the lane, in flight
+	ready    []store.Delivery // leased by the lane ahead, waiting for a slot
+	fresh    int              // claimed by Ingest, in flight
 }
 
 // New checks cfg and returns a Forwarder.
@@ -263,6 +264,9 @@ func (f *Forwarder) Run(ctx context.Context) error {
 		interrupt()
 		<-done
 	}
+	for _, l := range f.lanes {
+		f.unready(l)
+	}
 	close(f.completions)
 	<-recorded
 	return nil
@@ -299,34 +303,51 @@ func (f *Forwarder) runLane(ctx, deliverCtx context.Context, l *lane) {
 // got all it asked for.
 func (f *Forwarder) fill(ctx, deliverCtx context.Context, l *lane) (got, full bool) {
 	l.mu.Lock()
-	room, busy := f.cfg.PerSource-l.inflight, l.inflight > 0
+	room, queued, busy := f.cfg.PerSource-l.inflight, len(l.ready), l.inflight > 0
 	l.mu.Unlock()
-	// A busy lane waits until it can lease a group: a Lease costs about
-	// as much for one delivery as for many.
-	if room <= 0 || busy && room < f.leaseMin() {
-		return false, false
+	// A busy lane leases ahead (l.ready), so that a slot that frees takes
+	// its next delivery at once instead of waiting for a Lease round trip
+	// (on PostgreSQL a third of a delivery's time).
+	extra := 0
+	if busy {
+		extra = max(0, f.readAhead()-queued)
 	}
 	// Endpoints' health: when every one is open, lease nothing until a
 	// probe is due, and then one delivery, to make it.
 	var probe *breaker
 	switch m, b := l.mode(f.cfg.Now()); m {
 	case modeNone:
+		f.unready(l)
 		return false, false
 	case modeProbe:
-		probe, room = b, 1
+		f.unready(l)
+		probe, room, extra = b, min(room, 1), 0
 	}
-	// Wait for the first token rather than sleep a whole Poll: another
-	// lane may hold them only for its Lease and hand them back unused,
-	// which wakes no one.
-	select {
-	case f.sem <- struct{}{}:
-	default:
-		// None is free: wait for one, saying so first (to a test).
-		f.tell(l, laneStarved, 0)
+	room = max(room, 0)
+	// A busy lane waits until it can lease a group: a Lease costs about
+	// as much for one delivery as for many.
+	if room+extra == 0 || busy && room+extra < f.leaseMin() {
+		return false, false
+	}
+	tokens := 0
+	if room > 0 {
 		select {
 		case f.sem <- struct{}{}:
-		case <-ctx.Done():
-			return false, false
+			tokens = 1
+		default:
+			if extra > 0 {
+				break // lease ahead only
+			}
+			// Wait for the first token rather than sleep a whole Poll:
+			// another lane may hold them only for its Lease and hand them
+			// back unused, which wakes no one. Say so first (to a test).
+			f.tell(l, laneStarved, 0)
+			select {
+			case f.sem <- struct{}{}:
+				tokens = 1
+			case <-ctx.Done():
+				return false, false
+			}
 		}
 	}
 	if probe != nil {
@@ -338,8 +359,7 @@ func (f *Forwarder) fill(ctx, deliverCtx context.Context, l *lane) (got, full bo
 			f.transition(l, probe)
 		}
 	}
-	tokens := 1
-	for tokens < room {
+	for tokens > 0 && tokens < room {
 		select {
 		case f.sem <- struct{}{}:
 			tokens++
@@ -348,14 +368,21 @@ func (f *Forwarder) fill(ctx, deliverCtx context.Context, l *lane) (got, full bo
 		}
 		break
 	}
-	ds, err := f.cfg.Store.Lease(ctx, store.LeaseRequest{
-		Owner: f.cfg.Owner, Source: l.source, Limit: tokens, Now: f.cfg.Now(), TTL: f.cfg.LeaseTTL,
+	// Deliveries leased ahead go first.
+	var ds []store.Delivery
+	l.mu.Lock()
+	n := min(tokens, len(l.ready))
+	ds, l.ready = append(ds, l.ready[:n]...), l.ready[n:]
+	l.mu.Unlock()
+	limit := tokens - len(ds) + extra
+	leased, err := f.cfg.Store.Lease(ctx, store.LeaseRequest{
+		Owner: f.cfg.Owner, Source: l.source, Limit: limit, Now: f.cfg.Now(), TTL: f.cfg.LeaseTTL,
 	})
 	if err != nil && ctx.Err() == nil {
 		f.cfg.Logger.Error("lease deliveries", "source", l.source, "err", err)
 	}
-	f.tell(l, laneLeased, len(ds))
-	if probe != nil && len(ds) == 0 {
+	f.tell(l, laneLeased, len(leased))
+	if probe != nil && len(leased) == 0 {
 		// Nothing is due to make the probe with. Held deliveries wait for
 		// one: make them due, and the next pass takes one. With none, the
 		// probe waits a step (each failed delivery's own next attempt is
@@ -373,20 +400,66 @@ func (f *Forwarder) fill(ctx, deliverCtx context.Context, l *lane) (got, full bo
 		}
 		f.transition(l, probe)
 	}
+	n = min(tokens-len(ds), len(leased))
+	ds = append(ds, leased[:n]...)
 	for range tokens - len(ds) {
 		<-f.sem
 	}
 	l.mu.Lock()
+	l.ready = append(l.ready, leased[n:]...)
 	l.inflight += len(ds)
 	l.mu.Unlock()
 	for _, d := range ds {
 		f.wg.Add(1)
-		go func() {
-			f.deliver(deliverCtx, l, d, probe)
-			f.finished(l, &l.inflight, 1)
-		}()
+		go f.send(ctx, deliverCtx, l, d, probe)
 	}
-	return len(ds) > 0, len(ds) == tokens
+	return len(leased) > 0, len(leased) == limit
+}
+
+// send delivers d and then, while the lane runs, those leased ahead, in
+// one slot, and frees the slot when none is left.
+func (f *Forwarder) send(ctx, deliverCtx context.Context, l *lane, d store.Delivery, probe *breaker) {
+	for {
+		f.deliver(deliverCtx, l, d, probe)
+		probe = nil
+		l.mu.Lock()
+		if len(l.ready) == 0 || ctx.Err() != nil {
+			l.mu.Unlock()
+			f.finished(l, &l.inflight, 1)
+			return
+		}
+		d, l.ready = l.ready[0], l.ready[1:]
+		low := len(l.ready) < f.readAhead()/2
+		l.mu.Unlock()
+		if low {
+			l.poke()
+		}
+	}
+}
+
+// readAhead is how many deliveries a busy lane keeps leased ahead.
+func (f *Forwarder) readAhead() int { return f.cfg.PerSource / 2 }
+
+// unready gives back what l leased ahead: due again now, its attempts as
+// they were. The lane stops (its leases would run out unsent), or its
+// endpoints are open (what it leases next is a probe).
+func (f *Forwarder) unready(l *lane) {
+	l.mu.Lock()
+	ready := l.ready
+	l.ready = nil
+	l.mu.Unlock()
+	if len(ready) == 0 {
+		return
+	}
+	cs := make([]store.Completion, len(ready))
+	for i, d := range ready {
+		cs[i] = store.Completion{ID: d.ID, Owner: f.cfg.Owner, Status: store.Pending, Attempts: d.Attempts,
+			FirstAttempt: d.FirstAttempt, NextAttempt: f.cfg.Now(), LastError: d.LastError}
+	}
+	if err := f.cfg.Store.Complete(context.Background(), cs); err != nil {
+		// Their leases run out, and they are due then.
+		f.cfg.Logger.Error("give back deliveries leased ahead", "source", l.source, "n", len(cs), "err", err)
+	}
 }
 
 // leaseMin is the group a busy lane waits to have room for.
