@@ -141,3 +141,36 @@ func messageID(t *testing.T, body []byte) string {
 	}
 	return m.MessageID
 }
+
+// What a busy lane leased ahead goes back when Run stops: due at once for
+// the next forwarder, no attempt spent, like the deliveries it interrupted.
+func TestStopGivesBackWhatWasLeasedAhead(t *testing.T) {
+	t.Parallel()
+	c := newClock()
+	s := openStore(t, c)
+	h := newHook(t, gated())
+	var backlog []store.Message
+	for i := range 6 {
+		backlog = append(backlog, msg("web", fmt.Sprint("b", i)))
+	}
+	ingest(t, s, backlog...)
+	f := start(t, c, Config{Store: s, PerSource: 2, MaxInFlight: 8, Destinations: map[string]*webhook.Destination{"web": dest(h)}})
+	waitFor(t, "the lane full", func() bool { cur, _ := h.gauge.get(); return cur == 2 })
+	f.quiet(t, "web")
+	if n := f.tracer.leased("web", 0); n != 2+f.readAhead() {
+		t.Fatalf("leased %d, want 2 in flight and %d ahead", n, f.readAhead())
+	}
+	f.stop(t) // the grace period ends with the two held requests interrupted
+	ds, err := s.Lease(context.Background(), store.LeaseRequest{Owner: "next", Source: "web", Limit: 10, Now: c.Now(), TTL: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ds) != 6 {
+		t.Fatalf("the next forwarder leased %d deliveries, want all 6", len(ds))
+	}
+	for _, d := range ds {
+		if d.Attempts != 0 {
+			t.Errorf("%s: %d attempts counted, want 0", d.MessageID, d.Attempts)
+		}
+	}
+}
