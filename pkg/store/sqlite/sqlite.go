@@ -59,25 +59,19 @@ type Options struct {
 
 // Store is the SQLite implementation of store.Store.
 type Store struct {
-	path     string
-	read     *sql.DB
-	write    *sql.DB
-	wtx      *wtx // the writer's connection; only the writer goroutine uses it
-	leases   leases
-	opts     Options
-	ops      chan *op
-	pending  atomic.Int64 // messages queued for the writer
-	closing  chan struct{}
-	done     chan struct{}
-	once     sync.Once
-	stopOnce sync.Once
-	mu       sync.RWMutex // held for reading while queueing; Close takes it to stop queueing
-	closed   bool
-
-	// The background checkpointer (checkpoint.go): the writer kicks it.
-	kick, stopCheckpoints, checkpointsDone chan struct{}
-	commits                                int       // since the last kick; the writer's
-	kicked                                 time.Time // the writer's
+	path    string
+	read    *sql.DB
+	write   *sql.DB
+	wtx     *wtx // the writer's connection; only the writer goroutine uses it
+	leases  leases
+	opts    Options
+	ops     chan *op
+	pending atomic.Int64 // messages queued for the writer
+	closing chan struct{}
+	done    chan struct{}
+	once    sync.Once
+	mu      sync.RWMutex // held for reading while queueing; Close takes it to stop queueing
+	closed  bool
 
 	deletionStep int           // messages per deletion step (deletionPageSize; tests use less)
 	syncHook     synchook.Hook // SetSyncHook's
@@ -234,10 +228,6 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 	// The writer keeps the one write connection for the life of the
 	// store, with the statements it prepared on it.
 	c, err := write.Conn(ctx)
-	if err == nil {
-		// The checkpointer copies the WAL instead (checkpoint.go).
-		_, err = c.ExecContext(ctx, `PRAGMA wal_autocheckpoint = 0`)
-	}
 	if err != nil {
 		write.Close()
 		read.Close()
@@ -250,8 +240,6 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 		closing:      make(chan struct{}),
 		done:         make(chan struct{}),
 	}
-	s.kick, s.stopCheckpoints, s.checkpointsDone = make(chan struct{}, 1), make(chan struct{}), make(chan struct{})
-	go s.checkpointer(s.kick, s.stopCheckpoints, s.checkpointsDone)
 	go s.writer()
 	if opts.NoRecover {
 		return s, nil
@@ -276,8 +264,6 @@ func (s *Store) Close() error {
 		s.mu.Unlock()
 	})
 	<-s.done
-	s.stopOnce.Do(func() { close(s.stopCheckpoints) })
-	<-s.checkpointsDone
 	return errors.Join(s.wtx.close(), s.write.Close(), s.read.Close())
 }
 
@@ -349,7 +335,6 @@ func (s *Store) writer() {
 			}
 		}
 		s.run(group)
-		s.committed()
 	}
 }
 
