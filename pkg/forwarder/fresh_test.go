@@ -18,16 +18,7 @@ import (
 // store for the lane, leased by no one.
 func TestIngestSendsFreshAheadOfBacklog(t *testing.T) {
 	t.Parallel()
-	c := newClock()
-	s := openStore(t, c)
-	h := newHook(t, gated())
-	var backlog []store.Message
-	for i := range 5 {
-		backlog = append(backlog, msg("web", fmt.Sprint("b", i)))
-	}
-	ingest(t, s, backlog...)
-	f := start(t, c, Config{Store: s, PerSource: 2, MaxInFlight: 8, Destinations: map[string]*webhook.Destination{"web": dest(h)}})
-	waitFor(t, "the backlog to fill the lane", func() bool { cur, _ := h.gauge.get(); return cur == 2 })
+	c, s, h, f := backlogged(t, 5)
 
 	fresh := []store.Message{msg("web", "f0"), msg("web", "f1"), msg("web", "f2")}
 	if err := f.Ingest(context.Background(), fresh); err != nil {
@@ -146,16 +137,7 @@ func messageID(t *testing.T, body []byte) string {
 // the next forwarder, no attempt spent, like the deliveries it interrupted.
 func TestStopGivesBackWhatWasLeasedAhead(t *testing.T) {
 	t.Parallel()
-	c := newClock()
-	s := openStore(t, c)
-	h := newHook(t, gated())
-	var backlog []store.Message
-	for i := range 6 {
-		backlog = append(backlog, msg("web", fmt.Sprint("b", i)))
-	}
-	ingest(t, s, backlog...)
-	f := start(t, c, Config{Store: s, PerSource: 2, MaxInFlight: 8, Destinations: map[string]*webhook.Destination{"web": dest(h)}})
-	waitFor(t, "the lane full", func() bool { cur, _ := h.gauge.get(); return cur == 2 })
+	c, s, _, f := backlogged(t, 6)
 	f.quiet(t, "web")
 	if n := f.tracer.leased("web", 0); n != 2+f.readAhead() {
 		t.Fatalf("leased %d, want 2 in flight and %d ahead", n, f.readAhead())
@@ -173,4 +155,22 @@ func TestStopGivesBackWhatWasLeasedAhead(t *testing.T) {
 			t.Errorf("%s: %d attempts counted, want 0", d.MessageID, d.Attempts)
 		}
 	}
+}
+
+// backlogged stores n messages for a gated endpoint and runs a forwarder
+// of PerSource 2 on them until its lane is full: two requests held at the
+// endpoint.
+func backlogged(t *testing.T, n int) (*clock, store.Store, *hook, *running) {
+	t.Helper()
+	c := newClock()
+	s := openStore(t, c)
+	h := newHook(t, gated())
+	var backlog []store.Message
+	for i := range n {
+		backlog = append(backlog, msg("web", fmt.Sprint("b", i)))
+	}
+	ingest(t, s, backlog...)
+	f := start(t, c, Config{Store: s, PerSource: 2, MaxInFlight: 8, Destinations: map[string]*webhook.Destination{"web": dest(h)}})
+	waitFor(t, "the backlog to fill the lane", func() bool { cur, _ := h.gauge.get(); return cur == 2 })
+	return c, s, h, f
 }
