@@ -34,8 +34,8 @@ type cursor struct {
 	scanned int64
 }
 
-// start is the cursor before every row.
-var start = cursor{at: -1}
+// indexStart is the cursor before every row.
+var indexStart = cursor{at: -1}
 
 type leaseOf struct {
 	source, owner string

@@ -716,7 +716,7 @@ func (s *Store) Lease(ctx context.Context, r store.LeaseRequest) ([]store.Delive
 			ids, c, err = s.dueAfter(ctx, tx, r.Source, c, now, r.Limit)
 		}
 		if err == nil && len(ids) < r.Limit {
-			ids, c, err = s.dueAfter(ctx, tx, r.Source, start, now, r.Limit)
+			ids, c, err = s.dueAfter(ctx, tx, r.Source, indexStart, now, r.Limit)
 			c.scanned = now
 		}
 		if err != nil || len(ids) == 0 {
@@ -850,12 +850,14 @@ func completeTx(ctx context.Context, tx *wtx, cs []store.Completion, held []bool
 	if records == 0 {
 		return nil
 	}
-	args = make([]any, 0, min(records, completeChunk)*11)
+	// attemptColumns is the parameters of one attempt row.
+	const attemptColumns = 11
+	args = make([]any, 0, min(records, completeChunk)*attemptColumns)
 	insert := func() error {
 		q.Reset()
 		q.WriteString(`INSERT INTO attempts (delivery, delivery_no, endpoint, url, started_at, latency_us, status, class,
 			error, excerpt, outcome) VALUES `)
-		for i := range len(args) / 11 {
+		for i := range len(args) / attemptColumns {
 			if i > 0 {
 				q.WriteByte(',')
 			}
@@ -869,7 +871,7 @@ func completeTx(ctx context.Context, tx *wtx, cs []store.Completion, held []bool
 		for _, a := range c.Records {
 			args = append(args, c.ID, a.Delivery, a.Endpoint, a.URL, store.Millis(a.Start), a.Latency.Microseconds(), a.Status,
 				a.Class, a.Error, a.Excerpt, a.Outcome)
-			if len(args) == completeChunk*11 {
+			if len(args) == completeChunk*attemptColumns {
 				if err := insert(); err != nil {
 					return err
 				}
