@@ -166,8 +166,10 @@ func (f *Forwarder) hold(l *lane, d store.Delivery, c store.Completion, g *gate)
 	default:
 		c.Status = store.Dead
 	}
-	// On record at once, and released again by record when an endpoint
-	// closed while this was decided.
+	// On record at once, not through the completer: the lane's next pass
+	// may release held deliveries for a probe, and this one must be among
+	// them. record releases again when an endpoint closed while this was
+	// decided.
 	x := []finishing{{l, c, false, g.closes}}
 	f.record(x, f.cfg.Store.Complete(context.Background(), []store.Completion{c}))
 }
