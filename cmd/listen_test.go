@@ -230,7 +230,7 @@ func TestListenFlags(t *testing.T) {
 		{nil, ListenOptions{Addr: "127.0.0.1:8788"}},
 		{
 			[]string{"--addr", ":9000", "--path", "/hooks", "--secret-file", "s", "--accept-invalid", "-v", "--record", "r.ndjson"},
-			ListenOptions{Addr: ":9000", Path: "/hooks", Secret: cli.Secret{File: "s"}, AcceptInvalid: true, Verbose: true, Record: "r.ndjson"},
+			ListenOptions{Addr: ":9000", Path: "/hooks", Secret: cli.Secret{Files: []string{"s"}}, AcceptInvalid: true, Verbose: true, Record: "r.ndjson"},
 		},
 		{
 			[]string{"--respond", "500,500,200", "--delay", "6s", "--fail-rate", "0.3"},

@@ -28,8 +28,8 @@ func TestSignFlags(t *testing.T) {
 		args []string
 		want SignOptions
 	}{
-		{[]string{"--secret", "s"}, SignOptions{Secret: cli.Secret{Value: "s"}}},
-		{[]string{"--secret-file", "f", "body.json", "--header"}, SignOptions{Secret: cli.Secret{File: "f"}, File: "body.json", Header: true}},
+		{[]string{"--secret", "s"}, SignOptions{Secret: cli.Secret{Values: []string{"s"}}}},
+		{[]string{"--secret-file", "f", "body.json", "--header"}, SignOptions{Secret: cli.Secret{Files: []string{"f"}}, File: "body.json", Header: true}},
 		{[]string{"-"}, SignOptions{File: "-"}},
 	}
 	for _, tt := range tests {

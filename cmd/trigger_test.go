@@ -40,12 +40,12 @@ func TestTriggerFlags(t *testing.T) {
 			with(func(o *TriggerOptions) {
 				o.Type, o.URLs = "identify", []string{"http://a", "https://b"}
 				o.Headers = []string{"Authorization: Bearer x", "X-A: 1"}
-				o.Secret, o.UserID, o.Data, o.CAFile = cli.Secret{File: "s"}, "u_1", "@m.json", "ca.pem"
+				o.Secret, o.UserID, o.Data, o.CAFile = cli.Secret{Files: []string{"s"}}, "u_1", "@m.json", "ca.pem"
 				o.RetryWindow, o.Timeout = 30*time.Minute, 2*time.Second
 			})},
 		{[]string{"page", "--url", "http://a", "-n", "1000", "-c", "16", "--event", "E", "--secret", "k"},
 			with(func(o *TriggerOptions) {
-				o.Type, o.URLs, o.Count, o.Concurrency, o.Event, o.Secret = "page", []string{"http://a"}, 1000, 16, "E", cli.Secret{Value: "k"}
+				o.Type, o.URLs, o.Count, o.Concurrency, o.Event, o.Secret = "page", []string{"http://a"}, 1000, 16, "E", cli.Secret{Values: []string{"k"}}
 			})},
 	}
 	for _, tt := range tests {

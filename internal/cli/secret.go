@@ -9,11 +9,13 @@ import (
 )
 
 // Secret is the shared secret of a destination, given by --secret,
-// --secret-file, EVFWD_SECRET or the config file, in that order. It is
+// --secret-file, EVFWD_SECRET or the config file, in that order. The flags
+// repeat, for a secret being rotated: every one given counts, --secret
+// values first, then --secret-file files, each in the order given. It is
 // never printed.
 type Secret struct {
-	Value string // --secret
-	File  string // --secret-file
+	Values []string // --secret
+	Files  []string // --secret-file
 
 	// Where Resolve looks when no flag gives it (see Lookup).
 	getenv func(string) string
@@ -26,34 +28,60 @@ func (s *Secret) Lookup(getenv func(string) string, cfg *Config) { s.getenv, s.c
 
 // AddFlags registers --secret and --secret-file on cmd.
 func (s *Secret) AddFlags(cmd *cobra.Command) {
-	cmd.Flags().StringVar(&s.Value, "secret", "", "shared secret (prefer --secret-file or "+EnvPrefix+"SECRET: flags show in ps)")
-	cmd.Flags().StringVar(&s.File, "secret-file", "", "read the shared secret from `FILE` (one trailing newline ignored)")
+	cmd.Flags().StringArrayVar(&s.Values, "secret", nil, "shared secret, repeatable (prefer --secret-file or "+EnvPrefix+"SECRET: flags show in ps)")
+	cmd.Flags().StringArrayVar(&s.Files, "secret-file", nil, "read a shared secret from `FILE` (one trailing newline ignored), repeatable")
 }
 
-// Resolve returns the secret, or nil when none is given and required is
-// false; the config file is read under command's section. Two flags at
-// once, an unreadable file, an empty secret or, when required, no secret
+// Resolve returns the one secret, or nil when none is given and required
+// is false; the config file is read under command's section. More than one
+// secret, an unreadable file, an empty secret or, when required, no secret
 // at all are usage errors.
 func (s *Secret) Resolve(command string, required bool) ([]byte, error) {
+	all, err := s.ResolveAll(command, required)
 	switch {
-	case s.Value != "" && s.File != "":
-		return nil, UsageErrorf("--secret and --secret-file: give one, not both")
-	case s.Value != "":
-		return []byte(s.Value), nil
-	case s.File != "":
-		return readSecretFile(s.File)
+	case err != nil || len(all) == 0:
+		return nil, err
+	case len(all) > 1:
+		return nil, UsageErrorf("%d secrets given: %s takes one", len(all), command)
+	}
+	return all[0], nil
+}
+
+// ResolveAll is Resolve for commands that take several secrets: every
+// flag's, else the one of EVFWD_SECRET or the config file.
+func (s *Secret) ResolveAll(command string, required bool) ([][]byte, error) {
+	var all [][]byte
+	for _, v := range s.Values {
+		if v == "" {
+			return nil, UsageErrorf("--secret is empty")
+		}
+		all = append(all, []byte(v))
+	}
+	for _, f := range s.Files {
+		b, err := readSecretFile(f)
+		if err != nil {
+			return nil, err
+		}
+		all = append(all, b)
+	}
+	if len(all) > 0 {
+		return all, nil
 	}
 	if s.getenv != nil {
 		if v := s.getenv(EnvPrefix + "SECRET"); v != "" {
-			return []byte(v), nil
+			return [][]byte{[]byte(v)}, nil
 		}
 	}
 	if s.config != nil {
 		if v, ok := s.config.Lookup(command, "secret"); ok && v != "" {
-			return []byte(v), nil
+			return [][]byte{[]byte(v)}, nil
 		}
 		if p, ok := s.config.Lookup(command, "secret-file"); ok && p != "" {
-			return readSecretFile(p)
+			b, err := readSecretFile(p)
+			if err != nil {
+				return nil, err
+			}
+			return [][]byte{b}, nil
 		}
 	}
 	if required {

@@ -28,7 +28,10 @@ func TestSecretResolveOrder(t *testing.T) {
 		{"without Lookup only flags count", "", "from-env", false, ""},
 	} {
 		env[EnvPrefix+"SECRET"] = tt.env
-		s := Secret{Value: tt.flag}
+		var s Secret
+		if tt.flag != "" {
+			s.Values = []string{tt.flag}
+		}
 		if tt.lookup {
 			s.Lookup(getenv, cfg)
 		}
@@ -36,5 +39,22 @@ func TestSecretResolveOrder(t *testing.T) {
 		if err != nil || string(got) != tt.want {
 			t.Errorf("%s: %q, %v; want %q", tt.name, got, err, tt.want)
 		}
+	}
+}
+
+func TestSecretRepeated(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "s")
+	os.WriteFile(file, []byte("from-file\n"), 0o600)
+	s := Secret{Values: []string{"a", "b"}, Files: []string{file}}
+	all, err := s.ResolveAll("verify", true)
+	if err != nil || len(all) != 3 || string(all[0]) != "a" || string(all[1]) != "b" || string(all[2]) != "from-file" {
+		t.Fatalf("%q, %v", all, err)
+	}
+	if _, err := s.Resolve("sign", true); err == nil {
+		t.Error("Resolve took three secrets")
+	}
+	if _, err := (&Secret{Values: []string{""}}).ResolveAll("verify", true); err == nil {
+		t.Error("an empty --secret")
 	}
 }

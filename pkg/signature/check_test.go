@@ -1,0 +1,288 @@
+package signature
+
+import (
+	"bytes"
+	"encoding/hex"
+	"net/http"
+	"strconv"
+	"strings"
+	"testing"
+	"testing/iotest"
+	"time"
+)
+
+var (
+	at     = time.Unix(1_700_000_000, 0)
+	atOpts = func(secrets ...string) Options {
+		o := Options{Now: at}
+		for _, s := range secrets {
+			o.Secrets = append(o.Secrets, []byte(s))
+		}
+		return o
+	}
+	// secretFor is a usable secret for each scheme: Standard Webhooks'
+	// must be whsec_ and base64.
+	secretFor = map[Scheme][2]string{
+		Segment:  {"s3cret", "n3w-s3cret"},
+		GitHub:   {"s3cret", "n3w-s3cret"},
+		Stripe:   {"whsec_stripe_old", "whsec_stripe_new"},
+		Standard: {"whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw", "whsec_c2Vjb25kLXNlY3JldC1rZXk="},
+		Slack:    {"8f742231b10e8888abcd99yyyzzz85a5", "another-slack-secret"},
+		Shopify:  {"shpss_old", "shpss_new"},
+	}
+)
+
+func header(fs []Field) http.Header {
+	h := http.Header{}
+	for _, f := range fs {
+		h.Add(f.Name, f.Value)
+	}
+	return h
+}
+
+func sign(t *testing.T, s Scheme, body string, secrets ...string) http.Header {
+	t.Helper()
+	var keys [][]byte
+	for _, k := range secrets {
+		keys = append(keys, []byte(k))
+	}
+	fs, err := SignFields(s, keys, []byte(body), Params{Timestamp: at, ID: "msg_test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return header(fs)
+}
+
+func verifyT(t *testing.T, s Scheme, h http.Header, body string, opts Options) Result {
+	t.Helper()
+	r, err := VerifyFields(s, h, []byte(body), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+// The owners' published examples.
+func TestPublishedExamples(t *testing.T) {
+	for _, tt := range []struct {
+		name, source string
+		scheme       Scheme
+		secret, body string
+		h            http.Header
+	}{
+		{
+			"github", "docs.github.com, Validating webhook deliveries",
+			GitHub, "It's a Secret to Everybody", "Hello, World!",
+			http.Header{HeaderGitHub: {"sha256=757107ea0eb2509fc211221cce984b8a37570b6d7586c22c46f4379c8b043e17"}},
+		},
+		{
+			"standard webhooks", "standard-webhooks test vectors",
+			Standard, "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw", `{"test": 2432232314}`,
+			http.Header{HeaderStandardID: {"msg_p5jXN8AQM9LWM0D4loKWxJek"}, HeaderStandardTime: {"1614265330"}, HeaderStandard: {"v1,g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OE="}},
+		},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			r := verifyT(t, tt.scheme, tt.h, tt.body, Options{Secrets: [][]byte{[]byte(tt.secret)}, Tolerance: -1})
+			if !r.Valid {
+				t.Fatalf("%s: %s: %s", tt.source, r.Reason, r.Message())
+			}
+			// Signing the same inputs gives the published value.
+			ts, _ := strconv.ParseInt(tt.h.Get(HeaderStandardTime), 10, 64)
+			fs, err := SignFields(tt.scheme, [][]byte{[]byte(tt.secret)}, []byte(tt.body), Params{Timestamp: time.Unix(ts, 0), ID: tt.h.Get(HeaderStandardID)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := header(fs).Get(specs[tt.scheme].header); got != tt.h.Get(specs[tt.scheme].header) {
+				t.Errorf("signed %q, published %q", got, tt.h.Get(specs[tt.scheme].header))
+			}
+		})
+	}
+}
+
+func TestRoundTripEveryScheme(t *testing.T) {
+	bodies := []string{"", "{}", `{"type":"track","event":"Café ☕"}`, "line\n", strings.Repeat("x", 300<<10)}
+	for _, s := range Schemes {
+		sec := secretFor[s]
+		for _, body := range bodies {
+			h := sign(t, s, body, sec[0])
+			if r := verifyT(t, s, h, body, atOpts(sec[0])); !r.Valid || r.Secret != 1 || r.Scheme != s {
+				t.Errorf("%s, %d bytes: %+v %s", s, len(body), r, r.Message())
+			}
+			if r := verifyT(t, Auto, h, body, atOpts(sec[0])); !r.Valid || r.Scheme != s {
+				t.Errorf("%s by auto: %+v", s, r)
+			}
+			if r := verifyT(t, s, h, body+"x", atOpts(sec[0])); r.Valid || r.Reason != ReasonMismatch {
+				t.Errorf("%s, changed body: %+v", s, r)
+			}
+			// Streaming byte by byte gives the same verdicts.
+			c, _ := NewCheck(s, h, atOpts(sec[0]))
+			if _, err := bytes.NewReader(nil).WriteTo(c); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := copyBody(c, iotest.OneByteReader(strings.NewReader(body))); err != nil {
+				t.Fatal(err)
+			}
+			if r := c.Result(); !r.Valid || r.Bytes != int64(len(body)) {
+				t.Errorf("%s streamed: %+v", s, r)
+			}
+		}
+	}
+}
+
+func TestSecretRotation(t *testing.T) {
+	body := `{"type":"identify"}`
+	for _, s := range Schemes {
+		sec := secretFor[s]
+		// Verifying: any configured secret verifies, and the verdict says which.
+		h := sign(t, s, body, sec[1])
+		r := verifyT(t, s, h, body, atOpts(sec[0], sec[1]))
+		if !r.Valid || r.Secret != 2 || r.Secrets != 2 {
+			t.Errorf("%s: %+v", s, r)
+		}
+		if !strings.Contains(r.Message(), "secret 2 of 2") {
+			t.Errorf("%s: message %q does not say which secret", s, r.Message())
+		}
+		if strings.Contains(r.Message(), sec[1]) {
+			t.Errorf("%s: message shows the secret", s)
+		}
+		// Signing with two: the schemes that carry several signatures
+		// carry both, and each secret alone verifies.
+		keys := [][]byte{[]byte(sec[0]), []byte(sec[1])}
+		fs, err := SignFields(s, keys, []byte(body), Params{Timestamp: at})
+		if !specs[s].multi {
+			if err == nil {
+				t.Errorf("%s signed with two secrets: %v", s, fs)
+			}
+			continue
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, k := range sec {
+			if r := verifyT(t, s, header(fs), body, atOpts(k)); !r.Valid {
+				t.Errorf("%s two signatures, secret %q alone: %+v", s, k, r)
+			}
+		}
+	}
+}
+
+func TestReasons(t *testing.T) {
+	body := `{"type":"track"}`
+	stripe := sign(t, Stripe, body, "k")
+	standard := sign(t, Standard, body, secretFor[Standard][0])
+	shopifyHex := func() http.Header {
+		fs, _ := SignFields(Segment, [][]byte{[]byte("k")}, []byte(body), Params{})
+		_ = fs
+		raw := hex.EncodeToString(mac(t, Shopify, "k", body))
+		return http.Header{HeaderShopify: {raw}}
+	}()
+	with := func(h http.Header, k, v string) http.Header {
+		h = h.Clone()
+		h.Set(k, v)
+		return h
+	}
+	for _, tt := range []struct {
+		name   string
+		scheme Scheme
+		h      http.Header
+		body   string
+		opts   Options
+		want   Reason
+		msg    string // a part of the message
+	}{
+		{"no header", Segment, http.Header{}, body, atOpts("k"), ReasonMissing, "no X-Signature header"},
+		{"empty header", Slack, http.Header{HeaderSlack: {""}}, body, atOpts("k"), ReasonMissing, "empty"},
+		{"auto, nothing", Auto, http.Header{"X-Other": {"1"}}, body, atOpts("k"), ReasonMissing, "any known scheme"},
+		{"another scheme's header", Segment, stripe, body, atOpts("k"), ReasonScheme, "signed with the stripe scheme"},
+		{"stripe without t", Stripe, http.Header{HeaderStripe: {"v1=" + strings.Repeat("a", 64)}}, body, atOpts("k"), ReasonMalformed, "no t= timestamp"},
+		{"stripe without v1", Stripe, http.Header{HeaderStripe: {"t=1,v0=" + strings.Repeat("a", 64)}}, body, atOpts("k"), ReasonMalformed, "no v1= signature"},
+		{"stripe, short", Stripe, http.Header{HeaderStripe: {"t=1,v1=abc"}}, body, atOpts("k"), ReasonMalformed, "64 hex digits (got 3"},
+		{"slack, no timestamp", Slack, http.Header{HeaderSlack: {"v0=" + strings.Repeat("a", 64)}}, body, atOpts("k"), ReasonMalformed, "X-Slack-Request-Timestamp: no timestamp"},
+		{"standard, no id", Standard, with(standard, HeaderStandardID, ""), body, atOpts(secretFor[Standard][0]), ReasonMalformed, "no Webhook-Id header"},
+		{"standard, other id", Standard, with(standard, HeaderStandardID, "msg_other"), body, atOpts(secretFor[Standard][0]), ReasonMismatch, "timestamp or id"},
+		{"github without prefix", GitHub, http.Header{HeaderGitHub: {strings.Repeat("a", 64)}}, body, atOpts("k"), ReasonMalformed, `does not start with "sha256="`},
+		{"segment, wrong length", Segment, http.Header{Header: {"abc"}}, body, atOpts("k"), ReasonMalformed, "not 40 hex digits (got 3 characters)"},
+		{"hex where base64 is expected", Shopify, shopifyHex, body, atOpts("k"), ReasonEncoding, "hex where the shopify scheme sends base64 (read that way it matches"},
+		{"trailing newline", Stripe, stripe, body + "\n", atOpts("k"), ReasonTrailingNewline, "ends with a newline"},
+		{"trailing CRLF", Standard, standard, body + "\r\n", atOpts(secretFor[Standard][0]), ReasonTrailingNewline, "newline"},
+		{"expired", Stripe, stripe, body, Options{Secrets: [][]byte{[]byte("k")}, Now: at.Add(5*time.Minute + time.Second)}, ReasonExpired, "signed 5m1s ago, over the 5m0s tolerance"},
+		{"future", Slack, sign(t, Slack, body, "k"), body, Options{Secrets: [][]byte{[]byte("k")}, Now: at.Add(-10 * time.Minute), Tolerance: time.Minute}, ReasonFuture, "10m0s in the future, over the 1m0s tolerance"},
+		{"tolerance off", Stripe, stripe, body, Options{Secrets: [][]byte{[]byte("k")}, Now: at.Add(1000 * time.Hour), Tolerance: -1}, ReasonOK, "valid"},
+		{"wrong secret of two", GitHub, sign(t, GitHub, body, "k"), body, atOpts("a", "b"), ReasonMismatch, "none of the 2 secrets"},
+		{"github legacy sha1 only", GitHub, http.Header{HeaderGitHubSHA1: {sign(t, GitHub, body, "k").Get(HeaderGitHubSHA1)}}, body, atOpts("k"), ReasonOK, "valid"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			r := verifyT(t, tt.scheme, tt.h, tt.body, tt.opts)
+			if r.Reason != tt.want || r.Valid != (tt.want == ReasonOK) {
+				t.Fatalf("reason %s (valid %v), want %s: %s", r.Reason, r.Valid, tt.want, r.Message())
+			}
+			if !strings.Contains(r.Message(), tt.msg) {
+				t.Errorf("message %q does not say %q", r.Message(), tt.msg)
+			}
+		})
+	}
+}
+
+func mac(t *testing.T, s Scheme, secret, body string) []byte {
+	t.Helper()
+	g, err := NewSigner(s, [][]byte{[]byte(secret)}, Params{Timestamp: at, ID: "msg_test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	g.Write([]byte(body))
+	return g.macs[0].Sum(nil)
+}
+
+func TestHeaderOfBareValues(t *testing.T) {
+	body := "{}"
+	for _, s := range Schemes {
+		sec := secretFor[s][0]
+		g, _ := NewSigner(s, [][]byte{[]byte(sec)}, Params{Timestamp: at, ID: "msg_1"})
+		g.Write([]byte(body))
+		bare := specs[s].enc.encode(g.macs[0].Sum(nil))
+		h := HeaderOf(s, bare, strconv.FormatInt(at.Unix(), 10), "msg_1")
+		if r := verifyT(t, s, h, body, atOpts(sec)); !r.Valid {
+			t.Errorf("%s from a bare %q: %s (%v)", s, bare, r.Message(), h)
+		}
+	}
+	legacy := sign(t, GitHub, body, "k").Get(HeaderGitHubSHA1)
+	if r := verifyT(t, GitHub, HeaderOf(GitHub, strings.TrimPrefix(legacy, "sha1="), "", ""), body, atOpts("k")); !r.Valid {
+		t.Errorf("github sha1 from a bare value: %s", r.Message())
+	}
+}
+
+func TestKeyStandard(t *testing.T) {
+	if _, err := Key(Standard, []byte("whsec_not base64!")); err == nil || strings.Contains(err.Error(), "base64!") {
+		t.Errorf("bad secret: %v (it must be refused without its value)", err)
+	}
+	a, _ := Key(Standard, []byte("whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"))
+	b, _ := Key(Standard, []byte("MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"))
+	if !bytes.Equal(a, b) || len(a) != 24 {
+		t.Errorf("the whsec_ prefix is optional: %x, %x", a, b)
+	}
+	if _, err := NewCheck(Standard, http.Header{}, atOpts("whsec_!!")); err == nil {
+		t.Error("NewCheck took a secret it cannot use")
+	}
+	if _, err := NewCheck(Stripe, http.Header{}, Options{}); err != ErrNoSecret {
+		t.Errorf("no secret: %v", err)
+	}
+}
+
+func TestParseScheme(t *testing.T) {
+	if s, err := ParseScheme(" Stripe ", false); s != Stripe || err != nil {
+		t.Errorf("%q, %v", s, err)
+	}
+	if _, err := ParseScheme("auto", false); err == nil {
+		t.Error("auto where it is not allowed")
+	}
+	if _, err := ParseScheme("svix", true); err == nil || !strings.Contains(err.Error(), "standard") {
+		t.Errorf("unknown scheme: %v", err)
+	}
+}
+
+func TestNewMessageID(t *testing.T) {
+	a, b := NewMessageID(), NewMessageID()
+	if a == b || !strings.HasPrefix(a, "msg_") || len(a) != 30 {
+		t.Errorf("%q, %q", a, b)
+	}
+}

@@ -1,0 +1,145 @@
+package signature
+
+import (
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+)
+
+// parse reads a scheme's headers into a candidate: the signatures, the
+// signed timestamp and id, or an early verdict when they are missing or
+// do not parse. Headers are untrusted input (FuzzParse).
+func parse(sp *spec, h http.Header) *candidate {
+	cand := &candidate{sp: sp, found: sp.enc}
+	fail := func(reason Reason, detail string, args ...any) *candidate {
+		cand.early = &Result{Scheme: sp.scheme, Reason: reason, Detail: fmt.Sprintf(detail, args...)}
+		return cand
+	}
+	header := sp.header
+	if sp.scheme == GitHub && !present(h, header) && present(h, HeaderGitHubSHA1) {
+		sp = githubSHA1
+		cand.sp, cand.found, header = sp, sp.enc, sp.header
+	}
+	if !present(h, header) {
+		if others := Detect(h); len(others) > 0 {
+			cand.early = &Result{Scheme: sp.scheme, Reason: ReasonScheme, Other: others[0]}
+			return cand
+		}
+		return fail(ReasonMissing, "no %s header", header)
+	}
+	value := strings.TrimSpace(h.Get(header))
+	if value == "" {
+		return fail(ReasonMissing, "the %s header is empty", header)
+	}
+	var raw []string // encoded signatures
+	switch sp.scheme {
+	case Stripe:
+		ts, sigs, err := parseStripe(value)
+		if err != nil {
+			return fail(ReasonMalformed, "%s: %v", header, err)
+		}
+		cand.ts, raw = ts, sigs
+	case Standard:
+		for f := range strings.FieldsSeq(value) {
+			if v, ok := strings.CutPrefix(f, sp.prefix); ok {
+				raw = append(raw, v)
+			}
+		}
+		if len(raw) == 0 {
+			return fail(ReasonMalformed, "%s: no %q signature in %q", header, sp.prefix, clip(value))
+		}
+	default:
+		v, ok := strings.CutPrefix(value, sp.prefix)
+		if !ok {
+			return fail(ReasonMalformed, "%s: %q does not start with %q", header, clip(value), sp.prefix)
+		}
+		raw = []string{v}
+	}
+	if sp.timeHeader != "" {
+		v := strings.TrimSpace(h.Get(sp.timeHeader))
+		ts, err := parseTimestamp(v)
+		if err != nil {
+			return fail(ReasonMalformed, "%s: %v", sp.timeHeader, err)
+		}
+		cand.ts = ts
+	}
+	if sp.idHeader != "" {
+		cand.id = strings.TrimSpace(h.Get(sp.idHeader))
+		if cand.id == "" {
+			return fail(ReasonMalformed, "no %s header: the scheme signs the message id", sp.idHeader)
+		}
+	}
+	for _, v := range raw {
+		sig, ok := sp.enc.decode(v, sp.size)
+		if !ok {
+			// Read the other way: a sender that encodes its MAC wrong.
+			if sig, ok = sp.enc.other().decode(v, sp.size); ok {
+				cand.found = sp.enc.other()
+			}
+		}
+		if !ok {
+			if sp.enc == hexEnc {
+				return fail(ReasonMalformed, "%s: the signature is not %d hex digits (got %d characters)", header, 2*sp.size, len(v))
+			}
+			return fail(ReasonMalformed, "%s: the signature is not %d characters of base64 (got %d)", header, sp.enc.encodedLen(sp.size), len(v))
+		}
+		cand.sigs = append(cand.sigs, sig)
+	}
+	return cand
+}
+
+// parseStripe reads "t=1492774577,v1=hex,v1=hex,v0=hex": the timestamp and
+// every v1 signature; other keys are ignored, as Stripe's libraries do.
+func parseStripe(v string) (ts int64, sigs []string, err error) {
+	seenT := false
+	for item := range strings.SplitSeq(v, ",") {
+		k, val, ok := strings.Cut(strings.TrimSpace(item), "=")
+		if !ok {
+			return 0, nil, fmt.Errorf("%q is not key=value", clip(item))
+		}
+		switch k {
+		case "t":
+			if ts, err = parseTimestamp(val); err != nil {
+				return 0, nil, err
+			}
+			seenT = true
+		case "v1":
+			sigs = append(sigs, val)
+		}
+	}
+	switch {
+	case !seenT:
+		return 0, nil, fmt.Errorf("no t= timestamp")
+	case len(sigs) == 0:
+		return 0, nil, fmt.Errorf("no v1= signature")
+	}
+	return ts, sigs, nil
+}
+
+// parseTimestamp reads whole Unix seconds.
+func parseTimestamp(v string) (int64, error) {
+	if v == "" {
+		return 0, fmt.Errorf("no timestamp: the scheme signs one")
+	}
+	ts, err := strconv.ParseInt(v, 10, 64)
+	if err != nil || ts < 0 || ts > 1<<40 {
+		return 0, fmt.Errorf("timestamp %q is not Unix seconds", clip(v))
+	}
+	return ts, nil
+}
+
+// clip shortens untrusted text for an error message.
+func clip(s string) string {
+	if len(s) > 80 {
+		return s[:77] + "..."
+	}
+	return s
+}
+
+func (e encoding) encodedLen(size int) int {
+	if e == b64Enc {
+		return 4 * ((size + 2) / 3)
+	}
+	return 2 * size
+}

@@ -1,0 +1,264 @@
+package signature
+
+import (
+	"crypto/sha1"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"fmt"
+	"hash"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Scheme names a way of signing webhooks, each exactly as its owner
+// documents it. Segment, the webhook destination's own, is the default.
+type Scheme string
+
+const (
+	Segment  Scheme = "segment"  // X-Signature: hex HMAC-SHA1 of the body
+	GitHub   Scheme = "github"   // X-Hub-Signature-256: sha256=hex of the body
+	Stripe   Scheme = "stripe"   // Stripe-Signature: t=ts,v1=hex of "ts.body"
+	Standard Scheme = "standard" // Standard Webhooks (Svix): base64 of "id.ts.body"
+	Slack    Scheme = "slack"    // X-Slack-Signature: v0=hex of "v0:ts:body"
+	Shopify  Scheme = "shopify"  // X-Shopify-Hmac-Sha256: base64 of the body
+	// Auto verifies whichever scheme a request's headers carry.
+	Auto Scheme = "auto"
+)
+
+// Schemes lists every scheme, in the order Auto prefers them when a
+// request carries several: those that sign a timestamp first.
+var Schemes = []Scheme{Standard, Stripe, Slack, GitHub, Shopify, Segment}
+
+// DefaultTolerance is how far a signed timestamp may be from now, either
+// way, as Stripe, Slack and Standard Webhooks default to.
+const DefaultTolerance = 5 * time.Minute
+
+// Header names, canonical.
+const (
+	HeaderGitHub       = "X-Hub-Signature-256"
+	HeaderGitHubSHA1   = "X-Hub-Signature" // legacy, beside the SHA-256 one
+	HeaderStripe       = "Stripe-Signature"
+	HeaderStandardID   = "Webhook-Id"
+	HeaderStandardTime = "Webhook-Timestamp"
+	HeaderStandard     = "Webhook-Signature"
+	HeaderSlack        = "X-Slack-Signature"
+	HeaderSlackTime    = "X-Slack-Request-Timestamp"
+	HeaderShopify      = "X-Shopify-Hmac-Sha256"
+)
+
+// standardSecretPrefix starts a Standard Webhooks secret; base64 follows.
+const standardSecretPrefix = "whsec_"
+
+// encoding is how a scheme writes a MAC.
+type encoding int
+
+const (
+	hexEnc encoding = iota
+	b64Enc
+)
+
+func (e encoding) String() string {
+	if e == b64Enc {
+		return "base64"
+	}
+	return "hex"
+}
+
+func (e encoding) encode(mac []byte) string {
+	if e == b64Enc {
+		return base64.StdEncoding.EncodeToString(mac)
+	}
+	return hex.EncodeToString(mac)
+}
+
+// decode parses s as e, wanting a MAC of size bytes. Hex is read in
+// either case, as the owners' verifiers compare lowercase hex they made.
+func (e encoding) decode(s string, size int) ([]byte, bool) {
+	if e == b64Enc {
+		if e.encodedLen(size) != len(s) {
+			return nil, false
+		}
+		b, err := base64.StdEncoding.DecodeString(s)
+		return b, err == nil && len(b) == size
+	}
+	if len(s) != 2*size {
+		return nil, false
+	}
+	b, err := hex.DecodeString(s)
+	return b, err == nil
+}
+
+func (e encoding) other() encoding { return 1 - e }
+
+// spec is what one scheme signs and how it writes the result.
+type spec struct {
+	scheme Scheme
+	alg    string
+	hash   func() hash.Hash
+	size   int
+	enc    encoding
+	// header carries the signature; timeHeader and idHeader, when set,
+	// the signed timestamp and message id (Stripe's timestamp rides in
+	// its signature header).
+	header, timeHeader, idHeader string
+	// prefix is what the value puts before the encoded MAC; multi, that a
+	// value may carry several signatures (key rotation).
+	prefix string
+	multi  bool
+	// stamped is that the scheme signs a timestamp.
+	stamped bool
+}
+
+var specs = map[Scheme]*spec{
+	Segment:  {scheme: Segment, alg: "hmac-sha1", hash: sha1.New, size: sha1.Size, enc: hexEnc, header: Header},
+	GitHub:   {scheme: GitHub, alg: "hmac-sha256", hash: sha256.New, size: sha256.Size, enc: hexEnc, header: HeaderGitHub, prefix: "sha256="},
+	Stripe:   {scheme: Stripe, alg: "hmac-sha256", hash: sha256.New, size: sha256.Size, enc: hexEnc, header: HeaderStripe, prefix: "v1=", multi: true, stamped: true},
+	Standard: {scheme: Standard, alg: "hmac-sha256", hash: sha256.New, size: sha256.Size, enc: b64Enc, header: HeaderStandard, timeHeader: HeaderStandardTime, idHeader: HeaderStandardID, prefix: "v1,", multi: true, stamped: true},
+	Slack:    {scheme: Slack, alg: "hmac-sha256", hash: sha256.New, size: sha256.Size, enc: hexEnc, header: HeaderSlack, timeHeader: HeaderSlackTime, prefix: "v0=", stamped: true},
+	Shopify:  {scheme: Shopify, alg: "hmac-sha256", hash: sha256.New, size: sha256.Size, enc: b64Enc, header: HeaderShopify},
+}
+
+// githubSHA1 is GitHub's legacy header, checked when a request carries
+// only that one.
+var githubSHA1 = &spec{scheme: GitHub, alg: "hmac-sha1", hash: sha1.New, size: sha1.Size, enc: hexEnc, header: HeaderGitHubSHA1, prefix: "sha1="}
+
+// ParseScheme reads a scheme name, any case; auto only when allowAuto.
+func ParseScheme(name string, allowAuto bool) (Scheme, error) {
+	s := Scheme(strings.ToLower(strings.TrimSpace(name)))
+	if _, ok := specs[s]; ok || (allowAuto && s == Auto) {
+		return s, nil
+	}
+	names := make([]string, 0, len(Schemes)+1)
+	for _, s := range Schemes {
+		names = append(names, string(s))
+	}
+	if allowAuto {
+		names = append(names, string(Auto))
+	}
+	return "", fmt.Errorf("unknown signature scheme %q (one of %s)", name, strings.Join(names, ", "))
+}
+
+// Algorithm names the scheme's MAC, e.g. hmac-sha256.
+func (s Scheme) Algorithm() string {
+	if sp := specs[s]; sp != nil {
+		return sp.alg
+	}
+	return ""
+}
+
+// SignsTimestamp reports whether the scheme signs a timestamp (and so
+// has a tolerance); SignsID, whether it signs a message id.
+func (s Scheme) SignsTimestamp() bool { return specs[s] != nil && specs[s].stamped }
+func (s Scheme) SignsID() bool        { return specs[s] != nil && specs[s].idHeader != "" }
+
+// Headers lists the headers the scheme sends, in the order Sign returns them.
+func (s Scheme) Headers() []string {
+	sp := specs[s]
+	if sp == nil {
+		return nil
+	}
+	var hs []string
+	for _, h := range []string{sp.idHeader, sp.timeHeader, sp.header} {
+		if h != "" {
+			hs = append(hs, h)
+		}
+	}
+	if s == GitHub {
+		hs = append(hs, HeaderGitHubSHA1)
+	}
+	return hs
+}
+
+// Detect lists the schemes whose signature header h carries, in the
+// order of Schemes.
+func Detect(h http.Header) []Scheme {
+	var found []Scheme
+	for _, s := range Schemes {
+		if present(h, specs[s].header) || (s == GitHub && present(h, HeaderGitHubSHA1)) {
+			found = append(found, s)
+		}
+	}
+	return found
+}
+
+func present(h http.Header, name string) bool {
+	_, ok := h[name]
+	return ok
+}
+
+// Key turns a secret as the user holds it into the scheme's HMAC key: the
+// bytes themselves, except for Standard Webhooks, whose secret is
+// "whsec_" (optional) and base64.
+func Key(s Scheme, secret []byte) ([]byte, error) {
+	if s != Standard {
+		return secret, nil
+	}
+	b64 := strings.TrimPrefix(string(secret), standardSecretPrefix)
+	key, err := base64.StdEncoding.DecodeString(b64)
+	if err != nil || len(key) == 0 {
+		return nil, fmt.Errorf("a standard webhooks secret is %s followed by base64 (as Svix shows it): %q is not", standardSecretPrefix, redact(string(secret)))
+	}
+	return key, nil
+}
+
+// redact shows enough of a secret to recognise its form, not its value.
+func redact(s string) string {
+	if len(s) <= 8 {
+		return strings.Repeat("*", len(s))
+	}
+	return s[:6] + "…(" + strconv.Itoa(len(s)) + " characters)"
+}
+
+// signedPrefix is what the scheme signs before the body.
+func (sp *spec) signedPrefix(ts int64, id string) []byte {
+	switch sp.scheme {
+	case Stripe:
+		return []byte(strconv.FormatInt(ts, 10) + ".")
+	case Standard:
+		return []byte(id + "." + strconv.FormatInt(ts, 10) + ".")
+	case Slack:
+		return []byte("v0:" + strconv.FormatInt(ts, 10) + ":")
+	}
+	return nil
+}
+
+// HeaderOf builds the headers scheme s is verified from, out of a bare
+// signature value and, where the scheme sends them apart, the signed
+// timestamp and id: what a user copies from a log. The value may come
+// with or without its prefix ("sha256=", "v0=", "v1,", Stripe's "t=…,").
+func HeaderOf(s Scheme, value, timestamp, id string) http.Header {
+	sp := specs[s]
+	h := http.Header{}
+	if sp == nil {
+		return h
+	}
+	value = strings.TrimSpace(value)
+	header := sp.header
+	switch {
+	case s == Stripe:
+		if !strings.Contains(value, "=") {
+			value = sp.prefix + value
+		}
+		if !strings.Contains(value, "t=") && timestamp != "" {
+			value = "t=" + timestamp + "," + value
+		}
+	case s == GitHub && (strings.HasPrefix(value, githubSHA1.prefix) || len(value) == 2*githubSHA1.size):
+		header = githubSHA1.header
+		if !strings.HasPrefix(value, githubSHA1.prefix) {
+			value = githubSHA1.prefix + value
+		}
+	case sp.prefix != "" && !strings.HasPrefix(value, sp.prefix) && value != "":
+		value = sp.prefix + value
+	}
+	h.Set(header, value)
+	if sp.timeHeader != "" && timestamp != "" {
+		h.Set(sp.timeHeader, timestamp)
+	}
+	if sp.idHeader != "" && id != "" {
+		h.Set(sp.idHeader, id)
+	}
+	return h
+}
