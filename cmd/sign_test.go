@@ -72,7 +72,7 @@ func TestSign(t *testing.T) {
 		{"no secret", []string{"sign", bodyFile}, "", nil, false,
 			result{Stderr: "error: a shared secret is required: use --secret-file FILE, EVFWD_SECRET or --secret\n", Code: 2}},
 		{"both secret flags", []string{"sign", "--secret", "a", "--secret-file", secretFile}, "", nil, false,
-			result{Stderr: "error: --secret and --secret-file: give one, not both\n", Code: 2}},
+			result{Stderr: "error: 2 secrets given: sign takes one\n", Code: 2}},
 		{"missing file", []string{"sign", "--secret", "a", "/nonexistent/body"}, "", nil, false,
 			result{Stderr: "error: open /nonexistent/body: no such file or directory\n", Code: 2}},
 		{"missing secret file", []string{"sign", "--secret-file", "/nonexistent/s"}, "", nil, false,
