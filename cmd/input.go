@@ -19,3 +19,10 @@ func openInput(io_ *cli.IOStreams, path string) (io.ReadCloser, string, error) {
 	}
 	return f, path, nil
 }
+
+// copyInput streams r into w with a large buffer: fewer reads per gigabyte
+// of body, memory still constant. Wrapping r hides a WriterTo that would
+// pick a smaller one.
+func copyInput(w io.Writer, r io.Reader) (int64, error) {
+	return io.CopyBuffer(w, struct{ io.Reader }{r}, make([]byte, 256<<10))
+}

@@ -2,6 +2,9 @@ package cmd
 
 import (
 	"fmt"
+	"strconv"
+	"strings"
+	"time"
 
 	"github.com/evfwd/evfwd/internal/cli"
 	"github.com/evfwd/evfwd/pkg/signature"
@@ -10,11 +13,14 @@ import (
 
 // SignOptions are the inputs of `evfwd sign`.
 type SignOptions struct {
-	IO     *cli.IOStreams
-	Format cli.Format
-	Secret cli.Secret
-	File   string
-	Header bool
+	IO        *cli.IOStreams
+	Format    cli.Format
+	Secret    cli.Secret
+	File      string
+	Header    bool
+	Scheme    string
+	Timestamp string
+	ID        string
 }
 
 // NewCmdSign builds `evfwd sign`; runF replaces signRun in tests.
@@ -22,12 +28,29 @@ func NewCmdSign(f *cli.Factory, runF func(*SignOptions) error) *cobra.Command {
 	opts := &SignOptions{}
 	cmd := &cobra.Command{
 		Use:   "sign [FILE]",
-		Short: "Print the X-Signature of a body (HMAC-SHA1, hex)",
-		Long: `Sign the exact bytes of FILE (stdin when no FILE or "-") as the webhook
-destination does: the lowercase hex HMAC-SHA1 keyed by the shared secret.
-Any size is signed in constant memory.`,
+		Short: "Print the signature of a body, in any vendor's scheme",
+		Long: `Sign the exact bytes of FILE (stdin when no FILE or "-") as a webhook sender
+does. By default, as the webhook destination does: X-Signature, the lowercase
+hex HMAC-SHA1 keyed by the shared secret. --scheme signs as another sender:
+
+  segment    X-Signature: hex HMAC-SHA1 of the body (default)
+  github     X-Hub-Signature-256: sha256=<hex> (and the legacy X-Hub-Signature)
+  stripe     Stripe-Signature: t=<unix>,v1=<hex> of "t.body"
+  standard   Standard Webhooks (Svix): webhook-id, webhook-timestamp and
+             webhook-signature: v1,<base64> of "id.timestamp.body";
+             the secret is whsec_ and base64
+  slack      X-Slack-Signature: v0=<hex> of "v0:timestamp:body", with
+             X-Slack-Request-Timestamp
+  shopify    X-Shopify-Hmac-Sha256: <base64> of the body
+
+Schemes that sign a timestamp sign now unless --timestamp says when; Standard
+Webhooks signs a fresh msg_ id unless --id names one. Stripe and Standard
+Webhooks carry one signature per --secret, as a sender rotating its secret
+does. Any size is signed in constant memory.`,
 		Example: `  evfwd sign --secret-file hook.secret body.json
   printf '%s' "$BODY" | EVFWD_SECRET=s3cret evfwd sign --header
+  evfwd sign --scheme stripe --secret-file whsec.txt --header body.json
+  evfwd sign --scheme standard --secret "$WHSEC" --id msg_1 --timestamp 1700000000 --header body.json
   evfwd sign body.json -o json --secret-file hook.secret`,
 		GroupID: groupTools,
 		Args:    cli.Args(cobra.MaximumNArgs(1)),
@@ -44,19 +67,52 @@ Any size is signed in constant memory.`,
 		},
 	}
 	opts.Secret.AddFlags(cmd)
-	cmd.Flags().BoolVar(&opts.Header, "header", false, "print a ready header line: X-Signature: <hex>")
+	cmd.Flags().BoolVar(&opts.Header, "header", false, "print every header line the scheme sends, e.g. X-Signature: <hex>")
+	addSchemeFlag(cmd, &opts.Scheme, false)
+	cmd.Flags().StringVar(&opts.Timestamp, "timestamp", "", "sign this `TIME` (Unix seconds or RFC 3339) instead of now (stripe, standard, slack)")
+	cmd.Flags().StringVar(&opts.ID, "id", "", "sign this message `ID` instead of a fresh one (standard)")
 	return cmd
+}
+
+// addSchemeFlag registers --scheme; auto only where a request's headers
+// can tell.
+func addSchemeFlag(cmd *cobra.Command, v *string, auto bool) {
+	names := make([]string, 0, len(signature.Schemes)+1)
+	for _, s := range signature.Schemes {
+		names = append(names, string(s))
+	}
+	if auto {
+		names = append(names, string(signature.Auto))
+	}
+	cmd.Flags().StringVar(v, "scheme", string(signature.Segment), "signature `SCHEME`: "+strings.Join(names, ", "))
+	cmd.RegisterFlagCompletionFunc("scheme", cobra.FixedCompletions(names, cobra.ShellCompDirectiveNoFileComp))
 }
 
 // signResult is the -o json form.
 type signResult struct {
-	Algorithm string `json:"algorithm"`
-	Signature string `json:"signature"`
-	Bytes     int64  `json:"bytes"`
+	Scheme    signature.Scheme  `json:"scheme"`
+	Algorithm string            `json:"algorithm"`
+	Signature string            `json:"signature"`
+	Headers   map[string]string `json:"headers"`
+	Timestamp int64             `json:"timestamp,omitempty"`
+	ID        string            `json:"id,omitempty"`
+	Bytes     int64             `json:"bytes"`
 }
 
 func signRun(opts *SignOptions) error {
-	secret, err := opts.Secret.Resolve("sign", true)
+	scheme, err := signature.ParseScheme(opts.Scheme, false)
+	if err != nil {
+		return cli.UsageError(err)
+	}
+	var p signature.Params
+	if p.Timestamp, err = parseSignedTime(opts.Timestamp, scheme); err != nil {
+		return err
+	}
+	if opts.ID != "" && !scheme.SignsID() {
+		return cli.UsageErrorf("--id: the %s scheme signs no message id", scheme)
+	}
+	p.ID = opts.ID
+	secrets, err := opts.Secret.ResolveAll("sign", true)
 	if err != nil {
 		return err
 	}
@@ -65,17 +121,49 @@ func signRun(opts *SignOptions) error {
 		return err
 	}
 	defer in.Close()
-	sig, n, err := signature.SignReader(secret, in)
+	g, err := signature.NewSigner(scheme, secrets, p)
 	if err != nil {
+		return cli.UsageError(err)
+	}
+	if _, err := copyInput(g, in); err != nil {
 		return cli.UsageErrorf("read %s: %v", name, err)
 	}
 	switch {
 	case opts.Format.JSON():
-		return cli.WriteJSON(opts.IO.Out, signResult{Algorithm: signature.Algorithm, Signature: sig, Bytes: n})
+		res := signResult{Scheme: scheme, Algorithm: scheme.Algorithm(), Signature: g.Value(), Headers: map[string]string{},
+			Timestamp: g.Timestamp(), ID: g.ID(), Bytes: g.Len()}
+		for _, f := range g.Fields() {
+			res.Headers[f.Name] = f.Value
+		}
+		return cli.WriteJSON(opts.IO.Out, res)
 	case opts.Header:
-		_, err = fmt.Fprintf(opts.IO.Out, "%s: %s\n", signature.Header, sig)
+		for _, f := range g.Fields() {
+			if _, err := fmt.Fprintf(opts.IO.Out, "%s: %s\n", f.Name, f.Value); err != nil {
+				return err
+			}
+		}
+		return nil
 	default:
-		_, err = fmt.Fprintln(opts.IO.Out, sig)
+		_, err = fmt.Fprintln(opts.IO.Out, g.Value())
+		return err
 	}
-	return err
+}
+
+// parseSignedTime reads --timestamp: Unix seconds or RFC 3339, for
+// schemes that sign one. Empty means now (the zero time).
+func parseSignedTime(v string, scheme signature.Scheme) (time.Time, error) {
+	if v == "" {
+		return time.Time{}, nil
+	}
+	if !scheme.SignsTimestamp() {
+		return time.Time{}, cli.UsageErrorf("--timestamp: the %s scheme signs no timestamp", scheme)
+	}
+	if n, err := strconv.ParseInt(v, 10, 64); err == nil && n > 0 {
+		return time.Unix(n, 0), nil
+	}
+	t, err := time.Parse(time.RFC3339, v)
+	if err != nil {
+		return time.Time{}, cli.UsageErrorf("--timestamp %q: want Unix seconds or RFC 3339 (2024-05-01T12:00:00Z)", v)
+	}
+	return t, nil
 }

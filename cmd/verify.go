@@ -1,9 +1,11 @@
 package cmd
 
 import (
-	"errors"
 	"fmt"
 	"io"
+	"net/http"
+	"strings"
+	"time"
 
 	"github.com/evfwd/evfwd/internal/cli"
 	"github.com/evfwd/evfwd/pkg/capture"
@@ -16,8 +18,14 @@ type VerifyOptions struct {
 	IO        *cli.IOStreams
 	Format    cli.Format
 	Secret    cli.Secret
+	Now       func() time.Time
 	File      string
+	Scheme    string
 	Signature string
+	Timestamp string
+	ID        string
+	Headers   []string
+	Tolerance time.Duration
 	Request   string
 	Record    string // see verify_record.go
 }
@@ -26,24 +34,41 @@ type VerifyOptions struct {
 func NewCmdVerify(f *cli.Factory, runF func(*VerifyOptions) error) *cobra.Command {
 	opts := &VerifyOptions{}
 	cmd := &cobra.Command{
-		Use:   "verify [FILE] --signature HEX | --request FILE",
-		Short: "Check an X-Signature offline (exit 0 valid, 1 invalid)",
+		Use:   "verify [FILE] --signature VALUE | --header 'NAME: VALUE'... | --request FILE | --record FILE",
+		Short: "Check a webhook signature offline, any vendor's (exit 0 valid, 1 invalid)",
 		Long: `Check that a body was signed with the shared secret, as a webhook receiver
-does: HMAC-SHA1 over the exact bytes, hex compared in constant time, upper or
-lower case. The expected value is never printed.
+does: the MAC over the exact bytes, compared in constant time. The expected
+value is never printed. --scheme names the sender's scheme (see evfwd sign
+--help; default segment, the webhook destination's X-Signature); auto picks
+it from the headers present, or from the form of a --signature value.
 
-Give the body as FILE (stdin when no FILE or "-") with --signature, or give a
-raw captured HTTP request with --request: its X-Signature header is checked
-against its body (Content-Length honoured).
+Give the body as FILE (stdin when no FILE or "-") with --signature (and
+--timestamp, --id where the scheme signs them apart), or with the headers as
+they arrived (--header, repeatable); or give a raw captured HTTP request with
+--request, whose headers are checked against its body (Content-Length
+honoured); or a file of recorded requests with --record (see evfwd listen
+--record), each judged at the time it arrived.
+
+Several secrets (--secret, --secret-file, repeatable) check a rotation: any
+one that matches makes the signature valid, and the output says which by
+position. A signed timestamp further than --tolerance from now, either way,
+fails as expired or future.
+
+Reasons (-o json "reason"): ok, missing, malformed, mismatch,
+trailing_newline, expired, future, scheme (signed with another scheme),
+encoding (hex where base64 is expected, or the reverse).
 
 Exit status: 0 valid, 1 invalid, 2 usage or input error.`,
 		Example: `  evfwd verify body.json --signature "$SIG" --secret-file hook.secret
   evfwd verify --request captured.http --secret-file hook.secret && echo signed
-  evfwd verify -o json --request captured.http`,
+  evfwd verify --scheme stripe --request captured.http --secret-file whsec.txt
+  evfwd verify body.json --scheme auto --header "Stripe-Signature: $HDR" --secret "$OLD" --secret "$NEW"
+  evfwd verify --scheme standard body.json --signature "v1,..." --id msg_1 --timestamp 1700000000 --tolerance 0 --secret "$WHSEC"
+  evfwd verify --record hooks.ndjson --scheme auto -o json`,
 		GroupID: groupTools,
 		Args:    cli.Args(cobra.MaximumNArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			opts.IO, opts.Format = f.IO, f.Format
+			opts.IO, opts.Format, opts.Now = f.IO, f.Format, f.Now
 			opts.Secret.Lookup(f.Getenv, f.Config)
 			if len(args) == 1 {
 				opts.File = args[0]
@@ -55,40 +80,112 @@ Exit status: 0 valid, 1 invalid, 2 usage or input error.`,
 		},
 	}
 	opts.Secret.AddFlags(cmd)
-	cmd.Flags().StringVar(&opts.Signature, "signature", "", "expected signature, 40 hex digits")
-	cmd.Flags().StringVar(&opts.Record, "record", "", "re-check every request in `FILE`, as written by evfwd listen --record")
-	cmd.Flags().StringVar(&opts.Request, "request", "", "raw HTTP request `FILE` (request line, headers, blank line, body)")
+	addSchemeFlag(cmd, &opts.Scheme, true)
+	fl := cmd.Flags()
+	fl.StringVar(&opts.Signature, "signature", "", "the signature header's `VALUE`, with or without its prefix")
+	fl.StringVar(&opts.Timestamp, "timestamp", "", "the signed `TIME`, Unix seconds, for a --signature of slack or standard")
+	fl.StringVar(&opts.ID, "id", "", "the signed message `ID`, for a --signature of standard (webhook-id)")
+	fl.StringArrayVar(&opts.Headers, "header", nil, "a request header as it arrived, `'NAME: VALUE'`, repeatable")
+	fl.DurationVar(&opts.Tolerance, "tolerance", signature.DefaultTolerance, "how far a signed timestamp may be from now (0: no limit)")
+	fl.StringVar(&opts.Record, "record", "", "re-check every request in `FILE`, as written by evfwd listen --record")
+	fl.StringVar(&opts.Request, "request", "", "raw HTTP request `FILE` (request line, headers, blank line, body)")
 	return cmd
 }
 
 // Verdict is the outcome of one check; the -o json form.
 type Verdict struct {
 	Valid bool `json:"valid"`
-	// Reason is a stable code: ok, missing, malformed, trailing_newline,
-	// mismatch.
-	Reason  string `json:"reason"`
-	Message string `json:"message"`
+	// Reason is a stable code: see signature.Reason.
+	Reason  signature.Reason `json:"reason"`
+	Message string           `json:"message"`
+	Scheme  signature.Scheme `json:"scheme"`
+	// Secret is the position of the secret that matched, when several
+	// were given.
+	Secret    int    `json:"secret,omitempty"`
+	Timestamp int64  `json:"timestamp,omitempty"`
+	ID        string `json:"id,omitempty"`
+}
+
+func verdictOf(r signature.Result) Verdict {
+	v := Verdict{Valid: r.Valid, Reason: r.Reason, Message: r.Message(), Scheme: r.Scheme, Timestamp: r.Timestamp, ID: r.ID}
+	if r.Secrets > 1 {
+		v.Secret = r.Secret
+	}
+	return v
+}
+
+// verifySetup is what every form of verify needs.
+type verifySetup struct {
+	scheme signature.Scheme
+	opts   signature.Options
+}
+
+func newVerifySetup(o *VerifyOptions) (*verifySetup, error) {
+	scheme, err := signature.ParseScheme(o.Scheme, true)
+	if err != nil {
+		return nil, cli.UsageError(err)
+	}
+	if o.Tolerance < 0 {
+		return nil, cli.UsageErrorf("--tolerance %s: want 0 (no limit) or more", o.Tolerance)
+	}
+	secrets, err := o.Secret.ResolveAll("verify", true)
+	if err != nil {
+		return nil, err
+	}
+	if scheme != signature.Auto {
+		for _, secret := range secrets {
+			if _, err := signature.Key(scheme, secret); err != nil {
+				return nil, cli.UsageError(err)
+			}
+		}
+	}
+	s := &verifySetup{scheme: scheme, opts: signature.Options{Secrets: secrets, Tolerance: o.Tolerance, Now: o.Now()}}
+	if o.Tolerance == 0 {
+		s.opts.Tolerance = -1
+	}
+	return s, nil
+}
+
+// check streams body through a signature check of headers h.
+func (s *verifySetup) check(h http.Header, body io.Reader, name string, now time.Time) (Verdict, error) {
+	opts := s.opts
+	if !now.IsZero() {
+		opts.Now = now
+	}
+	c, err := signature.NewCheck(s.scheme, h, opts)
+	if err != nil {
+		return Verdict{}, cli.UsageError(err)
+	}
+	if _, err := copyInput(c, body); err != nil {
+		return Verdict{}, cli.UsageErrorf("read %s: %v", name, err)
+	}
+	return verdictOf(c.Result()), nil
 }
 
 func verifyRun(opts *VerifyOptions) error {
 	if opts.Record != "" {
 		return verifyRecordRun(opts)
 	}
+	bodyOnly := opts.File != "" || opts.Signature != "" || len(opts.Headers) > 0
 	switch {
-	case opts.Request != "" && (opts.File != "" || opts.Signature != ""):
-		return cli.UsageErrorf("--request takes the body and signature from the request file: give no FILE or --signature")
-	case opts.Request == "" && opts.Signature == "":
-		return cli.UsageErrorf("nothing to check: give --signature HEX (with FILE or stdin) or --request FILE")
+	case opts.Request != "" && bodyOnly:
+		return cli.UsageErrorf("--request takes the body and headers from the request file: give no FILE, --signature or --header")
+	case opts.Request == "" && opts.Signature == "" && len(opts.Headers) == 0:
+		return cli.UsageErrorf("nothing to check: give --signature VALUE or --header 'NAME: VALUE' (with FILE or stdin), or --request FILE")
+	case opts.Signature != "" && len(opts.Headers) > 0:
+		return cli.UsageErrorf("--signature and --header: give the signature one way, not both")
+	case (opts.Timestamp != "" || opts.ID != "") && opts.Signature == "":
+		return cli.UsageErrorf("--timestamp and --id go with --signature; with headers, give them as --header lines")
 	}
-	secret, err := opts.Secret.Resolve("verify", true)
+	setup, err := newVerifySetup(opts)
 	if err != nil {
 		return err
 	}
 	var v Verdict
 	if opts.Request != "" {
-		v, err = verifyRequest(opts.IO, secret, opts.Request)
+		v, err = verifyRequest(opts.IO, setup, opts.Request)
 	} else {
-		v, err = verifyBody(opts.IO, secret, opts.File, opts.Signature)
+		v, err = verifyBody(opts, setup)
 	}
 	if err != nil {
 		return err
@@ -102,16 +199,42 @@ func verifyRun(opts *VerifyOptions) error {
 	return nil
 }
 
-func verifyBody(ios *cli.IOStreams, secret []byte, path, sig string) (Verdict, error) {
-	in, name, err := openInput(ios, path)
+func verifyBody(opts *VerifyOptions, setup *verifySetup) (Verdict, error) {
+	var h http.Header
+	if opts.Signature != "" {
+		if setup.scheme == signature.Auto {
+			s, ok := signature.SchemeOfValue(opts.Signature)
+			if !ok {
+				return Verdict{}, cli.UsageErrorf("--scheme auto cannot tell the scheme of this --signature value: name it with --scheme")
+			}
+			setup.scheme = s
+		}
+		if opts.Timestamp != "" && !setup.scheme.SignsTimestamp() {
+			return Verdict{}, cli.UsageErrorf("--timestamp: the %s scheme signs no timestamp", setup.scheme)
+		}
+		if opts.ID != "" && !setup.scheme.SignsID() {
+			return Verdict{}, cli.UsageErrorf("--id: the %s scheme signs no message id", setup.scheme)
+		}
+		h = signature.HeaderOf(setup.scheme, opts.Signature, opts.Timestamp, opts.ID)
+	} else {
+		h = http.Header{}
+		for _, line := range opts.Headers {
+			name, value, ok := strings.Cut(line, ":")
+			if !ok || strings.TrimSpace(name) == "" {
+				return Verdict{}, cli.UsageErrorf("--header %q: want 'NAME: VALUE'", line)
+			}
+			h.Add(strings.TrimSpace(name), strings.TrimSpace(value))
+		}
+	}
+	in, name, err := openInput(opts.IO, opts.File)
 	if err != nil {
 		return Verdict{}, err
 	}
 	defer in.Close()
-	return check(secret, in, name, sig)
+	return setup.check(h, in, name, time.Time{})
 }
 
-func verifyRequest(ios *cli.IOStreams, secret []byte, path string) (Verdict, error) {
+func verifyRequest(ios *cli.IOStreams, setup *verifySetup, path string) (Verdict, error) {
 	in, name, err := openInput(ios, path)
 	if err != nil {
 		return Verdict{}, err
@@ -121,33 +244,16 @@ func verifyRequest(ios *cli.IOStreams, secret []byte, path string) (Verdict, err
 	if err != nil {
 		return Verdict{}, cli.UsageErrorf("%s: %v", name, err)
 	}
-	sig := req.Header.Get(signature.Header)
-	if _, present := req.Header[signature.Header]; !present {
-		return Verdict{Reason: "missing", Message: "the request has no X-Signature header (was the shared secret set on the sender?)"}, nil
-	}
-	return check(secret, req.Body, name, sig)
+	return setup.check(http.Header(req.Header), req.Body, name, time.Time{})
 }
 
-// check streams body through a Verifier and explains a failure as far as
-// the bytes allow: a wrong secret and a changed body look alike.
-func check(secret []byte, body io.Reader, name, sig string) (Verdict, error) {
-	v := signature.NewVerifier(secret)
-	if _, err := io.Copy(v, body); err != nil {
-		return Verdict{}, cli.UsageErrorf("read %s: %v", name, err)
+// line is a verdict in a sentence, with its scheme unless it is the
+// default one.
+func (v Verdict) line() string {
+	if v.Scheme == signature.Segment {
+		return v.Message
 	}
-	trailingNewline, err := v.Check(sig)
-	switch {
-	case err == nil:
-		return Verdict{Valid: true, Reason: "ok", Message: "signature valid (" + plural(v.Len(), "byte", "bytes") + ")"}, nil
-	case errors.Is(err, signature.ErrMissing):
-		return Verdict{Reason: "missing", Message: "the signature is empty"}, nil
-	case errors.Is(err, signature.ErrMalformed):
-		return Verdict{Reason: "malformed", Message: fmt.Sprintf("the signature is not %d hex digits (got %d characters)", signature.HexSize, len(sig))}, nil
-	case trailingNewline:
-		return Verdict{Reason: "trailing_newline", Message: "body differs: it ends with a newline the signed body did not have (without it, the signature verifies)"}, nil
-	default:
-		return Verdict{Reason: "mismatch", Message: fmt.Sprintf("signature does not match: the secret is wrong or the %d-byte body is not the one that was signed", v.Len())}, nil
-	}
+	return string(v.Scheme) + ": " + v.Message
 }
 
 func printVerdict(opts *VerifyOptions, v Verdict) error {
@@ -155,11 +261,10 @@ func printVerdict(opts *VerifyOptions, v Verdict) error {
 		return cli.WriteJSON(opts.IO.Out, v)
 	}
 	st := opts.IO.OutStyles()
-	var err error
-	if v.Valid {
-		_, err = fmt.Fprintf(opts.IO.Out, "%s %s\n", st.OK.Sprint(cli.SymOK), v.Message)
-	} else {
-		_, err = fmt.Fprintf(opts.IO.Out, "%s %s\n", st.Fail.Sprint(cli.SymFail), v.Message)
+	mark := st.OK.Sprint(cli.SymOK)
+	if !v.Valid {
+		mark = st.Fail.Sprint(cli.SymFail)
 	}
+	_, err := fmt.Fprintf(opts.IO.Out, "%s %s\n", mark, v.line())
 	return err
 }

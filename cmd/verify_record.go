@@ -3,11 +3,11 @@ package cmd
 import (
 	"bytes"
 	"fmt"
+	"net/http"
 	"strconv"
 
 	"github.com/evfwd/evfwd/internal/cli"
 	"github.com/evfwd/evfwd/pkg/receiver"
-	"github.com/evfwd/evfwd/pkg/signature"
 )
 
 // recordVerdict is one line of `verify --record -o json`.
@@ -26,7 +26,7 @@ func verifyRecordRun(opts *VerifyOptions) error {
 	if opts.File != "" || opts.Signature != "" || opts.Request != "" {
 		return cli.UsageErrorf("--record takes bodies and signatures from the record file: give no FILE, --signature or --request")
 	}
-	secret, err := opts.Secret.Resolve("verify", true)
+	setup, err := newVerifySetup(opts)
 	if err != nil {
 		return err
 	}
@@ -43,7 +43,7 @@ func verifyRecordRun(opts *VerifyOptions) error {
 			fmt.Fprintf(opts.IO.ErrOut, "%s:%v\n", name, err)
 			continue
 		}
-		v := verdictOfRecord(secret, rec)
+		v := verdictOfRecord(setup, rec)
 		if v.Valid {
 			valid++
 		} else {
@@ -63,7 +63,7 @@ func verifyRecordRun(opts *VerifyOptions) error {
 		if rec.Type != "" {
 			what += " " + rec.Type
 		}
-		fmt.Fprintf(opts.IO.Out, "%s:%d  %s  %s  %s\n", name, rec.Line, mark, what, v.Message)
+		fmt.Fprintf(opts.IO.Out, "%s:%d  %s  %s  %s\n", name, rec.Line, mark, what, v.line())
 	}
 	if !opts.Format.JSON() {
 		fmt.Fprintf(opts.IO.ErrOut, "%d valid, %d invalid%s\n", valid, invalid, unreadableNote(unreadable))
@@ -86,13 +86,13 @@ func unreadableNote(n int) string {
 	return ", " + strconv.Itoa(n) + " unreadable line(s)"
 }
 
-// verdictOfRecord checks a recorded request's X-Signature against its
-// recorded body bytes, explaining a failure as `verify` does.
-func verdictOfRecord(secret []byte, rec *receiver.Record) Verdict {
-	sig, present := rec.Headers[signature.Header]
-	if !present {
-		return Verdict{Reason: "missing", Message: "the request had no X-Signature header"}
+// verdictOfRecord checks a recorded request's signature against its
+// recorded body bytes, judged at the time it arrived.
+func verdictOfRecord(setup *verifySetup, rec *receiver.Record) Verdict {
+	h := make(http.Header, len(rec.Headers))
+	for k, v := range rec.Headers {
+		h[http.CanonicalHeaderKey(k)] = []string{v}
 	}
-	v, _ := check(secret, bytes.NewReader(rec.RawBody()), "body", sig) // reading memory cannot fail
+	v, _ := setup.check(h, bytes.NewReader(rec.RawBody()), "body", rec.ReceivedAt) // reading memory cannot fail
 	return v
 }

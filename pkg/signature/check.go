@@ -128,20 +128,34 @@ func NewCheck(s Scheme, h http.Header, opts Options) (*Check, error) {
 	for _, s := range schemes {
 		cand := parse(specs[s], h)
 		if cand.early == nil {
-			prefix := cand.sp.signedPrefix(cand.ts, cand.id)
-			for _, secret := range opts.Secrets {
-				key, err := Key(s, secret)
-				if err != nil {
-					return nil, err
-				}
-				m := hmac.New(cand.sp.hash, key)
-				m.Write(prefix)
-				cand.macs = append(cand.macs, m)
-			}
+			cand.keyed(opts.Secrets)
 		}
 		c.cands = append(c.cands, cand)
 	}
 	return c, nil
+}
+
+// keyed makes a MAC per secret, fed the signed prefix. A secret the
+// scheme cannot use (only Auto lets one through: a Standard Webhooks key
+// must be base64) gets none, keeping the others' positions.
+func (cand *candidate) keyed(secrets [][]byte) {
+	prefix := cand.sp.signedPrefix(cand.ts, cand.id)
+	usable := 0
+	for _, secret := range secrets {
+		key, err := Key(cand.sp.scheme, secret)
+		if err != nil {
+			cand.macs = append(cand.macs, nil)
+			continue
+		}
+		m := hmac.New(cand.sp.hash, key)
+		m.Write(prefix)
+		cand.macs = append(cand.macs, m)
+		usable++
+	}
+	if usable == 0 {
+		cand.early = &Result{Scheme: cand.sp.scheme, Reason: ReasonMismatch,
+			Detail: "no secret given is a " + string(cand.sp.scheme) + " secret: " + keyForm}
+	}
 }
 
 // Write feeds body bytes; it never fails.
@@ -170,7 +184,9 @@ func (c *Check) feed(p []byte) {
 	}
 	for _, cand := range c.cands {
 		for _, m := range cand.macs {
-			m.Write(p)
+			if m != nil {
+				m.Write(p)
+			}
 		}
 	}
 }
@@ -228,6 +244,9 @@ func (c *Check) judge(cand *candidate) Result {
 // finished with tail, equals one of the signatures; 0 when none does.
 func (c *Check) match(cand *candidate, tail []byte) int {
 	for i, m := range cand.macs {
+		if m == nil {
+			continue
+		}
 		sum := finish(m, tail)
 		for _, sig := range cand.sigs {
 			if hmac.Equal(sum, sig) {
@@ -281,7 +300,7 @@ func (r Result) Message() string {
 		if r.Detail != "" {
 			return r.Detail
 		}
-		return "no " + sp.header + " header"
+		return "the request has no " + sp.header + " header"
 	case ReasonMalformed:
 		return r.Detail
 	case ReasonScheme:
@@ -299,19 +318,21 @@ func (r Result) Message() string {
 	case ReasonFuture:
 		return fmt.Sprintf("signature valid, but signed %s in the future, over the %s tolerance (clocks apart)", (-r.Skew).Round(time.Second), r.Tolerance)
 	}
+	if r.Detail != "" {
+		return r.Detail
+	}
 	what := fmt.Sprintf("the %d-byte body", r.Bytes)
 	if sp != nil && sp.stamped {
-		what = "the body, timestamp"
+		what += ", the timestamp"
 		if sp.idHeader != "" {
-			what += " or id"
+			what += " or the id"
 		}
-		what = fmt.Sprintf("%s (%d bytes)", what, r.Bytes)
 	}
 	secret := "the secret is wrong"
 	if r.Secrets > 1 {
 		secret = fmt.Sprintf("none of the %d secrets is the one", r.Secrets)
 	}
-	return fmt.Sprintf("signature does not match: %s or %s is not what was signed", secret, what)
+	return fmt.Sprintf("signature does not match: %s or %s is not the one that was signed", secret, what)
 }
 
 func (r Result) secretNote() string {

@@ -190,7 +190,7 @@ func TestReasons(t *testing.T) {
 		want   Reason
 		msg    string // a part of the message
 	}{
-		{"no header", Segment, http.Header{}, body, atOpts("k"), ReasonMissing, "no X-Signature header"},
+		{"no header", Segment, http.Header{}, body, atOpts("k"), ReasonMissing, "the request has no X-Signature header"},
 		{"empty header", Slack, http.Header{HeaderSlack: {""}}, body, atOpts("k"), ReasonMissing, "empty"},
 		{"auto, nothing", Auto, http.Header{"X-Other": {"1"}}, body, atOpts("k"), ReasonMissing, "any known scheme"},
 		{"another scheme's header", Segment, stripe, body, atOpts("k"), ReasonScheme, "signed with the stripe scheme"},
@@ -199,7 +199,7 @@ func TestReasons(t *testing.T) {
 		{"stripe, short", Stripe, http.Header{HeaderStripe: {"t=1,v1=abc"}}, body, atOpts("k"), ReasonMalformed, "64 hex digits (got 3"},
 		{"slack, no timestamp", Slack, http.Header{HeaderSlack: {"v0=" + strings.Repeat("a", 64)}}, body, atOpts("k"), ReasonMalformed, "X-Slack-Request-Timestamp: no timestamp"},
 		{"standard, no id", Standard, with(standard, HeaderStandardID, ""), body, atOpts(secretFor[Standard][0]), ReasonMalformed, "no Webhook-Id header"},
-		{"standard, other id", Standard, with(standard, HeaderStandardID, "msg_other"), body, atOpts(secretFor[Standard][0]), ReasonMismatch, "timestamp or id"},
+		{"standard, other id", Standard, with(standard, HeaderStandardID, "msg_other"), body, atOpts(secretFor[Standard][0]), ReasonMismatch, "the timestamp or the id is not the one"},
 		{"github without prefix", GitHub, http.Header{HeaderGitHub: {strings.Repeat("a", 64)}}, body, atOpts("k"), ReasonMalformed, `does not start with "sha256="`},
 		{"segment, wrong length", Segment, http.Header{Header: {"abc"}}, body, atOpts("k"), ReasonMalformed, "not 40 hex digits (got 3 characters)"},
 		{"hex where base64 is expected", Shopify, shopifyHex, body, atOpts("k"), ReasonEncoding, "hex where the shopify scheme sends base64 (read that way it matches"},
@@ -284,5 +284,52 @@ func TestNewMessageID(t *testing.T) {
 	a, b := NewMessageID(), NewMessageID()
 	if a == b || !strings.HasPrefix(a, "msg_") || len(a) != 30 {
 		t.Errorf("%q, %q", a, b)
+	}
+}
+
+func TestAutoSkipsSecretsASchemeCannotUse(t *testing.T) {
+	body := "{}"
+	whsec := secretFor[Standard][0]
+	h := sign(t, Standard, body, whsec)
+	// The segment secret first: not base64, so standard skips it, and the
+	// whsec_ one still counts as the second.
+	r := verifyT(t, Auto, h, body, atOpts("plain secret!", whsec))
+	if !r.Valid || r.Secret != 2 {
+		t.Errorf("%+v %s", r, r.Message())
+	}
+	r = verifyT(t, Auto, h, body, atOpts("plain secret!"))
+	if r.Valid || r.Reason != ReasonMismatch || !strings.Contains(r.Message(), "no secret given is a standard secret") {
+		t.Errorf("%+v %s", r, r.Message())
+	}
+	// A request carrying two schemes (serve's X-Signature next to Standard
+	// Webhooks): either secret verifies it.
+	both := h.Clone()
+	for _, f := range must(SignFields(Segment, [][]byte{[]byte("seg")}, []byte(body), Params{})) {
+		both.Set(f.Name, f.Value)
+	}
+	if r := verifyT(t, Auto, both, body, atOpts("seg")); !r.Valid || r.Scheme != Segment {
+		t.Errorf("segment secret on a request with both: %+v", r)
+	}
+	if r := verifyT(t, Auto, both, body, atOpts(whsec)); !r.Valid || r.Scheme != Standard {
+		t.Errorf("whsec secret on a request with both: %+v", r)
+	}
+}
+
+func must[T any](v T, err error) T {
+	if err != nil {
+		panic(err)
+	}
+	return v
+}
+
+func TestSchemeOfValue(t *testing.T) {
+	for _, s := range Schemes {
+		v := sign(t, s, "{}", secretFor[s][0]).Get(specs[s].header)
+		if got, ok := SchemeOfValue(v); !ok || got != s {
+			t.Errorf("%s value %q: %q, %v", s, v, got, ok)
+		}
+	}
+	if s, ok := SchemeOfValue(strings.Repeat("a", 64)); ok {
+		t.Errorf("bare SHA-256 hex told as %s", s)
 	}
 }

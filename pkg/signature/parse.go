@@ -26,7 +26,7 @@ func parse(sp *spec, h http.Header) *candidate {
 			cand.early = &Result{Scheme: sp.scheme, Reason: ReasonScheme, Other: others[0]}
 			return cand
 		}
-		return fail(ReasonMissing, "no %s header", header)
+		return fail(ReasonMissing, "the request has no %s header", header)
 	}
 	value := strings.TrimSpace(h.Get(header))
 	if value == "" {

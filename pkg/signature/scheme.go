@@ -49,6 +49,9 @@ const (
 	HeaderShopify      = "X-Shopify-Hmac-Sha256"
 )
 
+// keyForm says what a Standard Webhooks secret looks like.
+const keyForm = "a standard webhooks secret is " + standardSecretPrefix + " followed by base64 (as Svix shows it)"
+
 // standardSecretPrefix starts a Standard Webhooks secret; base64 follows.
 const standardSecretPrefix = "whsec_"
 
@@ -199,7 +202,7 @@ func Key(s Scheme, secret []byte) ([]byte, error) {
 	b64 := strings.TrimPrefix(string(secret), standardSecretPrefix)
 	key, err := base64.StdEncoding.DecodeString(b64)
 	if err != nil || len(key) == 0 {
-		return nil, fmt.Errorf("a standard webhooks secret is %s followed by base64 (as Svix shows it): %q is not", standardSecretPrefix, redact(string(secret)))
+		return nil, fmt.Errorf("%s: %q is not", keyForm, redact(string(secret)))
 	}
 	return key, nil
 }
@@ -261,4 +264,28 @@ func HeaderOf(s Scheme, value, timestamp, id string) http.Header {
 		h.Set(sp.idHeader, id)
 	}
 	return h
+}
+
+// SchemeOfValue tells the scheme from a signature value's form alone, for
+// a value copied without its header name. Bare hex of SHA-256's length
+// could be GitHub's, Stripe's or Slack's, so it is not told.
+func SchemeOfValue(v string) (Scheme, bool) {
+	v = strings.TrimSpace(v)
+	switch {
+	case strings.HasPrefix(v, "t=") && strings.Contains(v, "v1="):
+		return Stripe, true
+	case strings.HasPrefix(v, "sha256=") || strings.HasPrefix(v, "sha1="):
+		return GitHub, true
+	case strings.HasPrefix(v, "v0="):
+		return Slack, true
+	case strings.HasPrefix(v, "v1,"):
+		return Standard, true
+	}
+	if _, ok := hexEnc.decode(v, sha1.Size); ok {
+		return Segment, true
+	}
+	if _, ok := b64Enc.decode(v, sha256.Size); ok {
+		return Shopify, true
+	}
+	return "", false
 }

@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"hash"
-	"io"
 	"strconv"
 	"strings"
 	"time"
@@ -145,18 +144,6 @@ func SignFields(s Scheme, secrets [][]byte, body []byte, p Params) ([]Field, err
 	}
 	g.Write(body)
 	return g.Fields(), nil
-}
-
-// SignStream is NewSigner over everything read from r, in constant memory.
-func SignStream(s Scheme, secrets [][]byte, r io.Reader, p Params) (*Signer, error) {
-	g, err := NewSigner(s, secrets, p)
-	if err != nil {
-		return nil, err
-	}
-	if _, err := copyBody(g, r); err != nil {
-		return nil, err
-	}
-	return g, nil
 }
 
 // NewMessageID returns a fresh Standard Webhooks message id: "msg_" and
