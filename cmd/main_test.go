@@ -20,12 +20,12 @@ type result struct {
 }
 
 // execute runs evfwd with args on f (see testFactory) as main would.
-func execute(t *testing.T, f *cli.Factory, args ...string) result {
+func execute(t testing.TB, f *cli.Factory, args ...string) result {
 	t.Helper()
 	return executeCtx(t, context.Background(), f, args...)
 }
 
-func executeCtx(t *testing.T, ctx context.Context, f *cli.Factory, args ...string) result {
+func executeCtx(t testing.TB, ctx context.Context, f *cli.Factory, args ...string) result {
 	t.Helper()
 	code := run(ctx, f, args)
 	return result{
@@ -37,7 +37,7 @@ func executeCtx(t *testing.T, ctx context.Context, f *cli.Factory, args ...strin
 
 // testFactory returns a factory on buffers with stdin, an environment of
 // its own and no config file; tty sets every stream's TTY flag.
-func testFactory(t *testing.T, stdin string, tty bool, env map[string]string) *cli.Factory {
+func testFactory(t testing.TB, stdin string, tty bool, env map[string]string) *cli.Factory {
 	t.Helper()
 	f, io := cli.TestFactory()
 	io.In = bytes.NewBufferString(stdin)

@@ -146,15 +146,25 @@ func newVerifySetup(o *VerifyOptions) (*verifySetup, error) {
 	return s, nil
 }
 
-// check streams body through a signature check of headers h.
-func (s *verifySetup) check(h http.Header, body io.Reader, name string, now time.Time) (Verdict, error) {
+// newCheck starts a check of headers h, judging timestamps at now (the
+// zero time: the command's clock).
+func (s *verifySetup) newCheck(h http.Header, now time.Time) (*signature.Check, error) {
 	opts := s.opts
 	if !now.IsZero() {
 		opts.Now = now
 	}
 	c, err := signature.NewCheck(s.scheme, h, opts)
 	if err != nil {
-		return Verdict{}, cli.UsageError(err)
+		return nil, cli.UsageError(err)
+	}
+	return c, nil
+}
+
+// check streams body through a check of headers h.
+func (s *verifySetup) check(h http.Header, body io.Reader, name string) (Verdict, error) {
+	c, err := s.newCheck(h, time.Time{})
+	if err != nil {
+		return Verdict{}, err
 	}
 	if _, err := copyInput(c, body); err != nil {
 		return Verdict{}, cli.UsageErrorf("read %s: %v", name, err)
@@ -231,7 +241,7 @@ func verifyBody(opts *VerifyOptions, setup *verifySetup) (Verdict, error) {
 		return Verdict{}, err
 	}
 	defer in.Close()
-	return setup.check(h, in, name, time.Time{})
+	return setup.check(h, in, name)
 }
 
 func verifyRequest(ios *cli.IOStreams, setup *verifySetup, path string) (Verdict, error) {
@@ -244,7 +254,7 @@ func verifyRequest(ios *cli.IOStreams, setup *verifySetup, path string) (Verdict
 	if err != nil {
 		return Verdict{}, cli.UsageErrorf("%s: %v", name, err)
 	}
-	return setup.check(http.Header(req.Header), req.Body, name, time.Time{})
+	return setup.check(http.Header(req.Header), req.Body, name)
 }
 
 // line is a verdict in a sentence, with its scheme unless it is the

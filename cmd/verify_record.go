@@ -1,7 +1,6 @@
 package cmd
 
 import (
-	"bytes"
 	"fmt"
 	"net/http"
 	"strconv"
@@ -43,7 +42,10 @@ func verifyRecordRun(opts *VerifyOptions) error {
 			fmt.Fprintf(opts.IO.ErrOut, "%s:%v\n", name, err)
 			continue
 		}
-		v := verdictOfRecord(setup, rec)
+		v, err := verdictOfRecord(setup, rec)
+		if err != nil {
+			return err
+		}
 		if v.Valid {
 			valid++
 		} else {
@@ -88,11 +90,15 @@ func unreadableNote(n int) string {
 
 // verdictOfRecord checks a recorded request's signature against its
 // recorded body bytes, judged at the time it arrived.
-func verdictOfRecord(setup *verifySetup, rec *receiver.Record) Verdict {
+func verdictOfRecord(setup *verifySetup, rec *receiver.Record) (Verdict, error) {
 	h := make(http.Header, len(rec.Headers))
 	for k, v := range rec.Headers {
 		h[http.CanonicalHeaderKey(k)] = []string{v}
 	}
-	v, _ := setup.check(h, bytes.NewReader(rec.RawBody()), "body", rec.ReceivedAt) // reading memory cannot fail
-	return v
+	c, err := setup.newCheck(h, rec.ReceivedAt)
+	if err != nil {
+		return Verdict{}, err
+	}
+	c.Write(rec.RawBody())
+	return verdictOf(c.Result()), nil
 }
