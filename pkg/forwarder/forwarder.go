@@ -598,7 +598,9 @@ func (f *Forwarder) deliver(ctx context.Context, l *lane, d store.Delivery, prob
 	if g.skipped != nil {
 		dest = g.dest
 	}
-	res := f.cfg.Sender.DeliverFunc(ctx, dest, body, func(a webhook.Attempt) {
+	// The messageId is the webhook-id of endpoints signing the Standard
+	// Webhooks way: the same at every attempt, as receivers dedupe on it.
+	res := f.cfg.Sender.DeliverMessage(ctx, dest, body, d.MessageID, func(a webhook.Attempt) {
 		g.remap(&a)
 		if f.cfg.Observer != nil {
 			f.cfg.Observer.Attempt(l.source, a)

@@ -103,7 +103,9 @@ func (f *Forwarder) gate(l *lane, probe *breaker) *gate {
 		}
 	}
 	if g.skipped != nil && len(g.allowed) > 0 {
-		g.dest = &webhook.Destination{SharedSecret: l.dest.SharedSecret}
+		d := *l.dest // the signing settings too
+		d.Endpoints = nil
+		g.dest = &d
 		for _, i := range g.allowed {
 			g.dest.Endpoints = append(g.dest.Endpoints, l.dest.Endpoints[i])
 		}

@@ -8,6 +8,8 @@ import (
 	"net/url"
 	"slices"
 	"strings"
+
+	"github.com/evfwd/evfwd/pkg/signature"
 )
 
 // MaxEndpoints is the most URLs one destination may have (spec 2.2, 8).
@@ -18,13 +20,35 @@ const MaxEndpoints = 5
 type Endpoint struct {
 	URL     string            `json:"url" mapstructure:"url" yaml:"url"`
 	Headers map[string]string `json:"headers,omitempty" mapstructure:"headers" yaml:"headers,omitempty"`
+	// Signing, when SigningStandard, adds Standard Webhooks headers
+	// (webhook-id, webhook-timestamp, webhook-signature) signed with
+	// SigningSecret, next to X-Signature, which stays as the spec says:
+	// for receivers built on a Standard Webhooks library.
+	Signing string `json:"signing,omitempty" mapstructure:"signing" yaml:"signing,omitempty"`
+	// SigningSecret is "whsec_" and base64, as Svix shows it. Never printed.
+	SigningSecret string `json:"-" mapstructure:"signing_secret" yaml:"signing_secret,omitempty"`
 }
+
+// SigningStandard is the one value of Endpoint.Signing.
+const SigningStandard = "standard"
 
 // Destination is a source's webhook destination settings (spec 2.2).
 type Destination struct {
 	Endpoints    []Endpoint `json:"endpoints" mapstructure:"endpoints" yaml:"endpoints"`
 	SharedSecret string     `json:"-" mapstructure:"shared_secret" yaml:"shared_secret,omitempty"`
+	// Scheme is how SharedSecret signs: X-Signature (segment) when empty.
+	// `evfwd trigger --scheme` sets it to test a receiver built for
+	// another vendor; the service leaves it, as the spec fixes X-Signature.
+	Scheme signature.Scheme `json:"-" mapstructure:"-" yaml:"-"`
+	// ExtraSecrets sign too, after SharedSecret, for the schemes that
+	// carry several signatures (stripe, standard), as a sender rotating
+	// its secret does.
+	ExtraSecrets []string `json:"-" mapstructure:"-" yaml:"-"`
 }
+
+// segment reports whether SharedSecret signs the spec's way, X-Signature
+// computed once per delivery.
+func (d *Destination) segment() bool { return d.Scheme == "" || d.Scheme == signature.Segment }
 
 // ErrInvalidConfig is matched by every *ConfigError (errors.Is).
 var ErrInvalidConfig = errors.New("invalid webhook destination")
@@ -59,8 +83,9 @@ var reserved = map[string]bool{
 // Validate checks the settings of spec 2.2: one to five endpoints, each an
 // absolute http or https URL with a host and no credentials, and static
 // headers with valid names and values that do not replace a header the
-// sender sets. It reports every problem found, joined, each naming its
-// endpoint.
+// sender sets; and the signing settings: Scheme and its secrets, each
+// endpoint's Signing and SigningSecret. It reports every problem found,
+// joined, each naming its endpoint.
 func (d *Destination) Validate() error {
 	switch n := len(d.Endpoints); {
 	case n == 0:
@@ -68,7 +93,13 @@ func (d *Destination) Validate() error {
 	case n > MaxEndpoints:
 		return &ConfigError{Index: -1, Reason: fmt.Sprintf("%d webhook URLs, at most %d are allowed", n, MaxEndpoints)}
 	}
-	var errs []error
+	errs := d.validateScheme()
+	// The scheme's headers are the sender's too.
+	var schemeHeaders []string
+	if !d.segment() {
+		schemeHeaders = d.Scheme.Headers()
+	}
+	standardHeaders := signature.Standard.Headers()
 	for i, ep := range d.Endpoints {
 		bad := func(format string, a ...any) {
 			errs = append(errs, &ConfigError{Index: i, URL: ep.URL, Reason: fmt.Sprintf(format, a...)})
@@ -76,11 +107,30 @@ func (d *Destination) Validate() error {
 		if err := checkURL(ep.URL); err != nil {
 			bad("%s", err)
 		}
+		switch ep.Signing {
+		case "":
+			if ep.SigningSecret != "" {
+				bad("signing_secret is set but signing is not: add signing: standard")
+			}
+		case SigningStandard:
+			if ep.SigningSecret == "" {
+				bad("signing: standard needs a signing_secret (whsec_ followed by base64)")
+			} else if _, err := signature.Key(signature.Standard, []byte(ep.SigningSecret)); err != nil {
+				bad("signing_secret: %v", err)
+			}
+			if d.Scheme == signature.Standard {
+				bad("signing: standard: the destination's scheme already sends Standard Webhooks headers")
+			}
+		default:
+			bad("signing %q: only standard is supported (or leave it out for X-Signature alone)", ep.Signing)
+		}
 		for _, name := range slices.Sorted(maps.Keys(ep.Headers)) {
+			canon := http.CanonicalHeaderKey(name)
 			switch {
 			case !validHeaderName(name):
 				bad("header %q: not a valid header name", name)
-			case reserved[http.CanonicalHeaderKey(name)]:
+			case reserved[canon] || slices.Contains(schemeHeaders, canon) ||
+				(ep.Signing == SigningStandard && slices.Contains(standardHeaders, canon)):
 				bad("header %q: set by the sender, it cannot be configured", name)
 			case !validHeaderValue(ep.Headers[name]):
 				bad("header %q: value contains a control character", name)
@@ -88,6 +138,40 @@ func (d *Destination) Validate() error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// validateScheme checks Scheme against the secrets it signs with.
+func (d *Destination) validateScheme() []error {
+	bad := func(format string, a ...any) []error {
+		return []error{&ConfigError{Index: -1, Reason: fmt.Sprintf(format, a...)}}
+	}
+	if d.segment() {
+		if len(d.ExtraSecrets) > 0 {
+			return bad("an X-Signature carries one signature: give one shared secret, not %d", 1+len(d.ExtraSecrets))
+		}
+		return nil
+	}
+	if _, err := signature.ParseScheme(string(d.Scheme), false); err != nil {
+		return bad("%v", err)
+	}
+	if d.SharedSecret == "" {
+		return bad("scheme %s signs with a shared secret: none is set", d.Scheme)
+	}
+	// NewSigner's own checks: the count of secrets and their form.
+	if _, err := signature.NewSigner(d.Scheme, d.secrets(), signature.Params{ID: "msg_check"}); err != nil {
+		return bad("%v", err)
+	}
+	return nil
+}
+
+// secrets are the secrets Scheme signs with, in order.
+func (d *Destination) secrets() [][]byte {
+	out := make([][]byte, 0, 1+len(d.ExtraSecrets))
+	out = append(out, []byte(d.SharedSecret))
+	for _, s := range d.ExtraSecrets {
+		out = append(out, []byte(s))
+	}
+	return out
 }
 
 func checkURL(raw string) error {

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/evfwd/evfwd/internal/retry"
+	"github.com/evfwd/evfwd/pkg/signature"
 )
 
 // Defaults of the retry schedule (DESIGN §4, spec 7-8).
@@ -120,6 +121,15 @@ func (p Policy) NextAttempt(first time.Time, attempt int, last Result) (time.Tim
 // its Then and RetryAt decided. It returns the last delivery's result and
 // the number of deliveries made.
 func (s *Sender) Retry(ctx context.Context, dest *Destination, body []byte, p Policy, onAttempt func(Attempt)) (Result, int) {
+	return s.RetryMessage(ctx, dest, body, "", p, onAttempt)
+}
+
+// RetryMessage is Retry for a message with an id, as DeliverMessage
+// takes it; without one, a fresh id serves every delivery of the run.
+func (s *Sender) RetryMessage(ctx context.Context, dest *Destination, body []byte, id string, p Policy, onAttempt func(Attempt)) (Result, int) {
+	if id == "" && dest.signsPerAttempt() {
+		id = signature.NewMessageID()
+	}
 	p = p.withDefaults()
 	first := p.Now()
 	for n := 1; ; n++ {
@@ -134,7 +144,7 @@ func (s *Sender) Retry(ctx context.Context, dest *Destination, body []byte, p Po
 				last.Then = ThenGiveUp
 			}
 		}
-		res := s.deliver(ctx, dest, body, n, decide, onAttempt)
+		res := s.deliver(ctx, dest, body, id, n, decide, onAttempt)
 		if next.IsZero() {
 			return res, n
 		}

@@ -125,25 +125,36 @@ func (s *Sender) CloseIdleConnections() { s.transport.CloseIdleConnections() }
 // send (see Body); it is signed once, when dest has a shared secret.
 // dest is assumed valid (Validate); an unusable URL fails its attempt.
 func (s *Sender) Deliver(ctx context.Context, dest *Destination, body []byte) Result {
-	return s.DeliverFunc(ctx, dest, body, nil)
+	return s.deliver(ctx, dest, body, "", 1, nil, nil)
 }
 
 // DeliverFunc is Deliver that calls onAttempt after each attempt, as it
 // happens, so a caller can show progress.
 func (s *Sender) DeliverFunc(ctx context.Context, dest *Destination, body []byte, onAttempt func(Attempt)) Result {
-	return s.deliver(ctx, dest, body, 1, nil, onAttempt)
+	return s.deliver(ctx, dest, body, "", 1, nil, onAttempt)
+}
+
+// DeliverMessage is DeliverFunc for a message with an id, its messageId:
+// the webhook-id of the Standard Webhooks headers (Endpoint.Signing,
+// Destination.Scheme), the same at every attempt and every URL so that a
+// receiver can drop what it already has. Deliver and DeliverFunc make a
+// fresh one per delivery. An id that is not printable ASCII without
+// spaces is sent as a digest of it, stable too.
+func (s *Sender) DeliverMessage(ctx context.Context, dest *Destination, body []byte, id string, onAttempt func(Attempt)) Result {
+	return s.deliver(ctx, dest, body, id, 1, nil, onAttempt)
 }
 
 // deliver makes one delivery. decide, when set, fills in Then/RetryAt of
 // the last attempt of a failed delivery before it is reported.
-func (s *Sender) deliver(ctx context.Context, dest *Destination, body []byte, delivery int, decide func(*Result), onAttempt func(Attempt)) Result {
+func (s *Sender) deliver(ctx context.Context, dest *Destination, body []byte, id string, delivery int, decide func(*Result), onAttempt func(Attempt)) Result {
 	var sig []string
-	if dest.SharedSecret != "" {
+	if dest.SharedSecret != "" && dest.segment() {
 		sig = []string{signature.Sign([]byte(dest.SharedSecret), body)}
 	}
+	ps := dest.perAttempt(id)
 	res := Result{Attempts: make([]Attempt, 0, len(dest.Endpoints))}
 	for i := range dest.Endpoints {
-		a := s.post(ctx, &dest.Endpoints[i], i, body, sig)
+		a := s.post(ctx, &dest.Endpoints[i], i, body, sig, ps)
 		a.Delivery = delivery
 		res.Attempts = append(res.Attempts, a)
 		last := &res.Attempts[len(res.Attempts)-1]
@@ -173,7 +184,7 @@ func (s *Sender) deliver(ctx context.Context, dest *Destination, body []byte, de
 }
 
 // post makes one attempt.
-func (s *Sender) post(ctx context.Context, ep *Endpoint, index int, body []byte, sig []string) Attempt {
+func (s *Sender) post(ctx context.Context, ep *Endpoint, index int, body []byte, sig []string, ps *perAttempt) Attempt {
 	a := Attempt{Endpoint: index, URL: ep.URL, Start: s.now()}
 	start := time.Now() // monotonic, for latency, whatever the injected clock says
 	u, err := s.parse(ep.URL)
@@ -196,6 +207,12 @@ func (s *Sender) post(ctx context.Context, ep *Endpoint, index int, body []byte,
 	h["Content-Type"] = contentTypeJSON
 	if sig != nil {
 		h[signature.Header] = sig
+	}
+	if ps != nil {
+		if err := ps.sign(h, ep, body, a.Start); err != nil {
+			a.Class, a.Err, a.Outcome = ClassNetwork, err, Final
+			return a
+		}
 	}
 	rb := &bodyReader{body: body}
 	req := (&http.Request{

@@ -1,0 +1,95 @@
+package webhook
+
+import (
+	"crypto/sha256"
+	"encoding/base32"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/evfwd/evfwd/pkg/signature"
+)
+
+// perAttempt signs what carries a timestamp, and so differs at each
+// attempt: Destination.Scheme when not segment, and the Standard Webhooks
+// headers of endpoints with Signing. A destination with neither has none,
+// and its attempts pay nothing for it.
+type perAttempt struct {
+	scheme  signature.Scheme // "" when SharedSecret signs X-Signature
+	secrets [][]byte
+	id      string // webhook-id
+}
+
+// signsPerAttempt reports whether d signs anything per attempt.
+func (d *Destination) signsPerAttempt() bool {
+	if !d.segment() && d.SharedSecret != "" {
+		return true
+	}
+	for i := range d.Endpoints {
+		if d.Endpoints[i].Signing != "" {
+			return true
+		}
+	}
+	return false
+}
+
+// perAttempt returns what deliveries of the message id sign per attempt,
+// or nil when nothing is.
+func (d *Destination) perAttempt(id string) *perAttempt {
+	if !d.signsPerAttempt() {
+		return nil
+	}
+	ps := &perAttempt{id: webhookID(id)}
+	if !d.segment() && d.SharedSecret != "" {
+		ps.scheme, ps.secrets = d.Scheme, d.secrets()
+	}
+	return ps
+}
+
+// sign adds the signature headers of one attempt to ep, started at.
+func (ps *perAttempt) sign(h http.Header, ep *Endpoint, body []byte, at time.Time) error {
+	p := signature.Params{Timestamp: at, ID: ps.id}
+	if ps.scheme != "" {
+		fs, err := signature.SignFields(ps.scheme, ps.secrets, body, p)
+		if err != nil {
+			return err
+		}
+		setFields(h, fs)
+	}
+	if ep.Signing == SigningStandard {
+		fs, err := signature.SignFields(signature.Standard, [][]byte{[]byte(ep.SigningSecret)}, body, p)
+		if err != nil {
+			return err
+		}
+		setFields(h, fs)
+	}
+	return nil
+}
+
+// setFields sets the header lines, in one backing array.
+func setFields(h http.Header, fs []signature.Field) {
+	vals := make([]string, len(fs))
+	for i, f := range fs {
+		vals[i] = f.Value
+		h[f.Name] = vals[i : i+1 : i+1]
+	}
+}
+
+// webhookID is the webhook-id sent for a message id: the id itself when
+// it is a plain token, else a digest of it (a messageId may hold spaces
+// or any character JSON can, which a header cannot), and a fresh one for
+// no id at all.
+func webhookID(id string) string {
+	if id == "" {
+		return signature.NewMessageID()
+	}
+	for i := 0; i < len(id); i++ {
+		if c := id[i]; c <= ' ' || c >= 0x7f {
+			sum := sha256.Sum256([]byte(id))
+			return "msg_" + strings.ToLower(idEncoding.EncodeToString(sum[:16]))
+		}
+	}
+	return id
+}
+
+var idEncoding = base32.StdEncoding.WithPadding(base32.NoPadding)
