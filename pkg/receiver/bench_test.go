@@ -27,7 +27,7 @@ func BenchmarkHandler(b *testing.B) {
 	sig := signature.Sign(secret, body)
 	out := NewLineWriter(io.Discard)
 	defer out.Close()
-	h, err := New(Options{Secret: secret, Record: io.Discard, OnRequest: func(r *Request) { out.WriteLine(r.Line()) }})
+	h, err := New(Options{Secrets: [][]byte{secret}, Record: io.Discard, OnRequest: func(r *Request) { out.WriteLine(r.Line()) }})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -15,7 +15,7 @@ import (
 // what a sender delivers.
 func Example() {
 	h, err := receiver.New(receiver.Options{
-		Secret: []byte("s3cret"),
+		Secrets: [][]byte{[]byte("s3cret")},
 		OnRequest: func(r *receiver.Request) {
 			fmt.Println(r.Type, r.Event, r.Signature.Verdict == receiver.SigValid, r.Status)
 		},

@@ -159,7 +159,7 @@ func TestBodyRefused(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			var file bytes.Buffer
-			h, err := New(Options{Secret: secret, MaxBodyBytes: limit, Record: &file})
+			h, err := New(Options{Secrets: [][]byte{secret}, MaxBodyBytes: limit, Record: &file})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -1,6 +1,7 @@
 // Package receiver is a webhook receiver: an http.Handler that reads each
-// request's raw body, verifies its X-Signature, checks it against the
-// webhook message shapes, flags redelivered messageIds, decides the
+// request's raw body, verifies its signature (any scheme pkg/signature
+// knows), checks it against the webhook message shapes, flags redelivered
+// messageIds and replayed signatures, decides the
 // answer (optionally simulating failures or relaying to another app),
 // records it, and reports it as a Request value. `evfwd listen` is a thin
 // command around it; it is usable on its own in tests and programs.
@@ -11,8 +12,9 @@
 //     server's read deadline passes: 408; one cut short otherwise: 400.
 //     The connection is closed after these, and the report (and its
 //     record) carries none of the body: Size says how much arrived;
-//   - a missing, malformed or wrong X-Signature when a secret is set: 401,
-//     unless AcceptInvalid;
+//   - a signature that is not valid when a secret is set (missing,
+//     malformed, not matching, outside the tolerance...): 401, unless
+//     AcceptInvalid;
 //   - a FailRate roll: FailStatus; then Respond's next code or Status;
 //   - ForwardTo: the app's response (502 when it cannot be reached);
 //   - otherwise 200.
@@ -20,13 +22,14 @@
 // A body that is not a well-formed webhook message is answered as any
 // other and only flagged (Request.Shape): the receiver shows a sender's
 // mistakes, it does not hide them behind a 400 the sender may retry.
+// A replay (Request.Replay) is likewise answered as any other: a sender's
+// retry is one, under every scheme but Stripe's and Slack's, which sign a
+// fresh timestamp each time.
 package receiver
 
 import (
-	"crypto/hmac"
 	"errors"
 	"fmt"
-	"hash"
 	"io"
 	"net/http"
 	"net/url"
@@ -53,9 +56,22 @@ const DefaultForwardTimeout = 30 * time.Second
 // Options configures a Handler. The zero value answers 200 to every
 // request on any path and checks no signature.
 type Options struct {
-	// Secret, when set, makes the Handler verify X-Signature and answer
-	// 401 to a request whose signature is missing or wrong.
+	// Secrets, when any is given, make the Handler verify each request's
+	// signature and answer 401 to one that is not valid. Any of them may
+	// match (a sender rotating its secret); the report says which.
+	Secrets [][]byte
+	// Secret is one more secret, tried after Secrets.
+	//
+	// Deprecated: use Secrets.
 	Secret []byte
+	// Scheme is how requests are signed (default signature.Auto: whichever
+	// scheme a request's headers carry). A scheme other than Auto must be
+	// able to use every secret (Standard Webhooks wants whsec_ base64).
+	Scheme signature.Scheme
+	// Tolerance is how far a signed timestamp may be from the request's
+	// arrival, either way: 0 means signature.DefaultTolerance, a negative
+	// value no limit.
+	Tolerance time.Duration
 	// AcceptInvalid answers such requests normally; the verdict is still
 	// reported.
 	AcceptInvalid bool
@@ -75,8 +91,9 @@ type Options struct {
 	// OnRequest, when set, is called with each request's report after the
 	// answer is written, on the request's goroutine.
 	OnRequest func(*Request)
-	// DedupWindow is how many recent messageIds are remembered
-	// (default DefaultDedupWindow).
+	// DedupWindow is how many recent messageIds, and how many recent
+	// signatures (for Request.Replay), are remembered (default
+	// DefaultDedupWindow).
 	DedupWindow int
 	// MaxBodyBytes bounds a body (default DefaultMaxBodyBytes); a larger
 	// one is answered 413 and its connection closed.
@@ -94,11 +111,14 @@ type Handler struct {
 	opts    Options
 	now     func() time.Time
 	sim     *simulator
-	dedup   *dedup
+	dedup   *dedup[string]
+	replays *dedup[replayKey]
 	record  *LineWriter
 	forward *url.URL
 	client  *http.Client
-	macs    sync.Pool // of hash.Hash keyed by Secret
+	secrets [][]byte
+	scheme  signature.Scheme
+	macs    []sync.Pool // per secret, of segment's keyed MAC (fastSegment)
 }
 
 // ErrConfig is matched by every configuration error from New.
@@ -112,7 +132,9 @@ func (e *configError) Is(t error) bool { return t == ErrConfig }
 // New checks opts and returns a Handler.
 func New(opts Options) (*Handler, error) {
 	h := &Handler{opts: opts, now: opts.Now}
-	h.macs.New = func() any { return signature.New(opts.Secret) }
+	if err := h.setSecrets(); err != nil {
+		return nil, err
+	}
 	if h.now == nil {
 		h.now = time.Now
 	}
@@ -145,7 +167,8 @@ func New(opts Options) (*Handler, error) {
 	if opts.DedupWindow == 0 {
 		opts.DedupWindow = DefaultDedupWindow
 	}
-	h.dedup = newDedup(opts.DedupWindow)
+	h.dedup = newDedup[string](opts.DedupWindow)
+	h.replays = newDedup[replayKey](opts.DedupWindow)
 	if opts.MaxBodyBytes <= 0 {
 		h.opts.MaxBodyBytes = DefaultMaxBodyBytes
 	}
@@ -214,7 +237,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 	if req.Signature.Verdict == SigInvalid && !h.opts.AcceptInvalid {
 		req.Refused = RefusedSignature
-		h.answer(w, req, http.StatusUnauthorized, "invalid signature: "+req.Signature.Reason)
+		h.answer(w, req, http.StatusUnauthorized, "invalid signature ("+string(req.Signature.Reason)+"): "+req.Signature.Message)
 		return
 	}
 	status, delay := h.sim.next()
@@ -238,7 +261,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 // inspect fills the verdicts and the fields read from the body.
 func (h *Handler) inspect(req *Request) {
-	req.Signature = h.verify(req.Body, req.Header.Get(signature.Header))
+	req.Signature, req.Replay = h.verify(req.Header, req.Body, req.ReceivedAt)
 	o, err := rawjson.ParseObject(req.Body)
 	if err != nil {
 		req.Shape = Shape{Reason: parseShapeErr(req.Body).Error()}
@@ -269,36 +292,6 @@ func (h *Handler) inspect(req *Request) {
 		req.MessageID = id
 		req.Duplicate = h.dedup.check(id)
 	}
-}
-
-func (h *Handler) verify(body []byte, sig string) Signature {
-	if len(h.opts.Secret) == 0 {
-		return Signature{Verdict: SigUnchecked}
-	}
-	if sig == "" {
-		return Signature{Verdict: SigInvalid, Reason: "missing"}
-	}
-	want, err := signature.Decode(sig)
-	if err != nil {
-		return Signature{Verdict: SigInvalid, Reason: "malformed"}
-	}
-	// A keyed MAC from the pool saves building one per request.
-	mac := h.macs.Get().(hash.Hash)
-	mac.Reset()
-	mac.Write(body)
-	var sum [signature.Size]byte
-	ok := hmac.Equal(mac.Sum(sum[:0]), want)
-	h.macs.Put(mac)
-	if ok {
-		return Signature{Verdict: SigValid}
-	}
-	// Only a failure pays for the diagnosis of a trailing newline.
-	v := signature.NewVerifier(h.opts.Secret)
-	v.Write(body)
-	if trailingNL, _ := v.Check(sig); trailingNL {
-		return Signature{Verdict: SigInvalid, Reason: "mismatch (trailing newline)"}
-	}
-	return Signature{Verdict: SigInvalid, Reason: "mismatch"}
 }
 
 // Why a request was refused (Request.Refused).

@@ -2,6 +2,7 @@ package receiver
 
 import (
 	"bytes"
+	"errors"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -11,6 +12,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 
 	"github.com/evfwd/evfwd/pkg/signature"
 )
@@ -71,6 +73,7 @@ func (s *served) post(t *testing.T, path, body, sig string) int {
 
 func TestSignatureVerdicts(t *testing.T) {
 	good := signature.Sign(secret, []byte(trackBody))
+	seg := signature.Segment
 	tests := []struct {
 		name          string
 		secret        []byte
@@ -79,25 +82,32 @@ func TestSignatureVerdicts(t *testing.T) {
 		wantStatus    int
 		want          Signature
 	}{
-		{"signed", secret, false, trackBody, good, 200, Signature{Verdict: SigValid}},
-		{"uppercase hex", secret, false, trackBody, strings.ToUpper(good), 200, Signature{Verdict: SigValid}},
-		{"unsigned", secret, false, trackBody, "", 401, Signature{Verdict: SigInvalid, Reason: "missing"}},
-		{"tampered", secret, false, strings.Replace(trackBody, "u_42", "u_43", 1), good, 401, Signature{Verdict: SigInvalid, Reason: "mismatch"}},
-		{"wrong secret", secret, false, trackBody, signature.Sign([]byte("other"), []byte(trackBody)), 401, Signature{Verdict: SigInvalid, Reason: "mismatch"}},
-		{"malformed", secret, false, trackBody, "xyz", 401, Signature{Verdict: SigInvalid, Reason: "malformed"}},
-		{"trailing newline", secret, false, trackBody + "\n", good, 401, Signature{Verdict: SigInvalid, Reason: "mismatch (trailing newline)"}},
-		{"accept invalid", secret, true, trackBody, "", 200, Signature{Verdict: SigInvalid, Reason: "missing"}},
+		{"signed", secret, false, trackBody, good, 200, Signature{Verdict: SigValid, Scheme: seg, Reason: "ok"}},
+		{"uppercase hex", secret, false, trackBody, strings.ToUpper(good), 200, Signature{Verdict: SigValid, Scheme: seg, Reason: "ok"}},
+		{"unsigned", secret, false, trackBody, "", 401, Signature{Verdict: SigInvalid, Scheme: signature.Auto, Reason: "missing"}},
+		{"tampered", secret, false, strings.Replace(trackBody, "u_42", "u_43", 1), good, 401, Signature{Verdict: SigInvalid, Scheme: seg, Reason: "mismatch"}},
+		{"wrong secret", secret, false, trackBody, signature.Sign([]byte("other"), []byte(trackBody)), 401, Signature{Verdict: SigInvalid, Scheme: seg, Reason: "mismatch"}},
+		{"malformed", secret, false, trackBody, "xyz", 401, Signature{Verdict: SigInvalid, Scheme: seg, Reason: "malformed"}},
+		{"trailing newline", secret, false, trackBody + "\n", good, 401, Signature{Verdict: SigInvalid, Scheme: seg, Reason: "trailing_newline"}},
+		{"accept invalid", secret, true, trackBody, "", 200, Signature{Verdict: SigInvalid, Scheme: signature.Auto, Reason: "missing"}},
 		{"no secret", nil, false, trackBody, good, 200, Signature{Verdict: SigUnchecked}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			s := serve(t, Options{Secret: tt.secret, AcceptInvalid: tt.acceptInvalid})
+			opts := Options{AcceptInvalid: tt.acceptInvalid}
+			if tt.secret != nil {
+				opts.Secrets = [][]byte{tt.secret}
+			}
+			s := serve(t, opts)
 			status := s.post(t, "/hooks", tt.body, tt.sig)
 			if diff := cmp.Diff(tt.wantStatus, status); diff != "" {
 				t.Errorf("status mismatch (-want +got):\n%s", diff)
 			}
 			r := s.last()
-			if diff := cmp.Diff(tt.want, r.Signature); diff != "" {
+			if (r.Signature.Message == "") != (tt.want.Verdict == SigUnchecked) {
+				t.Errorf("message %q for a %s verdict", r.Signature.Message, r.Signature.Verdict)
+			}
+			if diff := cmp.Diff(tt.want, r.Signature, cmpopts.IgnoreFields(Signature{}, "Message")); diff != "" {
 				t.Errorf("mismatch (-want +got):\n%s", diff)
 			}
 			if r.Status != status {
@@ -134,7 +144,7 @@ func TestReportFields(t *testing.T) {
 }
 
 func TestDedupWindowIsBounded(t *testing.T) {
-	d := newDedup(2)
+	d := newDedup[string](2)
 	var got []bool
 	for _, id := range []string{"a", "b", "a", "c", "a", "a"} {
 		got = append(got, d.check(id))
@@ -220,7 +230,7 @@ func TestForward(t *testing.T) {
 		io.WriteString(w, `{"received":true}`)
 	}))
 	defer app.Close()
-	s := serve(t, Options{Secret: secret, ForwardTo: app.URL + "/webhook"})
+	s := serve(t, Options{Secrets: [][]byte{secret}, ForwardTo: app.URL + "/webhook"})
 	sig := signature.Sign(secret, []byte(trackBody))
 	req, _ := http.NewRequest("PUT", s.URL+"/hooks", strings.NewReader(trackBody))
 	req.Header.Set(signature.Header, sig)
@@ -264,9 +274,12 @@ func TestConfigErrors(t *testing.T) {
 		"fail rate":           {Simulate: Simulation{FailRate: 1.5}},
 		"forward with status": {ForwardTo: "http://x", Simulate: Simulation{Status: 500}},
 		"forward not a URL":   {ForwardTo: "localhost:3000"},
+		"unknown scheme":      {Secrets: [][]byte{secret}, Scheme: "svix"},
+		"unusable secret":     {Secrets: [][]byte{[]byte("not base64!")}, Scheme: signature.Standard},
+		"empty secret":        {Secrets: [][]byte{secret, {}}},
 	} {
-		if _, err := New(opts); err == nil {
-			t.Errorf("%s: no error", name)
+		if _, err := New(opts); !errors.Is(err, ErrConfig) {
+			t.Errorf("%s: %v, want ErrConfig", name, err)
 		}
 	}
 }

@@ -40,6 +40,7 @@ type Record struct {
 	Signature  Signature         `json:"signature"`
 	Shape      Shape             `json:"shape"`
 	Duplicate  bool              `json:"duplicate"`
+	Replay     bool              `json:"replay"`
 	Refused    string            `json:"refused,omitempty"`
 	Status     int               `json:"status"`
 	LatencyMS  float64           `json:"latencyMs"`
@@ -230,12 +231,20 @@ func (r *Request) AppendJSON(b []byte) []byte {
 	b = append(b, `,"signature":{"verdict":"`...)
 	b = append(b, r.Signature.Verdict...)
 	b = append(b, '"')
-	b = appendOptString(b, "reason", r.Signature.Reason)
+	b = appendOptString(b, "scheme", string(r.Signature.Scheme))
+	b = appendOptString(b, "reason", string(r.Signature.Reason))
+	if r.Signature.Secret > 0 {
+		b = append(b, `,"secret":`...)
+		b = strconv.AppendInt(b, int64(r.Signature.Secret), 10)
+	}
+	b = appendOptString(b, "message", r.Signature.Message)
 	b = append(b, `},"shape":{"ok":`...)
 	b = strconv.AppendBool(b, r.Shape.OK)
 	b = appendOptString(b, "reason", r.Shape.Reason)
 	b = append(b, `},"duplicate":`...)
 	b = strconv.AppendBool(b, r.Duplicate)
+	b = append(b, `,"replay":`...)
+	b = strconv.AppendBool(b, r.Replay)
 	b = appendOptString(b, "refused", r.Refused)
 	b = append(b, `,"status":`...)
 	b = strconv.AppendInt(b, int64(r.Status), 10)

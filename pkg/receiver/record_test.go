@@ -27,7 +27,7 @@ func TestRecordKeepsRawBody(t *testing.T) {
 		`{"html":"<b>&</b>","n":12345678901234567890.000000001}`,
 	}
 	var file bytes.Buffer
-	s := serve(t, Options{Secret: secret, Record: &file})
+	s := serve(t, Options{Secrets: [][]byte{secret}, Record: &file})
 	for _, b := range bodies {
 		s.post(t, "/hooks?x=1", b, signature.Sign(secret, []byte(b)))
 	}
@@ -61,11 +61,12 @@ func TestRequestJSON(t *testing.T) {
 		Body:   []byte(`{"a":1}`),
 		Size:   7,
 		Type:   "track", Event: "E", UserID: "u",
-		Signature: Signature{Verdict: SigInvalid, Reason: "mismatch"},
+		Signature: Signature{Verdict: SigInvalid, Scheme: "segment", Reason: "mismatch", Secret: 2, Message: "signature does not match"},
 		Shape:     Shape{Reason: "missing version"},
+		Replay:    true,
 		Status:    401, Latency: 1234 * time.Microsecond,
 	}
-	want := `{"receivedAt":"2024-05-01T12:00:05.123Z","method":"POST","path":"/hooks","headers":{"Content-Type":"application/json","X-Signature":"ab"},"size":7,"type":"track","event":"E","userId":"u","signature":{"verdict":"invalid","reason":"mismatch"},"shape":{"ok":false,"reason":"missing version"},"duplicate":false,"status":401,"latencyMs":1.234,"body":{"a":1}}` + "\n"
+	want := `{"receivedAt":"2024-05-01T12:00:05.123Z","method":"POST","path":"/hooks","headers":{"Content-Type":"application/json","X-Signature":"ab"},"size":7,"type":"track","event":"E","userId":"u","signature":{"verdict":"invalid","scheme":"segment","reason":"mismatch","secret":2,"message":"signature does not match"},"shape":{"ok":false,"reason":"missing version"},"duplicate":false,"replay":true,"status":401,"latencyMs":1.234,"body":{"a":1}}` + "\n"
 	if diff := cmp.Diff(want, string(r.Line())); diff != "" {
 		t.Errorf("mismatch (-want +got):\n%s", diff)
 	}

@@ -4,9 +4,11 @@ import (
 	"net/http"
 	"sync"
 	"time"
+
+	"github.com/evfwd/evfwd/pkg/signature"
 )
 
-// SigVerdict is the outcome of checking a request's X-Signature.
+// SigVerdict is the outcome of checking a request's signature.
 type SigVerdict string
 
 const (
@@ -14,19 +16,26 @@ const (
 	// request was refused first (its path, or a body that did not arrive
 	// whole).
 	SigUnchecked SigVerdict = "unchecked"
-	// SigValid: the signature matches the body under the secret.
+	// SigValid: the signature matches the body under a secret, within
+	// the tolerance.
 	SigValid SigVerdict = "valid"
-	// SigInvalid: missing, malformed or not matching; see the reason.
+	// SigInvalid: anything else; Reason says what.
 	SigInvalid SigVerdict = "invalid"
 )
 
-// Signature is the verdict on a request's signature with, when invalid, a
-// short reason: "missing", "malformed", "mismatch" or
-// "mismatch (trailing newline)" when the body minus a final newline would
-// have verified. The expected value is never carried.
+// Signature is the verdict on a request's signature: the scheme judged
+// (auto when the request carried none known), a stable reason code
+// (signature.Reason: ok, missing, malformed, mismatch, trailing_newline,
+// expired, future, scheme, encoding), the position (from 1) of the secret
+// that matched when several were given, and a sentence for people. The
+// expected value and the secrets are never carried. All but Verdict are
+// empty when unchecked.
 type Signature struct {
-	Verdict SigVerdict `json:"verdict"`
-	Reason  string     `json:"reason,omitempty"`
+	Verdict SigVerdict       `json:"verdict"`
+	Scheme  signature.Scheme `json:"scheme,omitempty"`
+	Reason  signature.Reason `json:"reason,omitempty"`
+	Secret  int              `json:"secret,omitempty"`
+	Message string           `json:"message,omitempty"`
 }
 
 // Shape is the verdict of CheckShape on the body.
@@ -65,6 +74,12 @@ type Request struct {
 	Signature Signature
 	Shape     Shape
 	Duplicate bool // messageId seen among the recent ones
+	// Replay: the same signed message was seen among the recent ones
+	// (see Options.DedupWindow): the same webhook-id (Standard Webhooks),
+	// timestamp and signature (Stripe, Slack), or signature, and so body
+	// (segment, github, shopify). Only authentic requests count: ones whose
+	// MAC matched, even outside the tolerance.
+	Replay bool
 
 	// Refused says why the request was turned away before the normal
 	// answer ("path", "body", "signature"); empty when it was accepted.

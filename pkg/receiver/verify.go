@@ -1,0 +1,174 @@
+package receiver
+
+import (
+	"crypto/hmac"
+	"hash"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/evfwd/evfwd/pkg/signature"
+)
+
+// setSecrets checks the scheme and the secrets it is to use.
+func (h *Handler) setSecrets() error {
+	h.secrets = slices.Clip(h.opts.Secrets)
+	if len(h.opts.Secret) > 0 {
+		h.secrets = append(h.secrets, h.opts.Secret)
+	}
+	for i, s := range h.secrets {
+		if len(s) == 0 {
+			return &configError{"Secrets", "secret " + strconv.Itoa(i+1) + " is empty"}
+		}
+	}
+	h.scheme = h.opts.Scheme
+	if h.scheme == "" {
+		h.scheme = signature.Auto
+	}
+	if _, err := signature.ParseScheme(string(h.scheme), true); err != nil {
+		return &configError{"Scheme", err.Error()}
+	}
+	if h.scheme != signature.Auto {
+		for _, s := range h.secrets {
+			if _, err := signature.Key(h.scheme, s); err != nil {
+				return &configError{"Secrets", err.Error()}
+			}
+		}
+	}
+	if h.scheme == signature.Segment || h.scheme == signature.Auto {
+		h.macs = make([]sync.Pool, len(h.secrets))
+		for i, s := range h.secrets {
+			h.macs[i].New = func() any { return signature.New(s) }
+		}
+	}
+	return nil
+}
+
+// verify judges a request's signature at its arrival time and, when its
+// MAC matched, whether the same signed message came before (replay).
+func (h *Handler) verify(hdr http.Header, body []byte, at time.Time) (Signature, bool) {
+	if len(h.secrets) == 0 {
+		return Signature{Verdict: SigUnchecked}, false
+	}
+	opts := signature.Options{Secrets: h.secrets, Tolerance: h.opts.Tolerance, Now: at}
+	res := h.checkSignature(hdr, body, opts)
+	sig := Signature{Verdict: SigInvalid, Scheme: res.Scheme, Reason: res.Reason}
+	if res.Valid {
+		sig.Verdict = SigValid
+	}
+	if len(h.secrets) > 1 {
+		sig.Secret = res.Secret
+	}
+	sig.Message = res.Message()
+	// Only an authentic request (its MAC matched, in or out of the
+	// tolerance) says what was signed; anyone can repeat a forged header.
+	replay := res.Secret > 0 && h.replays.check(replayKeyOf(res.Scheme, hdr))
+	return sig, replay
+}
+
+// checkSignature is signature.VerifyFields, which judges every request
+// but the commonest one: a valid segment signature, the only signature
+// header, which a pooled keyed MAC per secret confirms without building a
+// Check (NewCheck keys a fresh HMAC per secret and request). Anything the
+// fast path does not confirm, failures included, goes to VerifyFields:
+// the verdict on it, and every reason, is pkg/signature's.
+func (h *Handler) checkSignature(hdr http.Header, body []byte, opts signature.Options) signature.Result {
+	if r, ok := h.fastSegment(hdr, body, opts.Tolerance); ok {
+		return r
+	}
+	res, err := signature.VerifyFields(h.scheme, hdr, body, opts)
+	if err != nil {
+		// New checked the secrets against a fixed scheme; under Auto,
+		// pkg/signature skips those a request's scheme cannot use.
+		return signature.Result{Scheme: h.scheme, Reason: signature.ReasonMismatch, Secrets: len(h.secrets), Bytes: int64(len(body)), Detail: err.Error()}
+	}
+	return res
+}
+
+// fastSegment confirms a valid segment signature, as VerifyFields would
+// (TestFastSegmentAgrees): segment signs no timestamp, so a MAC equal to
+// the header's value under a secret is the whole verdict.
+func (h *Handler) fastSegment(hdr http.Header, body []byte, tolerance time.Duration) (signature.Result, bool) {
+	if h.scheme != signature.Segment && h.scheme != signature.Auto {
+		return signature.Result{}, false
+	}
+	v := hdr[signature.Header]
+	if len(v) != 1 {
+		return signature.Result{}, false
+	}
+	if h.scheme == signature.Auto {
+		for _, name := range otherSignatureHeaders {
+			if _, ok := hdr[name]; ok {
+				return signature.Result{}, false
+			}
+		}
+	}
+	want, err := signature.Decode(v[0])
+	if err != nil {
+		return signature.Result{}, false
+	}
+	if tolerance == 0 {
+		tolerance = signature.DefaultTolerance
+	}
+	var sum [signature.Size]byte
+	for i := range h.macs {
+		mac := h.macs[i].Get().(hash.Hash)
+		mac.Reset()
+		mac.Write(body)
+		ok := hmac.Equal(mac.Sum(sum[:0]), want)
+		h.macs[i].Put(mac)
+		if ok {
+			return signature.Result{Scheme: signature.Segment, Valid: true, Reason: signature.ReasonOK,
+				Secret: i + 1, Secrets: len(h.secrets), Bytes: int64(len(body)), Tolerance: tolerance}, true
+		}
+	}
+	return signature.Result{}, false
+}
+
+// otherSignatureHeaders are those of every scheme but segment: a request
+// carrying any of them is Auto's to sort out.
+var otherSignatureHeaders = func() []string {
+	var hs []string
+	for _, s := range signature.Schemes {
+		if s != signature.Segment {
+			hs = append(hs, s.Headers()...)
+		}
+	}
+	return hs
+}()
+
+// replayKey is what makes a signed message the same one again, per
+// scheme: Standard Webhooks' webhook-id; Stripe's and Slack's timestamp
+// with the signature; for schemes that sign no timestamp or id (segment,
+// github, shopify), the signature itself, which, its MAC having matched,
+// stands for the body. Its strings are the request's header values.
+type replayKey struct {
+	scheme       signature.Scheme
+	stamp, value string
+}
+
+func replayKeyOf(s signature.Scheme, h http.Header) replayKey {
+	k := replayKey{scheme: s}
+	switch s {
+	case signature.Standard:
+		k.value = h.Get(signature.HeaderStandardID)
+	case signature.Stripe: // "t=…,v1=…": the timestamp is in the value
+		k.value = h.Get(signature.HeaderStripe)
+	case signature.Slack:
+		k.stamp, k.value = h.Get(signature.HeaderSlackTime), h.Get(signature.HeaderSlack)
+	case signature.GitHub:
+		k.value = h.Get(signature.HeaderGitHub)
+		if k.value == "" {
+			k.value = h.Get(signature.HeaderGitHubSHA1)
+		}
+	case signature.Shopify:
+		k.value = h.Get(signature.HeaderShopify)
+	default:
+		k.value = h.Get(signature.Header)
+	}
+	k.stamp, k.value = strings.TrimSpace(k.stamp), strings.TrimSpace(k.value)
+	return k
+}
