@@ -108,6 +108,9 @@ type Verdict struct {
 
 func verdictOf(r signature.Result) Verdict {
 	v := Verdict{Valid: r.Valid, Reason: r.Reason, Message: r.Message(), Scheme: r.Scheme, Timestamp: r.Timestamp, ID: r.ID}
+	if r.Reason == signature.ReasonScheme {
+		v.Message += ": try --scheme " + string(r.Other) + " or --scheme auto"
+	}
 	if r.Secrets > 1 {
 		v.Secret = r.Secret
 	}

@@ -150,7 +150,7 @@ func TestVerifyReasons(t *testing.T) {
 		{"expired", old(append([]string{"--scheme", "stripe"}, stripe...)...), result{Code: 1}},
 		{"tolerance 0", old(append([]string{"--scheme", "stripe", "--tolerance", "0"}, stripe...)...), result{Code: 0}},
 		{"another scheme", old(append([]string{"--scheme", "segment"}, stripe...)...),
-			result{Stdout: "✗ the request is signed with the stripe scheme (Stripe-Signature), not segment (X-Signature)\n", Code: 1}},
+			result{Stdout: "✗ the request is signed with the stripe scheme (Stripe-Signature), not segment (X-Signature): try --scheme stripe or --scheme auto\n", Code: 1}},
 		{"encoding", old("--scheme", "shopify", "--header", "X-Shopify-Hmac-Sha256: "+strings.Repeat("ab", 32)),
 			result{Stdout: "✗ shopify: the signature is hex where the shopify scheme sends base64 (read that way it does not match either)\n", Code: 1}},
 		{"stripe bare value with --timestamp", old("--scheme", "stripe", "--tolerance", "0", "--timestamp", "1700000000", "--signature",
