@@ -37,6 +37,7 @@ type TriggerOptions struct {
 	UserID      string
 	Event       string
 	Secret      cli.Secret
+	Scheme      string   // signature scheme, signature.ParseScheme
 	Headers     []string // "Name: value"
 	CAFile      string
 	RetryWindow time.Duration
@@ -68,7 +69,11 @@ func NewCmdTrigger(f *cli.Factory, runF func(*TriggerOptions) error) *cobra.Comm
 webhook URLs as the webhook destination does: a body of type, version and the
 message's fields in their order, headers
 User-Agent, Content-Type, your --header lines and X-Signature when a secret is
-given (--secret-file, EVFWD_SECRET or --secret). URLs are tried in order; the
+given (--secret-file, EVFWD_SECRET or --secret). --scheme signs the way
+another vendor does instead, to test a receiver built for it: github, stripe,
+standard (Standard Webhooks, a whsec_ secret), slack or shopify; stripe and
+standard sign with every --secret given, as a sender rotating its secret
+does, and the timestamps signed are each attempt's. URLs are tried in order; the
 first 2xx ends delivery. Each attempt is printed as it happens with what
 follows: the next URL, a retry (exponential backoff from 1s to 10m, for at most
 --retry-window: 30s by default, 0 for one pass over the URLs, 4h for the
@@ -89,7 +94,8 @@ error, 130 interrupted.`,
   evfwd trigger identify --url https://hooks.example/a --url https://hooks.example/b --secret-file hook.secret
   evfwd trigger track --data @order.json --event "Order Refunded" --header 'Authorization: Bearer t0k'
   evfwd trigger page --url http://127.0.0.1:9000/ --count 10000 --concurrency 32
-  evfwd trigger delete --user-id u_42 --url https://hooks.example/gdpr -o json`,
+  evfwd trigger delete --user-id u_42 --url https://hooks.example/gdpr -o json
+  evfwd trigger track --url http://localhost:3000/webhooks/stripe --scheme stripe --secret-file whsec.txt`,
 		GroupID:   groupTools,
 		Args:      cli.Args(cobra.ExactArgs(1)),
 		ValidArgs: typeNames,
@@ -110,6 +116,7 @@ error, 130 interrupted.`,
 	fl.StringVar(&opts.UserID, "user-id", "", "set the message's userId")
 	fl.StringVar(&opts.Event, "event", "", "set the event name (track)")
 	opts.Secret.AddFlags(cmd)
+	fl.StringVar(&opts.Scheme, "scheme", string(signature.Segment), "sign as `SCHEME` does: segment (X-Signature), github, stripe, standard, slack, shopify")
 	fl.StringArrayVarP(&opts.Headers, "header", "H", nil, "static header `'Name: value'` sent to every URL (repeatable)")
 	fl.StringVar(&opts.CAFile, "ca-file", "", "PEM `FILE` of a CA to trust besides the system roots")
 	fl.DurationVar(&opts.RetryWindow, "retry-window", triggerWindow, "retry for at most this long after the first attempt (0: one pass over the URLs; 4h: as the destination does)")
@@ -178,11 +185,32 @@ func newTrigger(opts *TriggerOptions) (*trigger, error) {
 		}
 		headers[name] = value
 	}
-	secret, err := opts.Secret.Resolve("trigger", false)
+	scheme, err := signature.ParseScheme(opts.Scheme, false)
+	if err != nil {
+		return nil, cli.UsageErrorf("--scheme: %v", err)
+	}
+	secrets, err := opts.Secret.ResolveAll("trigger", false)
 	if err != nil {
 		return nil, err
 	}
-	tr.dest = &webhook.Destination{SharedSecret: string(secret)}
+	switch {
+	case len(secrets) == 0 && scheme != signature.Segment:
+		return nil, cli.UsageErrorf("--scheme %s signs with a secret: give --secret-file FILE, %sSECRET or --secret", scheme, cli.EnvPrefix)
+	case len(secrets) > 1 && scheme != signature.Stripe && scheme != signature.Standard:
+		return nil, cli.UsageErrorf("%d secrets given: a %s signature carries one, give one secret (stripe and standard sign with several)", len(secrets), scheme)
+	}
+	tr.dest = &webhook.Destination{Scheme: scheme}
+	if len(secrets) > 0 {
+		// Checked here, with the flag's name, rather than as an endpoint
+		// error: a standard secret must be whsec_ and base64.
+		if _, err := signature.NewSigner(scheme, secrets, signature.Params{ID: "msg_check"}); err != nil {
+			return nil, cli.UsageErrorf("--secret: %v", err)
+		}
+		tr.dest.SharedSecret = string(secrets[0])
+		for _, s := range secrets[1:] {
+			tr.dest.ExtraSecrets = append(tr.dest.ExtraSecrets, string(s))
+		}
+	}
 	for _, u := range opts.URLs {
 		tr.dest.Endpoints = append(tr.dest.Endpoints, webhook.Endpoint{URL: u, Headers: headers})
 	}
@@ -283,19 +311,47 @@ func (tr *trigger) message() (*rawjson.Object, error) {
 // once delivers the message with retries and reports each attempt.
 func (tr *trigger) once() error {
 	body, _ := webhook.Body(tr.msg)
-	tr.out.intro(tr.typ, tr.msg, body, tr.dest.SharedSecret)
+	// The messageId is Standard Webhooks' webhook-id, as serve sends it.
+	id, _ := tr.msg.GetString("messageId")
+	tr.out.intro(tr.typ, tr.msg, body, tr.signedFields(body, id))
 	p := webhook.RetryFor(tr.opts.RetryWindow)
 	p.Initial, p.Now = tr.opts.RetryInitial, tr.opts.Now
 	attempts := 0
-	res, deliveries := tr.sender.Retry(tr.ctx, tr.dest, body, p, func(a webhook.Attempt) {
+	res, deliveries := tr.sender.RetryMessage(tr.ctx, tr.dest, body, id, p, func(a webhook.Attempt) {
 		attempts++
 		tr.out.attempt(a, tr.msg)
 	})
-	err := tr.out.verdict(res, deliveries, attempts, tr.msg, body)
+	err := tr.out.verdict(res, deliveries, attempts, tr.msg, body, tr.signedScheme())
 	if h := giveUpHint(res); h != "" {
 		fmt.Fprintln(tr.opts.IO.ErrOut, tr.opts.IO.ErrStyles().Warn.Sprint(h))
 	}
 	return err
+}
+
+// signedScheme is the scheme that signs, "" when nothing does.
+func (tr *trigger) signedScheme() signature.Scheme {
+	if tr.dest.SharedSecret == "" {
+		return ""
+	}
+	return tr.dest.Scheme
+}
+
+// signedFields are the signature headers the intro shows: those of an
+// attempt made now (a scheme with a timestamp signs each attempt's).
+func (tr *trigger) signedFields(body []byte, id string) []signature.Field {
+	d := tr.dest
+	if d.SharedSecret == "" {
+		return nil
+	}
+	if d.Scheme == signature.Segment {
+		return []signature.Field{{Name: signature.Header, Value: signature.Sign([]byte(d.SharedSecret), body)}}
+	}
+	secrets := [][]byte{[]byte(d.SharedSecret)}
+	for _, s := range d.ExtraSecrets {
+		secrets = append(secrets, []byte(s))
+	}
+	fs, _ := signature.SignFields(d.Scheme, secrets, body, signature.Params{Timestamp: tr.opts.Now(), ID: id})
+	return fs
 }
 
 // giveUpHint says what to do when trigger stopped retrying (its window
@@ -338,14 +394,19 @@ func newAttemptPrinter(opts *TriggerOptions, endpoints int) *attemptPrinter {
 	return &attemptPrinter{now: opts.Now, w: opts.IO.Out, st: opts.IO.OutStyles(), json: opts.Format.JSON(), endpoints: endpoints}
 }
 
-func (p *attemptPrinter) intro(t message.Type, msg *rawjson.Object, body []byte, secret string) {
+func (p *attemptPrinter) intro(t message.Type, msg *rawjson.Object, body []byte, fields []signature.Field) {
 	if p.json {
 		return
 	}
 	id, _ := msg.GetString("messageId")
 	signed := p.st.Muted.Sprint("unsigned")
-	if secret != "" {
-		signed = "signed " + p.st.Muted.Sprint(signature.Header+": "+signature.Sign([]byte(secret), body))
+	if len(fields) > 0 {
+		lines := make([]string, len(fields))
+		for i, f := range fields {
+			lines[i] = f.Name + ": " + f.Value
+		}
+		// One header a line, under the first.
+		signed = "signed " + p.st.Muted.Sprint(strings.Join(lines, "\n  "))
 	}
 	fmt.Fprintf(p.w, "%s %s  %d bytes  %s\n%s\n\n", p.st.Bold.Sprint(string(t)), p.st.Muted.Sprint(id), len(body), signed, body)
 }
@@ -435,6 +496,7 @@ type onceSummary struct {
 	Record      string          `json:"record"`
 	Type        string          `json:"type"`
 	MessageID   string          `json:"messageId,omitempty"`
+	Scheme      string          `json:"scheme,omitempty"` // that signed; none when unsigned
 	Outcome     webhook.Outcome `json:"outcome"`
 	DeliveredTo string          `json:"deliveredTo,omitempty"`
 	Deliveries  int             `json:"deliveries"`
@@ -443,12 +505,12 @@ type onceSummary struct {
 }
 
 // verdict prints the end of a single delivery and picks the exit code.
-func (p *attemptPrinter) verdict(res webhook.Result, deliveries, attempts int, msg *rawjson.Object, body []byte) error {
+func (p *attemptPrinter) verdict(res webhook.Result, deliveries, attempts int, msg *rawjson.Object, body []byte, scheme signature.Scheme) error {
 	last := res.Last()
 	if p.json {
 		id, _ := msg.GetString("messageId")
 		typ, _ := msg.GetString("type")
-		s := onceSummary{Record: "summary", Type: typ, MessageID: id, Outcome: res.Outcome,
+		s := onceSummary{Record: "summary", Type: typ, MessageID: id, Scheme: string(scheme), Outcome: res.Outcome,
 			Deliveries: deliveries, Attempts: attempts, Body: body}
 		if res.Delivered() {
 			s.DeliveredTo = last.URL
@@ -507,7 +569,7 @@ func (tr *trigger) load() error {
 	}
 	rep := g.Run(tr.ctx)
 	progress.stopProgress()
-	if err := tr.out.loadSummary(tr.typ, rep); err != nil {
+	if err := tr.out.loadSummary(tr.typ, tr.signedScheme(), rep); err != nil {
 		return err
 	}
 	switch {
@@ -528,6 +590,7 @@ type bucket struct {
 type loadSummaryJSON struct {
 	Record      string             `json:"record"`
 	Type        string             `json:"type"`
+	Scheme      string             `json:"scheme,omitempty"` // that signed; none when unsigned
 	Count       int                `json:"count"`
 	Sent        int                `json:"sent"`
 	Delivered   int                `json:"delivered"`
@@ -541,7 +604,7 @@ type loadSummaryJSON struct {
 	Histogram   []bucket           `json:"histogram"`
 }
 
-func (p *attemptPrinter) loadSummary(t message.Type, r *loadgen.Report) error {
+func (p *attemptPrinter) loadSummary(t message.Type, scheme signature.Scheme, r *loadgen.Report) error {
 	n, c, elapsed := r.Count, r.Concurrency, r.Elapsed
 	sent, rate := r.Sent(), r.PerSecond()
 	pcts := []struct {
@@ -573,7 +636,7 @@ func (p *attemptPrinter) loadSummary(t message.Type, r *loadgen.Report) error {
 			buckets = append(buckets, b)
 		}
 		return cli.WriteJSON(p.w, loadSummaryJSON{
-			Record: "summary", Type: string(t), Count: n, Sent: sent, Delivered: r.Delivered, Failed: r.Failed,
+			Record: "summary", Type: string(t), Scheme: string(scheme), Count: n, Sent: sent, Delivered: r.Delivered, Failed: r.Failed,
 			Interrupted: r.Interrupted, Concurrency: c,
 			ElapsedMS: float64(elapsed.Microseconds()) / 1000, PerSecond: rate,
 			LatencyMS: ms, Status: status, Histogram: buckets,

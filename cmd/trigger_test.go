@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/hmac"
 	"crypto/sha1"
+	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
 	"encoding/pem"
@@ -19,12 +20,13 @@ import (
 	"time"
 
 	"github.com/evfwd/evfwd/internal/cli"
+	"github.com/evfwd/evfwd/pkg/signature"
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 )
 
 func TestTriggerFlags(t *testing.T) {
-	defaults := TriggerOptions{RetryWindow: 30 * time.Second, Timeout: 5 * time.Second, Count: 1, Concurrency: 1, RetryInitial: time.Second}
+	defaults := TriggerOptions{Scheme: "segment", RetryWindow: 30 * time.Second, Timeout: 5 * time.Second, Count: 1, Concurrency: 1, RetryInitial: time.Second}
 	with := func(change func(o *TriggerOptions)) TriggerOptions {
 		o := defaults
 		change(&o)
@@ -46,6 +48,10 @@ func TestTriggerFlags(t *testing.T) {
 		{[]string{"page", "--url", "http://a", "-n", "1000", "-c", "16", "--event", "E", "--secret", "k"},
 			with(func(o *TriggerOptions) {
 				o.Type, o.URLs, o.Count, o.Concurrency, o.Event, o.Secret = "page", []string{"http://a"}, 1000, 16, "E", cli.Secret{Values: []string{"k"}}
+			})},
+		{[]string{"track", "--url", "http://a", "--scheme", "stripe", "--secret", "k1", "--secret", "k2"},
+			with(func(o *TriggerOptions) {
+				o.Type, o.URLs, o.Scheme, o.Secret = "track", []string{"http://a"}, "stripe", cli.Secret{Values: []string{"k1", "k2"}}
 			})},
 	}
 	for _, tt := range tests {
@@ -505,6 +511,102 @@ func TestTriggerGivesUpWithAHint(t *testing.T) {
 			}
 			if retried := len(attempts) > 1; retried != tt.retry || len(attempts) > 10 {
 				t.Errorf("%d attempts, want retries %v within the 30s window", len(attempts), tt.retry)
+			}
+		})
+	}
+}
+
+// TestTriggerSchemeStripeTwoSecrets: --scheme stripe signs with every
+// secret, so a receiver holding either one verifies; the timestamp is the
+// attempt's, and -o json names the scheme.
+func TestTriggerSchemeStripeTwoSecrets(t *testing.T) {
+	e := newEndpoint(t, 500, 200)
+	f := testFactory(t, "", false, nil)
+	at := time.Date(2024, 5, 1, 12, 0, 0, 0, time.UTC)
+	f.Now = func() time.Time { return at }
+	r := execute(t, f, "trigger", "track", "--url", e.URL, "--scheme", "stripe", "--secret", "a", "--secret", "b", "--retry-initial", "1ms", "-o", "json")
+	if r.Code != 0 {
+		t.Fatalf("exit %d, stderr %q", r.Code, r.Stderr)
+	}
+	reqs, bodies := e.requests()
+	if len(reqs) != 2 {
+		t.Fatalf("%d requests, want 2", len(reqs))
+	}
+	for i, req := range reqs {
+		if req.Header.Get("X-Signature") != "" {
+			t.Errorf("request %d: X-Signature sent with --scheme stripe", i+1)
+		}
+		if !strings.HasPrefix(req.Header.Get("Stripe-Signature"), "t=1714564800,v1=") {
+			t.Errorf("request %d: Stripe-Signature %q, want t= the attempt's time", i+1, req.Header.Get("Stripe-Signature"))
+		}
+		for _, secret := range []string{"a", "b"} {
+			res, err := signature.VerifyFields(signature.Stripe, req.Header, []byte(bodies[i]), signature.Options{Secrets: [][]byte{[]byte(secret)}, Now: at})
+			if err != nil || !res.Valid {
+				t.Errorf("request %d, secret %s: %v %s", i+1, secret, err, res.Message())
+			}
+		}
+	}
+	recs := records(t, r.Stdout)
+	if got := recs[len(recs)-1]["scheme"]; got != "stripe" {
+		t.Errorf("summary scheme %v, want stripe", got)
+	}
+}
+
+// TestTriggerSchemeText: the intro shows the scheme's header lines, one a
+// line; the default is X-Signature's line as before.
+func TestTriggerSchemeText(t *testing.T) {
+	e := newEndpoint(t, 200)
+	secret := "whsec_" + base64.StdEncoding.EncodeToString([]byte("trigger test key"))
+	f := testFactory(t, "", false, nil)
+	at := time.Date(2024, 5, 1, 12, 0, 0, 0, time.UTC)
+	f.Now = func() time.Time { return at }
+	r := execute(t, f, "trigger", "track", "--url", e.URL, "--scheme", "standard", "--secret", secret)
+	if r.Code != 0 {
+		t.Fatalf("exit %d, stderr %q", r.Code, r.Stderr)
+	}
+	reqs, bodies := e.requests()
+	h := reqs[0].Header
+	res, err := signature.VerifyFields(signature.Standard, h, []byte(bodies[0]), signature.Options{Secrets: [][]byte{[]byte(secret)}, Now: at})
+	if err != nil || !res.Valid {
+		t.Fatalf("standard: %v %s", err, res.Message())
+	}
+	var id struct{ MessageID string }
+	json.Unmarshal([]byte(bodies[0]), &id)
+	if h.Get("Webhook-Id") != id.MessageID {
+		t.Errorf("webhook-id %q, want the messageId %q", h.Get("Webhook-Id"), id.MessageID)
+	}
+	want := "signed Webhook-Id: " + id.MessageID + "\n  Webhook-Timestamp: 1714564800\n  Webhook-Signature: " + h.Get("Webhook-Signature") + "\n"
+	if !strings.Contains(r.Stdout, want) {
+		t.Errorf("intro lacks %q:\n%s", want, r.Stdout)
+	}
+
+	e = newEndpoint(t, 200)
+	r = execute(t, testFactory(t, "", false, nil), "trigger", "track", "--url", e.URL, "--secret", "k")
+	_, bodies = e.requests()
+	if want := "signed X-Signature: " + triggerHMAC("k", bodies[0]) + "\n"; r.Code != 0 || !strings.Contains(r.Stdout, want) {
+		t.Errorf("exit %d; default intro lacks %q:\n%s", r.Code, want, r.Stdout)
+	}
+}
+
+func TestTriggerSchemeUsageErrors(t *testing.T) {
+	tests := []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"github, two secrets", []string{"--scheme", "github", "--secret", "a", "--secret", "b"}, "2 secrets given: a github signature carries one, give one secret (stripe and standard sign with several)"},
+		{"segment, two secrets", []string{"--secret", "a", "--secret", "b"}, "2 secrets given: a segment signature carries one, give one secret (stripe and standard sign with several)"},
+		{"no secret", []string{"--scheme", "slack"}, "--scheme slack signs with a secret: give --secret-file FILE, EVFWD_SECRET or --secret"},
+		{"unknown", []string{"--scheme", "svix", "--secret", "a"}, `--scheme: unknown signature scheme "svix" (one of standard, stripe, slack, github, shopify, segment)`},
+		{"standard secret", []string{"--scheme", "standard", "--secret", "plain"}, `--secret: a standard webhooks secret is whsec_ followed by base64 (as Svix shows it): "*****" is not`},
+		{"scheme header", []string{"--scheme", "shopify", "--secret", "a", "-H", "X-Shopify-Hmac-Sha256: x"}, `--header "X-Shopify-Hmac-Sha256": set by the sender, it cannot be configured`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			args := append([]string{"trigger", "track", "--url", "http://a.example"}, tt.args...)
+			r := execute(t, testFactory(t, "", false, nil), args...)
+			if diff := cmp.Diff(result{Stderr: "error: " + tt.want + "\n", Code: 2}, r); diff != "" {
+				t.Errorf("mismatch (-want +got):\n%s", diff)
 			}
 		})
 	}
