@@ -18,7 +18,7 @@ if ! command -v node >/dev/null || ! command -v npm >/dev/null; then
   echo "compat-signatures: node/npm not found, skipped"; exit 0
 fi
 cp scripts/compat-signatures/package.json scripts/compat-signatures/check.mjs "$work/"
-if ! (cd "$work" && timeout 180 npm install --silent --no-package-lock --no-audit --no-fund >"$work/npm.log" 2>&1); then
+if ! (cd "$work" && timeout 180 npm install --loglevel=error --no-package-lock --no-audit --no-fund >"$work/npm.log" 2>&1); then
   echo "compat-signatures: could not install the owners' libraries from the npm registry, skipped"
   tail -5 "$work/npm.log"
   exit 0
