@@ -18,6 +18,7 @@ import (
 	"github.com/evfwd/evfwd/internal/tlscert"
 	"github.com/evfwd/evfwd/pkg/message"
 	"github.com/evfwd/evfwd/pkg/receiver"
+	"github.com/evfwd/evfwd/pkg/signature"
 	"github.com/evfwd/evfwd/pkg/webhook"
 	"github.com/spf13/cobra"
 )
@@ -29,6 +30,8 @@ type ListenOptions struct {
 	Now           func() time.Time
 	Getenv        func(string) string // says whether GOGC is set
 	Secret        cli.Secret
+	Scheme        string
+	Tolerance     time.Duration
 	Addr          string
 	Path          string
 	AcceptInvalid bool
@@ -46,6 +49,8 @@ type ListenOptions struct {
 	TLSCert       string
 	TLSKey        string
 
+	scheme signature.Scheme // Scheme, parsed by check
+
 	ctx   context.Context
 	ready func(url string) // tests: called once the port is open
 	rand  func() float64   // tests: --fail-rate rolls
@@ -60,13 +65,26 @@ func NewCmdListen(f *cli.Factory, runF func(*ListenOptions) error) *cobra.Comman
 	opts := &ListenOptions{}
 	cmd := &cobra.Command{
 		Use:   "listen",
-		Short: "Run a local webhook receiver that verifies X-Signature and shows what arrives",
+		Short: "Run a local webhook receiver that verifies signatures and shows what arrives",
 		Long: `Serve HTTP on --addr and show each webhook request as it arrives: its type,
-event or user, whether X-Signature verifies, whether the body has the shape of
-a webhook message, duplicates of an earlier messageId, and the answer given.
+event or user, whether its signature verifies, whether the body has the shape
+of a webhook message, duplicates of an earlier messageId, replays of a signed
+message, and the answer given.
 
 With a shared secret (--secret-file, EVFWD_SECRET or --secret) requests whose
-signature is missing or wrong are answered 401 unless --accept-invalid.
+signature is not valid (missing, wrong, or signed further than --tolerance
+from their arrival) are answered 401 unless --accept-invalid. --scheme says
+how requests are signed: segment (X-Signature), github, stripe, standard
+(Standard Webhooks, Svix: a whsec_ secret), slack, shopify, or auto (the
+default: whichever the request's headers carry). Repeat --secret or
+--secret-file to accept any of several secrets, as during a rotation: each
+line says which one matched.
+
+A replay is a signed message that came before, among the last 10000: the same
+webhook-id (standard), the same timestamp and signature (stripe, slack), or
+the same signature, and so body (segment, github, shopify, which sign no
+timestamp). A sender's retry is one too, under the schemes that do not sign
+a fresh timestamp. Replays are flagged, and answered as any other request.
 
 Failure simulation for testing senders: --status, --respond 500,500,200 (the
 last value repeats), --delay 6s (over the 5 s deadline), --fail-rate 0.3.
@@ -88,6 +106,8 @@ the body (its size says how much came).
 Exit status: 0 stopped or --count reached, 1 --timeout passed first,
 2 usage error, 130 interrupted before --count was reached.`,
 		Example: `  evfwd listen --secret-file hook.secret
+  evfwd listen --scheme stripe --secret whsec_...
+  evfwd listen --secret-file old.secret --secret-file new.secret
   evfwd listen --path /hooks --respond 500,500,200
   evfwd listen --count 3 --type track --timeout 30s --ready-file ready &
   evfwd listen --forward-to http://localhost:3000/webhooks --verbose
@@ -107,6 +127,8 @@ Exit status: 0 stopped or --count reached, 1 --timeout passed first,
 	}
 	opts.Secret.AddFlags(cmd)
 	fl := cmd.Flags()
+	fl.StringVar(&opts.Scheme, "scheme", string(signature.Auto), "signature `SCHEME`: auto, segment, github, stripe, standard, slack or shopify")
+	fl.DurationVar(&opts.Tolerance, "tolerance", signature.DefaultTolerance, "how far a signed timestamp may be from a request's arrival (0: no limit)")
 	fl.StringVar(&opts.Addr, "addr", "127.0.0.1:8788", "`HOST:PORT` to listen on (port 0 picks a free one)")
 	fl.StringVar(&opts.Path, "path", "", "serve only this `PATH`; others get 404 (default any path)")
 	fl.BoolVar(&opts.AcceptInvalid, "accept-invalid", false, "answer requests with a missing or wrong signature normally (the verdict is still shown)")
@@ -130,7 +152,14 @@ func (o *ListenOptions) check() error {
 	if o.Path != "" && !strings.HasPrefix(o.Path, "/") {
 		o.Path = "/" + o.Path
 	}
+	scheme, err := signature.ParseScheme(o.Scheme, true)
+	if err != nil {
+		return cli.UsageErrorf("--scheme: %v", err)
+	}
+	o.scheme = scheme
 	switch {
+	case o.Tolerance < 0:
+		return cli.UsageErrorf("--tolerance must not be negative (0 means no limit)")
 	case o.Count < 0:
 		return cli.UsageErrorf("--count must not be negative")
 	case o.Type != "" && o.Count == 0:
@@ -153,9 +182,20 @@ func listenRun(opts *ListenOptions) error {
 	if err := opts.check(); err != nil {
 		return err
 	}
-	secret, err := opts.Secret.Resolve("listen", false)
+	secrets, err := opts.Secret.ResolveAll("listen", false)
 	if err != nil {
 		return err
+	}
+	if opts.scheme != signature.Auto {
+		for _, s := range secrets {
+			if _, err := signature.Key(opts.scheme, s); err != nil {
+				return cli.UsageErrorf("--scheme %s: %v", opts.scheme, err)
+			}
+		}
+	}
+	tolerance := opts.Tolerance
+	if tolerance == 0 {
+		tolerance = -1 // the receiver's zero is the default, ours no limit
 	}
 	ctx := opts.ctx
 	if ctx == nil {
@@ -182,7 +222,9 @@ func listenRun(opts *ListenOptions) error {
 	out := newListenPrinter(opts.IO, opts.Format, opts.Verbose)
 	tally := newTally(opts.Count, opts.Type)
 	ropts := receiver.Options{
-		Secret:        secret,
+		Secrets:       secrets,
+		Scheme:        opts.scheme,
+		Tolerance:     tolerance,
 		AcceptInvalid: opts.AcceptInvalid,
 		Path:          opts.Path,
 		Simulate: receiver.Simulation{
@@ -219,7 +261,7 @@ func listenRun(opts *ListenOptions) error {
 	go func() { served <- srv.Serve(ln) }()
 
 	url := scheme + "://" + ln.Addr().String() + opts.Path
-	if err := announce(opts, url, secret != nil); err != nil {
+	if err := announce(opts, url, len(secrets)); err != nil {
 		srv.Close()
 		h.Close()
 		return err
@@ -293,16 +335,9 @@ func listen(opts *ListenOptions) (net.Listener, string, error) {
 }
 
 // announce prints the readiness line and writes --ready-file.
-func announce(opts *ListenOptions, url string, signed bool) error {
+func announce(opts *ListenOptions, url string, secrets int) error {
 	st := opts.IO.ErrStyles()
-	note := "no secret: signatures not checked"
-	if signed {
-		note = "verifying X-Signature"
-		if opts.AcceptInvalid {
-			note += ", accepting invalid"
-		}
-	}
-	fmt.Fprintf(opts.IO.ErrOut, "listening on %s  %s\n", url, st.Muted.Sprint("("+note+")"))
+	fmt.Fprintf(opts.IO.ErrOut, "listening on %s  %s\n", url, st.Muted.Sprint("("+checkNote(opts, secrets)+")"))
 	if opts.ReadyFile == "" {
 		return nil
 	}
@@ -318,6 +353,32 @@ func announce(opts *ListenOptions, url string, signed bool) error {
 	return nil
 }
 
+// checkNote says what announce's line says about signatures, e.g.
+// "verifying stripe signatures, 2 secrets, timestamps within 5m0s".
+func checkNote(opts *ListenOptions, secrets int) string {
+	if secrets == 0 {
+		return "no secret: signatures not checked"
+	}
+	note := "verifying " + string(opts.scheme) + " signatures"
+	if opts.scheme == signature.Auto {
+		note = "verifying signatures of any scheme"
+	}
+	if secrets > 1 {
+		note += fmt.Sprintf(", %d secrets", secrets)
+	}
+	if opts.scheme == signature.Auto || opts.scheme.SignsTimestamp() {
+		if opts.Tolerance > 0 {
+			note += ", timestamps within " + shortDuration(opts.Tolerance)
+		} else {
+			note += ", timestamps not limited"
+		}
+	}
+	if opts.AcceptInvalid {
+		note += ", accepting invalid"
+	}
+	return note
+}
+
 // tally counts what arrived, for --count and the summary.
 type tally struct {
 	mu       sync.Mutex
@@ -329,6 +390,7 @@ type tally struct {
 	bySig    map[receiver.SigVerdict]int
 	badShape int
 	dups     int
+	replays  int
 	byStatus map[int]int
 	refused  map[string]int
 	reached  chan struct{}
@@ -364,6 +426,9 @@ func (t *tally) add(r *receiver.Request) {
 	}
 	if r.Duplicate {
 		t.dups++
+	}
+	if r.Replay {
+		t.replays++
 	}
 	t.byStatus[r.Status]++
 	if r.Refused != "" {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/evfwd/evfwd/internal/cli"
 	"github.com/evfwd/evfwd/pkg/receiver"
+	"github.com/evfwd/evfwd/pkg/signature"
 )
 
 // listenPrinter shows each request on stdout: a line (text) or an NDJSON
@@ -58,7 +59,8 @@ func (p *listenPrinter) close() error {
 }
 
 // line writes e.g.
-// 12:00:05.123  POST /hooks  track "Order Completed"  user=u_42  sig ✓  → 200  412 B  1.2ms
+// 12:00:05.123  POST /hooks  track "Order Completed"  user=u_42  sig segment ✓  → 200  412 B  1.2ms
+// 12:00:05.125  POST /hooks  track  sig stripe ✗ expired  → 401  412 B  1.2ms
 func (p *listenPrinter) line(b *strings.Builder, r *receiver.Request) {
 	st := p.st
 	sep := func() { b.WriteString("  ") }
@@ -81,13 +83,21 @@ func (p *listenPrinter) line(b *strings.Builder, r *receiver.Request) {
 	}
 	if r.Refused != receiver.RefusedPath {
 		sep()
-		switch r.Signature.Verdict {
+		sig := r.Signature
+		b.WriteString("sig ")
+		if sig.Scheme != "" && sig.Scheme != signature.Auto { // auto: no scheme's header came
+			b.WriteString(string(sig.Scheme) + " ")
+		}
+		switch sig.Verdict {
 		case receiver.SigValid:
-			b.WriteString("sig " + st.OK.Sprint(cli.SymOK))
+			b.WriteString(st.OK.Sprint(cli.SymOK))
 		case receiver.SigInvalid:
-			b.WriteString("sig " + st.Fail.Sprint(cli.SymFail+" "+r.Signature.Reason))
+			b.WriteString(st.Fail.Sprint(cli.SymFail + " " + string(sig.Reason)))
 		default:
-			b.WriteString("sig " + st.Muted.Sprint(cli.SymNone))
+			b.WriteString(st.Muted.Sprint(cli.SymNone))
+		}
+		if sig.Secret > 0 {
+			b.WriteString(" " + st.Muted.Sprint("secret "+strconv.Itoa(sig.Secret)))
 		}
 		if !r.Shape.OK {
 			sep()
@@ -97,6 +107,10 @@ func (p *listenPrinter) line(b *strings.Builder, r *receiver.Request) {
 	if r.Duplicate {
 		sep()
 		b.WriteString(st.Warn.Sprint("dup"))
+	}
+	if r.Replay {
+		sep()
+		b.WriteString(st.Warn.Sprint("replay"))
 	}
 	sep()
 	b.WriteString("→ " + p.status(r.Status))
@@ -125,8 +139,12 @@ func (p *listenPrinter) status(code int) string {
 	return p.st.Fail.Sprint(s)
 }
 
-// details is --verbose: headers, the pretty body, and the app's answer.
+// details is --verbose: why a signature is invalid, headers, the pretty
+// body, and the app's answer.
 func (p *listenPrinter) details(b *strings.Builder, r *receiver.Request) {
+	if r.Signature.Verdict == receiver.SigInvalid {
+		b.WriteString("    " + p.st.Fail.Sprint("sig:") + " " + r.Signature.Message + "\n")
+	}
 	keys := make([]string, 0, len(r.Header))
 	for k := range r.Header {
 		keys = append(keys, k)
@@ -198,6 +216,9 @@ func (t *tally) summary(ios *cli.IOStreams) {
 		fmt.Fprintf(&b, "%s%d ok, %d invalid\n", label("shape"), checked-t.badShape, t.badShape)
 		if t.dups > 0 {
 			fmt.Fprintf(&b, "%s%d\n", label("duplicates"), t.dups)
+		}
+		if t.replays > 0 {
+			fmt.Fprintf(&b, "%s%d\n", label("replays"), t.replays)
 		}
 		status := map[string]int{}
 		for c, n := range t.byStatus {

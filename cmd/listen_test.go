@@ -30,6 +30,7 @@ import (
 
 	"github.com/evfwd/evfwd/internal/cli"
 	"github.com/evfwd/evfwd/pkg/receiver"
+	"github.com/evfwd/evfwd/pkg/signature"
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 )
@@ -227,22 +228,30 @@ func TestListenFlags(t *testing.T) {
 		args []string
 		want ListenOptions
 	}{
-		{nil, ListenOptions{Addr: "127.0.0.1:8788"}},
+		{nil, ListenOptions{}},
 		{
 			[]string{"--addr", ":9000", "--path", "/hooks", "--secret-file", "s", "--accept-invalid", "-v", "--record", "r.ndjson"},
 			ListenOptions{Addr: ":9000", Path: "/hooks", Secret: cli.Secret{Files: []string{"s"}}, AcceptInvalid: true, Verbose: true, Record: "r.ndjson"},
 		},
 		{
 			[]string{"--respond", "500,500,200", "--delay", "6s", "--fail-rate", "0.3"},
-			ListenOptions{Addr: "127.0.0.1:8788", Respond: []int{500, 500, 200}, Delay: 6 * time.Second, FailRate: 0.3},
+			ListenOptions{Respond: []int{500, 500, 200}, Delay: 6 * time.Second, FailRate: 0.3},
 		},
 		{
 			[]string{"--count", "3", "--type", "track", "--timeout", "30s", "--ready-file", "ready", "--status", "503"},
-			ListenOptions{Addr: "127.0.0.1:8788", Count: 3, Type: "track", Timeout: 30 * time.Second, ReadyFile: "ready", Status: 503},
+			ListenOptions{Count: 3, Type: "track", Timeout: 30 * time.Second, ReadyFile: "ready", Status: 503},
 		},
 		{
 			[]string{"--forward-to", "http://localhost:3000/hooks", "--tls-cert", "c.pem", "--tls-key", "k.pem"},
-			ListenOptions{Addr: "127.0.0.1:8788", ForwardTo: "http://localhost:3000/hooks", TLSCert: "c.pem", TLSKey: "k.pem"},
+			ListenOptions{ForwardTo: "http://localhost:3000/hooks", TLSCert: "c.pem", TLSKey: "k.pem"},
+		},
+		{
+			[]string{"--scheme", "stripe", "--tolerance", "1m", "--secret", "whsec_a", "--secret", "whsec_b"},
+			ListenOptions{Scheme: "stripe", Tolerance: time.Minute, Secret: cli.Secret{Values: []string{"whsec_a", "whsec_b"}}},
+		},
+		{
+			[]string{"--tolerance", "0"},
+			ListenOptions{Tolerance: -1}, // no limit; -1 stands for 0 below
 		},
 	}
 	for _, tt := range tests {
@@ -258,6 +267,19 @@ func TestListenFlags(t *testing.T) {
 			t.Errorf("%v: options not built on the factory", tt.args)
 		}
 		got.IO, got.Format, got.Now, got.Getenv = nil, "", nil, nil
+		// Defaults, unless the case sets them.
+		if tt.want.Addr == "" {
+			tt.want.Addr = "127.0.0.1:8788"
+		}
+		if tt.want.Scheme == "" {
+			tt.want.Scheme = "auto"
+		}
+		switch tt.want.Tolerance {
+		case 0:
+			tt.want.Tolerance = 5 * time.Minute
+		case -1:
+			tt.want.Tolerance = 0
+		}
 		if diff := cmp.Diff(&tt.want, got, cmpopts.IgnoreUnexported(ListenOptions{}, cli.Secret{})); diff != "" {
 			t.Errorf("%v mismatch (-want +got):\n%s", tt.args, diff)
 		}
@@ -274,7 +296,11 @@ func TestListenUsageErrors(t *testing.T) {
 		{"--forward-to", "localhost:3000"},
 		{"--fail-rate", "2"},
 		{"--addr", "256.0.0.1:1"},
-		{"--secret", "a", "--secret-file", "b"},
+		{"--secret", "a", "--secret-file", "b"}, // no file b
+		{"--scheme", "svix", "--secret", "a"},
+		{"--scheme", "standard", "--secret", "notbase64!"},
+		{"--scheme", "standard", "--secret", "whsec_c2VjcmV0", "--secret", "plain"},
+		{"--tolerance", "-1s"},
 	}
 	for _, args := range tests {
 		f := testFactory(t, "", false, nil)
@@ -318,7 +344,7 @@ func TestListenSignatures(t *testing.T) {
 			t.Errorf("Ctrl-C: exit %d, want 0", res.Code)
 		}
 		// The verdict is shown either way.
-		if n := strings.Count(res.Stdout, "sig ✗ mismatch"); n != 2 {
+		if n := strings.Count(res.Stdout, "sig segment ✗ mismatch"); n != 2 {
 			t.Errorf("accept-invalid=%v: %d mismatch verdicts in\n%s", accept, n, res.Stdout)
 		}
 	}
@@ -384,6 +410,161 @@ func TestListenOutput(t *testing.T) {
 			}
 			golden(t, "listen/"+tt.name+".stdout", res.Stdout)
 			golden(t, "listen/"+tt.name+".stderr", stable(res.Stderr))
+		})
+	}
+}
+
+// postFields sends body to path with the header lines fs.
+func (l *listening) postFields(t *testing.T, path, body string, fs []signature.Field) int {
+	t.Helper()
+	req, err := http.NewRequest("POST", l.base+path, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	for _, f := range fs {
+		req.Header.Add(f.Name, f.Value)
+	}
+	resp, err := l.client.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	return resp.StatusCode
+}
+
+// listenSigned signs body with scheme s at the time tickingClock starts.
+func listenSigned(t *testing.T, s signature.Scheme, secret, body string, p signature.Params) []signature.Field {
+	t.Helper()
+	if p.Timestamp.IsZero() {
+		p.Timestamp = time.Date(2024, 5, 1, 12, 0, 5, 0, time.UTC)
+	}
+	fs, err := signature.SignFields(s, [][]byte{[]byte(secret)}, []byte(body), p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fs
+}
+
+// listenJSONLines reads -o json's records.
+func listenJSONLines(t *testing.T, stdout string) []receiver.Record {
+	t.Helper()
+	var recs []receiver.Record
+	for rec, err := range receiver.ReadRecords(strings.NewReader(stdout)) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		recs = append(recs, *rec)
+	}
+	return recs
+}
+
+// A Stripe-signed request, the secret second of two, one tampered with
+// and one signed too long ago.
+func TestListenStripe(t *testing.T) {
+	const secret = "whsec_stripe_new"
+	good := listenSigned(t, signature.Stripe, secret, trackMsg, signature.Params{})
+	old := listenSigned(t, signature.Stripe, secret, trackMsg, signature.Params{Timestamp: time.Date(2024, 5, 1, 11, 50, 0, 0, time.UTC)})
+	for _, format := range []cli.Format{cli.FormatText, cli.FormatJSON} {
+		t.Run(string(format), func(t *testing.T) {
+			f := testFactory(t, "", false, nil)
+			f.Format = format
+			l := startListen(t, f, "--scheme", "stripe", "--secret", "whsec_stripe_old", "--secret", secret)
+			got := []int{
+				l.postFields(t, "/hooks", trackMsg, good),
+				l.postFields(t, "/hooks", strings.Replace(trackMsg, "u_42", "u_43", 1), good),
+				l.postFields(t, "/hooks", identifyMsg, listenSigned(t, signature.Stripe, secret, identifyMsg, signature.Params{})),
+				l.postFields(t, "/hooks", trackMsg, old),
+			}
+			if diff := cmp.Diff([]int{200, 401, 200, 401}, got); diff != "" {
+				t.Errorf("status mismatch (-want +got):\n%s", diff)
+			}
+			res := l.interrupt(t)
+			if want := "(verifying stripe signatures, 2 secrets, timestamps within 5m)"; !strings.Contains(res.Stderr, want) {
+				t.Errorf("announce line: want %q in\n%s", want, res.Stderr)
+			}
+			if format == cli.FormatText {
+				want := `12:00:05.123  POST /hooks  track "Order Completed"  user=u_42  sig stripe ✓ secret 2  → 200  126 B  1.2ms
+12:00:05.125  POST /hooks  track "Order Completed"  user=u_43  sig stripe ✗ mismatch  dup  → 401  126 B  1.2ms
+12:00:05.127  POST /hooks  identify  user=u_7  sig stripe ✓ secret 2  → 200  126 B  1.2ms
+12:00:05.130  POST /hooks  track "Order Completed"  user=u_42  sig stripe ✗ expired secret 2  dup  → 401  126 B  1.2ms
+`
+				if diff := cmp.Diff(want, res.Stdout); diff != "" {
+					t.Errorf("mismatch (-want +got):\n%s", diff)
+				}
+				return
+			}
+			recs := listenJSONLines(t, res.Stdout)
+			if len(recs) != 4 {
+				t.Fatalf("%d records:\n%s", len(recs), res.Stdout)
+			}
+			var sigs []receiver.Signature
+			for _, r := range recs {
+				if r.Signature.Message == "" {
+					t.Errorf("line %d: no message", r.Line)
+				}
+				r.Signature.Message = ""
+				sigs = append(sigs, r.Signature)
+			}
+			want := []receiver.Signature{
+				{Verdict: receiver.SigValid, Scheme: "stripe", Reason: "ok", Secret: 2},
+				{Verdict: receiver.SigInvalid, Scheme: "stripe", Reason: "mismatch"},
+				{Verdict: receiver.SigValid, Scheme: "stripe", Reason: "ok", Secret: 2},
+				{Verdict: receiver.SigInvalid, Scheme: "stripe", Reason: "expired", Secret: 2},
+			}
+			if diff := cmp.Diff(want, sigs); diff != "" {
+				t.Errorf("mismatch (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// A Standard Webhooks message delivered twice (the same webhook-id) is
+// flagged, and answered as the first was.
+func TestListenReplay(t *testing.T) {
+	const secret = "whsec_c2VjcmV0LWtleS1mb3ItdGVzdHM="
+	first := listenSigned(t, signature.Standard, secret, trackMsg, signature.Params{ID: "msg_1"})
+	for _, format := range []cli.Format{cli.FormatText, cli.FormatJSON} {
+		t.Run(string(format), func(t *testing.T) {
+			f := testFactory(t, "", false, nil)
+			f.Format = format
+			l := startListen(t, f, "--secret", secret)
+			got := []int{
+				l.postFields(t, "/hooks", trackMsg, first),
+				l.postFields(t, "/hooks", trackMsg, first),
+				l.postFields(t, "/hooks", identifyMsg, listenSigned(t, signature.Standard, secret, identifyMsg, signature.Params{ID: "msg_2"})),
+			}
+			if diff := cmp.Diff([]int{200, 200, 200}, got); diff != "" {
+				t.Errorf("status mismatch (-want +got):\n%s", diff)
+			}
+			res := l.interrupt(t)
+			if !strings.Contains(res.Stderr, "replays    1") {
+				t.Errorf("no replay in the summary:\n%s", res.Stderr)
+			}
+			if format == cli.FormatText {
+				want := `12:00:05.123  POST /hooks  track "Order Completed"  user=u_42  sig standard ✓  → 200  126 B  1.2ms
+12:00:05.125  POST /hooks  track "Order Completed"  user=u_42  sig standard ✓  dup  replay  → 200  126 B  1.2ms
+12:00:05.127  POST /hooks  identify  user=u_7  sig standard ✓  → 200  126 B  1.2ms
+`
+				if diff := cmp.Diff(want, res.Stdout); diff != "" {
+					t.Errorf("mismatch (-want +got):\n%s", diff)
+				}
+				return
+			}
+			var replays []bool
+			for _, r := range listenJSONLines(t, res.Stdout) {
+				replays = append(replays, r.Replay)
+				if r.Signature.Scheme != signature.Standard || r.Signature.Reason != signature.ReasonOK {
+					t.Errorf("line %d: %+v", r.Line, r.Signature)
+				}
+			}
+			if diff := cmp.Diff([]bool{false, true, false}, replays); diff != "" {
+				t.Errorf("mismatch (-want +got):\n%s", diff)
+			}
+			if !strings.Contains(res.Stdout, `"replay":true`) {
+				t.Errorf("no replay key in\n%s", res.Stdout)
+			}
 		})
 	}
 }
