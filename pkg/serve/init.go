@@ -1,6 +1,8 @@
 package serve
 
 import (
+	"crypto/rand"
+	"encoding/base64"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -57,7 +59,21 @@ sources:
       endpoints:
         - url: %s   # evfwd listen's default address
           # headers: { X-Env: dev }
-`, DefaultAddr, src.Name, src.WriteKey, src.Webhooks.SharedSecret, src.Webhooks.Endpoints[0].URL)
+          # Standard Webhooks headers (webhook-id, -timestamp, -signature) too,
+          # beside X-Signature, for a receiver built on a Standard Webhooks
+          # library; the secret is whsec_ and base64, as Svix shows it (this
+          # one is fresh):
+          # signing: standard
+          # signing_secret: %s
+`, DefaultAddr, src.Name, src.WriteKey, src.Webhooks.SharedSecret, src.Webhooks.Endpoints[0].URL, standardSecret())
+}
+
+// standardSecret is a fresh Standard Webhooks secret: whsec_ and the
+// base64 of 24 random bytes.
+func standardSecret() string {
+	b := make([]byte, 24)
+	rand.Read(b)
+	return "whsec_" + base64.StdEncoding.EncodeToString(b)
 }
 
 // WriteInitConfig writes InitConfig to path, readable by its owner only

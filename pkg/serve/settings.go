@@ -27,8 +27,8 @@ func (c *Config) Check() error {
 // masked is what shows of a secret that is set.
 const masked = "****"
 
-// Masked returns a copy of c fit to print: the admin token, shared secrets
-// and every header value become "****", passwords in the store and
+// Masked returns a copy of c fit to print: the admin token, shared and
+// signing secrets and every header value become "****", passwords in the store and
 // endpoint URLs too, and write keys keep only enough to tell them apart
 // (MaskWriteKey).
 func (c Config) Masked() Config {
@@ -43,6 +43,7 @@ func (c Config) Masked() Config {
 		for j := range s.Webhooks.Endpoints {
 			ep := &s.Webhooks.Endpoints[j]
 			ep.URL = MaskURL(ep.URL)
+			ep.SigningSecret = mask(ep.SigningSecret)
 			ep.Headers = maps.Clone(ep.Headers)
 			for name, v := range ep.Headers {
 				ep.Headers[name] = mask(v)

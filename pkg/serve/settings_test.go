@@ -13,7 +13,8 @@ func TestMasked(t *testing.T) {
 		Sources: []Source{
 			{Name: "web", WriteKey: "wk_live_4f9a1c2e8b7d23", Webhooks: Webhooks{Enabled: true, Destination: webhook.Destination{
 				SharedSecret: "s3cret",
-				Endpoints:    []webhook.Endpoint{{URL: "https://hooks.example.com/a", Headers: map[string]string{"X-Env": "prod"}}},
+				Endpoints: []webhook.Endpoint{{URL: "https://hooks.example.com/a", Headers: map[string]string{"X-Env": "prod"}},
+					{URL: "https://hooks.example.com/b", Signing: webhook.SigningStandard, SigningSecret: "whsec_c2VjcmV0"}},
 			}}},
 			{Name: "app", WriteKey: "wk_app"},
 		},
@@ -24,7 +25,8 @@ func TestMasked(t *testing.T) {
 		Sources: []Source{
 			{Name: "web", WriteKey: "wk_l…23", Webhooks: Webhooks{Enabled: true, Destination: webhook.Destination{
 				SharedSecret: "****",
-				Endpoints:    []webhook.Endpoint{{URL: "https://hooks.example.com/a", Headers: map[string]string{"X-Env": "****"}}},
+				Endpoints: []webhook.Endpoint{{URL: "https://hooks.example.com/a", Headers: map[string]string{"X-Env": "****"}},
+					{URL: "https://hooks.example.com/b", Signing: webhook.SigningStandard, SigningSecret: "****"}},
 			}}},
 			{Name: "app", WriteKey: "****"},
 		},
@@ -32,7 +34,8 @@ func TestMasked(t *testing.T) {
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("mismatch (-want +got):\n%s", diff)
 	}
-	if cfg.Sources[0].WriteKey != "wk_live_4f9a1c2e8b7d23" || cfg.Sources[0].Webhooks.Endpoints[0].Headers["X-Env"] != "prod" {
+	if cfg.Sources[0].WriteKey != "wk_live_4f9a1c2e8b7d23" || cfg.Sources[0].Webhooks.Endpoints[0].Headers["X-Env"] != "prod" ||
+		cfg.Sources[0].Webhooks.Endpoints[1].SigningSecret != "whsec_c2VjcmV0" {
 		t.Errorf("Masked changed the config it was called on: %+v", cfg.Sources[0])
 	}
 }
