@@ -51,8 +51,9 @@ honoured); or a file of recorded requests with --record (see evfwd listen
 
 Several secrets (--secret, --secret-file, repeatable) check a rotation: any
 one that matches makes the signature valid, and the output says which by
-position. A signed timestamp further than --tolerance from now, either way,
-fails as expired or future.
+position. A signed timestamp older than --tolerance fails as expired; for
+Standard Webhooks, one as far ahead as future (Stripe's and Slack's libraries
+accept those).
 
 Reasons (-o json "reason"): ok, missing, malformed, mismatch,
 trailing_newline, expired, future, scheme (signed with another scheme),
@@ -86,7 +87,7 @@ Exit status: 0 valid, 1 invalid, 2 usage or input error.`,
 	fl.StringVar(&opts.Timestamp, "timestamp", "", "the signed `TIME`, Unix seconds, for a --signature of slack or standard")
 	fl.StringVar(&opts.ID, "id", "", "the signed message `ID`, for a --signature of standard (webhook-id)")
 	fl.StringArrayVar(&opts.Headers, "header", nil, "a request header as it arrived, `'NAME: VALUE'`, repeatable")
-	fl.DurationVar(&opts.Tolerance, "tolerance", signature.DefaultTolerance, "how far a signed timestamp may be from now (0: no limit)")
+	fl.DurationVar(&opts.Tolerance, "tolerance", signature.DefaultTolerance, "how old a signed timestamp may be (0: no limit)")
 	fl.StringVar(&opts.Record, "record", "", "re-check every request in `FILE`, as written by evfwd listen --record")
 	fl.StringVar(&opts.Request, "request", "", "raw HTTP request `FILE` (request line, headers, blank line, body)")
 	return cmd

@@ -30,8 +30,9 @@ type Options struct {
 	// Secrets are tried in order; any one that matches makes the
 	// signature valid (key rotation).
 	Secrets [][]byte
-	// Tolerance is how far a signed timestamp may be from Now, either
-	// way: 0 means DefaultTolerance, a negative value no limit.
+	// Tolerance is how old a signed timestamp may be at Now (for Standard
+	// Webhooks, also how far ahead): 0 means DefaultTolerance, a negative
+	// value no limit.
 	Tolerance time.Duration
 	// Now is the time timestamps are judged at; zero means time.Now().
 	// A recorded request is judged at the time it was received.
@@ -231,7 +232,7 @@ func (c *Check) judge(cand *candidate) Result {
 		case c.tol > 0 && r.Skew > c.tol:
 			r.Reason = ReasonExpired
 			return r
-		case c.tol > 0 && -r.Skew > c.tol:
+		case c.tol > 0 && -r.Skew > c.tol && cand.sp.future:
 			r.Reason = ReasonFuture
 			return r
 		}

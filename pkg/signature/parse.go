@@ -16,11 +16,12 @@ func parse(sp *spec, h http.Header) *candidate {
 		cand.early = &Result{Scheme: sp.scheme, Reason: reason, Detail: fmt.Sprintf(detail, args...)}
 		return cand
 	}
-	header := sp.header
-	if sp.scheme == GitHub && !present(h, header) && present(h, HeaderGitHubSHA1) {
-		sp = githubSHA1
-		cand.sp, cand.found, header = sp, sp.enc, sp.header
+	// A scheme's second set of header names, when only those came.
+	if alt := alternate[sp.scheme]; alt != nil && !present(h, sp.header) && present(h, alt.header) {
+		sp = alt
+		cand.sp = sp
 	}
+	header := sp.header
 	if !present(h, header) {
 		if others := Detect(h); len(others) > 0 {
 			cand.early = &Result{Scheme: sp.scheme, Reason: ReasonScheme, Other: others[0]}
@@ -88,6 +89,10 @@ func parse(sp *spec, h http.Header) *candidate {
 	}
 	return cand
 }
+
+// alternate names other headers a scheme's signature may come in:
+// GitHub's legacy SHA-1 one, Svix's names for Standard Webhooks.
+var alternate = map[Scheme]*spec{GitHub: githubSHA1, Standard: svix}
 
 // parseStripe reads "t=1492774577,v1=hex,v1=hex,v0=hex": the timestamp and
 // every v1 signature; other keys are ignored, as Stripe's libraries do.

@@ -32,8 +32,9 @@ const (
 // request carries several: those that sign a timestamp first.
 var Schemes = []Scheme{Standard, Stripe, Slack, GitHub, Shopify, Segment}
 
-// DefaultTolerance is how far a signed timestamp may be from now, either
-// way, as Stripe, Slack and Standard Webhooks default to.
+// DefaultTolerance is how old a signed timestamp may be (for Standard
+// Webhooks, also how far ahead), as Stripe, Slack and Standard Webhooks
+// default to.
 const DefaultTolerance = 5 * time.Minute
 
 // Header names, canonical.
@@ -111,18 +112,28 @@ type spec struct {
 	// value may carry several signatures (key rotation).
 	prefix string
 	multi  bool
-	// stamped is that the scheme signs a timestamp.
-	stamped bool
+	// stamped is that the scheme signs a timestamp; future, that its
+	// owner also refuses one too far ahead (Standard Webhooks does;
+	// Stripe's and Slack's libraries only refuse old ones).
+	stamped, future bool
 }
 
 var specs = map[Scheme]*spec{
 	Segment:  {scheme: Segment, alg: "hmac-sha1", hash: sha1.New, size: sha1.Size, enc: hexEnc, header: Header},
 	GitHub:   {scheme: GitHub, alg: "hmac-sha256", hash: sha256.New, size: sha256.Size, enc: hexEnc, header: HeaderGitHub, prefix: "sha256="},
 	Stripe:   {scheme: Stripe, alg: "hmac-sha256", hash: sha256.New, size: sha256.Size, enc: hexEnc, header: HeaderStripe, prefix: "v1=", multi: true, stamped: true},
-	Standard: {scheme: Standard, alg: "hmac-sha256", hash: sha256.New, size: sha256.Size, enc: b64Enc, header: HeaderStandard, timeHeader: HeaderStandardTime, idHeader: HeaderStandardID, prefix: "v1,", multi: true, stamped: true},
+	Standard: {scheme: Standard, alg: "hmac-sha256", hash: sha256.New, size: sha256.Size, enc: b64Enc, header: HeaderStandard, timeHeader: HeaderStandardTime, idHeader: HeaderStandardID, prefix: "v1,", multi: true, stamped: true, future: true},
 	Slack:    {scheme: Slack, alg: "hmac-sha256", hash: sha256.New, size: sha256.Size, enc: hexEnc, header: HeaderSlack, timeHeader: HeaderSlackTime, prefix: "v0=", stamped: true},
 	Shopify:  {scheme: Shopify, alg: "hmac-sha256", hash: sha256.New, size: sha256.Size, enc: b64Enc, header: HeaderShopify},
 }
+
+// svix is Standard Webhooks under the header names Svix sends unless an
+// account has the unbranded ones; its libraries read either.
+var svix = func() *spec {
+	sp := *specs[Standard]
+	sp.header, sp.timeHeader, sp.idHeader = "Svix-Signature", "Svix-Timestamp", "Svix-Id"
+	return &sp
+}()
 
 // githubSHA1 is GitHub's legacy header, checked when a request carries
 // only that one.
@@ -180,7 +191,7 @@ func (s Scheme) Headers() []string {
 func Detect(h http.Header) []Scheme {
 	var found []Scheme
 	for _, s := range Schemes {
-		if present(h, specs[s].header) || (s == GitHub && present(h, HeaderGitHubSHA1)) {
+		if present(h, specs[s].header) || (s == GitHub && present(h, HeaderGitHubSHA1)) || (s == Standard && present(h, svix.header)) {
 			found = append(found, s)
 		}
 	}
