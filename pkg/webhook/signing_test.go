@@ -4,6 +4,9 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"strconv"
 	"strings"
 	"sync"
@@ -263,4 +266,26 @@ func TestSigningSecretNeverMarshaled(t *testing.T) {
 	if strings.Contains(string(b), "whsec_") || strings.Contains(string(b), "s3cr3t") || !strings.Contains(string(b), `"signing":"standard"`) {
 		t.Errorf("JSON %s", b)
 	}
+}
+
+// BenchmarkDeliverStandard is BenchmarkDeliver with signing: standard on
+// the endpoint: what the Standard Webhooks headers cost an attempt.
+func BenchmarkDeliverStandard(b *testing.B) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+	}))
+	defer srv.Close()
+	s := newSender(b, Options{})
+	d := &Destination{SharedSecret: "s3cr3t", Endpoints: []Endpoint{{URL: srv.URL + "/hook", Headers: map[string]string{"X-Tenant": "acme"},
+		Signing: SigningStandard, SigningSecret: standardSecret}}}
+	body := []byte(testBody)
+	b.ReportAllocs()
+	b.SetBytes(int64(len(body)))
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			if res := s.DeliverMessage(context.Background(), d, body, "m-42", nil); !res.Delivered() {
+				b.Errorf("not delivered: %v", res.Last().Err)
+			}
+		}
+	})
 }
