@@ -122,7 +122,9 @@ func (s *Sender) CloseIdleConnections() { s.transport.CloseIdleConnections() }
 
 // Deliver posts body to dest's endpoints in order until one answers 2xx,
 // and returns a record of every attempt. body must be the exact bytes to
-// send (see Body); it is signed once, when dest has a shared secret.
+// send (see Body); X-Signature is computed once, when dest has a shared
+// secret; what signs a timestamp (Endpoint.Signing, another
+// Destination.Scheme) is signed at each attempt, with its start time.
 // dest is assumed valid (Validate); an unusable URL fails its attempt.
 func (s *Sender) Deliver(ctx context.Context, dest *Destination, body []byte) Result {
 	return s.deliver(ctx, dest, body, "", 1, nil, nil)
