@@ -99,7 +99,9 @@ func (d *Destination) Validate() error {
 	if !d.segment() {
 		schemeHeaders = d.Scheme.Headers()
 	}
-	standardHeaders := signature.Standard.Headers()
+	// Svix's libraries read its own names before the standard ones: a
+	// static one would be verified instead of what the sender signs.
+	standardHeaders := append(signature.Standard.Headers(), "Svix-Id", "Svix-Timestamp", "Svix-Signature")
 	for i, ep := range d.Endpoints {
 		bad := func(format string, a ...any) {
 			errs = append(errs, &ConfigError{Index: i, URL: ep.URL, Reason: fmt.Sprintf(format, a...)})

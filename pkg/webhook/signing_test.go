@@ -227,6 +227,8 @@ func TestDestinationValidateSigning(t *testing.T) {
 				`endpoints[0] (https://h.example): header "Webhook-Timestamp": set by the sender, it cannot be configured`,
 				`endpoints[0] (https://h.example): header "webhook-id": set by the sender, it cannot be configured`,
 			}, "\n")},
+		{"svix names reserved", Destination{Endpoints: one(ep("standard", standardSecret, "svix-id", "1"))},
+			`endpoints[0] (https://h.example): header "svix-id": set by the sender, it cannot be configured`},
 		{"scheme headers reserved", Destination{Scheme: signature.Stripe, SharedSecret: "s", Endpoints: one(ep("", "", "stripe-signature", "x"))},
 			`endpoints[0] (https://h.example): header "stripe-signature": set by the sender, it cannot be configured`},
 		{"scheme and signing both standard", Destination{Scheme: signature.Standard, SharedSecret: standardSecret, Endpoints: one(ep("standard", standardSecret))},
