@@ -492,6 +492,9 @@ func writeSettings(w io.Writer, st serveSettings) {
 		fmt.Fprintf(w, "  webhooks   %s\n", hooks)
 		for j, ep := range s.Webhooks.Endpoints {
 			fmt.Fprintf(w, "  endpoint %d %s\n", j+1, ep.URL)
+			if ep.Signing != "" {
+				fmt.Fprintf(w, "    also signed: %s (signing_secret %s)\n", ep.Signing, ep.SigningSecret)
+			}
 			for _, name := range slices.Sorted(maps.Keys(ep.Headers)) {
 				fmt.Fprintf(w, "    %s: %s\n", name, ep.Headers[name])
 			}

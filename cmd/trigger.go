@@ -196,7 +196,7 @@ func newTrigger(opts *TriggerOptions) (*trigger, error) {
 	switch {
 	case len(secrets) == 0 && scheme != signature.Segment:
 		return nil, cli.UsageErrorf("--scheme %s signs with a secret: give --secret-file FILE, %sSECRET or --secret", scheme, cli.EnvPrefix)
-	case len(secrets) > 1 && scheme != signature.Stripe && scheme != signature.Standard:
+	case len(secrets) > 1 && !scheme.CarriesSeveral():
 		return nil, cli.UsageErrorf("%d secrets given: a %s signature carries one, give one secret (stripe and standard sign with several)", len(secrets), scheme)
 	}
 	tr.dest = &webhook.Destination{Scheme: scheme}

@@ -168,6 +168,10 @@ func (s Scheme) Algorithm() string {
 func (s Scheme) SignsTimestamp() bool { return specs[s] != nil && specs[s].stamped }
 func (s Scheme) SignsID() bool        { return specs[s] != nil && specs[s].idHeader != "" }
 
+// CarriesSeveral reports whether a value carries several signatures (one
+// per secret while a sender rotates): Stripe's and Standard Webhooks'.
+func (s Scheme) CarriesSeveral() bool { return specs[s] != nil && specs[s].multi }
+
 // Headers lists the headers the scheme sends, in the order Sign returns them.
 func (s Scheme) Headers() []string {
 	sp := specs[s]
