@@ -501,8 +501,8 @@ func TestListenStripe(t *testing.T) {
 			}
 			var sigs []receiver.Signature
 			for _, r := range recs {
-				if r.Signature.Message == "" {
-					t.Errorf("line %d: no message", r.Line)
+				if (r.Signature.Message != "") != (r.Signature.Verdict == receiver.SigInvalid) {
+					t.Errorf("line %d: message %q", r.Line, r.Signature.Message)
 				}
 				r.Signature.Message = ""
 				sigs = append(sigs, r.Signature)

@@ -104,7 +104,7 @@ func TestSignatureVerdicts(t *testing.T) {
 				t.Errorf("status mismatch (-want +got):\n%s", diff)
 			}
 			r := s.last()
-			if (r.Signature.Message == "") != (tt.want.Verdict == SigUnchecked) {
+			if (r.Signature.Message != "") != (tt.want.Verdict == SigInvalid) {
 				t.Errorf("message %q for a %s verdict", r.Signature.Message, r.Signature.Verdict)
 			}
 			if diff := cmp.Diff(tt.want, r.Signature, cmpopts.IgnoreFields(Signature{}, "Message")); diff != "" {

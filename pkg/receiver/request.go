@@ -27,9 +27,9 @@ const (
 // (auto when the request carried none known), a stable reason code
 // (signature.Reason: ok, missing, malformed, mismatch, trailing_newline,
 // expired, future, scheme, encoding), the position (from 1) of the secret
-// that matched when several were given, and a sentence for people. The
-// expected value and the secrets are never carried. All but Verdict are
-// empty when unchecked.
+// that matched when several were given, and, when invalid, a sentence
+// for people saying why. The expected value and the secrets are never
+// carried. All but Verdict are empty when unchecked.
 type Signature struct {
 	Verdict SigVerdict       `json:"verdict"`
 	Scheme  signature.Scheme `json:"scheme,omitempty"`

@@ -93,8 +93,8 @@ func TestEveryScheme(t *testing.T) {
 				if status != tt.wantStatus {
 					t.Errorf("status %d (%q), want %d", status, text, tt.wantStatus)
 				}
-				if got.Message == "" {
-					t.Error("no message")
+				if (got.Message != "") != (got.Verdict == SigInvalid) {
+					t.Errorf("message %q for a %s verdict", got.Message, got.Verdict)
 				}
 				if status == 401 && !strings.Contains(text, string(tt.want.Reason)) {
 					t.Errorf("401 answer %q does not give the reason", text)
@@ -133,6 +133,9 @@ func TestSignatureTolerance(t *testing.T) {
 		{"no limit", signedAt.Add(1000 * time.Hour), -1, 200, "ok"},
 	} {
 		for _, sch := range []signature.Scheme{signature.Stripe, signature.Standard, signature.Slack} {
+			if tt.reason == signature.ReasonFuture && sch != signature.Standard {
+				continue // Stripe's and Slack's owners refuse only old timestamps: pkg/signature's call
+			}
 			t.Run(tt.name+"/"+string(sch), func(t *testing.T) {
 				sec := schemeSecrets[sch][0]
 				s := serve(t, Options{Secrets: [][]byte{[]byte(sec)}, Tolerance: tt.tolerance, Now: at(tt.arrival)})
@@ -255,10 +258,24 @@ func TestFastSegmentAgrees(t *testing.T) {
 				t.Errorf("%s, %q: mismatch (-VerifyFields +fast):\n%s", scheme, body, diff)
 			}
 		}
-		// Another scheme's header beside it: Auto's to sort out.
-		hdr := http.Header{signature.Header: {signature.Sign(secret, nil)}, signature.HeaderStripe: {"t=1,v1=ab"}}
-		if _, ok := h.fastSegment(hdr, nil, 0); ok == (scheme == signature.Auto) {
-			t.Errorf("%s: fast path taken=%v beside a Stripe-Signature", scheme, ok)
+		// Another scheme's signature beside it: Auto's to sort out.
+		for _, other := range signature.Schemes {
+			if other == signature.Segment {
+				continue
+			}
+			hdr := http.Header{signature.Header: {signature.Sign(secret, nil)}}
+			for _, f := range signed(t, other, schemeSecrets[other][0], "", signature.Params{}) {
+				hdr.Add(f.Name, f.Value)
+			}
+			for _, name := range other.Headers() {
+				only := http.Header{signature.Header: hdr[signature.Header], name: hdr[name]}
+				if len(signature.Detect(only)) < 2 {
+					continue // not a signature header
+				}
+				if _, ok := h.fastSegment(only, nil, 0); ok == (scheme == signature.Auto) {
+					t.Errorf("%s: fast path taken=%v beside %s", scheme, ok, name)
+				}
+			}
 		}
 		h.Close()
 	}

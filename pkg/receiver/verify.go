@@ -6,7 +6,6 @@ import (
 	"net/http"
 	"slices"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
 
@@ -62,7 +61,11 @@ func (h *Handler) verify(hdr http.Header, body []byte, at time.Time) (Signature,
 	if len(h.secrets) > 1 {
 		sig.Secret = res.Secret
 	}
-	sig.Message = res.Message()
+	if !res.Valid {
+		// A valid verdict's sentence adds nothing to its reason and
+		// secret; left out, it costs neither the request nor its record.
+		sig.Message = res.Message()
+	}
 	// Only an authentic request (its MAC matched, in or out of the
 	// tolerance) says what was signed; anyone can repeat a forged header.
 	replay := res.Secret > 0 && h.replays.check(replayKeyOf(res.Scheme, hdr))
@@ -128,17 +131,13 @@ func (h *Handler) fastSegment(hdr http.Header, body []byte, tolerance time.Durat
 	return signature.Result{}, false
 }
 
-// otherSignatureHeaders are those of every scheme but segment: a request
-// carrying any of them is Auto's to sort out.
-var otherSignatureHeaders = func() []string {
-	var hs []string
-	for _, s := range signature.Schemes {
-		if s != signature.Segment {
-			hs = append(hs, s.Headers()...)
-		}
-	}
-	return hs
-}()
+// otherSignatureHeaders are the signature headers of every scheme but
+// segment (those signature.Detect looks for): a request carrying any of
+// them is Auto's to sort out.
+var otherSignatureHeaders = []string{
+	signature.HeaderStandard, signature.HeaderStripe, signature.HeaderSlack,
+	signature.HeaderGitHub, signature.HeaderGitHubSHA1, signature.HeaderShopify,
+}
 
 // replayKey is what makes a signed message the same one again, per
 // scheme: Standard Webhooks' webhook-id; Stripe's and Slack's timestamp
@@ -154,21 +153,28 @@ func replayKeyOf(s signature.Scheme, h http.Header) replayKey {
 	k := replayKey{scheme: s}
 	switch s {
 	case signature.Standard:
-		k.value = h.Get(signature.HeaderStandardID)
+		k.value = first(h, signature.HeaderStandardID)
 	case signature.Stripe: // "t=…,v1=…": the timestamp is in the value
-		k.value = h.Get(signature.HeaderStripe)
+		k.value = first(h, signature.HeaderStripe)
 	case signature.Slack:
-		k.stamp, k.value = h.Get(signature.HeaderSlackTime), h.Get(signature.HeaderSlack)
+		k.stamp, k.value = first(h, signature.HeaderSlackTime), first(h, signature.HeaderSlack)
 	case signature.GitHub:
-		k.value = h.Get(signature.HeaderGitHub)
-		if k.value == "" {
-			k.value = h.Get(signature.HeaderGitHubSHA1)
+		if k.value = first(h, signature.HeaderGitHub); k.value == "" {
+			k.value = first(h, signature.HeaderGitHubSHA1)
 		}
 	case signature.Shopify:
-		k.value = h.Get(signature.HeaderShopify)
+		k.value = first(h, signature.HeaderShopify)
 	default:
-		k.value = h.Get(signature.Header)
+		k.value = first(h, signature.Header)
 	}
-	k.stamp, k.value = strings.TrimSpace(k.stamp), strings.TrimSpace(k.value)
 	return k
+}
+
+// first is h.Get for a canonical name, without canonicalizing it again
+// (this runs for every verified request).
+func first(h http.Header, name string) string {
+	if v := h[name]; len(v) > 0 {
+		return v[0]
+	}
+	return ""
 }
