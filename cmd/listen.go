@@ -83,8 +83,9 @@ line says which one matched.
 A replay is a signed message that came before, among the last 10000: the same
 webhook-id (standard), the same timestamp and signature (stripe, slack), or
 the same signature, and so body (segment, github, shopify, which sign no
-timestamp). A sender's retry is one too, under the schemes that do not sign
-a fresh timestamp. Replays are flagged, and answered as any other request.
+timestamp). A sender's retry counts as one, except a stripe or slack retry,
+which signs a fresh timestamp. Replays are flagged, and answered as any
+other request.
 
 Failure simulation for testing senders: --status, --respond 500,500,200 (the
 last value repeats), --delay 6s (over the 5 s deadline), --fail-rate 0.3.
