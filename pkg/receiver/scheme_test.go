@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"io"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -56,6 +57,15 @@ func (s *served) postFields(t *testing.T, body string, fs []signature.Field) (in
 	text, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
 	return resp.StatusCode, string(text)
+}
+
+// svixNames renames Standard Webhooks' headers as Svix sends them.
+func svixNames(fs []signature.Field) []signature.Field {
+	out := slices.Clone(fs)
+	for i := range out {
+		out[i].Name = strings.Replace(out[i].Name, "Webhook-", "Svix-", 1)
+	}
+	return out
 }
 
 func at(tm time.Time) func() time.Time { return func() time.Time { return tm } }
@@ -184,6 +194,11 @@ func TestReplay(t *testing.T) {
 			{segFirst, trackBody, 200, false},
 			{segFirst, trackBody, 200, true},
 		}},
+		{"svix header names", []step{
+			{svixNames(stdFirst), trackBody, 200, false},
+			{svixNames(signed(t, signature.Standard, std, trackBody, signature.Params{ID: "msg_2"})), trackBody, 200, false},
+			{svixNames(stdFirst), trackBody, 200, true},
+		}},
 		{"forged ones are not", []step{
 			{stdFirst, "{}", 401, false},
 			{stdFirst, "{}", 401, false},
@@ -267,7 +282,12 @@ func TestFastSegmentAgrees(t *testing.T) {
 			for _, f := range signed(t, other, schemeSecrets[other][0], "", signature.Params{}) {
 				hdr.Add(f.Name, f.Value)
 			}
-			for _, name := range other.Headers() {
+			if other == signature.Standard { // under Svix's names too
+				for _, n := range []string{"Id", "Timestamp", "Signature"} {
+					hdr["Svix-"+n] = hdr["Webhook-"+n]
+				}
+			}
+			for name := range hdr {
 				only := http.Header{signature.Header: hdr[signature.Header], name: hdr[name]}
 				if len(signature.Detect(only)) < 2 {
 					continue // not a signature header

@@ -68,7 +68,7 @@ func (h *Handler) verify(hdr http.Header, body []byte, at time.Time) (Signature,
 	}
 	// Only an authentic request (its MAC matched, in or out of the
 	// tolerance) says what was signed; anyone can repeat a forged header.
-	replay := res.Secret > 0 && h.replays.check(replayKeyOf(res.Scheme, hdr))
+	replay := res.Secret > 0 && h.replays.check(replayKeyOf(&res, hdr))
 	return sig, replay
 }
 
@@ -132,32 +132,34 @@ func (h *Handler) fastSegment(hdr http.Header, body []byte, tolerance time.Durat
 }
 
 // otherSignatureHeaders are the signature headers of every scheme but
-// segment (those signature.Detect looks for): a request carrying any of
-// them is Auto's to sort out.
+// segment, those signature.Detect looks for (Svix's name for Standard
+// Webhooks' included): a request carrying any of them is Auto's to sort
+// out. TestFastSegmentAgrees checks the list against Detect.
 var otherSignatureHeaders = []string{
-	signature.HeaderStandard, signature.HeaderStripe, signature.HeaderSlack,
+	signature.HeaderStandard, "Svix-Signature", signature.HeaderStripe, signature.HeaderSlack,
 	signature.HeaderGitHub, signature.HeaderGitHubSHA1, signature.HeaderShopify,
 }
 
 // replayKey is what makes a signed message the same one again, per
-// scheme: Standard Webhooks' webhook-id; Stripe's and Slack's timestamp
+// scheme: Standard Webhooks' message id; Stripe's and Slack's timestamp
 // with the signature; for schemes that sign no timestamp or id (segment,
 // github, shopify), the signature itself, which, its MAC having matched,
 // stands for the body. Its strings are the request's header values.
 type replayKey struct {
-	scheme       signature.Scheme
-	stamp, value string
+	scheme signature.Scheme
+	stamp  int64
+	value  string
 }
 
-func replayKeyOf(s signature.Scheme, h http.Header) replayKey {
-	k := replayKey{scheme: s}
-	switch s {
-	case signature.Standard:
-		k.value = first(h, signature.HeaderStandardID)
+func replayKeyOf(r *signature.Result, h http.Header) replayKey {
+	k := replayKey{scheme: r.Scheme}
+	switch r.Scheme {
+	case signature.Standard: // webhook-id or svix-id, as pkg/signature read it
+		k.value = r.ID
 	case signature.Stripe: // "t=…,v1=…": the timestamp is in the value
 		k.value = first(h, signature.HeaderStripe)
 	case signature.Slack:
-		k.stamp, k.value = first(h, signature.HeaderSlackTime), first(h, signature.HeaderSlack)
+		k.stamp, k.value = r.Timestamp, first(h, signature.HeaderSlack)
 	case signature.GitHub:
 		if k.value = first(h, signature.HeaderGitHub); k.value == "" {
 			k.value = first(h, signature.HeaderGitHubSHA1)
