@@ -88,7 +88,7 @@ func Start(ctx context.Context, o Options) (p *Pipeline, err error) {
 	rand.Read(key)
 	secret := hex.EncodeToString(key)
 
-	if p.rcv, err = receiver.New(receiver.Options{Secret: []byte(secret), OnRequest: p.onRequest}); err != nil {
+	if p.rcv, err = receiver.New(receiver.Options{Secrets: [][]byte{[]byte(secret)}, OnRequest: p.onRequest}); err != nil {
 		return nil, err
 	}
 	rln, err := net.Listen("tcp", "127.0.0.1:0")

@@ -60,10 +60,6 @@ type Options struct {
 	// signature and answer 401 to one that is not valid. Any of them may
 	// match (a sender rotating its secret); the report says which.
 	Secrets [][]byte
-	// Secret is one more secret, tried after Secrets.
-	//
-	// Deprecated: use Secrets.
-	Secret []byte
 	// Scheme is how requests are signed (default signature.Auto: whichever
 	// scheme a request's headers carry). A scheme other than Auto must be
 	// able to use every secret (Standard Webhooks wants whsec_ base64).

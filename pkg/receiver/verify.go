@@ -15,9 +15,6 @@ import (
 // setSecrets checks the scheme and the secrets it is to use.
 func (h *Handler) setSecrets() error {
 	h.secrets = slices.Clip(h.opts.Secrets)
-	if len(h.opts.Secret) > 0 {
-		h.secrets = append(h.secrets, h.opts.Secret)
-	}
 	for i, s := range h.secrets {
 		if len(s) == 0 {
 			return &configError{"Secrets", "secret " + strconv.Itoa(i+1) + " is empty"}
@@ -136,7 +133,7 @@ func (h *Handler) fastSegment(hdr http.Header, body []byte, tolerance time.Durat
 // Webhooks' included): a request carrying any of them is Auto's to sort
 // out. TestFastSegmentAgrees checks the list against Detect.
 var otherSignatureHeaders = []string{
-	signature.HeaderStandard, "Svix-Signature", signature.HeaderStripe, signature.HeaderSlack,
+	signature.HeaderStandard, signature.HeaderSvix, signature.HeaderStripe, signature.HeaderSlack,
 	signature.HeaderGitHub, signature.HeaderGitHubSHA1, signature.HeaderShopify,
 }
 

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/hex"
 	"encoding/json"
+	"io"
 	"net/http"
 	"os"
 	"slices"
@@ -131,7 +132,7 @@ func TestRoundTripEveryScheme(t *testing.T) {
 			if _, err := bytes.NewReader(nil).WriteTo(c); err != nil {
 				t.Fatal(err)
 			}
-			if _, err := copyBody(c, iotest.OneByteReader(strings.NewReader(body))); err != nil {
+			if _, err := io.Copy(c, iotest.OneByteReader(strings.NewReader(body))); err != nil {
 				t.Fatal(err)
 			}
 			if r := c.Result(); !r.Valid || r.Bytes != int64(len(body)) {

@@ -48,6 +48,11 @@ const (
 	HeaderSlack        = "X-Slack-Signature"
 	HeaderSlackTime    = "X-Slack-Request-Timestamp"
 	HeaderShopify      = "X-Shopify-Hmac-Sha256"
+	// Svix sends Standard Webhooks under its own names unless an account
+	// has the unbranded ones; they are read as Standard's.
+	HeaderSvix     = "Svix-Signature"
+	HeaderSvixID   = "Svix-Id"
+	HeaderSvixTime = "Svix-Timestamp"
 )
 
 // keyForm says what a Standard Webhooks secret looks like.
@@ -131,7 +136,7 @@ var specs = map[Scheme]*spec{
 // account has the unbranded ones; its libraries read either.
 var svix = func() *spec {
 	sp := *specs[Standard]
-	sp.header, sp.timeHeader, sp.idHeader = "Svix-Signature", "Svix-Timestamp", "Svix-Id"
+	sp.header, sp.timeHeader, sp.idHeader = HeaderSvix, HeaderSvixTime, HeaderSvixID
 	return &sp
 }()
 

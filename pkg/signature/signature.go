@@ -1,6 +1,10 @@
-// Package signature signs and verifies webhook bodies the way the webhook
-// destination does: the lowercase hex HMAC-SHA1 of the exact body bytes, keyed
-// by the destination's shared secret, sent in the X-Signature header.
+// Package signature signs and verifies webhook bodies. The webhook
+// destination's own scheme is the lowercase hex HMAC-SHA1 of the exact body
+// bytes, keyed by the shared secret, in X-Signature: Sign, Verify and New
+// are its shortcuts. Every other vendor's scheme (Scheme: GitHub, Stripe,
+// Standard Webhooks, Slack, Shopify) goes through Signer and Check, which
+// also take several secrets, judge signed timestamps and say why a
+// signature fails (Reason).
 package signature
 
 import (
@@ -9,7 +13,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"hash"
-	"io"
 )
 
 // Header is the HTTP header that carries the signature.
@@ -43,17 +46,6 @@ func Sign(secret, body []byte) string {
 	m := New(secret)
 	m.Write(body)
 	return hex.EncodeToString(m.Sum(nil))
-}
-
-// SignReader streams r through the MAC in constant memory and returns the
-// lowercase hex signature and the number of bytes read.
-func SignReader(secret []byte, r io.Reader) (string, int64, error) {
-	m := New(secret)
-	n, err := copyBody(m, r)
-	if err != nil {
-		return "", n, err
-	}
-	return hex.EncodeToString(m.Sum(nil)), n, nil
 }
 
 // Decode parses a hex signature, upper- or lower-case, surrounding spaces
@@ -100,10 +92,4 @@ func trimSpace(s string) string {
 		s = s[:len(s)-1]
 	}
 	return s
-}
-
-// copyBody copies with a large buffer: fewer reads per gigabyte, memory
-// still constant. Wrapping r hides any WriterTo that would pick a smaller one.
-func copyBody(w io.Writer, r io.Reader) (int64, error) {
-	return io.CopyBuffer(w, struct{ io.Reader }{r}, make([]byte, 256<<10))
 }

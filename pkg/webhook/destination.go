@@ -101,7 +101,7 @@ func (d *Destination) Validate() error {
 	}
 	// Svix's libraries read its own names before the standard ones: a
 	// static one would be verified instead of what the sender signs.
-	standardHeaders := append(signature.Standard.Headers(), "Svix-Id", "Svix-Timestamp", "Svix-Signature")
+	standardHeaders := append(signature.Standard.Headers(), signature.HeaderSvixID, signature.HeaderSvixTime, signature.HeaderSvix)
 	for i, ep := range d.Endpoints {
 		bad := func(format string, a ...any) {
 			errs = append(errs, &ConfigError{Index: i, URL: ep.URL, Reason: fmt.Sprintf(format, a...)})
