@@ -229,6 +229,11 @@ func verifyBody(opts *VerifyOptions, setup *verifySetup) (Verdict, error) {
 		if opts.ID != "" && !setup.scheme.SignsID() {
 			return Verdict{}, cli.UsageErrorf("--id: the %s scheme signs no message id", setup.scheme)
 		}
+		// Slack and Standard Webhooks send what they sign beside the
+		// signature, so a bare value needs them too.
+		if what, flags := apartFlags(setup.scheme, opts); flags != "" {
+			return Verdict{}, cli.UsageErrorf("a %s signature goes with the %s it signs: give %s", setup.scheme, what, flags)
+		}
 		h = signature.HeaderOf(setup.scheme, opts.Signature, opts.Timestamp, opts.ID)
 	} else {
 		h = http.Header{}
@@ -246,6 +251,19 @@ func verifyBody(opts *VerifyOptions, setup *verifySetup) (Verdict, error) {
 	}
 	defer in.Close()
 	return setup.check(h, in, name)
+}
+
+// apartFlags names what a --signature of scheme needs and lacks, and its
+// flags: what the scheme sends in headers of its own.
+func apartFlags(scheme signature.Scheme, opts *VerifyOptions) (what, flags string) {
+	var whats, fl []string
+	if scheme.SignsTimestamp() && scheme != signature.Stripe && opts.Timestamp == "" {
+		whats, fl = append(whats, "timestamp"), append(fl, "--timestamp")
+	}
+	if scheme.SignsID() && opts.ID == "" {
+		whats, fl = append(whats, "message id"), append(fl, "--id")
+	}
+	return strings.Join(whats, " and "), strings.Join(fl, " and ")
 }
 
 func verifyRequest(ios *cli.IOStreams, setup *verifySetup, path string) (Verdict, error) {

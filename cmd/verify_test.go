@@ -165,6 +165,10 @@ func TestVerifyReasons(t *testing.T) {
 			result{Stderr: "error: unknown signature scheme \"svix\" (one of standard, stripe, slack, github, shopify, segment, auto)\n", Code: 2}},
 		{"standard secret not base64", old("--scheme", "standard", "--signature", "v1,x", "--id", "m", "--timestamp", "1"),
 			result{Stderr: "error: a standard webhooks secret is whsec_ followed by base64 (as Svix shows it): \"*\" is not\n", Code: 2}},
+		{"slack value without its timestamp", old("--scheme", "slack", "--signature", "v0=00"),
+			result{Stderr: "error: a slack signature goes with the timestamp it signs: give --timestamp\n", Code: 2}},
+		{"standard value alone", []string{"verify", "--scheme", "standard", "--secret", "whsec_b2xk", "--signature", "v1,AA=="},
+			result{Stderr: "error: a standard signature goes with the timestamp and message id it signs: give --timestamp and --id\n", Code: 2}},
 		{"header without colon", old("--header", "X-Signature abc"), result{Stderr: "error: --header \"X-Signature abc\": want 'NAME: VALUE'\n", Code: 2}},
 		{"signature and header", old("--signature", "a", "--header", "X-Signature: a"), result{Stderr: "error: --signature and --header: give the signature one way, not both\n", Code: 2}},
 	}
