@@ -128,7 +128,7 @@ Exit status: 0 stopped or --count reached, 1 --timeout passed first,
 	}
 	opts.Secret.AddFlags(cmd)
 	fl := cmd.Flags()
-	fl.StringVar(&opts.Scheme, "scheme", string(signature.Auto), "signature `SCHEME`: auto, segment, github, stripe, standard, slack or shopify")
+	addSchemeFlag(cmd, &opts.Scheme, signature.Auto, true)
 	fl.DurationVar(&opts.Tolerance, "tolerance", signature.DefaultTolerance, "how far a signed timestamp may be from a request's arrival (0: no limit)")
 	fl.StringVar(&opts.Addr, "addr", "127.0.0.1:8788", "`HOST:PORT` to listen on (port 0 picks a free one)")
 	fl.StringVar(&opts.Path, "path", "", "serve only this `PATH`; others get 404 (default any path)")

@@ -3,7 +3,6 @@ package cmd
 import (
 	"fmt"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/evfwd/evfwd/internal/cli"
@@ -68,24 +67,10 @@ does. Any size is signed in constant memory.`,
 	}
 	opts.Secret.AddFlags(cmd)
 	cmd.Flags().BoolVar(&opts.Header, "header", false, "print every header line the scheme sends, e.g. X-Signature: <hex>")
-	addSchemeFlag(cmd, &opts.Scheme, false)
+	addSchemeFlag(cmd, &opts.Scheme, signature.Segment, false)
 	cmd.Flags().StringVar(&opts.Timestamp, "timestamp", "", "sign this `TIME` (Unix seconds or RFC 3339) instead of now (stripe, standard, slack)")
 	cmd.Flags().StringVar(&opts.ID, "id", "", "sign this message `ID` instead of a fresh one (standard)")
 	return cmd
-}
-
-// addSchemeFlag registers --scheme; auto only where a request's headers
-// can tell.
-func addSchemeFlag(cmd *cobra.Command, v *string, auto bool) {
-	names := make([]string, 0, len(signature.Schemes)+1)
-	for _, s := range signature.Schemes {
-		names = append(names, string(s))
-	}
-	if auto {
-		names = append(names, string(signature.Auto))
-	}
-	cmd.Flags().StringVar(v, "scheme", string(signature.Segment), "signature `SCHEME`: "+strings.Join(names, ", "))
-	cmd.RegisterFlagCompletionFunc("scheme", cobra.FixedCompletions(names, cobra.ShellCompDirectiveNoFileComp))
 }
 
 // signResult is the -o json form.

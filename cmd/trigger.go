@@ -116,7 +116,7 @@ error, 130 interrupted.`,
 	fl.StringVar(&opts.UserID, "user-id", "", "set the message's userId")
 	fl.StringVar(&opts.Event, "event", "", "set the event name (track)")
 	opts.Secret.AddFlags(cmd)
-	fl.StringVar(&opts.Scheme, "scheme", string(signature.Segment), "sign as `SCHEME` does: segment (X-Signature), github, stripe, standard, slack, shopify")
+	addSchemeFlag(cmd, &opts.Scheme, signature.Segment, false)
 	fl.StringArrayVarP(&opts.Headers, "header", "H", nil, "static header `'Name: value'` sent to every URL (repeatable)")
 	fl.StringVar(&opts.CAFile, "ca-file", "", "PEM `FILE` of a CA to trust besides the system roots")
 	fl.DurationVar(&opts.RetryWindow, "retry-window", triggerWindow, "retry for at most this long after the first attempt (0: one pass over the URLs; 4h: as the destination does)")

@@ -81,7 +81,7 @@ Exit status: 0 valid, 1 invalid, 2 usage or input error.`,
 		},
 	}
 	opts.Secret.AddFlags(cmd)
-	addSchemeFlag(cmd, &opts.Scheme, true)
+	addSchemeFlag(cmd, &opts.Scheme, signature.Segment, true)
 	fl := cmd.Flags()
 	fl.StringVar(&opts.Signature, "signature", "", "the signature header's `VALUE`, with or without its prefix")
 	fl.StringVar(&opts.Timestamp, "timestamp", "", "the signed `TIME`, Unix seconds, for a --signature of slack or standard")
