@@ -178,22 +178,11 @@ func (l *pipeListener) dial() (net.Conn, error) {
 // the status; the request's line is printed before the answer is read.
 func (l *listening) post(t *testing.T, path, body, sig string) int {
 	t.Helper()
-	req, err := http.NewRequest("POST", l.base+path, strings.NewReader(body))
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("User-Agent", "evfwd-webhooks/test")
+	var fs []signature.Field
 	if sig != "" {
-		req.Header.Set("X-Signature", sig)
+		fs = []signature.Field{{Name: signature.Header, Value: sig}}
 	}
-	resp, err := l.client.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	io.Copy(io.Discard, resp.Body)
-	resp.Body.Close()
-	return resp.StatusCode
+	return l.postFields(t, path, body, fs)
 }
 
 // interrupt presses Ctrl-C and returns the exit code and what was printed.
@@ -422,6 +411,7 @@ func (l *listening) postFields(t *testing.T, path, body string, fs []signature.F
 		t.Fatal(err)
 	}
 	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("User-Agent", "evfwd-webhooks/test")
 	for _, f := range fs {
 		req.Header.Add(f.Name, f.Value)
 	}
