@@ -72,8 +72,8 @@ of a webhook message, duplicates of an earlier messageId, replays of a signed
 message, and the answer given.
 
 With a shared secret (--secret-file, EVFWD_SECRET or --secret) requests whose
-signature is not valid (missing, wrong, or signed further than --tolerance
-from their arrival) are answered 401 unless --accept-invalid. --scheme says
+signature is not valid (missing, wrong, or signed longer than --tolerance
+before their arrival; for Standard Webhooks, or as far after) are answered 401 unless --accept-invalid. --scheme says
 how requests are signed: segment (X-Signature), github, stripe, standard
 (Standard Webhooks, Svix: a whsec_ secret), slack, shopify, or auto (the
 default: whichever the request's headers carry). Repeat --secret or
@@ -129,7 +129,7 @@ Exit status: 0 stopped or --count reached, 1 --timeout passed first,
 	opts.Secret.AddFlags(cmd)
 	fl := cmd.Flags()
 	addSchemeFlag(cmd, &opts.Scheme, signature.Auto, true)
-	fl.DurationVar(&opts.Tolerance, "tolerance", signature.DefaultTolerance, "how far a signed timestamp may be from a request's arrival (0: no limit)")
+	fl.DurationVar(&opts.Tolerance, "tolerance", signature.DefaultTolerance, "how old a signed timestamp may be at a request's arrival (0: no limit)")
 	fl.StringVar(&opts.Addr, "addr", "127.0.0.1:8788", "`HOST:PORT` to listen on (port 0 picks a free one)")
 	fl.StringVar(&opts.Path, "path", "", "serve only this `PATH`; others get 404 (default any path)")
 	fl.BoolVar(&opts.AcceptInvalid, "accept-invalid", false, "answer requests with a missing or wrong signature normally (the verdict is still shown)")
@@ -188,10 +188,8 @@ func listenRun(opts *ListenOptions) error {
 		return err
 	}
 	if opts.scheme != signature.Auto {
-		for _, s := range secrets {
-			if _, err := signature.Key(opts.scheme, s); err != nil {
-				return cli.UsageErrorf("--scheme %s: %v", opts.scheme, err)
-			}
+		if err := signature.CheckSecrets(opts.scheme, secrets); err != nil {
+			return cli.UsageErrorf("--scheme %s: %v", opts.scheme, err)
 		}
 	}
 	tolerance := opts.Tolerance

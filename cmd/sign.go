@@ -143,7 +143,10 @@ func parseSignedTime(v string, scheme signature.Scheme) (time.Time, error) {
 	if !scheme.SignsTimestamp() {
 		return time.Time{}, cli.UsageErrorf("--timestamp: the %s scheme signs no timestamp", scheme)
 	}
-	if n, err := strconv.ParseInt(v, 10, 64); err == nil && n > 0 {
+	if n, err := strconv.ParseInt(v, 10, 64); err == nil {
+		if n < 0 || n > signature.MaxTimestamp {
+			return time.Time{}, cli.UsageErrorf("--timestamp %d: want Unix seconds from 0 to %d", n, int64(signature.MaxTimestamp))
+		}
 		return time.Unix(n, 0), nil
 	}
 	t, err := time.Parse(time.RFC3339, v)

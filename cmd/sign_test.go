@@ -170,7 +170,7 @@ func TestSignSchemes(t *testing.T) {
 		{"timestamp for github", []string{"--scheme", "github", "--timestamp", ts}, "--timestamp: the github scheme signs no timestamp"},
 		{"id for stripe", []string{"--scheme", "stripe", "--id", "m"}, "--id: the stripe scheme signs no message id"},
 		{"bad time", []string{"--scheme", "slack", "--timestamp", "yesterday"}, `--timestamp "yesterday": want Unix seconds or RFC 3339 (2024-05-01T12:00:00Z)`},
-		{"standard secret", []string{"--scheme", "standard"}, `a standard webhooks secret is whsec_ followed by base64 (as Svix shows it): "*" is not`},
+		{"standard secret", []string{"--scheme", "standard"}, `a standard webhooks secret is whsec_ followed by base64 (as Svix shows it): got a secret of 1 character (no whsec_ prefix)`},
 		{"auto", []string{"--scheme", "auto"}, `unknown signature scheme "auto" (one of standard, stripe, slack, github, shopify, segment)`},
 	} {
 		t.Run(tt.name, func(t *testing.T) {

@@ -350,7 +350,7 @@ func (tr *trigger) signedFields(body []byte, id string) []signature.Field {
 	for _, s := range d.ExtraSecrets {
 		secrets = append(secrets, []byte(s))
 	}
-	fs, _ := signature.SignFields(d.Scheme, secrets, body, signature.Params{Timestamp: tr.opts.Now(), ID: id})
+	fs, _ := signature.SignFields(d.Scheme, secrets, body, signature.Params{Timestamp: tr.opts.Now(), ID: signature.MessageID(id)})
 	return fs
 }
 

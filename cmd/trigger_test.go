@@ -598,7 +598,7 @@ func TestTriggerSchemeUsageErrors(t *testing.T) {
 		{"segment, two secrets", []string{"--secret", "a", "--secret", "b"}, "2 secrets given: a segment signature carries one, give one secret (stripe and standard sign with several)"},
 		{"no secret", []string{"--scheme", "slack"}, "--scheme slack signs with a secret: give --secret-file FILE, EVFWD_SECRET or --secret"},
 		{"unknown", []string{"--scheme", "svix", "--secret", "a"}, `--scheme: unknown signature scheme "svix" (one of standard, stripe, slack, github, shopify, segment)`},
-		{"standard secret", []string{"--scheme", "standard", "--secret", "plain"}, `--secret: a standard webhooks secret is whsec_ followed by base64 (as Svix shows it): "*****" is not`},
+		{"standard secret", []string{"--scheme", "standard", "--secret", "plain"}, `--secret: a standard webhooks secret is whsec_ followed by base64 (as Svix shows it): got a secret of 5 characters (no whsec_ prefix)`},
 		{"scheme header", []string{"--scheme", "shopify", "--secret", "a", "-H", "X-Shopify-Hmac-Sha256: x"}, `--header "X-Shopify-Hmac-Sha256": set by the sender, it cannot be configured`},
 	}
 	for _, tt := range tests {

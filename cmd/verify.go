@@ -137,10 +137,8 @@ func newVerifySetup(o *VerifyOptions) (*verifySetup, error) {
 		return nil, err
 	}
 	if scheme != signature.Auto {
-		for _, secret := range secrets {
-			if _, err := signature.Key(scheme, secret); err != nil {
-				return nil, cli.UsageError(err)
-			}
+		if err := signature.CheckSecrets(scheme, secrets); err != nil {
+			return nil, cli.UsageError(err)
 		}
 	}
 	s := &verifySetup{scheme: scheme, opts: signature.Options{Secrets: secrets, Tolerance: o.Tolerance, Now: o.Now()}}

@@ -164,7 +164,7 @@ func TestVerifyReasons(t *testing.T) {
 		{"unknown scheme", old("--scheme", "svix", "--signature", "x"),
 			result{Stderr: "error: unknown signature scheme \"svix\" (one of standard, stripe, slack, github, shopify, segment, auto)\n", Code: 2}},
 		{"standard secret not base64", old("--scheme", "standard", "--signature", "v1,x", "--id", "m", "--timestamp", "1"),
-			result{Stderr: "error: a standard webhooks secret is whsec_ followed by base64 (as Svix shows it): \"*\" is not\n", Code: 2}},
+			result{Stderr: "error: a standard webhooks secret is whsec_ followed by base64 (as Svix shows it): got a secret of 1 character (no whsec_ prefix)\n", Code: 2}},
 		{"slack value without its timestamp", old("--scheme", "slack", "--signature", "v0=00"),
 			result{Stderr: "error: a slack signature goes with the timestamp it signs: give --timestamp\n", Code: 2}},
 		{"standard value alone", []string{"verify", "--scheme", "standard", "--secret", "whsec_b2xk", "--signature", "v1,AA=="},

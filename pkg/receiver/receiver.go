@@ -64,8 +64,9 @@ type Options struct {
 	// scheme a request's headers carry). A scheme other than Auto must be
 	// able to use every secret (Standard Webhooks wants whsec_ base64).
 	Scheme signature.Scheme
-	// Tolerance is how far a signed timestamp may be from the request's
-	// arrival, either way: 0 means signature.DefaultTolerance, a negative
+	// Tolerance is how old a signed timestamp may be at the request's
+	// arrival (for Standard Webhooks, also how far ahead, as its owner
+	// judges): 0 means signature.DefaultTolerance, a negative
 	// value no limit.
 	Tolerance time.Duration
 	// AcceptInvalid answers such requests normally; the verdict is still

@@ -193,6 +193,12 @@ func TestReplay(t *testing.T) {
 		{"segment signature", []step{
 			{segFirst, trackBody, 200, false},
 			{segFirst, trackBody, 200, true},
+			// The same MAC in capitals is the same message.
+			{[]signature.Field{{Name: signature.Header, Value: strings.ToUpper(segFirst[0].Value)}}, trackBody, 200, true},
+		}},
+		{"stripe with an item added", []step{
+			{stripeFirst, trackBody, 200, false},
+			{[]signature.Field{{Name: signature.HeaderStripe, Value: stripeFirst[0].Value + ",v0=x"}}, trackBody, 200, true},
 		}},
 		{"svix header names", []step{
 			{svixNames(stdFirst), trackBody, 200, false},

@@ -2,6 +2,7 @@ package receiver
 
 import (
 	"crypto/hmac"
+	"crypto/sha256"
 	"hash"
 	"net/http"
 	"slices"
@@ -28,10 +29,8 @@ func (h *Handler) setSecrets() error {
 		return &configError{"Scheme", err.Error()}
 	}
 	if h.scheme != signature.Auto {
-		for _, s := range h.secrets {
-			if _, err := signature.Key(h.scheme, s); err != nil {
-				return &configError{"Secrets", err.Error()}
-			}
+		if err := signature.CheckSecrets(h.scheme, h.secrets); err != nil {
+			return &configError{"Secrets", err.Error()}
 		}
 	}
 	if h.scheme == signature.Segment || h.scheme == signature.Auto {
@@ -65,7 +64,7 @@ func (h *Handler) verify(hdr http.Header, body []byte, at time.Time) (Signature,
 	}
 	// Only an authentic request (its MAC matched, in or out of the
 	// tolerance) says what was signed; anyone can repeat a forged header.
-	replay := res.Secret > 0 && h.replays.check(replayKeyOf(&res, hdr))
+	replay := res.Secret > 0 && h.replays.check(replayKeyOf(&res))
 	return sig, replay
 }
 
@@ -122,7 +121,7 @@ func (h *Handler) fastSegment(hdr http.Header, body []byte, tolerance time.Durat
 		h.macs[i].Put(mac)
 		if ok {
 			return signature.Result{Scheme: signature.Segment, Valid: true, Reason: signature.ReasonOK,
-				Secret: i + 1, Secrets: len(h.secrets), Bytes: int64(len(body)), Tolerance: tolerance}, true
+				Secret: i + 1, Secrets: len(h.secrets), Bytes: int64(len(body)), Tolerance: tolerance, MAC: want}, true
 		}
 	}
 	return signature.Result{}, false
@@ -137,43 +136,23 @@ var otherSignatureHeaders = []string{
 	signature.HeaderGitHub, signature.HeaderGitHubSHA1, signature.HeaderShopify,
 }
 
-// replayKey is what makes a signed message the same one again, per
-// scheme: Standard Webhooks' message id; Stripe's and Slack's timestamp
-// with the signature; for schemes that sign no timestamp or id (segment,
-// github, shopify), the signature itself, which, its MAC having matched,
-// stands for the body. Its strings are the request's header values.
+// replayKey is what makes a signed message the same one again, in fixed
+// size whatever the headers held: for Standard Webhooks, a digest of its
+// message id (a retry keeps the id and signs a new timestamp); for every
+// other scheme the MAC that matched, which covers the body and any signed
+// timestamp. It is the MAC as computed, not the header's text, so neither
+// hex in capitals nor extra items in a header make an old message new.
 type replayKey struct {
 	scheme signature.Scheme
-	stamp  int64
-	value  string
+	digest [sha256.Size]byte
 }
 
-func replayKeyOf(r *signature.Result, h http.Header) replayKey {
+func replayKeyOf(r *signature.Result) replayKey {
 	k := replayKey{scheme: r.Scheme}
-	switch r.Scheme {
-	case signature.Standard: // webhook-id or svix-id, as pkg/signature read it
-		k.value = r.ID
-	case signature.Stripe: // "t=…,v1=…": the timestamp is in the value
-		k.value = first(h, signature.HeaderStripe)
-	case signature.Slack:
-		k.stamp, k.value = r.Timestamp, first(h, signature.HeaderSlack)
-	case signature.GitHub:
-		if k.value = first(h, signature.HeaderGitHub); k.value == "" {
-			k.value = first(h, signature.HeaderGitHubSHA1)
-		}
-	case signature.Shopify:
-		k.value = first(h, signature.HeaderShopify)
-	default:
-		k.value = first(h, signature.Header)
+	if r.Scheme == signature.Standard {
+		k.digest = sha256.Sum256([]byte(r.ID))
+	} else {
+		copy(k.digest[:], r.MAC)
 	}
 	return k
-}
-
-// first is h.Get for a canonical name, without canonicalizing it again
-// (this runs for every verified request).
-func first(h http.Header, name string) string {
-	if v := h[name]; len(v) > 0 {
-		return v[0]
-	}
-	return ""
 }

@@ -180,7 +180,7 @@ func TestSigningConfigErrors(t *testing.T) {
 		{"no secret", webhook.Endpoint{URL: "https://h.example/a", Signing: "standard"},
 			`source "web": webhooks: endpoints[0] (https://h.example/a): signing: standard needs a signing_secret (whsec_ followed by base64)`},
 		{"bad secret", webhook.Endpoint{URL: "https://h.example/a", Signing: "standard", SigningSecret: "whsec_!!!!!!!!!!!!"},
-			`source "web": webhooks: endpoints[0] (https://h.example/a): signing_secret: a standard webhooks secret is whsec_ followed by base64 (as Svix shows it): "whsec_…(18 characters)" is not`},
+			`source "web": webhooks: endpoints[0] (https://h.example/a): signing_secret: a standard webhooks secret is whsec_ followed by base64 (as Svix shows it): got a secret of 18 characters (whsec_ and what follows is not base64)`},
 		{"unknown", webhook.Endpoint{URL: "https://h.example/a", Signing: "hmac"},
 			`source "web": webhooks: endpoints[0] (https://h.example/a): signing "hmac": only standard is supported (or leave it out for X-Signature alone)`},
 		{"reserved header", webhook.Endpoint{URL: "https://h.example/a", Signing: "standard", SigningSecret: signingSecret, Headers: map[string]string{"Webhook-Timestamp": "0"}},

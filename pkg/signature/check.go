@@ -63,6 +63,9 @@ type Result struct {
 	Found      string `json:"found_encoding,omitempty"`
 	WouldMatch bool   `json:"would_match,omitempty"`
 	Bytes      int64  `json:"bytes"`
+	// MAC is the signature that matched (nil when none did): fixed-size
+	// bytes, e.g. for a receiver to remember what it has seen.
+	MAC []byte `json:"-"`
 }
 
 // Check verifies a request's signature while its body streams through
@@ -213,26 +216,31 @@ func (c *Check) judge(cand *candidate) Result {
 		return *cand.early
 	}
 	r := Result{Scheme: cand.sp.scheme, Timestamp: cand.ts, ID: cand.id}
-	secret := c.match(cand, c.tail)
+	secret, mac := c.match(cand, c.tail)
 	if cand.found != cand.sp.enc {
 		r.Reason, r.Found, r.WouldMatch = ReasonEncoding, cand.found.String(), secret > 0
 		return r
 	}
 	if secret == 0 {
 		r.Reason = ReasonMismatch
-		if trimmed, ok := trimNewline(c.tail); ok && c.match(cand, trimmed) > 0 {
-			r.Reason = ReasonTrailingNewline
+		if trimmed, ok := trimNewline(c.tail); ok {
+			if n, _ := c.match(cand, trimmed); n > 0 {
+				r.Reason = ReasonTrailingNewline
+			}
 		}
 		return r
 	}
-	r.Secret = secret
-	if cand.sp.stamped {
-		r.Skew = c.now.Sub(time.Unix(cand.ts, 0))
+	r.Secret, r.MAC = secret, mac
+	if cand.sp.stamped && c.tol > 0 {
+		// In whole seconds: a timestamp centuries away must not overflow
+		// a Duration (both sides are within MaxTimestamp).
+		skew, tol := c.now.Unix()-cand.ts, int64(c.tol/time.Second)
+		r.Skew = time.Duration(max(min(skew, 1<<33), -1<<33)) * time.Second
 		switch {
-		case c.tol > 0 && r.Skew > c.tol:
+		case skew > tol:
 			r.Reason = ReasonExpired
 			return r
-		case c.tol > 0 && -r.Skew > c.tol && cand.sp.future:
+		case -skew > tol && cand.sp.future:
 			r.Reason = ReasonFuture
 			return r
 		}
@@ -242,8 +250,9 @@ func (c *Check) judge(cand *candidate) Result {
 }
 
 // match returns the position (from 1) of the first secret whose MAC,
-// finished with tail, equals one of the signatures; 0 when none does.
-func (c *Check) match(cand *candidate, tail []byte) int {
+// finished with tail, equals one of the signatures, and that MAC; 0 when
+// none does.
+func (c *Check) match(cand *candidate, tail []byte) (int, []byte) {
 	for i, m := range cand.macs {
 		if m == nil {
 			continue
@@ -251,11 +260,11 @@ func (c *Check) match(cand *candidate, tail []byte) int {
 		sum := finish(m, tail)
 		for _, sig := range cand.sigs {
 			if hmac.Equal(sum, sig) {
-				return i + 1
+				return i + 1, sum
 			}
 		}
 	}
-	return 0
+	return 0, nil
 }
 
 // finish returns the MAC of what m has seen followed by tail, leaving m
@@ -294,6 +303,13 @@ func VerifyFields(s Scheme, h http.Header, body []byte, opts Options) (Result, e
 // and never with a secret or an expected signature.
 func (r Result) Message() string {
 	sp := specs[r.Scheme]
+	if sp == nil || (r.Reason == ReasonScheme && specs[r.Other] == nil) {
+		// A Result not made by a Check of a known scheme: say what it has.
+		if r.Detail != "" {
+			return r.Detail
+		}
+		return "signature " + string(r.Reason)
+	}
 	switch r.Reason {
 	case ReasonOK:
 		return "signature valid (" + plural(r.Bytes, "byte") + r.secretNote() + ")"
@@ -323,7 +339,7 @@ func (r Result) Message() string {
 		return r.Detail
 	}
 	what := fmt.Sprintf("the %d-byte body", r.Bytes)
-	if sp != nil && sp.stamped {
+	if sp.stamped {
 		what += ", the timestamp"
 		if sp.idHeader != "" {
 			what += " or the id"

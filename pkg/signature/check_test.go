@@ -353,3 +353,80 @@ func TestSchemeOfValue(t *testing.T) {
 		t.Errorf("bare SHA-256 hex told as %s", s)
 	}
 }
+
+// Found in review: what the owners' libraries do with odd headers.
+func TestOwnersEdges(t *testing.T) {
+	body := `{"type":"track"}`
+	stripe := sign(t, Stripe, body, "k")
+	std := sign(t, Standard, body, secretFor[Standard][0])
+	gh := sign(t, GitHub, body, "k")
+	hexMAC := hex.EncodeToString(mac(t, Stripe, "k", body))
+	b64 := strings.Repeat("A", 43) + "="
+	stdOpts := atOpts(secretFor[Standard][0])
+	for _, tt := range []struct {
+		name   string
+		scheme Scheme
+		h      http.Header
+		opts   Options
+		want   Reason
+	}{
+		{"stripe: a bad v1 beside a good one", Stripe, http.Header{HeaderStripe: {stripe.Get(HeaderStripe) + ",v1=zzz"}}, atOpts("k"), ReasonOK},
+		{"stripe: a base64 v1 beside a good one", Stripe, http.Header{HeaderStripe: {stripe.Get(HeaderStripe) + ",v1=" + b64}}, atOpts("k"), ReasonOK},
+		{"stripe: ' v1' is another key", Stripe, http.Header{HeaderStripe: {"t=" + strconv.FormatInt(at.Unix(), 10) + ", v1=" + hexMAC}}, atOpts("k"), ReasonMalformed},
+		{"standard: a short v1 beside a good one", Standard, func() http.Header {
+			h := std.Clone()
+			h.Set(HeaderStandard, "v1,abc "+std.Get(HeaderStandard)+" v1a,xyz")
+			return h
+		}(), stdOpts, ReasonOK},
+		{"github: upper-case hex", GitHub, http.Header{HeaderGitHub: {"sha256=" + strings.ToUpper(strings.TrimPrefix(gh.Get(HeaderGitHub), "sha256="))}}, atOpts("k"), ReasonEncoding},
+		{"segment: upper-case hex is the spec's", Segment, http.Header{Header: {strings.ToUpper(Sign([]byte("k"), []byte(body)))}}, atOpts("k"), ReasonOK},
+		{"standard: 300 years ahead", Standard, func() http.Header {
+			fs := must(SignFields(Standard, [][]byte{[]byte(secretFor[Standard][0])}, []byte(body), Params{Timestamp: at.AddDate(300, 0, 0), ID: "msg_1"}))
+			return header(fs)
+		}(), stdOpts, ReasonFuture},
+		{"stripe: 30,000 years old", Stripe, func() http.Header {
+			fs := must(SignFields(Stripe, [][]byte{[]byte("k")}, []byte(body), Params{Timestamp: time.Unix(1, 0)}))
+			return header(fs)
+		}(), Options{Secrets: [][]byte{[]byte("k")}, Now: time.Unix(MaxTimestamp, 0)}, ReasonExpired},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			r := verifyT(t, tt.scheme, tt.h, body, tt.opts)
+			if r.Reason != tt.want {
+				t.Errorf("%s, want %s: %s", r.Reason, tt.want, r.Message())
+			}
+			if r.Reason == ReasonEncoding && (!r.WouldMatch || !strings.Contains(r.Message(), "upper-case hex")) {
+				t.Errorf("encoding verdict: %s", r.Message())
+			}
+		})
+	}
+}
+
+func TestMessageOfAnyResult(t *testing.T) {
+	for _, r := range []Result{{Reason: ReasonScheme}, {Scheme: Auto, Reason: ReasonMissing}, {Reason: ReasonEncoding}, {Scheme: Stripe, Reason: ReasonScheme, Other: "x"}, {}} {
+		if r.Message() == "" {
+			t.Errorf("%+v: empty message", r)
+		}
+	}
+}
+
+func TestSecretsNeverInErrors(t *testing.T) {
+	for _, secret := range []string{"hunter2-topsecret-value", "whsec_hunter2!!"} {
+		err := CheckSecrets(Standard, [][]byte{[]byte("whsec_b2xk"), []byte(secret)})
+		if err == nil || strings.Contains(err.Error(), "hunter") || !strings.HasPrefix(err.Error(), "secret 2: ") {
+			t.Errorf("%q: %v", secret, err)
+		}
+	}
+}
+
+func TestSignerLimits(t *testing.T) {
+	k := [][]byte{[]byte(secretFor[Standard][0])}
+	if _, err := NewSigner(Stripe, k, Params{Timestamp: time.Unix(MaxTimestamp+1, 0)}); err == nil {
+		t.Error("a timestamp Check would call malformed")
+	}
+	if _, err := NewSigner(Standard, k, Params{ID: "a\nX-Evil: 1"}); err == nil {
+		t.Error("an id that would inject a header line")
+	}
+	if id := MessageID("order 42"); !strings.HasPrefix(id, "msg_") || id != MessageID("order 42") || MessageID("ok_1") != "ok_1" {
+		t.Errorf("MessageID: %q", id)
+	}
+}

@@ -71,21 +71,25 @@ func parse(sp *spec, h http.Header) *candidate {
 			return fail(ReasonMalformed, "no %s header: the scheme signs the message id", sp.idHeader)
 		}
 	}
+	// Entries that do not decode are skipped, as the owners' libraries
+	// do; the header fails only when none reads the scheme's way.
+	var other [][]byte
 	for _, v := range raw {
-		sig, ok := sp.enc.decode(v, sp.size)
-		if !ok {
-			// Read the other way: a sender that encodes its MAC wrong.
-			if sig, ok = sp.enc.other().decode(v, sp.size); ok {
-				cand.found = sp.enc.other()
-			}
+		if sig, ok := sp.decodeOwn(v); ok {
+			cand.sigs = append(cand.sigs, sig)
+		} else if sig, e, ok := sp.decodeOther(v); ok {
+			other, cand.found = append(other, sig), e
 		}
-		if !ok {
-			if sp.enc == hexEnc {
-				return fail(ReasonMalformed, "%s: the signature is not %d hex digits (got %d characters)", header, 2*sp.size, len(v))
-			}
-			return fail(ReasonMalformed, "%s: the signature is not %d characters of base64 (got %d)", header, sp.enc.encodedLen(sp.size), len(v))
-		}
-		cand.sigs = append(cand.sigs, sig)
+	}
+	switch {
+	case len(cand.sigs) > 0:
+		cand.found = sp.enc
+	case len(other) > 0:
+		cand.sigs = other
+	case sp.enc == hexEnc:
+		return fail(ReasonMalformed, "%s: the signature is not %d hex digits (got %d characters)", header, 2*sp.size, len(raw[0]))
+	default:
+		return fail(ReasonMalformed, "%s: the signature is not %d characters of base64 (got %d)", header, sp.enc.encodedLen(sp.size), len(raw[0]))
 	}
 	return cand
 }
@@ -99,7 +103,8 @@ var alternate = map[Scheme]*spec{GitHub: githubSHA1, Standard: svix}
 func parseStripe(v string) (ts int64, sigs []string, err error) {
 	seenT := false
 	for item := range strings.SplitSeq(v, ",") {
-		k, val, ok := strings.Cut(strings.TrimSpace(item), "=")
+		// Items are not trimmed: Stripe's libraries read " v1" as another key.
+		k, val, ok := strings.Cut(item, "=")
 		if !ok {
 			return 0, nil, fmt.Errorf("%q is not key=value", clip(item))
 		}
@@ -128,7 +133,7 @@ func parseTimestamp(v string) (int64, error) {
 		return 0, fmt.Errorf("no timestamp: the scheme signs one")
 	}
 	ts, err := strconv.ParseInt(v, 10, 64)
-	if err != nil || ts < 0 || ts > 1<<40 {
+	if err != nil || ts < 0 || ts > MaxTimestamp {
 		return 0, fmt.Errorf("timestamp %q is not Unix seconds", clip(v))
 	}
 	return ts, nil
@@ -140,11 +145,4 @@ func clip(s string) string {
 		return s[:77] + "..."
 	}
 	return s
-}
-
-func (e encoding) encodedLen(size int) int {
-	if e == b64Enc {
-		return 4 * ((size + 2) / 3)
-	}
-	return 2 * size
 }

@@ -65,13 +65,17 @@ const standardSecretPrefix = "whsec_"
 type encoding int
 
 const (
-	hexEnc encoding = iota
-	b64Enc
+	hexEnc   encoding = iota // lowercase hex, as the owners' verifiers compare it
+	b64Enc                   // standard base64, padded
+	upperHex                 // hex with capitals: only segment takes it as hex
 )
 
 func (e encoding) String() string {
-	if e == b64Enc {
+	switch e {
+	case b64Enc:
 		return "base64"
+	case upperHex:
+		return "upper-case hex"
 	}
 	return "hex"
 }
@@ -83,8 +87,8 @@ func (e encoding) encode(mac []byte) string {
 	return hex.EncodeToString(mac)
 }
 
-// decode parses s as e, wanting a MAC of size bytes. Hex is read in
-// either case, as the owners' verifiers compare lowercase hex they made.
+// decode parses s as e, wanting a MAC of size bytes. hexEnc is lowercase
+// only; upperHex any hex with a capital in it.
 func (e encoding) decode(s string, size int) ([]byte, bool) {
 	if e == b64Enc {
 		if e.encodedLen(size) != len(s) {
@@ -93,14 +97,49 @@ func (e encoding) decode(s string, size int) ([]byte, bool) {
 		b, err := base64.StdEncoding.DecodeString(s)
 		return b, err == nil && len(b) == size
 	}
-	if len(s) != 2*size {
+	if len(s) != 2*size || (e == hexEnc) == (strings.ToLower(s) != s) {
 		return nil, false
 	}
 	b, err := hex.DecodeString(s)
 	return b, err == nil
 }
 
-func (e encoding) other() encoding { return 1 - e }
+func (e encoding) encodedLen(size int) int {
+	if e == b64Enc {
+		return base64.StdEncoding.EncodedLen(size)
+	}
+	return 2 * size
+}
+
+// decodeOwn reads a signature as the scheme writes it (segment's hex in
+// either case, as the spec's receivers compare it).
+func (sp *spec) decodeOwn(v string) ([]byte, bool) {
+	if b, ok := sp.enc.decode(v, sp.size); ok {
+		return b, true
+	}
+	if sp.anyCase {
+		return upperHex.decode(v, sp.size)
+	}
+	return nil, false
+}
+
+// decodeOther reads a signature written another way than the scheme's:
+// a sender that encodes its MAC wrong.
+func (sp *spec) decodeOther(v string) ([]byte, encoding, bool) {
+	others := []encoding{b64Enc}
+	switch {
+	case sp.enc == b64Enc:
+		others = []encoding{hexEnc, upperHex}
+	case !sp.anyCase:
+		others = []encoding{upperHex, b64Enc}
+	}
+	for _, e := range others {
+		if b, ok := e.decode(v, sp.size); ok {
+			return b, e, true
+		}
+	}
+	return nil, 0, false
+}
 
 // spec is what one scheme signs and how it writes the result.
 type spec struct {
@@ -117,6 +156,9 @@ type spec struct {
 	// value may carry several signatures (key rotation).
 	prefix string
 	multi  bool
+	// anyCase is that upper-case hex is the scheme's too (segment: the
+	// spec's receivers decode it); the others' verifiers compare strings.
+	anyCase bool
 	// stamped is that the scheme signs a timestamp; future, that its
 	// owner also refuses one too far ahead (Standard Webhooks does;
 	// Stripe's and Slack's libraries only refuse old ones).
@@ -124,7 +166,7 @@ type spec struct {
 }
 
 var specs = map[Scheme]*spec{
-	Segment:  {scheme: Segment, alg: "hmac-sha1", hash: sha1.New, size: sha1.Size, enc: hexEnc, header: Header},
+	Segment:  {scheme: Segment, alg: "hmac-sha1", hash: sha1.New, size: sha1.Size, enc: hexEnc, header: Header, anyCase: true},
 	GitHub:   {scheme: GitHub, alg: "hmac-sha256", hash: sha256.New, size: sha256.Size, enc: hexEnc, header: HeaderGitHub, prefix: "sha256="},
 	Stripe:   {scheme: Stripe, alg: "hmac-sha256", hash: sha256.New, size: sha256.Size, enc: hexEnc, header: HeaderStripe, prefix: "v1=", multi: true, stamped: true},
 	Standard: {scheme: Standard, alg: "hmac-sha256", hash: sha256.New, size: sha256.Size, enc: b64Enc, header: HeaderStandard, timeHeader: HeaderStandardTime, idHeader: HeaderStandardID, prefix: "v1,", multi: true, stamped: true, future: true},
@@ -222,17 +264,18 @@ func Key(s Scheme, secret []byte) ([]byte, error) {
 	b64 := strings.TrimPrefix(string(secret), standardSecretPrefix)
 	key, err := base64.StdEncoding.DecodeString(b64)
 	if err != nil || len(key) == 0 {
-		return nil, fmt.Errorf("%s: %q is not", keyForm, redact(string(secret)))
+		return nil, fmt.Errorf("%s: got %s", keyForm, redact(string(secret)))
 	}
 	return key, nil
 }
 
-// redact shows enough of a secret to recognise its form, not its value.
+// redact says what a secret looks like without any of its characters.
 func redact(s string) string {
-	if len(s) <= 8 {
-		return strings.Repeat("*", len(s))
+	form := "no " + standardSecretPrefix + " prefix"
+	if strings.HasPrefix(s, standardSecretPrefix) {
+		form = standardSecretPrefix + " and what follows is not base64"
 	}
-	return s[:6] + "…(" + strconv.Itoa(len(s)) + " characters)"
+	return fmt.Sprintf("a secret of %s (%s)", plural(int64(len(s)), "character"), form)
 }
 
 // signedPrefix is what the scheme signs before the body.
@@ -246,6 +289,47 @@ func (sp *spec) signedPrefix(ts int64, id string) []byte {
 		return []byte("v0:" + strconv.FormatInt(ts, 10) + ":")
 	}
 	return nil
+}
+
+// CheckSecrets reports the first secret scheme s cannot use, by position.
+func CheckSecrets(s Scheme, secrets [][]byte) error {
+	for i, secret := range secrets {
+		if _, err := Key(s, secret); err != nil {
+			if len(secrets) > 1 {
+				return fmt.Errorf("secret %d: %w", i+1, err)
+			}
+			return err
+		}
+	}
+	return nil
+}
+
+// MaxTimestamp bounds a signed timestamp, in Unix seconds (about the year
+// 36812): far past any real one, and small enough for a skew in seconds
+// never to overflow.
+const MaxTimestamp = 1 << 40
+
+// MessageID returns id as Standard Webhooks' webhook-id: id itself when it
+// is a header token (printable ASCII, no spaces), else a stable "msg_"
+// digest of it; a fresh one when id is empty.
+func MessageID(id string) string {
+	if id == "" {
+		return NewMessageID()
+	}
+	if validID(id) {
+		return id
+	}
+	sum := sha256.Sum256([]byte(id))
+	return "msg_" + strings.ToLower(msgIDEncoding.EncodeToString(sum[:16]))
+}
+
+func validID(id string) bool {
+	for i := 0; i < len(id); i++ {
+		if c := id[i]; c <= ' ' || c >= 0x7f {
+			return false
+		}
+	}
+	return id != ""
 }
 
 // HeaderOf builds the headers scheme s is verified from, out of a bare
@@ -301,7 +385,7 @@ func SchemeOfValue(v string) (Scheme, bool) {
 	case strings.HasPrefix(v, "v1,"):
 		return Standard, true
 	}
-	if _, ok := hexEnc.decode(v, sha1.Size); ok {
+	if _, ok := specs[Segment].decodeOwn(v); ok {
 		return Segment, true
 	}
 	if _, ok := b64Enc.decode(v, sha256.Size); ok {

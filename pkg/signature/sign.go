@@ -57,10 +57,15 @@ func NewSigner(s Scheme, secrets [][]byte, p Params) (*Signer, error) {
 		if ts.IsZero() {
 			ts = time.Now()
 		}
-		g.ts = ts.Unix()
+		if g.ts = ts.Unix(); g.ts < 0 || g.ts > MaxTimestamp {
+			return nil, fmt.Errorf("timestamp %d is not Unix seconds from 0 to %d", g.ts, int64(MaxTimestamp))
+		}
 	}
-	if sp.idHeader != "" && g.id == "" {
+	switch {
+	case sp.idHeader != "" && g.id == "":
 		g.id = NewMessageID()
+	case sp.idHeader != "" && !validID(g.id):
+		return nil, fmt.Errorf("message id %q: a header value of printable ASCII without spaces is needed (MessageID makes one of any id)", clip(g.id))
 	}
 	prefix := sp.signedPrefix(g.ts, g.id)
 	for _, secret := range secrets {

@@ -1,10 +1,7 @@
 package webhook
 
 import (
-	"crypto/sha256"
-	"encoding/base32"
 	"net/http"
-	"strings"
 	"time"
 
 	"github.com/evfwd/evfwd/pkg/signature"
@@ -39,7 +36,7 @@ func (d *Destination) perAttempt(id string) *perAttempt {
 	if !d.signsPerAttempt() {
 		return nil
 	}
-	ps := &perAttempt{id: webhookID(id)}
+	ps := &perAttempt{id: signature.MessageID(id)}
 	if !d.segment() && d.SharedSecret != "" {
 		ps.scheme, ps.secrets = d.Scheme, d.secrets()
 	}
@@ -74,22 +71,3 @@ func setFields(h http.Header, fs []signature.Field) {
 		h[f.Name] = vals[i : i+1 : i+1]
 	}
 }
-
-// webhookID is the webhook-id sent for a message id: the id itself when
-// it is a plain token, else a digest of it (a messageId may hold spaces
-// or any character JSON can, which a header cannot), and a fresh one for
-// no id at all.
-func webhookID(id string) string {
-	if id == "" {
-		return signature.NewMessageID()
-	}
-	for i := 0; i < len(id); i++ {
-		if c := id[i]; c <= ' ' || c >= 0x7f {
-			sum := sha256.Sum256([]byte(id))
-			return "msg_" + strings.ToLower(idEncoding.EncodeToString(sum[:16]))
-		}
-	}
-	return id
-}
-
-var idEncoding = base32.StdEncoding.WithPadding(base32.NoPadding)

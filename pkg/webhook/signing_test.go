@@ -127,7 +127,7 @@ func TestStandardSigningIDAcrossURLs(t *testing.T) {
 	for _, tt := range []struct{ id, want string }{
 		{"", ""},
 		{"9a8b7c6d-5e4f", "9a8b7c6d-5e4f"},
-		{"two words\n", webhookID("two words\n")},
+		{"two words\n", signature.MessageID("two words\n")},
 	} {
 		before := len(e1.received())
 		s.DeliverMessage(context.Background(), d, []byte(testBody), tt.id, nil)
@@ -142,10 +142,10 @@ func TestStandardSigningIDAcrossURLs(t *testing.T) {
 		}
 		verify(t, signature.Standard, e2.received()[before], time.Now(), standardSecret)
 	}
-	if got := webhookID("two words\n"); !strings.HasPrefix(got, "msg_") || got != webhookID("two words\n") || strings.ContainsAny(got, " \n") {
+	if got := signature.MessageID("two words\n"); !strings.HasPrefix(got, "msg_") || got != signature.MessageID("two words\n") || strings.ContainsAny(got, " \n") {
 		t.Errorf("webhookID of an id with spaces = %q, want a stable msg_ token", got)
 	}
-	if a, b := webhookID(""), webhookID(""); a == b {
+	if a, b := signature.MessageID(""), signature.MessageID(""); a == b {
 		t.Errorf("two fresh webhook-ids are both %q", a)
 	}
 }
@@ -216,7 +216,7 @@ func TestDestinationValidateSigning(t *testing.T) {
 		{"no secret", Destination{Endpoints: one(ep("standard", ""))},
 			"endpoints[0] (https://h.example): signing: standard needs a signing_secret (whsec_ followed by base64)"},
 		{"bad secret", Destination{Endpoints: one(ep("standard", "whsec_not base64!"))},
-			`endpoints[0] (https://h.example): signing_secret: a standard webhooks secret is whsec_ followed by base64 (as Svix shows it): "whsec_…(17 characters)" is not`},
+			`endpoints[0] (https://h.example): signing_secret: a standard webhooks secret is whsec_ followed by base64 (as Svix shows it): got a secret of 17 characters (whsec_ and what follows is not base64)`},
 		{"secret without signing", Destination{Endpoints: one(ep("", standardSecret))},
 			"endpoints[0] (https://h.example): signing_secret is set but signing is not: add signing: standard"},
 		{"unknown signing", Destination{Endpoints: []Endpoint{{URL: "http://a.example"}, ep("stripe", "x")}},
@@ -242,7 +242,7 @@ func TestDestinationValidateSigning(t *testing.T) {
 		{"unknown scheme", Destination{Scheme: "svix", SharedSecret: "a", Endpoints: one(ep("", ""))},
 			`endpoints: unknown signature scheme "svix" (one of standard, stripe, slack, github, shopify, segment)`},
 		{"bad standard scheme secret", Destination{Scheme: signature.Standard, SharedSecret: "plain", Endpoints: one(ep("", ""))},
-			`endpoints: a standard webhooks secret is whsec_ followed by base64 (as Svix shows it): "*****" is not`},
+			`endpoints: a standard webhooks secret is whsec_ followed by base64 (as Svix shows it): got a secret of 5 characters (no whsec_ prefix)`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
