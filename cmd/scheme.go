@@ -10,13 +10,7 @@ import (
 // addSchemeFlag registers --scheme with its default and completions; auto
 // only where a request's headers can tell the scheme.
 func addSchemeFlag(cmd *cobra.Command, v *string, def signature.Scheme, auto bool) {
-	names := make([]string, 0, len(signature.Schemes)+1)
-	for _, s := range signature.Schemes {
-		names = append(names, string(s))
-	}
-	if auto {
-		names = append(names, string(signature.Auto))
-	}
+	names := signature.Names(auto)
 	cmd.Flags().StringVar(v, "scheme", string(def), "signature `SCHEME`: "+strings.Join(names, ", ")+" (see evfwd sign --help)")
 	cmd.RegisterFlagCompletionFunc("scheme", cobra.FixedCompletions(names, cobra.ShellCompDirectiveNoFileComp))
 }

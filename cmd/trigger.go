@@ -313,7 +313,7 @@ func (tr *trigger) once() error {
 	body, _ := webhook.Body(tr.msg)
 	// The messageId is Standard Webhooks' webhook-id, as serve sends it.
 	id, _ := tr.msg.GetString("messageId")
-	tr.out.intro(tr.typ, tr.msg, body, tr.signedFields(body, id))
+	tr.out.intro(tr.typ, tr.msg, body, tr.dest.SignedFields(body, id, tr.opts.Now()))
 	p := webhook.RetryFor(tr.opts.RetryWindow)
 	p.Initial, p.Now = tr.opts.RetryInitial, tr.opts.Now
 	attempts := 0
@@ -334,24 +334,6 @@ func (tr *trigger) signedScheme() signature.Scheme {
 		return ""
 	}
 	return tr.dest.Scheme
-}
-
-// signedFields are the signature headers the intro shows: those of an
-// attempt made now (a scheme with a timestamp signs each attempt's).
-func (tr *trigger) signedFields(body []byte, id string) []signature.Field {
-	d := tr.dest
-	if d.SharedSecret == "" {
-		return nil
-	}
-	if d.Scheme == signature.Segment {
-		return []signature.Field{{Name: signature.Header, Value: signature.Sign([]byte(d.SharedSecret), body)}}
-	}
-	secrets := [][]byte{[]byte(d.SharedSecret)}
-	for _, s := range d.ExtraSecrets {
-		secrets = append(secrets, []byte(s))
-	}
-	fs, _ := signature.SignFields(d.Scheme, secrets, body, signature.Params{Timestamp: tr.opts.Now(), ID: signature.MessageID(id)})
-	return fs
 }
 
 // giveUpHint says what to do when trigger stopped retrying (its window

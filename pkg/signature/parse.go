@@ -94,10 +94,6 @@ func parse(sp *spec, h http.Header) *candidate {
 	return cand
 }
 
-// alternate names other headers a scheme's signature may come in:
-// GitHub's legacy SHA-1 one, Svix's names for Standard Webhooks.
-var alternate = map[Scheme]*spec{GitHub: githubSHA1, Standard: svix}
-
 // parseStripe reads "t=1492774577,v1=hex,v1=hex,v0=hex": the timestamp and
 // every v1 signature; other keys are ignored, as Stripe's libraries do.
 func parseStripe(v string) (ts int64, sigs []string, err error) {

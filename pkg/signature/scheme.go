@@ -186,20 +186,30 @@ var svix = func() *spec {
 // only that one.
 var githubSHA1 = &spec{scheme: GitHub, alg: "hmac-sha1", hash: sha1.New, size: sha1.Size, enc: hexEnc, header: HeaderGitHubSHA1, prefix: "sha1="}
 
+// alternate names other headers a scheme's signature may come in:
+// GitHub's legacy SHA-1 one, Svix's names for Standard Webhooks.
+var alternate = map[Scheme]*spec{GitHub: githubSHA1, Standard: svix}
+
 // ParseScheme reads a scheme name, any case; auto only when allowAuto.
 func ParseScheme(name string, allowAuto bool) (Scheme, error) {
 	s := Scheme(strings.ToLower(strings.TrimSpace(name)))
 	if _, ok := specs[s]; ok || (allowAuto && s == Auto) {
 		return s, nil
 	}
+	return "", fmt.Errorf("unknown signature scheme %q (one of %s)", name, strings.Join(Names(allowAuto), ", "))
+}
+
+// Names lists the schemes' names in the order of Schemes, and auto last
+// when withAuto.
+func Names(withAuto bool) []string {
 	names := make([]string, 0, len(Schemes)+1)
 	for _, s := range Schemes {
 		names = append(names, string(s))
 	}
-	if allowAuto {
+	if withAuto {
 		names = append(names, string(Auto))
 	}
-	return "", fmt.Errorf("unknown signature scheme %q (one of %s)", name, strings.Join(names, ", "))
+	return names
 }
 
 // Algorithm names the scheme's MAC, e.g. hmac-sha256.
@@ -242,7 +252,7 @@ func (s Scheme) Headers() []string {
 func Detect(h http.Header) []Scheme {
 	var found []Scheme
 	for _, s := range Schemes {
-		if present(h, specs[s].header) || (s == GitHub && present(h, HeaderGitHubSHA1)) || (s == Standard && present(h, svix.header)) {
+		if alt := alternate[s]; present(h, specs[s].header) || (alt != nil && present(h, alt.header)) {
 			found = append(found, s)
 		}
 	}

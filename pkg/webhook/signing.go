@@ -63,6 +63,21 @@ func (ps *perAttempt) sign(h http.Header, ep *Endpoint, body []byte, at time.Tim
 	return nil
 }
 
+// SignedFields are the headers SharedSecret signs body with for an attempt
+// started at, as the sender sends them (X-Signature, or Scheme's lines
+// with the webhook-id of the message id); none without a secret. For a
+// caller to show what an attempt carries.
+func (d *Destination) SignedFields(body []byte, id string, at time.Time) []signature.Field {
+	switch {
+	case d.SharedSecret == "":
+		return nil
+	case d.segment():
+		return []signature.Field{{Name: signature.Header, Value: signature.Sign([]byte(d.SharedSecret), body)}}
+	}
+	fs, _ := signature.SignFields(d.Scheme, d.secrets(), body, signature.Params{Timestamp: at, ID: signature.MessageID(id)})
+	return fs
+}
+
 // setFields sets the header lines, in one backing array.
 func setFields(h http.Header, fs []signature.Field) {
 	vals := make([]string, len(fs))
