@@ -98,12 +98,8 @@ func (h *Handler) fastSegment(hdr http.Header, body []byte, tolerance time.Durat
 	if len(v) != 1 {
 		return signature.Result{}, false
 	}
-	if h.scheme == signature.Auto {
-		for _, name := range otherSignatureHeaders {
-			if _, ok := hdr[name]; ok {
-				return signature.Result{}, false
-			}
-		}
+	if h.scheme == signature.Auto && !signature.Only(hdr, signature.Segment) {
+		return signature.Result{}, false
 	}
 	want, err := signature.Decode(v[0])
 	if err != nil {
@@ -125,15 +121,6 @@ func (h *Handler) fastSegment(hdr http.Header, body []byte, tolerance time.Durat
 		}
 	}
 	return signature.Result{}, false
-}
-
-// otherSignatureHeaders are the signature headers of every scheme but
-// segment, those signature.Detect looks for (Svix's name for Standard
-// Webhooks' included): a request carrying any of them is Auto's to sort
-// out. TestFastSegmentAgrees checks the list against Detect.
-var otherSignatureHeaders = []string{
-	signature.HeaderStandard, signature.HeaderSvix, signature.HeaderStripe, signature.HeaderSlack,
-	signature.HeaderGitHub, signature.HeaderGitHubSHA1, signature.HeaderShopify,
 }
 
 // replayKey is what makes a signed message the same one again, in fixed

@@ -252,11 +252,28 @@ func (s Scheme) Headers() []string {
 func Detect(h http.Header) []Scheme {
 	var found []Scheme
 	for _, s := range Schemes {
-		if alt := alternate[s]; present(h, specs[s].header) || (alt != nil && present(h, alt.header)) {
+		if carries(h, s) {
 			found = append(found, s)
 		}
 	}
 	return found
+}
+
+// Only reports whether h carries scheme s's signature header and no other
+// scheme's: Detect(h) is just s, without a slice to build.
+func Only(h http.Header, s Scheme) bool {
+	for _, o := range Schemes {
+		if carries(h, o) != (o == s) {
+			return false
+		}
+	}
+	return true
+}
+
+// carries reports whether h has a signature header of scheme s.
+func carries(h http.Header, s Scheme) bool {
+	alt := alternate[s]
+	return present(h, specs[s].header) || (alt != nil && present(h, alt.header))
 }
 
 func present(h http.Header, name string) bool {
