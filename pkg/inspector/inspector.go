@@ -1,0 +1,145 @@
+// Package inspector is the local page in the browser that `evfwd listen
+// --ui` and `evfwd serve --ui` serve, and the HTTP API behind it
+// (docs/INSPECTOR.md): the requests a listen received, live, with their
+// signature checks, replay and diff; the deliveries a serve made, with
+// their attempts, retries and a per-minute chart per endpoint.
+//
+// The page (ui/) is embedded in the binary and loads nothing from the
+// network. The API trusts nobody it need not: every request must name the
+// address served as its Host (no DNS rebinding), and every POST must carry
+// the session's CSRF token, which only a page of this origin can read.
+package inspector
+
+import (
+	"crypto/rand"
+	"crypto/subtle"
+	"embed"
+	"encoding/base64"
+	"encoding/json"
+	"io/fs"
+	"net"
+	"net/http"
+	"strings"
+)
+
+//go:embed ui
+var uiFiles embed.FS
+
+// Assets serves the page: index.html at /, the rest under /assets/.
+func Assets() http.Handler {
+	sub, err := fs.Sub(uiFiles, "ui")
+	if err != nil {
+		panic(err)
+	}
+	files := http.FileServerFS(sub)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h := w.Header()
+		// The page runs only its own script and style, and is framed by
+		// no one.
+		h.Set("Content-Security-Policy", "default-src 'self'; img-src 'self' data:; frame-ancestors 'none'; base-uri 'none'; form-action 'none'")
+		h.Set("X-Content-Type-Options", "nosniff")
+		h.Set("Referrer-Policy", "no-referrer")
+		h.Set("Cache-Control", "no-cache")
+		if r.URL.Path != "/" && !strings.HasPrefix(r.URL.Path, "/assets/") {
+			http.NotFound(w, r)
+			return
+		}
+		r2 := *r
+		r2.URL = new(*r.URL)
+		r2.URL.Path = strings.TrimPrefix(r.URL.Path, "/assets")
+		files.ServeHTTP(w, &r2)
+	})
+}
+
+// newToken returns a fresh random token for CSRF and sessions.
+func newToken() string {
+	b := make([]byte, 24)
+	rand.Read(b)
+	return base64.RawURLEncoding.EncodeToString(b)
+}
+
+// sameToken compares two tokens in constant time.
+func sameToken(a, b string) bool {
+	return len(a) == len(b) && subtle.ConstantTimeCompare([]byte(a), []byte(b)) == 1
+}
+
+// CSRFHeader carries the session's CSRF token on every POST.
+const CSRFHeader = "X-CSRF-Token"
+
+// hosts are the Host values a request may name: the address served and,
+// when it is a loopback one, the loopback names with its port.
+type hosts map[string]bool
+
+// allowedHosts lists the Host values for a listener at addr (as
+// net.Listener.Addr().String() gives it).
+func allowedHosts(addr string) hosts {
+	hs := hosts{strings.ToLower(addr): true}
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return hs
+	}
+	ip := net.ParseIP(host)
+	if ip != nil && (ip.IsLoopback() || ip.IsUnspecified()) || host == "localhost" {
+		for _, name := range []string{"localhost", "127.0.0.1", "::1"} {
+			hs[strings.ToLower(net.JoinHostPort(name, port))] = true
+		}
+	}
+	return hs
+}
+
+// guard refuses requests that name another Host (421), and POSTs without
+// the CSRF token csrf gives for the request (403) unless exempt says so.
+func guard(next http.Handler, allowed hosts, csrf func(*http.Request) string, exempt func(*http.Request) bool) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !allowed[strings.ToLower(r.Host)] {
+			writeError(w, http.StatusMisdirectedRequest, "unexpected Host "+quote(r.Host)+": open the inspector at the address evfwd printed")
+			return
+		}
+		if r.Method != http.MethodGet && r.Method != http.MethodHead && (exempt == nil || !exempt(r)) {
+			want := csrf(r)
+			if want == "" || !sameToken(r.Header.Get(CSRFHeader), want) {
+				writeError(w, http.StatusForbidden, "missing or wrong "+CSRFHeader+" header (GET /api/session gives it)")
+				return
+			}
+			if ct := r.Header.Get("Content-Type"); !strings.HasPrefix(ct, "application/json") {
+				writeError(w, http.StatusUnsupportedMediaType, "send the body as Content-Type: application/json")
+				return
+			}
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+func quote(s string) string { b, _ := json.Marshal(s); return string(b) }
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		writeError(w, http.StatusInternalServerError, err.Error())
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(status)
+	w.Write(append(b, '\n'))
+}
+
+func writeError(w http.ResponseWriter, status int, msg string) {
+	b, _ := json.Marshal(map[string]string{"error": msg})
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(status)
+	w.Write(append(b, '\n'))
+}
+
+// decodeBody reads a small JSON request body into v, refusing unknown
+// fields so that a typo is an error rather than a default.
+func decodeBody(w http.ResponseWriter, r *http.Request, v any) bool {
+	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, 1<<20))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		writeError(w, http.StatusBadRequest, "request body: "+err.Error())
+		return false
+	}
+	return true
+}
