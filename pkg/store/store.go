@@ -152,8 +152,16 @@ type IngestLease struct {
 type Filter struct {
 	Status Status
 	Source string
-	Limit  int   // 0: no limit
-	After  int64 // only ids greater than this (paging)
+	// Endpoint, when set, selects the deliveries with at least one
+	// attempt to this URL (exactly as configured).
+	Endpoint string
+	Limit    int   // 0: no limit
+	After    int64 // only ids greater than this (paging oldest first)
+	Before   int64 // only ids less than this (paging newest first); 0: no bound
+	// Desc lists newest first (by id, descending) instead of oldest
+	// first; with Limit and Before it pages back from the newest. Retry
+	// ignores it.
+	Desc bool
 }
 
 // Count is the number of deliveries of one source in one status.
@@ -196,7 +204,8 @@ type Store interface {
 	// and reports how many it released. A store used by one process at a
 	// time (SQLite) releases every lease; a shared one only expired leases.
 	Reclaim(ctx context.Context, now time.Time) (int, error)
-	// List returns deliveries by id, without bodies.
+	// List returns deliveries by id (ascending, or descending with
+	// f.Desc), without bodies.
 	List(ctx context.Context, f Filter) ([]Delivery, error)
 	// Get returns one delivery with its message and attempts.
 	Get(ctx context.Context, id int64) (*Detail, error)

@@ -29,7 +29,27 @@ func where(f store.Filter, n int) (string, []any) {
 		clause += " AND d.source = " + p()
 		args = append(args, f.Source)
 	}
+	if f.Before > 0 {
+		clause += " AND d.id < " + p()
+		args = append(args, f.Before)
+	}
+	if f.Endpoint != "" {
+		// A semi-join probing attempts_delivery per delivery, in the
+		// order the deliveries are walked: no index on attempts.url
+		// (it would cost every attempt's insert), and a page stops at
+		// Limit matches.
+		clause += " AND EXISTS (SELECT 1 FROM attempts a WHERE a.delivery = d.id AND a.url = " + p() + ")"
+		args = append(args, f.Endpoint)
+	}
 	return clause, args
+}
+
+// order is the ORDER BY of List.
+func order(f store.Filter) string {
+	if f.Desc {
+		return " ORDER BY d.id DESC"
+	}
+	return " ORDER BY d.id"
 }
 
 // List implements store.Store.
@@ -40,7 +60,7 @@ func (s *Store) List(ctx context.Context, f store.Filter) ([]store.Delivery, err
 	}
 	defer leave()
 	clause, args := where(f, 1)
-	q := `SELECT ` + rowscan.DeliveryColumns + ` FROM deliveries d JOIN messages m ON m.id = d.message` + clause + ` ORDER BY d.id`
+	q := `SELECT ` + rowscan.DeliveryColumns + ` FROM deliveries d JOIN messages m ON m.id = d.message` + clause + order(f)
 	if f.Limit > 0 {
 		q += " LIMIT $" + strconv.Itoa(len(args)+1)
 		args = append(args, f.Limit)

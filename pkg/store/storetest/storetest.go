@@ -36,6 +36,7 @@ func Run(t *testing.T, open Open) {
 		{"CompleteWithLostLease", testCompleteLostLease},
 		{"Reclaim", testReclaim},
 		{"ListFilters", testList},
+		{"ListNewestFirstByEndpoint", testListPages},
 		{"Retry", testRetry},
 		{"ConcurrentIngest", testConcurrentIngest},
 		{"Stats", testStats},
