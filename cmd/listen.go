@@ -5,7 +5,9 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"io/fs"
 	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"runtime/debug"
@@ -16,6 +18,7 @@ import (
 
 	"github.com/evfwd/evfwd/internal/cli"
 	"github.com/evfwd/evfwd/internal/tlscert"
+	"github.com/evfwd/evfwd/pkg/inspector"
 	"github.com/evfwd/evfwd/pkg/message"
 	"github.com/evfwd/evfwd/pkg/receiver"
 	"github.com/evfwd/evfwd/pkg/signature"
@@ -48,6 +51,9 @@ type ListenOptions struct {
 	ReadyFile     string
 	TLSCert       string
 	TLSKey        string
+	UI            bool
+	UIAddr        string
+	Version       string
 
 	scheme signature.Scheme // Scheme, parsed by check
 
@@ -58,6 +64,8 @@ type ListenOptions struct {
 	readTimeout time.Duration // tests: replaces receiver.DefaultReadTimeout
 	maxBody     int64         // tests: replaces the Handler's body limit
 	listener    net.Listener  // tests: listen here instead of on --addr
+	uiListener  net.Listener  // tests: serve the inspector here instead of on --ui-addr
+	uiReady     func(url string)
 }
 
 // NewCmdListen builds `evfwd listen`; runF replaces listenRun in tests.
@@ -100,6 +108,13 @@ port is open. Ctrl-C prints a summary and exits 0 (130 before --count).
 the same records to FILE, body bytes kept exactly, so that
 "evfwd verify --record FILE" can re-check every signature.
 
+--ui serves an inspector page on --ui-addr (loopback unless the address says
+otherwise): requests appear live, each with its headers, body, signature
+check step by step and shape findings; compare two, replay one (re-signed or
+as captured) to --forward-to or any URL, copy it as curl or as a file for
+"evfwd verify --request". It keeps the last 1000 requests; with --record the
+file is the source of truth, and a restarted listen shows its last 1000.
+
 A body over 5 MB is answered 413, and one that has not arrived 30 s after
 its request began 408; both close the connection and are recorded without
 the body (its size says how much came).
@@ -112,12 +127,13 @@ Exit status: 0 stopped or --count reached, 1 --timeout passed first,
   evfwd listen --path /hooks --respond 500,500,200
   evfwd listen --count 3 --type track --timeout 30s --ready-file ready &
   evfwd listen --forward-to http://localhost:3000/webhooks --verbose
-  evfwd listen -o json --record hooks.ndjson | jq .type`,
+  evfwd listen -o json --record hooks.ndjson | jq .type
+  evfwd listen --ui --record hooks.ndjson --secret-file hook.secret`,
 		GroupID: groupTools,
 		Args:    cli.Args(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts.IO, opts.Format, opts.Now = f.IO, f.Format, f.Now
-			opts.Getenv = f.Getenv
+			opts.Getenv, opts.Version = f.Getenv, f.Version
 			opts.Secret.Lookup(f.Getenv, f.Config)
 			opts.ctx = cmd.Context()
 			if runF != nil {
@@ -146,6 +162,8 @@ Exit status: 0 stopped or --count reached, 1 --timeout passed first,
 	fl.StringVar(&opts.ReadyFile, "ready-file", "", "write the listening URL to `PATH` once the port is open")
 	fl.StringVar(&opts.TLSCert, "tls-cert", "", "serve HTTPS with this certificate `FILE` (PEM)")
 	fl.StringVar(&opts.TLSKey, "tls-key", "", "private key `FILE` (PEM) for --tls-cert")
+	fl.BoolVar(&opts.UI, "ui", false, "serve an inspector page in the browser on --ui-addr")
+	fl.StringVar(&opts.UIAddr, "ui-addr", "127.0.0.1:8789", "`HOST:PORT` of the --ui inspector (port 0 picks a free one)")
 	return cmd
 }
 
@@ -220,6 +238,16 @@ func listenRun(opts *ListenOptions) error {
 	}
 	out := newListenPrinter(opts.IO, opts.Format, opts.Verbose)
 	tally := newTally(opts.Count, opts.Type)
+	var insp *inspector.Listen
+	if opts.UI {
+		insp = inspector.NewListen(inspector.ListenConfig{
+			ForwardTo: opts.ForwardTo, Scheme: opts.scheme, Secrets: secrets, Tolerance: tolerance,
+			Record: opts.Record, Version: opts.Version, Now: opts.Now,
+		})
+		if err := loadRecord(insp, opts.Record); err != nil {
+			return err
+		}
+	}
 	ropts := receiver.Options{
 		Secrets:       secrets,
 		Scheme:        opts.scheme,
@@ -236,6 +264,9 @@ func listenRun(opts *ListenOptions) error {
 		OnRequest: func(r *receiver.Request) {
 			out.print(r)
 			tally.add(r)
+			if insp != nil {
+				insp.Add(r)
+			}
 		},
 	}
 	if record != nil {
@@ -260,6 +291,14 @@ func listenRun(opts *ListenOptions) error {
 	go func() { served <- srv.Serve(ln) }()
 
 	url := scheme + "://" + ln.Addr().String() + opts.Path
+	var ui *http.Server
+	if insp != nil {
+		if ui, err = serveInspector(opts, insp, url); err != nil {
+			srv.Close()
+			h.Close()
+			return err
+		}
+	}
 	if err := announce(opts, url, len(secrets)); err != nil {
 		srv.Close()
 		h.Close()
@@ -296,6 +335,12 @@ func listenRun(opts *ListenOptions) error {
 	if err := srv.Shutdown(sctx); err != nil {
 		srv.Close()
 	}
+	if ui != nil {
+		insp.Close() // ends the pages' event streams, which Shutdown would wait on
+		if err := ui.Shutdown(sctx); err != nil {
+			ui.Close()
+		}
+	}
 	if err := h.Close(); err != nil && result == nil {
 		result = fmt.Errorf("--record %s: %w", opts.Record, err)
 	}
@@ -331,6 +376,55 @@ func listen(opts *ListenOptions) (net.Listener, string, error) {
 		return tls.NewListener(ln, cfg), "https", nil
 	}
 	return ln, "http", nil
+}
+
+// loadRecord has the inspector show the last requests of the --record file,
+// when there is one already.
+func loadRecord(insp *inspector.Listen, path string) error {
+	if path == "" {
+		return nil
+	}
+	f, err := os.Open(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return cli.UsageErrorf("--record: %v", err)
+	}
+	defer f.Close()
+	if err := insp.Load(f); err != nil {
+		return fmt.Errorf("--record %s: %w", path, err)
+	}
+	return nil
+}
+
+// serveInspector opens --ui-addr and serves the inspector there, saying
+// where on stderr.
+func serveInspector(opts *ListenOptions, insp *inspector.Listen, listenURL string) (*http.Server, error) {
+	insp.SetURL(listenURL)
+	ln, err := opts.uiListener, error(nil)
+	if ln == nil {
+		ln, err = net.Listen("tcp", opts.UIAddr)
+	}
+	if errors.Is(err, syscall.EADDRINUSE) {
+		return nil, fmt.Errorf("--ui-addr %s: port in use (another evfwd listen --ui? try --ui-addr 127.0.0.1:0)", opts.UIAddr)
+	}
+	if err != nil {
+		return nil, cli.UsageErrorf("--ui-addr %s: %v", opts.UIAddr, err)
+	}
+	srv := &http.Server{
+		Handler:           insp.Handler(ln.Addr().String()),
+		ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout:       2 * time.Minute,
+	}
+	go srv.Serve(ln)
+	url := "http://" + inspector.DialAddr(ln.Addr().String()) + "/"
+	st := opts.IO.ErrStyles()
+	fmt.Fprintf(opts.IO.ErrOut, "inspector on %s\n", st.Bold.Sprint(url))
+	if opts.uiReady != nil {
+		opts.uiReady(url)
+	}
+	return srv, nil
 }
 
 // announce prints the readiness line and writes --ready-file.

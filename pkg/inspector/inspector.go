@@ -66,32 +66,45 @@ func sameToken(a, b string) bool {
 // CSRFHeader carries the session's CSRF token on every POST.
 const CSRFHeader = "X-CSRF-Token"
 
-// hosts are the Host values a request may name: the address served and,
-// when it is a loopback one, the loopback names with its port.
-type hosts map[string]bool
+// hostCheck says whether a request's Host names the listener at addr (as
+// net.Listener.Addr().String() gives it): the same port, and for host an
+// IP address, localhost, or addr's own host. A DNS name other than those
+// is what a rebinding attack sends (a page of evil.example whose name
+// now points at 127.0.0.1), so it is refused.
+type hostCheck struct{ host, port string }
 
-// allowedHosts lists the Host values for a listener at addr (as
-// net.Listener.Addr().String() gives it).
-func allowedHosts(addr string) hosts {
-	hs := hosts{strings.ToLower(addr): true}
+func newHostCheck(addr string) hostCheck {
+	host, port, _ := net.SplitHostPort(addr)
+	return hostCheck{strings.ToLower(host), port}
+}
+
+func (c hostCheck) allows(hostport string) bool {
+	host, port, err := net.SplitHostPort(hostport)
+	if err != nil || port != c.port {
+		return false
+	}
+	host = strings.ToLower(host)
+	return host == c.host || host == "localhost" || net.ParseIP(host) != nil
+}
+
+// DialAddr is where a browser on this host reaches a listener at addr:
+// loopback when it listens on every address (0.0.0.0 or ::).
+func DialAddr(addr string) string {
 	host, port, err := net.SplitHostPort(addr)
 	if err != nil {
-		return hs
+		return addr
 	}
-	ip := net.ParseIP(host)
-	if ip != nil && (ip.IsLoopback() || ip.IsUnspecified()) || host == "localhost" {
-		for _, name := range []string{"localhost", "127.0.0.1", "::1"} {
-			hs[strings.ToLower(net.JoinHostPort(name, port))] = true
-		}
+	if ip := net.ParseIP(host); host == "" || ip != nil && ip.IsUnspecified() {
+		return net.JoinHostPort("127.0.0.1", port)
 	}
-	return hs
+	return addr
 }
 
 // guard refuses requests that name another Host (421), and POSTs without
 // the CSRF token csrf gives for the request (403) unless exempt says so.
-func guard(next http.Handler, allowed hosts, csrf func(*http.Request) string, exempt func(*http.Request) bool) http.Handler {
+func guard(next http.Handler, hosts hostCheck, csrf func(*http.Request) string, exempt func(*http.Request) bool) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if !allowed[strings.ToLower(r.Host)] {
+		if !hosts.allows(r.Host) {
 			writeError(w, http.StatusMisdirectedRequest, "unexpected Host "+quote(r.Host)+": open the inspector at the address evfwd printed")
 			return
 		}

@@ -430,3 +430,22 @@ func TestSignerLimits(t *testing.T) {
 		t.Errorf("MessageID: %q", id)
 	}
 }
+
+func TestSignedPrefix(t *testing.T) {
+	for _, tc := range []struct {
+		s    Scheme
+		want string
+	}{
+		{Segment, ""},
+		{GitHub, ""},
+		{Shopify, ""},
+		{Stripe, "1700000000."},
+		{Standard, "msg_1.1700000000."},
+		{Slack, "v0:1700000000:"},
+		{Auto, ""},
+	} {
+		if got := tc.s.SignedPrefix(1700000000, "msg_1"); got != tc.want {
+			t.Errorf("%s: SignedPrefix = %q, want %q", tc.s, got, tc.want)
+		}
+	}
+}

@@ -220,6 +220,16 @@ func (s Scheme) Algorithm() string {
 	return ""
 }
 
+// SignedPrefix is what scheme s signs before the body, given the request's
+// timestamp (Unix seconds) and message id where s signs them: "" for
+// schemes that sign the body alone. The inspector shows it.
+func (s Scheme) SignedPrefix(ts int64, id string) string {
+	if sp := specs[s]; sp != nil {
+		return string(sp.signedPrefix(ts, id))
+	}
+	return ""
+}
+
 // SignsTimestamp reports whether the scheme signs a timestamp (and so
 // has a tolerance); SignsID, whether it signs a message id.
 func (s Scheme) SignsTimestamp() bool { return specs[s] != nil && specs[s].stamped }

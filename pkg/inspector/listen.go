@@ -1,0 +1,329 @@
+package inspector
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/evfwd/evfwd/pkg/receiver"
+	"github.com/evfwd/evfwd/pkg/signature"
+)
+
+// Bounds of what a Listen keeps: the last Keep requests, and no more than
+// KeepBytes of their records. A record over ListBytes is listed and
+// streamed without its body (GET /api/requests/ID has it); one over
+// BodyBytes is kept without it at all (the --record file has it).
+const (
+	Keep      = 1000
+	KeepBytes = 64 << 20
+	ListBytes = 1 << 20
+	BodyBytes = 16 << 20
+)
+
+// ListenConfig describes the listen the inspector shows.
+type ListenConfig struct {
+	URL       string // where listen answers, with its --path
+	ForwardTo string // --forward-to, the default replay target
+	Scheme    signature.Scheme
+	Secrets   [][]byte
+	// Tolerance is the receiver's (0 its default, negative no limit).
+	Tolerance time.Duration
+	Record    string // the --record file, shown on the page
+	Version   string
+	// Client sends replays (default: 30 s timeout, redirects not followed).
+	Client *http.Client
+	Now    func() time.Time
+}
+
+// Listen is the inspector of one `evfwd listen`: feed it each request with
+// Add, and serve Handler on the inspector's address.
+type Listen struct {
+	cfg  ListenConfig
+	csrf string
+	hub  *hub
+
+	mu      sync.Mutex
+	entries []*entry // oldest first
+	bytes   int
+	lastID  int64
+}
+
+// entry is one request as kept: its record line with its id.
+type entry struct {
+	id      int64
+	line    []byte // the record, with "id", no newline
+	list    []byte // line, or line without the body when it is large
+	typ     string
+	verdict string
+	omitted bool // the body was too large to keep
+}
+
+// NewListen returns the inspector for the listen cfg describes.
+func NewListen(cfg ListenConfig) *Listen {
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.Scheme == "" {
+		cfg.Scheme = signature.Auto
+	}
+	if cfg.Client == nil {
+		cfg.Client = &http.Client{
+			Timeout:       receiver.DefaultForwardTimeout,
+			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+		}
+	}
+	return &Listen{cfg: cfg, csrf: newToken(), hub: newHub()}
+}
+
+// Add keeps r and shows it to the pages watching. It is an
+// receiver.Options.OnRequest hook: r's record line is copied.
+func (l *Listen) Add(r *receiver.Request) {
+	l.add(r.Line(), r.Type, string(r.Signature.Verdict))
+}
+
+// Load keeps the last Keep records of a --record file, in order, before
+// the requests that arrive now. Lines that are not records are skipped.
+func (l *Listen) Load(r io.Reader) error {
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 0, 64<<10), receiver.MaxRecordLine)
+	// Hold only the last Keep lines while the file streams by.
+	var last [][]byte
+	for sc.Scan() {
+		line := bytes.TrimSpace(sc.Bytes())
+		if len(line) == 0 || line[0] != '{' {
+			continue
+		}
+		if len(last) == Keep {
+			copy(last, last[1:])
+			last = last[:Keep-1]
+		}
+		last = append(last, bytes.Clone(line))
+	}
+	if err := sc.Err(); err != nil {
+		return err
+	}
+	for _, line := range last {
+		var head struct {
+			Method    string `json:"method"`
+			Type      string `json:"type"`
+			Signature struct {
+				Verdict string `json:"verdict"`
+			} `json:"signature"`
+		}
+		if json.Unmarshal(line, &head) != nil || head.Method == "" {
+			continue
+		}
+		l.add(line, head.Type, head.Signature.Verdict)
+	}
+	return nil
+}
+
+// add keeps one record line (a JSON object) and publishes it.
+func (l *Listen) add(line []byte, typ, verdict string) {
+	line = bytes.TrimRight(line, "\n")
+	l.mu.Lock()
+	l.lastID++
+	e := &entry{id: l.lastID, typ: typ, verdict: verdict}
+	e.line = withID(e.id, line)
+	if len(e.line) > BodyBytes {
+		e.line, e.omitted = withoutBody(e.line), true
+	}
+	e.list = e.line
+	if len(e.list) > ListBytes {
+		e.list = withoutBody(e.line)
+	}
+	l.entries = append(l.entries, e)
+	l.bytes += len(e.line)
+	for len(l.entries) > Keep || l.bytes > KeepBytes && len(l.entries) > 1 {
+		l.bytes -= len(l.entries[0].line)
+		l.entries[0] = nil
+		l.entries = l.entries[1:]
+	}
+	l.mu.Unlock()
+	l.hub.publish("request", e.list)
+}
+
+// withID returns the record object line with "id" as its first key.
+func withID(id int64, line []byte) []byte {
+	b := make([]byte, 0, len(line)+24)
+	b = append(b, `{"id":`...)
+	b = strconv.AppendInt(b, id, 10)
+	if len(line) > 2 {
+		b = append(b, ',')
+	}
+	return append(b, line[1:]...)
+}
+
+// withoutBody drops a record's body fields and says so.
+func withoutBody(line []byte) []byte {
+	var m map[string]json.RawMessage
+	if json.Unmarshal(line, &m) != nil {
+		return line
+	}
+	delete(m, "body")
+	delete(m, "bodyRaw")
+	delete(m, "bodyBase64")
+	m["bodyOmitted"] = json.RawMessage("true")
+	b, _ := json.Marshal(m)
+	return b
+}
+
+// SetURL sets the listen's URL (ListenConfig.URL) once its port is open,
+// before Handler serves.
+func (l *Listen) SetURL(url string) { l.cfg.URL = url }
+
+// Close ends the event streams, so that the server can shut down.
+func (l *Listen) Close() { l.hub.close() }
+
+// Handler serves the page and the API for a listener at addr.
+func (l *Listen) Handler(addr string) http.Handler {
+	mux := http.NewServeMux()
+	mux.Handle("/", Assets())
+	mux.HandleFunc("GET /api/session", l.session)
+	mux.HandleFunc("GET /api/requests", l.list)
+	mux.HandleFunc("GET /api/requests/{id}", l.detail)
+	mux.HandleFunc("GET /api/requests/{id}/body", l.body)
+	mux.HandleFunc("GET /api/requests/{id}/request", l.requestFile)
+	mux.HandleFunc("GET /api/requests/{id}/curl", l.curl)
+	mux.HandleFunc("POST /api/replay", l.replay)
+	mux.HandleFunc("GET /api/events", l.hub.serve)
+	mux.HandleFunc("/api/", func(w http.ResponseWriter, r *http.Request) {
+		writeError(w, http.StatusNotFound, "no inspector API "+r.Method+" "+r.URL.Path)
+	})
+	return guard(mux, newHostCheck(addr), func(*http.Request) string { return l.csrf }, nil)
+}
+
+func (l *Listen) session(w http.ResponseWriter, r *http.Request) {
+	tol := "no limit"
+	if l.cfg.Tolerance >= 0 {
+		d := l.cfg.Tolerance
+		if d == 0 {
+			d = signature.DefaultTolerance
+		}
+		tol = d.String()
+	}
+	writeJSON(w, http.StatusOK, map[string]any{
+		"mode": "listen", "csrf": l.csrf, "version": l.cfg.Version,
+		"listen": map[string]any{
+			"url": l.cfg.URL, "forwardTo": l.cfg.ForwardTo, "scheme": l.cfg.Scheme,
+			"secrets": len(l.cfg.Secrets), "tolerance": tol, "record": l.cfg.Record, "keep": Keep,
+		},
+	})
+}
+
+// list answers the kept requests, newest first, narrowed by the query.
+func (l *Listen) list(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	typ, verdict, text := q.Get("type"), q.Get("verdict"), strings.ToLower(q.Get("q"))
+	limit := Keep
+	if v := q.Get("limit"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 0 {
+			writeError(w, http.StatusBadRequest, "limit "+quote(v)+": want a number from 0")
+			return
+		}
+		limit = n
+	}
+	if typ == "none" {
+		typ = "\x00"
+	}
+	l.mu.Lock()
+	var out [][]byte
+	for i := len(l.entries) - 1; i >= 0 && len(out) < limit; i-- {
+		e := l.entries[i]
+		switch {
+		case typ == "\x00" && e.typ != "", typ != "" && typ != "\x00" && e.typ != typ:
+			continue
+		case verdict != "" && e.verdict != verdict:
+			continue
+		case text != "" && !containsFold(e.line, text):
+			continue
+		}
+		out = append(out, e.list)
+	}
+	l.mu.Unlock()
+	var b bytes.Buffer
+	b.WriteString(`{"requests":[`)
+	for i, line := range out {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.Write(line)
+	}
+	b.WriteString("]}\n")
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	w.Write(b.Bytes())
+}
+
+// containsFold reports whether line holds lower (already lower case),
+// ignoring ASCII case.
+func containsFold(line []byte, lower string) bool {
+	return bytes.Contains(bytes.ToLower(line), []byte(lower))
+}
+
+// find returns the kept request the path's {id} names, or answers 404.
+func (l *Listen) find(w http.ResponseWriter, r *http.Request) (*receiver.Record, *entry) {
+	id, err := strconv.ParseInt(r.PathValue("id"), 10, 64)
+	if err != nil {
+		writeError(w, http.StatusBadRequest, "request id "+quote(r.PathValue("id"))+": want a number")
+		return nil, nil
+	}
+	l.mu.Lock()
+	var e *entry
+	if n := len(l.entries); n > 0 {
+		// ids are consecutive: the entry is at a known place.
+		if i := int(id - l.entries[0].id); i >= 0 && i < n {
+			e = l.entries[i]
+		}
+	}
+	l.mu.Unlock()
+	if e == nil {
+		writeError(w, http.StatusNotFound, fmt.Sprintf("no request %d: the inspector keeps the last %d", id, Keep))
+		return nil, nil
+	}
+	rec := &receiver.Record{}
+	if err := json.Unmarshal(e.line, rec); err != nil {
+		writeError(w, http.StatusInternalServerError, "request "+strconv.FormatInt(id, 10)+": "+err.Error())
+		return nil, nil
+	}
+	return rec, e
+}
+
+func (l *Listen) detail(w http.ResponseWriter, r *http.Request) {
+	rec, e := l.find(w, r)
+	if rec == nil {
+		return
+	}
+	check, _ := json.Marshal(l.explain(rec))
+	var b bytes.Buffer
+	b.WriteString(`{"request":`)
+	b.Write(e.line)
+	b.WriteString(`,"check":`)
+	b.Write(check)
+	b.WriteString("}\n")
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	w.Write(b.Bytes())
+}
+
+func (l *Listen) body(w http.ResponseWriter, r *http.Request) {
+	rec, e := l.find(w, r)
+	if rec == nil {
+		return
+	}
+	if e.omitted {
+		writeError(w, http.StatusGone, "this body was too large to keep in the inspector: the --record file has it")
+		return
+	}
+	w.Header().Set("Content-Type", "application/octet-stream")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	w.Write(rec.RawBody())
+}

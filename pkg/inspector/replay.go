@@ -1,0 +1,255 @@
+package inspector
+
+import (
+	"bytes"
+	"encoding/base64"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/evfwd/evfwd/pkg/receiver"
+	"github.com/evfwd/evfwd/pkg/signature"
+)
+
+// ExcerptBytes is how much of a replay's answer the inspector shows.
+const ExcerptBytes = 4 << 10
+
+// notSent are the recorded headers a copy of the request leaves out: the
+// new connection and body set their own.
+var notSent = map[string]bool{
+	"Host": true, "Content-Length": true, "Transfer-Encoding": true, "Connection": true,
+	"Keep-Alive": true, "Te": true, "Trailer": true, "Upgrade": true, "Proxy-Connection": true,
+	"Accept-Encoding": true, // the answer is shown as it comes, not decoded
+}
+
+// sentHeaders returns rec's headers a copy sends, in name order.
+func sentHeaders(rec *receiver.Record) []string {
+	var names []string
+	for k := range rec.Headers {
+		if !notSent[http.CanonicalHeaderKey(k)] {
+			names = append(names, k)
+		}
+	}
+	slices.Sort(names)
+	return names
+}
+
+// target is where a copy of rec goes by default: the --forward-to URL, or
+// listen's own address at the path rec came to.
+func (l *Listen) target(rec *receiver.Record) string {
+	if l.cfg.ForwardTo != "" {
+		return l.cfg.ForwardTo
+	}
+	u, err := url.Parse(l.cfg.URL)
+	if err != nil {
+		return l.cfg.URL
+	}
+	u.Path, u.RawQuery = rec.Path, rec.Query
+	return u.String()
+}
+
+// ReplayRequest is the body of POST /api/replay.
+type ReplayRequest struct {
+	ID     int64  `json:"id"`
+	URL    string `json:"url,omitempty"`
+	Resign bool   `json:"resign,omitempty"`
+}
+
+// ReplayResult is what came back from a replay.
+type ReplayResult struct {
+	URL       string            `json:"url"`
+	Signed    signature.Scheme  `json:"signed,omitempty"` // the scheme it was signed afresh with
+	Status    int               `json:"status"`
+	LatencyMS float64           `json:"latencyMs"`
+	Headers   map[string]string `json:"headers,omitempty"`
+	Body      string            `json:"body,omitempty"`
+	Error     string            `json:"error,omitempty"`
+}
+
+func (l *Listen) replay(w http.ResponseWriter, r *http.Request) {
+	var req ReplayRequest
+	if !decodeBody(w, r, &req) {
+		return
+	}
+	r.SetPathValue("id", strconv.FormatInt(req.ID, 10))
+	rec, e := l.find(w, r)
+	if rec == nil {
+		return
+	}
+	if e.omitted {
+		writeError(w, http.StatusGone, "this body was too large to keep in the inspector: replay it from the --record file")
+		return
+	}
+	target := req.URL
+	if target == "" {
+		target = l.target(rec)
+	}
+	if u, err := url.Parse(target); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		writeError(w, http.StatusBadRequest, "url "+quote(target)+": want an http(s) URL")
+		return
+	}
+	body := rec.RawBody()
+	out, err := http.NewRequestWithContext(r.Context(), rec.Method, target, bytes.NewReader(body))
+	if err != nil {
+		writeError(w, http.StatusBadRequest, err.Error())
+		return
+	}
+	for _, k := range sentHeaders(rec) {
+		out.Header[http.CanonicalHeaderKey(k)] = []string{rec.Headers[k]}
+	}
+	res := ReplayResult{URL: target}
+	if req.Resign {
+		if res.Signed, err = l.resign(out.Header, rec, body); err != nil {
+			writeError(w, http.StatusBadRequest, "resign: "+err.Error())
+			return
+		}
+	}
+	start := l.cfg.Now()
+	resp, err := l.cfg.Client.Do(out)
+	if err != nil {
+		res.LatencyMS = millis(l.cfg.Now().Sub(start).Seconds())
+		res.Error = err.Error()
+		if r.Context().Err() != nil {
+			return // the page went away
+		}
+		writeJSON(w, http.StatusOK, res)
+		return
+	}
+	excerpt, _ := io.ReadAll(io.LimitReader(resp.Body, ExcerptBytes))
+	resp.Body.Close()
+	res.LatencyMS = millis(l.cfg.Now().Sub(start).Seconds())
+	res.Status = resp.StatusCode
+	res.Headers = map[string]string{}
+	for k, v := range resp.Header {
+		res.Headers[k] = strings.Join(v, ", ")
+	}
+	res.Body = strings.ToValidUTF8(string(excerpt), "\uFFFD")
+	writeJSON(w, http.StatusOK, res)
+}
+
+func millis(seconds float64) float64 { return float64(int64(seconds*1e6)) / 1e3 }
+
+// resign replaces h's signature headers with fresh ones made with the
+// listen's first secret, under the scheme rec was signed with (else
+// --scheme, else segment), timestamped now; a Standard Webhooks id stays.
+func (l *Listen) resign(h http.Header, rec *receiver.Record, body []byte) (signature.Scheme, error) {
+	if len(l.cfg.Secrets) == 0 {
+		return "", fmt.Errorf("listen has no secret to sign with (give --secret or --secret-file)")
+	}
+	s := rec.Signature.Scheme
+	if s == "" || s == signature.Auto {
+		s = l.cfg.Scheme
+	}
+	if s == "" || s == signature.Auto {
+		s = signature.Segment
+	}
+	secrets := l.cfg.Secrets[:1]
+	if err := signature.CheckSecrets(s, secrets); err != nil {
+		return "", fmt.Errorf("%s: %w", s, err)
+	}
+	id := h.Get(signature.HeaderStandardID)
+	if id == "" {
+		id = h.Get(signature.HeaderSvixID)
+	}
+	fields, err := signature.SignFields(s, secrets, body, signature.Params{Timestamp: l.cfg.Now(), ID: id})
+	if err != nil {
+		return "", err
+	}
+	for _, other := range signature.Schemes {
+		for _, name := range signedHeaders(other, h) {
+			h.Del(name)
+		}
+	}
+	for _, f := range fields {
+		h.Add(f.Name, f.Value)
+	}
+	return s, nil
+}
+
+// requestFile answers the request as an HTTP/1.1 message, the form
+// `evfwd verify --request FILE` reads.
+func (l *Listen) requestFile(w http.ResponseWriter, r *http.Request) {
+	rec, e := l.find(w, r)
+	if rec == nil {
+		return
+	}
+	if e.omitted {
+		writeError(w, http.StatusGone, "this body was too large to keep in the inspector: the --record file has it")
+		return
+	}
+	body := rec.RawBody()
+	target := rec.Path
+	if rec.Query != "" {
+		target += "?" + rec.Query
+	}
+	host := "localhost"
+	if u, err := url.Parse(l.cfg.URL); err == nil && u.Host != "" {
+		host = u.Host
+	}
+	var b bytes.Buffer
+	fmt.Fprintf(&b, "%s %s HTTP/1.1\r\nHost: %s\r\n", rec.Method, target, host)
+	for _, k := range sentHeaders(rec) {
+		fmt.Fprintf(&b, "%s: %s\r\n", k, rec.Headers[k])
+	}
+	fmt.Fprintf(&b, "Content-Length: %d\r\n\r\n", len(body))
+	b.Write(body)
+	w.Header().Set("Content-Type", "message/http")
+	w.Header().Set("Content-Disposition", fmt.Sprintf(`attachment; filename="request-%d.http"`, e.id))
+	w.Write(b.Bytes())
+}
+
+// curl answers a shell command that sends the request again, headers and
+// body exact, to ?url= or where a replay goes by default.
+func (l *Listen) curl(w http.ResponseWriter, r *http.Request) {
+	rec, e := l.find(w, r)
+	if rec == nil {
+		return
+	}
+	if e.omitted {
+		writeError(w, http.StatusGone, "this body was too large to keep in the inspector: the --record file has it")
+		return
+	}
+	target := r.URL.Query().Get("url")
+	if target == "" {
+		target = l.target(rec)
+	}
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	io.WriteString(w, CurlCommand(rec, target))
+}
+
+// CurlCommand is a POSIX shell command that sends rec to target with curl:
+// the body goes through printf (and base64 -d when it is not text), so
+// that its bytes, a final newline included, arrive as they were signed.
+func CurlCommand(rec *receiver.Record, target string) string {
+	body := rec.RawBody()
+	var b strings.Builder
+	if utf8.Valid(body) && bytes.IndexByte(body, 0) < 0 {
+		b.WriteString("printf %s " + shellQuote(string(body)) + " |\n")
+	} else {
+		b.WriteString("printf %s " + shellQuote(base64.StdEncoding.EncodeToString(body)) + " | base64 -d |\n")
+	}
+	b.WriteString("curl -sS -X " + shellQuote(rec.Method) + " " + shellQuote(target))
+	for _, k := range sentHeaders(rec) {
+		h := k + ": " + rec.Headers[k]
+		if strings.TrimSpace(rec.Headers[k]) == "" {
+			h = k + ";" // curl's way to send a header empty; "K:" removes it
+		}
+		b.WriteString(" \\\n  -H " + shellQuote(h))
+	}
+	if rec.Header("Content-Type") == "" {
+		// Without one curl would say the body is a form.
+		b.WriteString(" \\\n  -H 'Content-Type:'")
+	}
+	b.WriteString(" \\\n  --data-binary @-\n")
+	return b.String()
+}
+
+// shellQuote quotes s for a POSIX shell: single quotes, each ' as '\''.
+func shellQuote(s string) string {
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
