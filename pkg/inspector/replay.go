@@ -249,7 +249,7 @@ func CurlCommand(rec *receiver.Record, target string) string {
 	return b.String()
 }
 
-// shellQuote quotes s for a POSIX shell: single quotes, each ' as '\''.
+// shellQuote quotes s for a POSIX shell: single quotes, each ' as '\”.
 func shellQuote(s string) string {
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
