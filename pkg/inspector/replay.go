@@ -249,7 +249,8 @@ func CurlCommand(rec *receiver.Record, target string) string {
 	return b.String()
 }
 
-// shellQuote quotes s for a POSIX shell: single quotes, each ' as '\”.
+// shellQuote quotes s for a POSIX shell: in single quotes, each quote
+// inside closed, escaped and reopened.
 func shellQuote(s string) string {
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
