@@ -1,7 +1,9 @@
 package forwarder
 
 import (
+	"maps"
 	"math/rand/v2"
+	"slices"
 	"sync"
 	"time"
 
@@ -278,4 +280,24 @@ func (b *breaker) nextProbe() time.Time {
 		return time.Time{}
 	}
 	return b.probeAt
+}
+
+// Health returns the live health of every endpoint in this process, by
+// source name and then in configured order (a URL configured twice once):
+// what the breakers hold now, with the failures counted since the last
+// transition, rather than the last transition the store recorded. None
+// when the breaker is disabled.
+func (f *Forwarder) Health() []store.EndpointState {
+	now := f.cfg.Now()
+	var out []store.EndpointState
+	for _, source := range slices.Sorted(maps.Keys(f.lanes)) {
+		l := f.lanes[source]
+		for i, b := range l.breakers {
+			if slices.Contains(l.breakers[:i], b) {
+				continue
+			}
+			out = append(out, b.snapshot(f.cfg.Owner, now))
+		}
+	}
+	return out
 }

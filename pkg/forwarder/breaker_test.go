@@ -185,6 +185,13 @@ func TestDeadEndpointGetsOnlyProbes(t *testing.T) {
 	if n := f.settle(t, "web"); n != 0 || dead.count() != 3 {
 		t.Fatalf("open endpoint: %d leased, %d requests; want 0, 3", n, dead.count())
 	}
+	// Health is the breakers' live state: the dead URL open, its probe
+	// due in a second; the other source's closed.
+	h := f.Health()
+	if len(h) != 2 || h[0].Source != "ok" || h[0].State != store.EndpointClosed || h[1].Source != "web" || h[1].URL != dead.URL ||
+		h[1].State != store.EndpointOpen || h[1].Failures != 3 || !h[1].NextProbe.Equal(t0.Add(time.Second)) || h[1].LastError == "" {
+		t.Errorf("Health() = %+v", h)
+	}
 	ingest(t, s, msg("ok", "o1"))
 	f.Notify("ok")
 	waitFor(t, "the other source delivered", func() bool {

@@ -47,10 +47,14 @@ const (
 	DefaultGrace    = 10 * time.Second
 )
 
-// Observer is told what the forwarder does (metrics). Calls come from many
-// goroutines.
+// Observer is told what the forwarder does (metrics, the inspector). Calls
+// come from many goroutines.
 type Observer interface {
-	Attempt(source string, a webhook.Attempt)
+	// Attempt reports one request of delivery (its store id) as it ends.
+	// Its Then is decided: the last attempt of a delivery that failed
+	// says ThenRetry (with RetryAt) or ThenGiveUp, as the delivery's
+	// completion will.
+	Attempt(source string, delivery int64, a webhook.Attempt)
 	// Finished reports the status a delivery took after one delivery
 	// attempt; retry is true when another attempt is scheduled.
 	Finished(source string, status store.Status, retry bool)
@@ -600,10 +604,17 @@ func (f *Forwarder) deliver(ctx context.Context, l *lane, d store.Delivery, prob
 	}
 	// The messageId is the webhook-id of endpoints signing the Standard
 	// Webhooks way: the same at every attempt, as receivers dedupe on it.
+	// The observer hears of each attempt as it ends, except the last of a
+	// failed delivery, whose Then the policy below decides.
+	var undecided *webhook.Attempt
 	res := f.cfg.Sender.DeliverMessage(ctx, dest, body, d.MessageID, func(a webhook.Attempt) {
 		g.remap(&a)
-		if f.cfg.Observer != nil {
-			f.cfg.Observer.Attempt(l.source, a)
+		switch {
+		case f.cfg.Observer == nil:
+		case a.Then == webhook.ThenUndecided:
+			undecided = &a
+		default:
+			f.cfg.Observer.Attempt(l.source, d.ID, a)
 		}
 	})
 	for i := range res.Attempts {
@@ -639,6 +650,14 @@ func (f *Forwarder) deliver(ctx context.Context, l *lane, d store.Delivery, prob
 		} else {
 			c.Status = store.Failed
 		}
+	}
+	if undecided != nil {
+		if retry {
+			undecided.Then, undecided.RetryAt = webhook.ThenRetry, c.NextAttempt
+		} else {
+			undecided.Then = webhook.ThenGiveUp
+		}
+		f.cfg.Observer.Attempt(l.source, d.ID, *undecided)
 	}
 	f.complete(l, c, retry, g.closes)
 }

@@ -260,9 +260,11 @@ func (h *hook) count() int {
 
 type attemptSeen struct {
 	source   string
+	delivery int64
 	endpoint int
 	status   int
 	outcome  webhook.Outcome
+	then     webhook.Then
 }
 
 type finishSeen struct {
@@ -282,10 +284,10 @@ type observer struct {
 	finished []finishSeen
 }
 
-func (o *observer) Attempt(source string, a webhook.Attempt) {
+func (o *observer) Attempt(source string, delivery int64, a webhook.Attempt) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	o.attempts = append(o.attempts, attemptSeen{source, a.Endpoint, a.Status, a.Outcome})
+	o.attempts = append(o.attempts, attemptSeen{source, delivery, a.Endpoint, a.Status, a.Outcome, a.Then})
 }
 
 func (o *observer) Finished(source string, status store.Status, retry bool) {
@@ -326,9 +328,9 @@ type announcer struct {
 	changed *broadcast.Signal
 }
 
-func (a announcer) Attempt(source string, at webhook.Attempt) {
+func (a announcer) Attempt(source string, delivery int64, at webhook.Attempt) {
 	if a.next != nil {
-		a.next.Attempt(source, at)
+		a.next.Attempt(source, delivery, at)
 	}
 	a.changed.Fire()
 }
@@ -758,7 +760,7 @@ func TestRetryAfter500ThenDelivered(t *testing.T) {
 		t.Errorf("%d requests; a retry must send the same signed bytes", len(got))
 	}
 	att, fin := obs.finishedN(t, 2)
-	wantAtt := []attemptSeen{{"web", 0, 500, webhook.Retryable}, {"web", 0, 200, webhook.Delivered}}
+	wantAtt := []attemptSeen{{"web", d.ID, 0, 500, webhook.Retryable, webhook.ThenRetry}, {"web", d.ID, 0, 200, webhook.Delivered, webhook.ThenDone}}
 	wantFin := []finishSeen{{"web", store.Pending, true}, {"web", store.Delivered, false}}
 	if fmt.Sprint(att) != fmt.Sprint(wantAtt) || fmt.Sprint(fin) != fmt.Sprint(wantFin) {
 		t.Errorf("observer saw\n attempts %v\n finished %v\nwant\n attempts %v\n finished %v", att, fin, wantAtt, wantFin)
@@ -912,7 +914,7 @@ func TestFinalOutcomesFail(t *testing.T) {
 		}
 	}
 	att, fin := obs.finishedN(t, 2)
-	if len(att) != 1 || att[0] != (attemptSeen{"web", 0, 400, webhook.Final}) {
+	if len(att) != 1 || att[0].delivery == 0 || att[0] != (attemptSeen{"web", att[0].delivery, 0, 400, webhook.Final, webhook.ThenGiveUp}) {
 		t.Errorf("observer attempts %v", att)
 	}
 	for _, x := range fin {
@@ -950,9 +952,17 @@ func TestObserverMatchesRecords(t *testing.T) {
 	}
 	for i, r := range det.Records {
 		a := att[i]
-		if a.source != "web" || a.endpoint != r.Endpoint || a.status != r.Status || a.outcome.String() != r.Outcome {
+		if a.source != "web" || a.delivery != d.ID || a.endpoint != r.Endpoint || a.status != r.Status || a.outcome.String() != r.Outcome {
 			t.Errorf("attempt %d: observer %+v, store %+v", i, a, r)
 		}
+	}
+	// The last attempt of the failed first delivery says what followed.
+	var then []string
+	for _, a := range att {
+		then = append(then, a.then.String())
+	}
+	if got, want := strings.Join(then, " "), "next_url retry next_url done"; got != want {
+		t.Errorf("observer's Then %q, want %q", got, want)
 	}
 	if got, want := records(det), "1:0:500:retryable 1:1:404:final 2:0:500:retryable 2:1:200:delivered"; got != want {
 		t.Errorf("records %q, want %q", got, want)

@@ -123,7 +123,7 @@ func (m *Metrics) Ingested(source string, n int) {
 func (m *Metrics) Pruned(n int64) { m.pruned.Add(float64(n)) }
 
 // Attempt implements forwarder.Observer.
-func (m *Metrics) Attempt(source string, a webhook.Attempt) {
+func (m *Metrics) Attempt(source string, _ int64, a webhook.Attempt) {
 	m.source(source).latency.Observe(a.Latency.Seconds())
 }
 
