@@ -1,0 +1,519 @@
+package inspector_test
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/evfwd/evfwd/pkg/inspector"
+	"github.com/evfwd/evfwd/pkg/receiver"
+	"github.com/evfwd/evfwd/pkg/signature"
+	"github.com/google/go-cmp/cmp"
+)
+
+const secret = "s3cret"
+
+// bench is a listen receiver with its inspector, both on loopback.
+type bench struct {
+	insp     *inspector.Listen
+	hook     *httptest.Server // the receiver, where webhooks go
+	ui       *httptest.Server // the inspector
+	csrf     string
+	received chan *receiver.Request
+}
+
+func newBench(t *testing.T, secrets ...string) *bench {
+	t.Helper()
+	var keys [][]byte
+	for _, s := range secrets {
+		keys = append(keys, []byte(s))
+	}
+	b := &bench{received: make(chan *receiver.Request, 100)}
+	b.insp = inspector.NewListen(inspector.ListenConfig{Secrets: keys, Version: "test"})
+	h, err := receiver.New(receiver.Options{Secrets: keys, OnRequest: func(r *receiver.Request) {
+		b.insp.Add(r)
+		b.received <- r
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.hook = httptest.NewServer(h)
+	b.insp.SetURL(b.hook.URL)
+	b.ui = httptest.NewUnstartedServer(nil)
+	b.ui.Config.Handler = b.insp.Handler(b.ui.Listener.Addr().String())
+	b.ui.Start()
+	t.Cleanup(func() {
+		b.insp.Close()
+		b.ui.Close()
+		b.hook.Close()
+		h.Close()
+	})
+	var s struct{ CSRF string }
+	b.getJSON(t, "/api/session", &s)
+	b.csrf = s.CSRF
+	return b
+}
+
+// send posts body to the receiver with headers and waits until it is
+// answered (and so in the inspector).
+func (b *bench) send(t *testing.T, body string, headers ...string) {
+	t.Helper()
+	req, _ := http.NewRequest("POST", b.hook.URL+"/hooks", strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	for i := 0; i+1 < len(headers); i += 2 {
+		req.Header.Set(headers[i], headers[i+1])
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	<-b.received
+}
+
+func (b *bench) get(t *testing.T, path string) (int, []byte) {
+	t.Helper()
+	resp, err := http.Get(b.ui.URL + path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, body
+}
+
+func (b *bench) getJSON(t *testing.T, path string, v any) {
+	t.Helper()
+	code, body := b.get(t, path)
+	if code != 200 {
+		t.Fatalf("GET %s: %d %s", path, code, body)
+	}
+	if err := json.Unmarshal(body, v); err != nil {
+		t.Fatalf("GET %s: %v in %s", path, err, body)
+	}
+}
+
+func (b *bench) post(t *testing.T, path, body string, headers ...string) (int, []byte) {
+	t.Helper()
+	req, _ := http.NewRequest("POST", b.ui.URL+path, strings.NewReader(body))
+	for i := 0; i+1 < len(headers); i += 2 {
+		req.Header.Set(headers[i], headers[i+1])
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	out, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, out
+}
+
+func (b *bench) replay(t *testing.T, body string) (int, inspector.ReplayResult) {
+	t.Helper()
+	code, out := b.post(t, "/api/replay", body, "Content-Type", "application/json", inspector.CSRFHeader, b.csrf)
+	var res inspector.ReplayResult
+	if code == 200 {
+		if err := json.Unmarshal(out, &res); err != nil {
+			t.Fatal(err)
+		}
+	} else {
+		res.Error = string(out)
+	}
+	return code, res
+}
+
+type listed struct {
+	ID        int64  `json:"id"`
+	Type      string `json:"type"`
+	Signature struct {
+		Verdict string `json:"verdict"`
+		Reason  string `json:"reason"`
+	} `json:"signature"`
+	BodyOmitted bool            `json:"bodyOmitted"`
+	Body        json.RawMessage `json:"body"`
+}
+
+func (b *bench) list(t *testing.T, query string) []listed {
+	t.Helper()
+	var out struct{ Requests []listed }
+	b.getJSON(t, "/api/requests"+query, &out)
+	return out.Requests
+}
+
+func ids(rs []listed) []int64 {
+	var out []int64
+	for _, r := range rs {
+		out = append(out, r.ID)
+	}
+	return out
+}
+
+const (
+	track    = `{"type":"track","version":1,"userId":"u1","event":"Order Completed","messageId":"m1","timestamp":"2026-11-23T10:00:00.000Z"}`
+	identify = `{"type":"identify","version":1,"userId":"u2","traits":{"plan":"pro"},"messageId":"m2","timestamp":"2026-11-23T10:00:00.000Z"}`
+)
+
+func TestListNewestFirstAndFilters(t *testing.T) {
+	b := newBench(t, secret)
+	b.send(t, track, signature.Header, signature.Sign([]byte(secret), []byte(track)))
+	b.send(t, identify, signature.Header, signature.Sign([]byte("wrong"), []byte(identify)))
+	b.send(t, "not json")
+
+	for _, tc := range []struct {
+		query string
+		want  []int64
+	}{
+		{"", []int64{3, 2, 1}},
+		{"?type=track", []int64{1}},
+		{"?type=none", []int64{3}},
+		{"?verdict=invalid", []int64{3, 2}},
+		{"?verdict=valid", []int64{1}},
+		{"?q=PRO", []int64{2}},
+		{"?q=order+completed&verdict=valid", []int64{1}},
+		{"?limit=2", []int64{3, 2}},
+		{"?limit=0", nil},
+	} {
+		if diff := cmp.Diff(tc.want, ids(b.list(t, tc.query))); diff != "" {
+			t.Errorf("GET /api/requests%s (-want +got):\n%s", tc.query, diff)
+		}
+	}
+	rs := b.list(t, "?type=identify")
+	if rs[0].Signature.Verdict != "invalid" || rs[0].Signature.Reason != "mismatch" {
+		t.Errorf("identify listed with signature %+v, want invalid mismatch", rs[0].Signature)
+	}
+	if code, body := b.get(t, "/api/requests?limit=x"); code != 400 || !bytes.Contains(body, []byte("limit")) {
+		t.Errorf("bad limit: %d %s", code, body)
+	}
+}
+
+func TestDetailExplainsTheCheck(t *testing.T) {
+	b := newBench(t, secret, "whsec_"+"c2VjcmV0LXR3by10d28tdHdv")
+	// A stripe signature made ten minutes before it arrives: expired.
+	old := time.Now().Add(-10 * time.Minute)
+	fields, err := signature.SignFields(signature.Stripe, [][]byte{[]byte(secret)}, []byte(track), signature.Params{Timestamp: old})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.send(t, track, fields[0].Name, fields[0].Value)
+	b.send(t, identify, signature.Header, signature.Sign([]byte("wrong"), []byte(identify)))
+	b.send(t, track+"\n", signature.Header, signature.Sign([]byte(secret), []byte(track)))
+
+	type step struct {
+		Step string
+		OK   *bool
+	}
+	var d struct {
+		Request struct {
+			ID   int64
+			Body json.RawMessage
+		}
+		Check struct {
+			Verdict, Scheme, Reason string
+			Steps                   []struct {
+				Step string
+				OK   *bool
+				Text string
+			}
+		}
+	}
+	yes, no := new(true), new(false)
+	for _, tc := range []struct {
+		id      int
+		scheme  string
+		reason  string
+		steps   []step
+		mention string
+	}{
+		{1, "stripe", "expired", []step{{"scheme", yes}, {"header", yes}, {"signed", nil}, {"secrets", yes}, {"timestamp", no}, {"verdict", no}},
+			`HMAC-SHA256 of "` + fmt.Sprint(old.Unix()) + `." then the body`},
+		{2, "segment", "mismatch", []step{{"scheme", yes}, {"header", yes}, {"signed", nil}, {"secrets", no}, {"verdict", no}},
+			"2 secrets tried; none gives"},
+		{3, "segment", "trailing_newline", []step{{"scheme", yes}, {"header", yes}, {"signed", nil}, {"secrets", no}, {"verdict", no}},
+			"without the body's final newline"},
+	} {
+		b.getJSON(t, fmt.Sprintf("/api/requests/%d", tc.id), &d)
+		if d.Request.ID != int64(tc.id) || d.Check.Scheme != tc.scheme || d.Check.Reason != tc.reason || d.Check.Verdict != "invalid" {
+			t.Errorf("request %d: id %d check %s %s %s, want invalid %s %s", tc.id, d.Request.ID, d.Check.Verdict, d.Check.Scheme, d.Check.Reason, tc.scheme, tc.reason)
+		}
+		var got []step
+		var text strings.Builder
+		for _, s := range d.Check.Steps {
+			got = append(got, step{s.Step, s.OK})
+			text.WriteString(s.Text + "\n")
+		}
+		if diff := cmp.Diff(tc.steps, got); diff != "" {
+			t.Errorf("request %d steps (-want +got):\n%s", tc.id, diff)
+		}
+		if !strings.Contains(text.String(), tc.mention) {
+			t.Errorf("request %d: steps do not say %q:\n%s", tc.id, tc.mention, text.String())
+		}
+		if strings.Contains(text.String(), secret) {
+			t.Errorf("request %d: steps show the secret:\n%s", tc.id, text.String())
+		}
+	}
+	if code, _ := b.get(t, "/api/requests/99"); code != 404 {
+		t.Errorf("unknown id: %d, want 404", code)
+	}
+	if code, _ := b.get(t, "/api/requests/x"); code != 400 {
+		t.Errorf("bad id: %d, want 400", code)
+	}
+
+	// Without a secret nothing is checked, and the check says why.
+	nb := newBench(t)
+	nb.send(t, track)
+	nb.getJSON(t, "/api/requests/1", &d)
+	if d.Check.Verdict != "unchecked" || len(d.Check.Steps) != 1 || !strings.Contains(d.Check.Steps[0].Text, "--secret") {
+		t.Errorf("no secret: check %+v", d.Check)
+	}
+}
+
+func TestBodyIsExact(t *testing.T) {
+	b := newBench(t)
+	body := "{\"a\": 1}\n"
+	b.send(t, body)
+	code, got := b.get(t, "/api/requests/1/body")
+	if code != 200 || string(got) != body {
+		t.Errorf("body: %d %q, want %q", code, got, body)
+	}
+}
+
+func TestEventsStreamEachRequest(t *testing.T) {
+	b := newBench(t, secret)
+	resp, err := http.Get(b.ui.URL + "/api/events")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if ct := resp.Header.Get("Content-Type"); ct != "text/event-stream" {
+		t.Fatalf("Content-Type %q", ct)
+	}
+	rd := bufio.NewReader(resp.Body)
+	// The stream's first lines come once the page is subscribed.
+	if line, _ := rd.ReadString('\n'); line != "retry: 1000\n" {
+		t.Fatalf("first line %q", line)
+	}
+	rd.ReadString('\n')
+	b.send(t, track, signature.Header, signature.Sign([]byte(secret), []byte(track)))
+	ev, _ := rd.ReadString('\n')
+	data, _ := rd.ReadString('\n')
+	if ev != "event: request\n" || !strings.HasPrefix(data, `data: {"id":1,`) || !strings.Contains(data, `"verdict":"valid"`) {
+		t.Errorf("event %q %q", ev, data)
+	}
+
+	// Close ends the stream (as listen does before its server shuts down).
+	b.insp.Close()
+	if _, err := io.ReadAll(rd); err != nil {
+		t.Errorf("after Close: %v", err)
+	}
+}
+
+func TestGuard(t *testing.T) {
+	b := newBench(t, secret)
+	b.send(t, track)
+	req, _ := http.NewRequest("GET", b.ui.URL+"/api/session", nil)
+	req.Host = "evil.example:" + b.ui.URL[strings.LastIndex(b.ui.URL, ":")+1:]
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusMisdirectedRequest {
+		t.Errorf("rebound Host: %d, want 421", resp.StatusCode)
+	}
+	req.Host = "localhost" + req.Host[len("evil.example"):]
+	if resp, err = http.DefaultClient.Do(req); err != nil || resp.StatusCode != 200 {
+		t.Errorf("localhost Host: %v %v", resp.StatusCode, err)
+	}
+	resp.Body.Close()
+
+	for _, tc := range []struct {
+		name    string
+		headers []string
+		want    int
+	}{
+		{"no token", []string{"Content-Type", "application/json"}, 403},
+		{"wrong token", []string{"Content-Type", "application/json", inspector.CSRFHeader, otherToken(b.csrf)}, 403},
+		{"a form", []string{"Content-Type", "application/x-www-form-urlencoded", inspector.CSRFHeader, b.csrf}, 415},
+	} {
+		if code, body := b.post(t, "/api/replay", `{"id":1}`, tc.headers...); code != tc.want {
+			t.Errorf("%s: %d %s, want %d", tc.name, code, body, tc.want)
+		}
+	}
+	if code, _ := b.get(t, "/"); code != 200 {
+		t.Errorf("page: %d", code)
+	}
+	if code, _ := b.get(t, "/etc/passwd"); code != 404 {
+		t.Errorf("other path: %d", code)
+	}
+}
+
+// otherToken is tok with its last character changed.
+func otherToken(tok string) string {
+	if strings.HasSuffix(tok, "A") {
+		return tok[:len(tok)-1] + "B"
+	}
+	return tok[:len(tok)-1] + "A"
+}
+
+func TestReplay(t *testing.T) {
+	b := newBench(t, secret)
+	b.send(t, track, signature.Header, signature.Sign([]byte("wrong"), []byte(track)))
+
+	// A second receiver that checks the secret, as the app would.
+	second := make(chan *receiver.Request, 10)
+	h, _ := receiver.New(receiver.Options{Secrets: [][]byte{[]byte(secret)}, OnRequest: func(r *receiver.Request) { second <- r }})
+	app := httptest.NewServer(h)
+	defer app.Close()
+
+	code, res := b.replay(t, fmt.Sprintf(`{"id":1,"url":%q,"resign":true}`, app.URL+"/in"))
+	if code != 200 || res.Status != 200 || res.Signed != signature.Segment || res.Body != "OK\n" {
+		t.Fatalf("resigned replay: %d %+v", code, res)
+	}
+	got := <-second
+	if got.Signature.Verdict != receiver.SigValid || string(got.Body) != track || got.Path != "/in" {
+		t.Errorf("second receiver got %s %q at %s", got.Signature.Verdict, got.Body, got.Path)
+	}
+
+	// As captured: the wrong signature goes as it came.
+	code, res = b.replay(t, fmt.Sprintf(`{"id":1,"url":%q}`, app.URL))
+	if code != 200 || res.Status != 401 {
+		t.Fatalf("captured replay: %d %+v", code, res)
+	}
+	if got := <-second; got.Header.Get(signature.Header) != signature.Sign([]byte("wrong"), []byte(track)) {
+		t.Errorf("captured replay changed X-Signature: %q", got.Header.Get(signature.Header))
+	}
+
+	// By default it goes back to listen itself, at the path it came to.
+	code, res = b.replay(t, `{"id":1,"resign":true}`)
+	if code != 200 || res.Status != 200 || res.URL != b.hook.URL+"/hooks" {
+		t.Errorf("default replay: %d %+v", code, res)
+	}
+	if r := <-b.received; r.Signature.Verdict != receiver.SigValid {
+		t.Errorf("listen got its replay %s", r.Signature.Verdict)
+	}
+
+	// A dead endpoint is an answer, not a failed call.
+	dead := httptest.NewServer(nil)
+	dead.Close()
+	if code, res = b.replay(t, fmt.Sprintf(`{"id":1,"url":%q}`, dead.URL)); code != 200 || res.Status != 0 || res.Error == "" {
+		t.Errorf("dead endpoint: %d %+v", code, res)
+	}
+	for _, tc := range []struct{ body, want string }{
+		{`{"id":1,"url":"ftp://x"}`, "http(s) URL"},
+		{`{"id":7}`, "no request 7"},
+		{`{"id":1,"resgn":true}`, "unknown field"},
+	} {
+		if code, res := b.replay(t, tc.body); code == 200 || !strings.Contains(res.Error, tc.want) {
+			t.Errorf("%s: %d %s, want an error saying %q", tc.body, code, res.Error, tc.want)
+		}
+	}
+
+	nb := newBench(t)
+	nb.send(t, track)
+	if code, res := nb.replay(t, `{"id":1,"resign":true}`); code != 400 || !strings.Contains(res.Error, "no secret") {
+		t.Errorf("resign without a secret: %d %s", code, res.Error)
+	}
+}
+
+// TestCopiesVerify checks the request file with the verifier and runs the
+// curl command in a real shell against a real receiver.
+func TestCopiesVerify(t *testing.T) {
+	b := newBench(t, secret)
+	bodies := []string{track, "it's \"quoted\"\nand ends in a newline\n", "\x00\xff binary"}
+	for _, body := range bodies {
+		b.send(t, body, signature.Header, signature.Sign([]byte(secret), []byte(body)))
+	}
+	for i, body := range bodies {
+		code, file := b.get(t, fmt.Sprintf("/api/requests/%d/request", i+1))
+		if code != 200 {
+			t.Fatalf("request file %d: %d %s", i+1, code, file)
+		}
+		req, err := http.ReadRequest(bufio.NewReader(bytes.NewReader(file)))
+		if err != nil {
+			t.Fatalf("request file %d: %v\n%s", i+1, err, file)
+		}
+		got, _ := io.ReadAll(req.Body)
+		if string(got) != body || req.URL.Path != "/hooks" {
+			t.Errorf("request file %d: body %q path %s", i+1, got, req.URL.Path)
+		}
+		if err := signature.Verify([]byte(secret), got, req.Header.Get(signature.Header)); err != nil {
+			t.Errorf("request file %d does not verify: %v", i+1, err)
+		}
+	}
+
+	if _, err := exec.LookPath("curl"); err != nil {
+		t.Skip("no curl")
+	}
+	for i, body := range bodies {
+		_, cmd := b.get(t, fmt.Sprintf("/api/requests/%d/curl", i+1))
+		out, err := exec.Command("sh", "-c", string(cmd)).CombinedOutput()
+		if err != nil || string(out) != "OK\n" {
+			t.Fatalf("curl %d: %v %s\n%s", i+1, err, out, cmd)
+		}
+		got := <-b.received
+		if got.Signature.Verdict != receiver.SigValid || string(got.Body) != body {
+			t.Errorf("curl %d: %s %q, want valid %q", i+1, got.Signature.Verdict, got.Body, body)
+		}
+	}
+}
+
+func TestLoadKeepsTheLastRecords(t *testing.T) {
+	var file bytes.Buffer
+	for i := range inspector.Keep + 5 {
+		r := &receiver.Request{ReceivedAt: time.Unix(int64(i), 0), Method: "POST", Path: "/", Header: http.Header{},
+			Body: []byte(track), Type: "track", Signature: receiver.Signature{Verdict: receiver.SigUnchecked}, Status: 200}
+		file.Write(r.AppendJSON(nil))
+		if i == 3 {
+			file.WriteString("{torn line\n\n")
+		}
+	}
+	insp := inspector.NewListen(inspector.ListenConfig{})
+	defer insp.Close()
+	if err := insp.Load(&file); err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewUnstartedServer(nil)
+	srv.Config.Handler = insp.Handler(srv.Listener.Addr().String())
+	srv.Start()
+	defer srv.Close()
+	b := &bench{ui: srv}
+	rs := b.list(t, "")
+	if len(rs) != inspector.Keep || rs[0].ID != inspector.Keep {
+		t.Fatalf("loaded %d, newest id %d; want %d", len(rs), rs[0].ID, inspector.Keep)
+	}
+	var d struct{ Request struct{ ReceivedAt time.Time } }
+	b.getJSON(t, "/api/requests/1", &d)
+	if d.Request.ReceivedAt.Unix() != 5 {
+		t.Errorf("id 1 is the record received at %d, want the sixth (5)", d.Request.ReceivedAt.Unix())
+	}
+}
+
+func TestLargeBodiesListedWithout(t *testing.T) {
+	b := newBench(t)
+	large := `{"pad":"` + strings.Repeat("x", inspector.ListBytes) + `"}`
+	b.send(t, large)
+	b.send(t, track)
+	rs := b.list(t, "")
+	if !rs[1].BodyOmitted || rs[1].Body != nil || rs[0].BodyOmitted {
+		t.Errorf("listed: large omitted=%v body=%d bytes; small omitted=%v", rs[1].BodyOmitted, len(rs[1].Body), rs[0].BodyOmitted)
+	}
+	if code, body := b.get(t, "/api/requests/1/body"); code != 200 || len(body) != len(large) {
+		t.Errorf("large body: %d, %d bytes", code, len(body))
+	}
+}
+
+func TestMain(m *testing.M) {
+	// Replays go to loopback: keep a proxy in the environment out of it.
+	os.Unsetenv("HTTP_PROXY")
+	os.Unsetenv("http_proxy")
+	os.Exit(m.Run())
+}
