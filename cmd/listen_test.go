@@ -242,6 +242,10 @@ func TestListenFlags(t *testing.T) {
 			[]string{"--tolerance", "0"},
 			ListenOptions{Tolerance: -1}, // no limit; -1 stands for 0 below
 		},
+		{
+			[]string{"--ui", "--ui-addr", "127.0.0.1:0"},
+			ListenOptions{UI: true, UIAddr: "127.0.0.1:0"},
+		},
 	}
 	for _, tt := range tests {
 		f := testFactory(t, "", false, nil)
@@ -255,10 +259,13 @@ func TestListenFlags(t *testing.T) {
 		if got.IO != f.IO || got.Format != f.Format || got.Now == nil || got.Getenv == nil {
 			t.Errorf("%v: options not built on the factory", tt.args)
 		}
-		got.IO, got.Format, got.Now, got.Getenv = nil, "", nil, nil
+		got.IO, got.Format, got.Now, got.Getenv, got.Version = nil, "", nil, nil, ""
 		// Defaults, unless the case sets them.
 		if tt.want.Addr == "" {
 			tt.want.Addr = "127.0.0.1:8788"
+		}
+		if tt.want.UIAddr == "" {
+			tt.want.UIAddr = "127.0.0.1:8789"
 		}
 		if tt.want.Scheme == "" {
 			tt.want.Scheme = "auto"
@@ -290,6 +297,7 @@ func TestListenUsageErrors(t *testing.T) {
 		{"--scheme", "standard", "--secret", "notbase64!"},
 		{"--scheme", "standard", "--secret", "whsec_c2VjcmV0", "--secret", "plain"},
 		{"--tolerance", "-1s"},
+		{"--ui", "--ui-addr", "256.0.0.1:1"},
 	}
 	for _, args := range tests {
 		f := testFactory(t, "", false, nil)

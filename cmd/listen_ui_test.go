@@ -1,0 +1,94 @@
+package cmd
+
+import (
+	"encoding/json"
+	"io"
+	"net"
+	"net/http"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/evfwd/evfwd/internal/cli"
+	"github.com/evfwd/evfwd/pkg/signature"
+)
+
+// startListenUI runs listen --ui on free ports and returns it with the
+// inspector's URL.
+func startListenUI(t *testing.T, f *cli.Factory, args ...string) (*listening, string) {
+	t.Helper()
+	uiURL := make(chan string, 1)
+	l := startListenTuned(t, f, func(o *ListenOptions) {
+		o.uiReady = func(url string) { uiURL <- url }
+	}, append([]string{"--ui", "--ui-addr", "127.0.0.1:0"}, args...)...)
+	return l, <-uiURL
+}
+
+func uiRequests(t *testing.T, uiURL string) []map[string]any {
+	t.Helper()
+	resp, err := http.Get(uiURL + "api/requests")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var out struct{ Requests []map[string]any }
+	if err := json.NewDecoder(resp.Body).Decode(&out); err != nil {
+		t.Fatal(err)
+	}
+	return out.Requests
+}
+
+func TestListenUIShowsRequestsAndTheRecordFile(t *testing.T) {
+	record := filepath.Join(t.TempDir(), "hooks.ndjson")
+	f := testFactory(t, "", false, nil)
+	l, uiURL := startListenUI(t, f, "--secret", listenSecret, "--record", record)
+	if !strings.Contains(f.IO.ErrOut.(interface{ String() string }).String(), "inspector on "+uiURL) {
+		t.Errorf("stderr does not say where the inspector is: %q", f.IO.ErrOut)
+	}
+	l.post(t, "/", trackMsg, signature.Sign([]byte(listenSecret), []byte(trackMsg)))
+	l.post(t, "/", identifyMsg, "bad")
+	rs := uiRequests(t, uiURL)
+	if len(rs) != 2 || rs[0]["type"] != "identify" || rs[1]["type"] != "track" {
+		t.Fatalf("inspector lists %v", rs)
+	}
+	if res := l.interrupt(t); res.Code != 0 {
+		t.Fatalf("Ctrl-C: %+v", res)
+	}
+
+	// A restarted listen shows what the record file holds, then what comes.
+	f = testFactory(t, "", false, nil)
+	l, uiURL = startListenUI(t, f, "--secret", listenSecret, "--record", record)
+	l.post(t, "/", badTrackMsg, signature.Sign([]byte(listenSecret), []byte(badTrackMsg)))
+	rs = uiRequests(t, uiURL)
+	if len(rs) != 3 || rs[0]["id"] != 3.0 || rs[0]["messageId"] != "m3" || rs[2]["messageId"] != "m1" {
+		t.Errorf("after a restart the inspector lists %v", rs)
+	}
+	var s struct{ Listen struct{ URL, Record string } }
+	resp, err := http.Get(uiURL + "api/session")
+	if err != nil {
+		t.Fatal(err)
+	}
+	json.NewDecoder(resp.Body).Decode(&s)
+	resp.Body.Close()
+	if s.Listen.URL != l.URL || s.Listen.Record != record {
+		t.Errorf("session says %+v, want url %s record %s", s.Listen, l.URL, record)
+	}
+}
+
+func TestListenUIAddrInUse(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	f := testFactory(t, "", false, nil)
+	cmd := NewCmdListen(f, nil)
+	cmd.SetArgs([]string{"--addr", "127.0.0.1:0", "--ui", "--ui-addr", ln.Addr().String()})
+	cmd.SetOut(io.Discard)
+	cmd.SetErr(io.Discard)
+	err = cmd.Execute()
+	if err == nil || !strings.Contains(err.Error(), "--ui-addr "+ln.Addr().String()+": port in use") || cli.ExitCode(err) != 1 {
+		t.Errorf("listen --ui-addr on a taken port: %v (exit %d)", err, cli.ExitCode(err))
+	}
+}
+
