@@ -2,7 +2,6 @@ package cmd
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -11,11 +10,10 @@ import (
 	"time"
 
 	"github.com/evfwd/evfwd/internal/cli"
-	"github.com/evfwd/evfwd/pkg/message"
+	"github.com/evfwd/evfwd/pkg/admin"
 	"github.com/evfwd/evfwd/pkg/serve"
 	"github.com/evfwd/evfwd/pkg/store"
 	"github.com/evfwd/evfwd/pkg/storeurl"
-	"github.com/evfwd/evfwd/pkg/webhook"
 	"github.com/spf13/cobra"
 )
 
@@ -175,68 +173,6 @@ func (o *DeliveriesOptions) filter() (store.Filter, error) {
 	return f, nil
 }
 
-// deliveryJSON is one delivery in -o json output.
-type deliveryJSON struct {
-	ID           int64           `json:"id"`
-	Source       string          `json:"source"`
-	Destination  string          `json:"destination"`
-	MessageID    string          `json:"messageId"`
-	Type         string          `json:"type"`
-	UserID       string          `json:"userId,omitempty"`
-	Status       store.Status    `json:"status"`
-	Attempts     int             `json:"attempts"`
-	FirstAttempt string          `json:"firstAttempt,omitempty"`
-	NextAttempt  string          `json:"nextAttempt,omitempty"`
-	LastError    string          `json:"lastError,omitempty"`
-	CreatedAt    string          `json:"createdAt"`
-	UpdatedAt    string          `json:"updatedAt"`
-	Message      json.RawMessage `json:"message,omitempty"`
-	Records      []attemptJSON   `json:"attemptRecords,omitempty"`
-}
-
-type attemptJSON struct {
-	Delivery  int    `json:"delivery"`
-	Endpoint  int    `json:"endpoint"`
-	URL       string `json:"url"`
-	Start     string `json:"start"`
-	LatencyMs int64  `json:"latencyMs"`
-	Status    int    `json:"status,omitempty"`
-	Class     string `json:"class"`
-	Error     string `json:"error,omitempty"`
-	Outcome   string `json:"outcome"`
-	Excerpt   string `json:"bodyExcerpt,omitempty"`
-}
-
-func wireTime(t time.Time) string {
-	if t.IsZero() {
-		return ""
-	}
-	return message.FormatTime(t)
-}
-
-func toJSON(d store.Delivery) deliveryJSON {
-	j := deliveryJSON{ID: d.ID, Source: d.Source, Destination: d.Destination, MessageID: d.MessageID, Type: d.Type,
-		UserID: d.UserID, Status: d.Status, Attempts: d.Attempts, FirstAttempt: wireTime(d.FirstAttempt),
-		LastError: d.LastError, CreatedAt: wireTime(d.CreatedAt), UpdatedAt: wireTime(d.UpdatedAt)}
-	if d.Status == store.Pending {
-		j.NextAttempt = wireTime(d.NextAttempt)
-	}
-	if b := sentBody(d); json.Valid(b) {
-		j.Message = b
-	}
-	return j
-}
-
-// sentBody is the body d's attempts post, whichever form the store keeps it
-// in (a store from an older evfwd keeps the collected message); a purged or
-// unusable body is shown as stored.
-func sentBody(d store.Delivery) []byte {
-	if b, err := webhook.StoredBody(d.Body, d.Form); err == nil {
-		return b
-	}
-	return d.Body
-}
-
 func deliveriesList(o *DeliveriesOptions) error {
 	f, err := o.filter()
 	if err != nil {
@@ -254,7 +190,7 @@ func deliveriesList(o *DeliveriesOptions) error {
 	io := o.IO
 	if o.Format.JSON() {
 		for _, d := range ds {
-			if err := cli.WriteJSON(io.Out, toJSON(d)); err != nil {
+			if err := cli.WriteJSON(io.Out, admin.ViewDelivery(d)); err != nil {
 				return err
 			}
 		}
@@ -265,7 +201,7 @@ func deliveriesList(o *DeliveriesOptions) error {
 	for _, d := range ds {
 		next := "-"
 		if d.Status == store.Pending {
-			next = wireTime(d.NextAttempt)
+			next = admin.WireTime(d.NextAttempt)
 		}
 		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%d\t%s\t%s\n", d.ID, d.Status, d.Source, d.Type, d.MessageID, d.Attempts, next, d.LastError)
 	}
@@ -294,12 +230,7 @@ func deliveriesShow(o *DeliveriesOptions, arg string) error {
 	if err != nil {
 		return err
 	}
-	j := toJSON(d.Delivery)
-	for _, a := range d.Records {
-		j.Records = append(j.Records, attemptJSON{Delivery: a.Delivery, Endpoint: a.Endpoint, URL: a.URL,
-			Start: wireTime(a.Start), LatencyMs: a.Latency.Milliseconds(), Status: a.Status, Class: a.Class,
-			Error: a.Error, Outcome: a.Outcome, Excerpt: string(a.Excerpt)})
-	}
+	j := admin.ViewDetail(d)
 	io := o.IO
 	if o.Format.JSON() {
 		return cli.WriteJSON(io.Out, j)
@@ -319,7 +250,7 @@ func deliveriesShow(o *DeliveriesOptions, arg string) error {
 	if j.LastError != "" {
 		fmt.Fprintf(w, "last error  %s\n", j.LastError)
 	}
-	fmt.Fprintf(w, "\n%s\n", sentBody(d.Delivery))
+	fmt.Fprintf(w, "\n%s\n", admin.SentBody(d.Delivery))
 	if len(j.Records) > 0 {
 		fmt.Fprintln(w)
 		tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
@@ -399,24 +330,11 @@ func deliveriesPrune(o *DeliveriesOptions) error {
 		return cli.WriteJSON(o.IO.Out, struct {
 			store.Pruned
 			Before string `json:"before"`
-		}{n, wireTime(before)})
+		}{n, admin.WireTime(before)})
 	}
 	fmt.Fprintf(o.IO.Out, "pruned %s (%s, %s) received before %s\n", plural(n.Messages, "message", "messages"),
-		plural(n.Deliveries, "delivery", "deliveries"), plural(n.Attempts, "attempt", "attempts"), wireTime(before))
+		plural(n.Deliveries, "delivery", "deliveries"), plural(n.Attempts, "attempt", "attempts"), admin.WireTime(before))
 	return nil
-}
-
-// endpointJSON is one endpoint's health in -o json output.
-type endpointJSON struct {
-	Source    string       `json:"source"`
-	URL       string       `json:"url"`
-	State     store.Health `json:"state"`
-	Failures  int          `json:"failures"`
-	Since     string       `json:"since,omitempty"`
-	NextProbe string       `json:"nextProbe,omitempty"`
-	LastError string       `json:"lastError,omitempty"`
-	Node      string       `json:"node"`
-	UpdatedAt string       `json:"updatedAt"`
 }
 
 func deliveriesEndpoints(o *DeliveriesOptions) error {
@@ -432,9 +350,7 @@ func deliveriesEndpoints(o *DeliveriesOptions) error {
 	io := o.IO
 	if o.Format.JSON() {
 		for _, e := range eps {
-			if err := cli.WriteJSON(io.Out, endpointJSON{Source: e.Source, URL: e.URL, State: e.State, Failures: e.Failures,
-				Since: wireTime(e.Since), NextProbe: wireTime(e.NextProbe), LastError: e.LastError, Node: e.Node,
-				UpdatedAt: wireTime(e.UpdatedAt)}); err != nil {
+			if err := cli.WriteJSON(io.Out, admin.ViewEndpoint(e)); err != nil {
 				return err
 			}
 		}
@@ -449,9 +365,9 @@ func deliveriesEndpoints(o *DeliveriesOptions) error {
 	for _, e := range eps {
 		next := "-"
 		if !e.NextProbe.IsZero() {
-			next = wireTime(e.NextProbe)
+			next = admin.WireTime(e.NextProbe)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\t%s\n", e.Source, e.URL, e.State, wireTime(e.Since), e.Failures, next, e.LastError)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\t%s\n", e.Source, e.URL, e.State, admin.WireTime(e.Since), e.Failures, next, e.LastError)
 	}
 	return tw.Flush()
 }
