@@ -1,32 +1,12 @@
-package inspector
+package inspector_test
 
 import (
-	"sync"
 	"testing"
 	"time"
 
+	"github.com/evfwd/evfwd/pkg/inspector"
 	"github.com/evfwd/evfwd/pkg/webhook"
 )
-
-// statsClock is a settable statsClock for tests.
-type statsClock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func newStatsClock(t time.Time) *statsClock { return &statsClock{t: t} }
-
-func (c *statsClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *statsClock) Add(d time.Duration) {
-	c.mu.Lock()
-	c.t = c.t.Add(d)
-	c.mu.Unlock()
-}
 
 var statsT0 = time.Date(2026, 11, 23, 10, 0, 0, 0, time.UTC)
 
@@ -38,86 +18,86 @@ func TestKindOf(t *testing.T) {
 	for _, tt := range []struct {
 		o    webhook.Outcome
 		then webhook.Then
-		want Kind
+		want inspector.Kind
 	}{
-		{webhook.Delivered, webhook.ThenDone, CountDelivered},
-		{webhook.Retryable, webhook.ThenNextURL, CountRetried},
-		{webhook.Final, webhook.ThenNextURL, CountRetried}, // the next URL may take it
-		{webhook.Retryable, webhook.ThenRetry, CountRetried},
-		{webhook.Retryable, webhook.ThenGiveUp, CountFailed}, // dead
-		{webhook.Final, webhook.ThenGiveUp, CountFailed},
-		{webhook.TLSError, webhook.ThenUndecided, CountFailed},
-		{webhook.Interrupted, webhook.ThenStop, NotCounted},
+		{webhook.Delivered, webhook.ThenDone, inspector.CountDelivered},
+		{webhook.Retryable, webhook.ThenNextURL, inspector.CountRetried},
+		{webhook.Final, webhook.ThenNextURL, inspector.CountRetried}, // the next URL may take it
+		{webhook.Retryable, webhook.ThenRetry, inspector.CountRetried},
+		{webhook.Retryable, webhook.ThenGiveUp, inspector.CountFailed}, // dead
+		{webhook.Final, webhook.ThenGiveUp, inspector.CountFailed},
+		{webhook.TLSError, webhook.ThenUndecided, inspector.CountFailed},
+		{webhook.Interrupted, webhook.ThenStop, inspector.NotCounted},
 	} {
-		if got := KindOf(statsAttempt("u", tt.o, tt.then, 0)); got != tt.want {
+		if got := inspector.KindOf(statsAttempt("u", tt.o, tt.then, 0)); got != tt.want {
 			t.Errorf("KindOf(%s, %s) = %d, want %d", tt.o, tt.then, got, tt.want)
 		}
 	}
 }
 
-// Attempts count in the minute of the statsClock, per endpoint, with their
-// latency; the window slides by the statsClock and forgets what is an hour old.
+// Attempts count in the minute of the clock, per endpoint, with their
+// latency; the window slides by the clock and forgets what is an hour old.
 func TestStatsPerMinute(t *testing.T) {
-	c := newStatsClock(statsT0.Add(30 * time.Second))
-	s := NewStats(c.Now)
-	a, b := Endpoint{"web", "http://a"}, Endpoint{"web", "http://b"}
+	c := &testClock{t: statsT0.Add(30 * time.Second)}
+	s := inspector.NewStats(c.now)
+	a, b := inspector.Endpoint{"web", "http://a"}, inspector.Endpoint{"web", "http://b"}
 	s.Record("web", statsAttempt(a.URL, webhook.Delivered, webhook.ThenDone, 2*time.Millisecond))
 	s.Record("web", statsAttempt(a.URL, webhook.Delivered, webhook.ThenDone, 4*time.Millisecond))
 	s.Record("web", statsAttempt(a.URL, webhook.Retryable, webhook.ThenRetry, 12*time.Millisecond))
 	s.Record("web", statsAttempt(a.URL, webhook.Interrupted, webhook.ThenStop, time.Second))
 	s.Record("app", statsAttempt(a.URL, webhook.Final, webhook.ThenGiveUp, time.Millisecond)) // another source's URL
-	c.Add(time.Minute)
+	c.add(time.Minute)
 	s.Record("web", statsAttempt(a.URL, webhook.Retryable, webhook.ThenGiveUp, 1500*time.Microsecond))
 	s.Record("web", statsAttempt(b.URL, webhook.Delivered, webhook.ThenDone, time.Millisecond))
 
 	m := s.Minutes(a)
-	if len(m) != StatsMinutes {
-		t.Fatalf("%d minutes, want %d", len(m), StatsMinutes)
+	if len(m) != inspector.StatsMinutes {
+		t.Fatalf("%d minutes, want %d", len(m), inspector.StatsMinutes)
 	}
-	last, prev := m[StatsMinutes-1], m[StatsMinutes-2]
+	last, prev := m[inspector.StatsMinutes-1], m[inspector.StatsMinutes-2]
 	if last.T != "2026-11-23T10:01:00.000Z" || prev.T != "2026-11-23T10:00:00.000Z" || m[0].T != "2026-11-23T09:02:00.000Z" {
 		t.Errorf("minutes %s .. %s, %s", m[0].T, prev.T, last.T)
 	}
-	if want := (Minute{T: prev.T, Delivered: 2, Retried: 1, Latency: Latency{Avg: 6, Max: 12}}); prev != want {
+	if want := (inspector.Minute{T: prev.T, Delivered: 2, Retried: 1, Latency: inspector.Latency{Avg: 6, Max: 12}}); prev != want {
 		t.Errorf("10:00 = %+v, want %+v", prev, want)
 	}
-	if want := (Minute{T: last.T, Failed: 1, Latency: Latency{Avg: 1.5, Max: 1.5}}); last != want {
+	if want := (inspector.Minute{T: last.T, Failed: 1, Latency: inspector.Latency{Avg: 1.5, Max: 1.5}}); last != want {
 		t.Errorf("10:01 = %+v, want %+v", last, want)
 	}
-	for _, x := range m[:StatsMinutes-2] {
-		if x != (Minute{T: x.T}) {
+	for _, x := range m[:inspector.StatsMinutes-2] {
+		if x != (inspector.Minute{T: x.T}) {
 			t.Errorf("minute %s not empty: %+v", x.T, x)
 		}
 	}
-	if got := s.Minutes(Endpoint{"app", a.URL})[StatsMinutes-2].Failed; got != 1 {
+	if got := s.Minutes(inspector.Endpoint{"app", a.URL})[inspector.StatsMinutes-2].Failed; got != 1 {
 		t.Errorf("app's minute: %d failed, want 1", got)
 	}
-	if got := s.Minutes(b)[StatsMinutes-1].Delivered; got != 1 {
+	if got := s.Minutes(b)[inspector.StatsMinutes-1].Delivered; got != 1 {
 		t.Errorf("b: %d delivered, want 1", got)
 	}
-	if got := s.Minutes(Endpoint{"web", "http://never"}); len(got) != StatsMinutes || got[StatsMinutes-1] != (Minute{T: last.T}) {
-		t.Errorf("an endpoint never seen: %+v", got[StatsMinutes-1])
+	if got := s.Minutes(inspector.Endpoint{"web", "http://never"}); len(got) != inspector.StatsMinutes || got[inspector.StatsMinutes-1] != (inspector.Minute{T: last.T}) {
+		t.Errorf("an endpoint never seen: %+v", got[inspector.StatsMinutes-1])
 	}
 
 	// 59 minutes later 10:00 is the oldest minute shown; a minute more and
 	// it is gone, and its slot is reused without its old counts.
-	c.Add(58 * time.Minute)
+	c.add(58 * time.Minute)
 	if m := s.Minutes(a); m[0].T != "2026-11-23T10:00:00.000Z" || m[0].Delivered != 2 {
 		t.Errorf("at 10:59 the oldest minute is %+v", m[0])
 	}
-	c.Add(time.Minute)
+	c.add(time.Minute)
 	s.Record("web", statsAttempt(a.URL, webhook.Delivered, webhook.ThenDone, time.Millisecond))
 	m = s.Minutes(a)
 	if m[0].T != "2026-11-23T10:01:00.000Z" || m[0].Failed != 1 {
 		t.Errorf("at 11:00 the oldest minute is %+v", m[0])
 	}
-	if want := (Minute{T: "2026-11-23T11:00:00.000Z", Delivered: 1, Latency: Latency{Avg: 1, Max: 1}}); m[StatsMinutes-1] != want {
-		t.Errorf("11:00 = %+v, want %+v (10:00's counts must not remain)", m[StatsMinutes-1], want)
+	if want := (inspector.Minute{T: "2026-11-23T11:00:00.000Z", Delivered: 1, Latency: inspector.Latency{Avg: 1, Max: 1}}); m[inspector.StatsMinutes-1] != want {
+		t.Errorf("11:00 = %+v, want %+v (10:00's counts must not remain)", m[inspector.StatsMinutes-1], want)
 	}
 	// Hours later, nothing is left in the window.
-	c.Add(3 * time.Hour)
+	c.add(3 * time.Hour)
 	for _, x := range s.Minutes(a) {
-		if x != (Minute{T: x.T}) {
+		if x != (inspector.Minute{T: x.T}) {
 			t.Fatalf("minute %s not empty after 3 h: %+v", x.T, x)
 		}
 	}
@@ -125,11 +105,11 @@ func TestStatsPerMinute(t *testing.T) {
 
 // The endpoints counted are bounded.
 func TestStatsBounded(t *testing.T) {
-	s := NewStats(newStatsClock(statsT0).Now)
-	for i := range maxStatsEndpoints + 10 {
+	s := inspector.NewStats((&testClock{t: statsT0}).now)
+	for i := range inspector.MaxStatsEndpoints + 10 {
 		s.Record("web", statsAttempt("http://h/"+string(rune('a'+i%26))+time.Duration(i).String(), webhook.Delivered, webhook.ThenDone, 0))
 	}
-	if n := len(s.Seen()); n != maxStatsEndpoints {
-		t.Errorf("%d endpoints kept, want %d", n, maxStatsEndpoints)
+	if n := len(s.Seen()); n != inspector.MaxStatsEndpoints {
+		t.Errorf("%d endpoints kept, want %d", n, inspector.MaxStatsEndpoints)
 	}
 }

@@ -1,0 +1,593 @@
+package inspector_test
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/cookiejar"
+	"net/http/httptest"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/evfwd/evfwd/pkg/admin"
+	"github.com/evfwd/evfwd/pkg/forwarder"
+	"github.com/evfwd/evfwd/pkg/inspector"
+	"github.com/evfwd/evfwd/pkg/store"
+	"github.com/evfwd/evfwd/pkg/store/sqlite"
+	"github.com/evfwd/evfwd/pkg/store/storetest"
+	"github.com/evfwd/evfwd/pkg/webhook"
+	"github.com/google/go-cmp/cmp"
+)
+
+// The serve inspector is an observer of the forwarder.
+var (
+	_ forwarder.Observer         = (*inspector.Serve)(nil)
+	_ forwarder.EndpointObserver = (*inspector.Serve)(nil)
+)
+
+const adminToken = "adm1n-t0ken"
+
+const (
+	okURL   = "http://hooks.test/ok"
+	deadURL = "http://hooks.test/dead"
+)
+
+// serveT0 is the clock's start in these tests: 10:00:30, mid-minute.
+var serveT0 = time.Date(2026, 11, 23, 10, 0, 30, 0, time.UTC)
+
+// testClock is the inspector's clock, moved by the test only.
+type testClock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (c *testClock) now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.t
+}
+
+func (c *testClock) add(d time.Duration) {
+	c.mu.Lock()
+	c.t = c.t.Add(d)
+	c.mu.Unlock()
+}
+
+// serveBench is the serve inspector on a SQLite store, on loopback.
+type serveBench struct {
+	st     store.Store
+	insp   *inspector.Serve
+	ui     *httptest.Server
+	clock  *testClock
+	health []store.EndpointState // what Health answers; nil: Health unset
+
+	mu    sync.Mutex
+	woken []string
+}
+
+func newServeBench(t *testing.T, health []store.EndpointState) *serveBench {
+	t.Helper()
+	st, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "evfwd.db"), sqlite.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := &serveBench{st: st, clock: &testClock{t: serveT0}, health: health}
+	b.ui = httptest.NewUnstartedServer(nil)
+	cfg := inspector.ServeConfig{
+		Addr: b.ui.Listener.Addr().String(), Token: adminToken, Store: st, Now: b.clock.now,
+		URL: "http://127.0.0.1:8787", StoreName: "sqlite:///tmp/evfwd.db", Version: "test",
+		Sources: []inspector.ServeSource{
+			{Name: "web", Webhooks: true, Endpoints: []string{okURL, deadURL}},
+			{Name: "app", Webhooks: true, Endpoints: []string{okURL}},
+			{Name: "quiet"},
+		},
+		Wake: func(source string) {
+			b.mu.Lock()
+			b.woken = append(b.woken, source)
+			b.mu.Unlock()
+		},
+	}
+	if health != nil {
+		cfg.Health = func() []store.EndpointState { return b.health }
+	}
+	if b.insp, err = inspector.NewServe(cfg); err != nil {
+		t.Fatal(err)
+	}
+	b.ui.Config.Handler = b.insp
+	b.ui.Start()
+	t.Cleanup(func() {
+		b.insp.Close()
+		b.ui.Close()
+		st.Close()
+	})
+	return b
+}
+
+func (b *serveBench) wakes() []string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return append([]string(nil), b.woken...)
+}
+
+// call makes a request to the inspector with headers (name, value, ...)
+// through client (nil: one without cookies).
+func (b *serveBench) call(t *testing.T, client *http.Client, method, path, body string, headers ...string) (int, []byte, *http.Response) {
+	t.Helper()
+	var rd io.Reader
+	if body != "" {
+		rd = strings.NewReader(body)
+	}
+	req, _ := http.NewRequest(method, b.ui.URL+path, rd)
+	for i := 0; i+1 < len(headers); i += 2 {
+		if headers[i] == "Host" {
+			req.Host = headers[i+1]
+			continue
+		}
+		req.Header.Set(headers[i], headers[i+1])
+	}
+	if client == nil {
+		client = http.DefaultClient
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	out, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, out, resp
+}
+
+// bearerJSON GETs path with the admin token and decodes the answer.
+func (b *serveBench) bearerJSON(t *testing.T, path string, v any) {
+	t.Helper()
+	code, body, _ := b.call(t, nil, "GET", path, "", "Authorization", "Bearer "+adminToken)
+	if code != 200 {
+		t.Fatalf("GET %s: %d %s", path, code, body)
+	}
+	if err := json.Unmarshal(body, v); err != nil {
+		t.Fatalf("GET %s: %v in %s", path, err, body)
+	}
+}
+
+// bearerCSRF is the CSRF token GET /api/session gives a bearer caller.
+func (b *serveBench) bearerCSRF(t *testing.T) string {
+	t.Helper()
+	var s struct{ CSRF string }
+	b.bearerJSON(t, "/api/session", &s)
+	if s.CSRF == "" {
+		t.Fatal("no csrf for a bearer caller")
+	}
+	return s.CSRF
+}
+
+// retry POSTs body to /api/retry as a bearer caller.
+func (b *serveBench) retry(t *testing.T, body string) (int, []byte) {
+	t.Helper()
+	code, out, _ := b.call(t, nil, "POST", "/api/retry", body, "Authorization", "Bearer "+adminToken,
+		"Content-Type", "application/json", inspector.CSRFHeader, b.bearerCSRF(t))
+	return code, out
+}
+
+// fill stores deliveries m1..m6 and finishes them as the forwarder would
+// have: m1 (web) delivered to ok; m2 (web) dead after dead then ok failed;
+// m3 (app) delivered; m4 (web) failed (400 from ok); m5 (web) still
+// pending, never tried; m6 (web) dead at dead. It returns the ids by
+// message id.
+func (b *serveBench) fill(t *testing.T) map[string]int64 {
+	t.Helper()
+	ctx := context.Background()
+	var msgs []store.Message
+	for i, src := range []string{"web", "web", "app", "web", "web", "web"} {
+		msgs = append(msgs, storetest.Msg(src, fmt.Sprintf("m%d", i+1), 0, true))
+	}
+	if err := b.st.Ingest(ctx, msgs); err != nil {
+		t.Fatal(err)
+	}
+	ids := map[string]int64{}
+	at := time.Date(2024, 5, 1, 12, 0, 0, 0, time.UTC)
+	var cs []store.Completion
+	for _, src := range []string{"web", "app"} {
+		ds, err := b.st.Lease(ctx, store.LeaseRequest{Owner: "t", Source: src, Limit: 10, Now: at, TTL: time.Minute})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, d := range ds {
+			ids[d.MessageID] = d.ID
+			rec := func(i int, url string, status int, class, outcome string) store.Attempt {
+				return store.Attempt{Delivery: 1, Endpoint: i, URL: url, Start: at, Latency: 3 * time.Millisecond,
+					Status: status, Class: class, Outcome: outcome, Excerpt: []byte("answer")}
+			}
+			c := store.Completion{ID: d.ID, Owner: "t", Attempts: 1, FirstAttempt: at}
+			switch d.MessageID {
+			case "m1", "m3":
+				c.Status, c.Records = store.Delivered, []store.Attempt{rec(0, okURL, 200, "http_2xx", "delivered")}
+			case "m2":
+				c.Status, c.LastError = store.Dead, okURL+": HTTP 503"
+				c.Records = []store.Attempt{rec(1, deadURL, 500, "http_5xx", "retryable"), rec(0, okURL, 503, "http_5xx", "retryable")}
+			case "m4":
+				c.Status, c.LastError, c.Records = store.Failed, okURL+": HTTP 400", []store.Attempt{rec(0, okURL, 400, "http_4xx", "final")}
+			case "m5":
+				continue // stays leased until the lease ends; pending
+			case "m6":
+				c.Status, c.LastError, c.Records = store.Dead, deadURL+": HTTP 500", []store.Attempt{rec(1, deadURL, 500, "http_5xx", "retryable")}
+			}
+			cs = append(cs, c)
+		}
+	}
+	if err := b.st.Complete(ctx, cs); err != nil {
+		t.Fatal(err)
+	}
+	return ids
+}
+
+type deliveriesPage struct {
+	Deliveries []admin.DeliveryView `json:"deliveries"`
+	Next       int64                `json:"next"`
+}
+
+func messageIDs(p deliveriesPage) string {
+	var out []string
+	for _, d := range p.Deliveries {
+		out = append(out, d.MessageID)
+	}
+	return strings.Join(out, " ")
+}
+
+func TestNewServeNeedsTheAdminToken(t *testing.T) {
+	_, err := inspector.NewServe(inspector.ServeConfig{Addr: "127.0.0.1:8790"})
+	if err == nil || !strings.Contains(err.Error(), "admin_token") || !strings.Contains(err.Error(), admin.TokenEnv) {
+		t.Errorf("NewServe without a token: %v; want an error naming admin_token and %s", err, admin.TokenEnv)
+	}
+}
+
+// Logging in: a wrong token is a 403 and no cookie; the right one sets the
+// session cookie and gives its CSRF token, which the session then shows.
+func TestServeLogin(t *testing.T) {
+	b := newServeBench(t, nil)
+	jar, _ := cookiejar.New(nil)
+	page := &http.Client{Jar: jar}
+
+	code, body, _ := b.call(t, page, "GET", "/api/session", "")
+	if code != 200 || strings.TrimSpace(string(body)) != `{"auth":false,"mode":"serve"}` {
+		t.Errorf("session before login: %d %s", code, body)
+	}
+	code, body, resp := b.call(t, page, "POST", "/api/session", `{"token":"guess"}`, "Content-Type", "application/json")
+	if code != 403 || len(resp.Cookies()) != 0 {
+		t.Errorf("wrong token: %d %s, cookies %v; want 403 and none", code, body, resp.Cookies())
+	}
+	code, body, resp = b.call(t, page, "POST", "/api/session", `{"token":"`+adminToken+`"}`, "Content-Type", "application/json")
+	if code != 200 || len(resp.Cookies()) != 1 {
+		t.Fatalf("login: %d %s, cookies %v", code, body, resp.Cookies())
+	}
+	c := resp.Cookies()[0]
+	if c.Name != inspector.SessionCookie || !c.HttpOnly || c.SameSite != http.SameSiteStrictMode || c.Path != "/" || c.Value == "" {
+		t.Errorf("cookie %+v", c)
+	}
+	var login struct{ CSRF string }
+	json.Unmarshal(body, &login)
+
+	var s struct {
+		Mode    string
+		Auth    bool
+		CSRF    string
+		Version string
+		Serve   struct {
+			URL     string
+			Store   string
+			Sources []inspector.ServeSource
+		}
+	}
+	code, body, _ = b.call(t, page, "GET", "/api/session", "")
+	if err := json.Unmarshal(body, &s); code != 200 || err != nil {
+		t.Fatalf("session: %d %s", code, body)
+	}
+	if s.Mode != "serve" || !s.Auth || s.CSRF != login.CSRF || s.CSRF == "" || s.Version != "test" ||
+		s.Serve.URL != "http://127.0.0.1:8787" || s.Serve.Store != "sqlite:///tmp/evfwd.db" || len(s.Serve.Sources) != 3 ||
+		s.Serve.Sources[0].Name != "web" || !s.Serve.Sources[0].Webhooks || len(s.Serve.Sources[0].Endpoints) != 2 {
+		t.Errorf("session after login: %s", body)
+	}
+	// Another login is another session, with its own CSRF token.
+	_, body2, _ := b.call(t, nil, "POST", "/api/session", `{"token":"`+adminToken+`"}`, "Content-Type", "application/json")
+	if strings.Contains(string(body2), login.CSRF) {
+		t.Errorf("two logins share a CSRF token")
+	}
+}
+
+// Every API call but the session's needs the token (401), every POST its
+// CSRF token (403), and every request the address served as its Host (421).
+func TestServeGuards(t *testing.T) {
+	b := newServeBench(t, nil)
+	b.fill(t)
+	jar, _ := cookiejar.New(nil)
+	page := &http.Client{Jar: jar}
+	_, body, _ := b.call(t, page, "POST", "/api/session", `{"token":"`+adminToken+`"}`, "Content-Type", "application/json")
+	var login struct{ CSRF string }
+	json.Unmarshal(body, &login)
+	bearer := b.bearerCSRF(t)
+	if bearer == login.CSRF {
+		t.Fatal("a bearer caller has the session's CSRF token")
+	}
+	retry := `{"ids":[1]}`
+	for _, tt := range []struct {
+		name   string
+		client *http.Client
+		method string
+		path   string
+		hdr    []string
+		want   int
+	}{
+		{"list without token", nil, "GET", "/api/deliveries", nil, 401},
+		{"detail without token", nil, "GET", "/api/deliveries/1", nil, 401},
+		{"stats without token", nil, "GET", "/api/stats", nil, 401},
+		{"events without token", nil, "GET", "/api/events", nil, 401},
+		{"unknown path without token", nil, "GET", "/api/nothing", nil, 401},
+		{"wrong bearer", nil, "GET", "/api/deliveries", []string{"Authorization", "Bearer nope"}, 401},
+		{"retry without token", nil, "POST", "/api/retry", []string{"Content-Type", "application/json"}, 401},
+		{"retry with a CSRF token only", nil, "POST", "/api/retry", []string{"Content-Type", "application/json", inspector.CSRFHeader, login.CSRF}, 401},
+		{"page", nil, "GET", "/", nil, 200},
+		{"list with the cookie", page, "GET", "/api/deliveries", nil, 200},
+		{"list with bearer", nil, "GET", "/api/deliveries", []string{"Authorization", "bearer " + adminToken}, 200},
+		{"unknown path", page, "GET", "/api/nothing", nil, 404},
+		{"retry with the cookie, no CSRF", page, "POST", "/api/retry", []string{"Content-Type", "application/json"}, 403},
+		{"retry with the cookie, bearer CSRF", page, "POST", "/api/retry", []string{"Content-Type", "application/json", inspector.CSRFHeader, bearer}, 403},
+		{"retry with the cookie and CSRF", page, "POST", "/api/retry", []string{"Content-Type", "application/json", inspector.CSRFHeader, login.CSRF}, 200},
+		{"retry with bearer, no CSRF", nil, "POST", "/api/retry", []string{"Content-Type", "application/json", "Authorization", "Bearer " + adminToken}, 403},
+		{"retry with bearer, a session's CSRF", nil, "POST", "/api/retry", []string{"Content-Type", "application/json", "Authorization", "Bearer " + adminToken, inspector.CSRFHeader, login.CSRF}, 403},
+		{"retry with bearer and its CSRF", nil, "POST", "/api/retry", []string{"Content-Type", "application/json", "Authorization", "Bearer " + adminToken, inspector.CSRFHeader, bearer}, 200},
+		{"retry as text", page, "POST", "/api/retry", []string{"Content-Type", "text/plain", inspector.CSRFHeader, login.CSRF}, 415},
+		{"another Host", page, "GET", "/api/deliveries", []string{"Host", "evil.example:" + b.ui.URL[strings.LastIndex(b.ui.URL, ":")+1:]}, 421},
+		{"another Host, login", nil, "POST", "/api/session", []string{"Host", "evil.example", "Content-Type", "application/json"}, 421},
+	} {
+		code, body, _ := b.call(t, tt.client, tt.method, tt.path, retry, tt.hdr...)
+		if tt.method == "GET" {
+			code, body, _ = b.call(t, tt.client, tt.method, tt.path, "", tt.hdr...)
+		}
+		if code != tt.want {
+			t.Errorf("%s: %d %s, want %d", tt.name, code, body, tt.want)
+		}
+		if code >= 400 && !strings.HasPrefix(string(body), `{"error":`) {
+			t.Errorf("%s: error body %s, want JSON", tt.name, body)
+		}
+	}
+}
+
+// Deliveries come newest first, narrowed by status, source and endpoint,
+// a page at a time; one shows its message and attempts.
+func TestServeDeliveries(t *testing.T) {
+	b := newServeBench(t, nil)
+	ids := b.fill(t)
+	for _, tt := range []struct {
+		query string
+		want  string
+		next  string // the message whose id is next, "" for none
+	}{
+		{"", "m6 m5 m4 m3 m2 m1", ""},
+		{"?status=dead", "m6 m2", ""},
+		{"?source=app", "m3", ""},
+		{"?status=delivered&source=web", "m1", ""},
+		{"?endpoint=" + deadURL, "m6 m2", ""},
+		{"?endpoint=" + okURL + "&source=web", "m4 m2 m1", ""},
+		{"?limit=2", "m6 m5", "m5"},
+		{fmt.Sprintf("?limit=2&before=%d", ids["m5"]), "m4 m3", "m3"},
+		{fmt.Sprintf("?limit=2&before=%d", ids["m3"]), "m2 m1", ""},
+		{fmt.Sprintf("?limit=1&source=web&before=%d", ids["m2"]), "m1", ""},
+		{"?limit=5000", "m6 m5 m4 m3 m2 m1", ""},
+		{"?status=cancelled", "", ""},
+	} {
+		var p deliveriesPage
+		b.bearerJSON(t, "/api/deliveries"+tt.query, &p)
+		if got := messageIDs(p); got != tt.want {
+			t.Errorf("%s: %q, want %q", tt.query, got, tt.want)
+		}
+		if want := ids[tt.next]; p.Next != want {
+			t.Errorf("%s: next %d, want %d", tt.query, p.Next, want)
+		}
+	}
+	for _, q := range []string{"?status=lost", "?limit=0", "?limit=x", "?before=-1"} {
+		if code, body, _ := b.call(t, nil, "GET", "/api/deliveries"+q, "", "Authorization", "Bearer "+adminToken); code != 400 {
+			t.Errorf("%s: %d %s, want 400", q, code, body)
+		}
+	}
+	// Without next, the field is absent.
+	_, body, _ := b.call(t, nil, "GET", "/api/deliveries?source=app", "", "Authorization", "Bearer "+adminToken)
+	if strings.Contains(string(body), `"next"`) || strings.Contains(string(body), `"message"`) {
+		t.Errorf("last page: %s, want no next and no message bodies", body)
+	}
+
+	// The detail is `evfwd deliveries show -o json`'s object.
+	var d admin.DeliveryView
+	b.bearerJSON(t, fmt.Sprintf("/api/deliveries/%d", ids["m2"]), &d)
+	det, err := b.st.Get(context.Background(), ids["m2"])
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := admin.ViewDetail(det)
+	if diff := cmp.Diff(want, d); diff != "" {
+		t.Errorf("detail mismatch (-want +got):\n%s", diff)
+	}
+	if d.Status != store.Dead || len(d.Records) != 2 || d.Records[0].URL != deadURL || d.Records[1].Status != 503 ||
+		d.Records[0].Excerpt != "answer" || d.Records[0].LatencyMs != 3 || len(d.Message) == 0 {
+		t.Errorf("detail: %+v", d)
+	}
+	for path, want := range map[string]int{"/api/deliveries/999": 404, "/api/deliveries/x": 400, "/api/deliveries/0": 400} {
+		if code, body, _ := b.call(t, nil, "GET", path, "", "Authorization", "Bearer "+adminToken); code != want {
+			t.Errorf("%s: %d %s, want %d", path, code, body, want)
+		}
+	}
+}
+
+// Retry is the store's Retry, as `evfwd deliveries retry`: by id, or every
+// failed or dead one (of a source); delivered ones stay. The forwarder is
+// woken for the sources concerned.
+func TestServeRetry(t *testing.T) {
+	b := newServeBench(t, nil)
+	ids := b.fill(t)
+	status := func(id string) store.Status {
+		d, err := b.st.Get(context.Background(), ids[id])
+		if err != nil {
+			t.Fatal(err)
+		}
+		return d.Status
+	}
+	code, body := b.retry(t, fmt.Sprintf(`{"ids":[%d,%d]}`, ids["m6"], ids["m1"]))
+	if code != 200 || strings.TrimSpace(string(body)) != `{"retried":1}` {
+		t.Fatalf("retry ids: %d %s", code, body)
+	}
+	if status("m6") != store.Pending || status("m1") != store.Delivered {
+		t.Errorf("after retry of m6 and m1: %s, %s; want pending, delivered", status("m6"), status("m1"))
+	}
+	if got := b.wakes(); fmt.Sprint(got) != "[web app]" {
+		t.Errorf("woken %v, want the sources with webhooks", got)
+	}
+	code, body = b.retry(t, `{"status":"failed"}`)
+	if code != 200 || strings.TrimSpace(string(body)) != `{"retried":1}` || status("m4") != store.Pending {
+		t.Errorf("retry failed: %d %s, m4 %s", code, body, status("m4"))
+	}
+	code, body = b.retry(t, `{"status":"dead","source":"app"}`)
+	if code != 200 || strings.TrimSpace(string(body)) != `{"retried":0}` || status("m2") != store.Dead {
+		t.Errorf("retry dead of app: %d %s, m2 %s", code, body, status("m2"))
+	}
+	before := len(b.wakes())
+	code, body = b.retry(t, `{"status":"dead","source":"web"}`)
+	if code != 200 || strings.TrimSpace(string(body)) != `{"retried":1}` || status("m2") != store.Pending {
+		t.Errorf("retry dead of web: %d %s, m2 %s", code, body, status("m2"))
+	}
+	if got := b.wakes()[before:]; fmt.Sprint(got) != "[web]" {
+		t.Errorf("woken %v, want [web]", got)
+	}
+	for _, bad := range []string{`{}`, `{"ids":[1],"status":"failed"}`, `{"status":"delivered"}`, `{"status":"pending"}`,
+		`{"ids":[0]}`, `{"ids":[1],"source":"web"}`, `{"idz":[1]}`, `not json`} {
+		if code, body := b.retry(t, bad); code != 400 {
+			t.Errorf("retry %s: %d %s, want 400", bad, code, body)
+		}
+	}
+}
+
+type statsAnswer struct {
+	Endpoints []inspector.EndpointStats `json:"endpoints"`
+}
+
+// Stats count the observed attempts per endpoint and minute on the
+// inspector's clock, with each endpoint's health, live or as recorded.
+func TestServeStats(t *testing.T) {
+	since := serveT0.Add(-time.Minute)
+	live := []store.EndpointState{
+		{Source: "web", URL: okURL, State: store.EndpointClosed, Since: since},
+		{Source: "web", URL: deadURL, State: store.EndpointOpen, Since: since, Failures: 5, NextProbe: serveT0.Add(time.Minute), LastError: "HTTP 500"},
+	}
+	b := newServeBench(t, live)
+	att := func(url string, status int, o webhook.Outcome, then webhook.Then, ms int) webhook.Attempt {
+		return webhook.Attempt{URL: url, Status: status, Outcome: o, Then: then, Latency: time.Duration(ms) * time.Millisecond, Start: b.clock.now()}
+	}
+	b.insp.Attempt("web", 1, att(okURL, 200, webhook.Delivered, webhook.ThenDone, 2))
+	b.insp.Attempt("web", 2, att(deadURL, 500, webhook.Retryable, webhook.ThenNextURL, 10))
+	b.insp.Attempt("web", 2, att(okURL, 200, webhook.Delivered, webhook.ThenDone, 4))
+	b.clock.add(time.Minute)
+	b.insp.Attempt("web", 3, att(deadURL, 500, webhook.Retryable, webhook.ThenGiveUp, 30))
+	b.insp.Attempt("web", 4, att(okURL, 0, webhook.Interrupted, webhook.ThenStop, 1))
+	b.insp.Attempt("gone", 5, att("http://elsewhere", 200, webhook.Delivered, webhook.ThenDone, 1))
+
+	var s statsAnswer
+	b.bearerJSON(t, "/api/stats", &s)
+	var names []string
+	for _, e := range s.Endpoints {
+		names = append(names, e.Source+" "+e.URL)
+		if len(e.Minutes) != inspector.StatsMinutes {
+			t.Errorf("%s %s: %d minutes", e.Source, e.URL, len(e.Minutes))
+		}
+	}
+	if want := []string{"web " + okURL, "web " + deadURL, "app " + okURL, "gone http://elsewhere"}; !cmp.Equal(want, names) {
+		t.Fatalf("endpoints %v, want %v", names, want)
+	}
+	ok, dead, app := s.Endpoints[0], s.Endpoints[1], s.Endpoints[2]
+	last := inspector.StatsMinutes - 1
+	if want := (inspector.Minute{T: "2026-11-23T10:00:00.000Z", Delivered: 2, Latency: inspector.Latency{Avg: 3, Max: 4}}); ok.Minutes[last-1] != want {
+		t.Errorf("ok at 10:00: %+v, want %+v", ok.Minutes[last-1], want)
+	}
+	if want := (inspector.Minute{T: "2026-11-23T10:01:00.000Z"}); ok.Minutes[last] != want {
+		t.Errorf("ok at 10:01: %+v, want %+v (an interrupted attempt is not counted)", ok.Minutes[last], want)
+	}
+	if dead.Minutes[last-1].Retried != 1 || dead.Minutes[last].Failed != 1 || dead.Minutes[last].Latency.Max != 30 {
+		t.Errorf("dead: 10:00 %+v, 10:01 %+v", dead.Minutes[last-1], dead.Minutes[last])
+	}
+	if ok.State != store.EndpointClosed || ok.Since != admin.WireTime(since) || ok.NextProbe != "" {
+		t.Errorf("ok's health: %+v", ok)
+	}
+	if dead.State != store.EndpointOpen || dead.Failures != 5 || dead.NextProbe != "2026-11-23T10:01:30.000Z" || dead.LastError != "HTTP 500" {
+		t.Errorf("dead's health: %+v", dead)
+	}
+	if app.State != "" || app.Minutes[last] != (inspector.Minute{T: app.Minutes[last].T}) {
+		t.Errorf("app, never tried nor reported: %+v", app)
+	}
+
+	// Without the forwarder's live health, the store's record.
+	b2 := newServeBench(t, nil)
+	if err := b2.st.SaveEndpoint(context.Background(), store.EndpointState{Source: "web", URL: deadURL, State: store.EndpointHalfOpen,
+		Since: since, Failures: 3, Node: "n1", UpdatedAt: since}); err != nil {
+		t.Fatal(err)
+	}
+	var s2 statsAnswer
+	b2.bearerJSON(t, "/api/stats", &s2)
+	if e := s2.Endpoints; len(e) != 3 || e[1].State != store.EndpointHalfOpen || e[1].Failures != 3 || e[0].State != "" {
+		for _, x := range e {
+			t.Errorf("stats from the store: %s %s %q %d", x.Source, x.URL, x.State, x.Failures)
+		}
+	}
+}
+
+// The event stream carries each attempt, with its delivery, and each
+// change of an endpoint's health.
+func TestServeEvents(t *testing.T) {
+	b := newServeBench(t, nil)
+	req, _ := http.NewRequest("GET", b.ui.URL+"/api/events", nil)
+	req.Header.Set("Authorization", "Bearer "+adminToken)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if ct := resp.Header.Get("Content-Type"); resp.StatusCode != 200 || ct != "text/event-stream" {
+		t.Fatalf("events: %d %q", resp.StatusCode, ct)
+	}
+	rd := bufio.NewReader(resp.Body)
+	// The first lines come once the stream is subscribed.
+	if line, _ := rd.ReadString('\n'); line != "retry: 1000\n" {
+		t.Fatalf("first line %q", line)
+	}
+	rd.ReadString('\n')
+	next := func() (string, string) {
+		ev, _ := rd.ReadString('\n')
+		data, _ := rd.ReadString('\n')
+		rd.ReadString('\n')
+		return ev, data
+	}
+	start := serveT0
+	b.insp.Attempt("web", 42, webhook.Attempt{URL: deadURL, Endpoint: 1, Start: start, Latency: 12500 * time.Microsecond,
+		Status: 500, Class: webhook.ClassServerError, Outcome: webhook.Retryable, Then: webhook.ThenRetry, RetryAt: start.Add(time.Minute)})
+	ev, data := next()
+	want := `data: {"delivery":42,"source":"web","url":"` + deadURL + `","endpoint":1,"status":500,"class":"http_5xx","outcome":"retryable","then":"retry","retryAt":"2026-11-23T10:01:30.000Z","latencyMs":12.5,"start":"2026-11-23T10:00:30.000Z"}` + "\n"
+	if ev != "event: attempt\n" || data != want {
+		t.Errorf("attempt event:\n%q %q\nwant\n%q", ev, data, want)
+	}
+	b.insp.Attempt("web", 43, webhook.Attempt{URL: okURL, Start: start, Class: webhook.ClassRefused, Err: errors.New("connection refused"),
+		Outcome: webhook.Retryable, Then: webhook.ThenGiveUp})
+	if ev, data := next(); ev != "event: attempt\n" || !strings.Contains(data, `"error":"connection refused"`) || !strings.Contains(data, `"then":"give_up"`) {
+		t.Errorf("attempt event: %q %q", ev, data)
+	}
+	b.insp.EndpointState("web", deadURL, store.EndpointOpen)
+	if ev, data := next(); ev != "event: endpoint\n" || data != `data: {"source":"web","url":"`+deadURL+`","state":"open"}`+"\n" {
+		t.Errorf("endpoint event: %q %q", ev, data)
+	}
+	// Close ends the stream, so that a server shutting down does not wait.
+	b.insp.Close()
+	if _, err := io.ReadAll(rd); err != nil {
+		t.Errorf("after Close: %v", err)
+	}
+}
