@@ -165,10 +165,23 @@ async function api(path, opts) {
 }
 
 // post sends a state-changing call: JSON body and the session's CSRF token.
-function post(path, body, noCSRF) {
-  const headers = {'Content-Type': 'application/json'};
-  if (!noCSRF) headers['X-CSRF-Token'] = (session && session.csrf) || '';
-  return api(path, {method: 'POST', headers, body: JSON.stringify(body)});
+// A restarted evfwd has a new token: on a 403 the page asks for it and
+// tries once more.
+async function post(path, body, noCSRF) {
+  const send = () => {
+    const headers = {'Content-Type': 'application/json'};
+    if (!noCSRF) headers['X-CSRF-Token'] = (session && session.csrf) || '';
+    return api(path, {method: 'POST', headers, body: JSON.stringify(body)});
+  };
+  try {
+    return await send();
+  } catch (e) {
+    if (noCSRF || e.status !== 403) throw e;
+    const fresh = await api('/api/session');
+    if (!fresh.csrf || fresh.csrf === session.csrf) throw e;
+    session.csrf = fresh.csrf;
+    return send();
+  }
 }
 
 // ---------------------------------------------------------------- live events
@@ -470,6 +483,10 @@ const L = {
   compare: [],        // ids ticked for comparison, oldest tick first
   pickFor: null,      // id waiting for a partner from "Compare with…"
   replayUrl: null,    // what the user typed, kept across requests
+  queue: [],          // arrivals waiting for the next frame
+  flushing: false,
+  fresh: [],          // arrivals on this event stream while a list load is pending
+  loading: 0,
   detailSeq: 0,
 };
 
@@ -502,7 +519,11 @@ function startListen() {
     summaryItem('version', session.version));
   buildListenLayout();
   loadRequests().catch(report);
-  connectEvents(['request'], (name, r) => addRequest(r, true), () => loadRequests().catch(report));
+  connectEvents(['request'], (name, r) => { if (L.loading) L.fresh.push(r); addRequest(r); }, () => {
+    // A new stream: what arrived on the old one is in the list it reloads.
+    L.fresh = [];
+    loadRequests().catch(report);
+  });
 }
 
 function buildListenLayout() {
@@ -576,11 +597,15 @@ function listenKeys(ev) {
 }
 
 async function loadRequests() {
-  const data = await api('/api/requests');
+  L.loading++;
+  let data;
+  try { data = await api('/api/requests'); } finally { L.loading--; }
   const list = data.requests || [];
   const maxId = list.reduce((m, r) => Math.max(m, r.id), 0);
-  // Keep arrivals the stream delivered after the list was taken.
-  const newer = L.all.filter(r => r.id > maxId);
+  // Keep arrivals this stream delivered after the list was taken (not
+  // older ones: a restarted listen numbers its requests afresh).
+  const newer = L.fresh.filter(r => r.id > maxId);
+  L.fresh = [];
   L.all = [];
   L.byId.clear();
   L.hay.clear();
@@ -688,30 +713,43 @@ function requestRow(r) {
   return tr;
 }
 
-// addRequest takes a request from the stream: newest first, filters apply.
-function addRequest(r, live) {
-  if (!index(r)) return;
-  // Arrivals normally come in id order; a rare out-of-order one is sorted.
-  if (L.all.length > 1 && L.all[L.all.length - 1] === r) {
-    L.all.pop();
-    const at = L.all.findIndex(x => x.id < r.id);
-    if (at < 0) L.all.push(r); else L.all.splice(at, 0, r);
-  }
+// addRequest takes a request from the stream. Arrivals are put on the
+// page once a frame, together: a burst of hundreds a second then costs one
+// layout a frame, not one each.
+function addRequest(r) {
+  if (L.byId.has(r.id)) return;
+  L.queue.push(r);
+  if (L.queue.length > MAX_REQUESTS) L.queue.shift();
+  if (!L.flushing) { L.flushing = true; requestAnimationFrame(flushArrivals); }
+}
+
+function flushArrivals() {
+  L.flushing = false;
+  const added = L.queue.filter(index);
+  L.queue = [];
+  if (!added.length) return;
+  L.all.sort((a, b) => b.id - a.id);
   for (const id of trimRequests()) { const row = L.rows.get(id); if (row) { row.remove(); L.rows.delete(id); } }
-  if (!L.types.has(r.type || 'none')) refreshTypes();
-  if (!matches(r)) { updateCount(); return; }
-  const tbody = $('#requests tbody');
-  const row = requestRow(r);
-  if (live) row.classList.add('new');
-  // Insert before the first shown row that is older.
-  let before = null;
-  for (const tr of tbody.children) if (Number(tr.dataset.id) < r.id) { before = tr; break; }
-  const list = $('#list');
+  if (added.some(r => !L.types.has(r.type || 'none'))) refreshTypes();
+  const shown = added.filter(r => L.byId.has(r.id) && matches(r)).sort((a, b) => b.id - a.id);
+  const tbody = $('#requests tbody'), list = $('#list');
   const top = list.scrollTop;
-  tbody.insertBefore(row, before);
+  const first = tbody.querySelector('tr[data-id]');
+  const firstId = first ? Number(first.dataset.id) : -1;
+  const frag = document.createDocumentFragment(), prepended = [];
+  for (const r of shown) {
+    const row = requestRow(r);
+    row.classList.add('new');
+    if (r.id > firstId) { frag.append(row); prepended.push(row); continue; }
+    // Rare: an id older than the newest shown goes to its place.
+    let before = null;
+    for (const tr of tbody.children) if (Number(tr.dataset.id) < r.id) { before = tr; break; }
+    tbody.insertBefore(row, before);
+  }
+  tbody.prepend(frag);
   // Someone reading further down keeps their place.
-  if (top > 0) list.scrollTop = top + row.offsetHeight;
-  if (!tbody.querySelector('tr[tabindex="0"]')) setRoving(tbody, row);
+  if (top > 0) list.scrollTop = top + prepended.reduce((n, row) => n + row.offsetHeight, 0);
+  if (!tbody.querySelector('tr[tabindex="0"]')) ensureRoving(tbody, null);
   updateCount();
 }
 
@@ -821,7 +859,8 @@ function renderDetail(panel, r, check) {
     const ok = s.ok === true ? 'true' : s.ok === false ? 'false' : 'null';
     const icon = {true: '✓', false: '✗', null: '–'}[ok];
     return h('li', {data: {ok}, class: 'step ok-' + ok},
-      h('span', {class: 'step-icon', 'aria-label': {true: 'passed', false: 'failed', null: 'not applied'}[ok], text: icon}),
+      h('span', {class: 'step-icon', 'aria-hidden': 'true', text: icon}),
+      h('span', {class: 'sr-only', text: {true: 'passed: ', false: 'failed: ', null: 'not applied: '}[ok]}),
       h('span', {class: 'step-name', text: s.step}),
       h('span', {class: 'step-text', text: s.text}));
   });
@@ -941,6 +980,7 @@ function renderReplay(out, res) {
     h('p', {class: 'result-line'},
       h('strong', {class: 'status-big ' + statusClass(res.status), text: String(res.status)}), ' ',
       res.status ? '' : 'no answer ', '· ' + fmtMs(res.latencyMs) + ' · ', h('span', {class: 'mono', text: res.url || ''})),
+    res.signed ? h('p', {class: 'muted', text: 'Re-signed under ' + res.signed + ' with a fresh timestamp.'}) : null,
     res.error ? h('p', {class: 'error', text: res.error}) : null,
     res.headers && Object.keys(res.headers).length ? section('Response headers', false, kvTable(res.headers, 'Response headers')) : null,
     res.body ? [h('p', {class: 'muted', text: 'Response body (excerpt):'}), jsonBlock(res.body)] : null));
@@ -1015,13 +1055,15 @@ function startServe() {
     summaryItem('sources', String((s.sources || []).length), (s.sources || []).map(x => x.name).join(', ')),
     summaryItem('version', session.version));
   buildServeLayout();
-  const refresh = throttle(() => { loadDeliveries(true).catch(report); loadStats().catch(report); if (S.open != null) openDelivery(S.open, true).catch(report); }, 1000);
+  const refresh = throttle(() => { loadDeliveries(true).catch(report); loadStats().catch(report); }, 1000);
   const refreshStats = throttle(() => loadStats().catch(report), 1000);
-  S.refresh = refresh;
+  const refreshOpen = throttle(() => { if (S.open != null) openDelivery(S.open, true).catch(report); }, 1000);
   S.events = connectEvents(['attempt', 'endpoint'], (name, ev) => {
     if (name === 'endpoint') { markEndpoint(ev); refreshStats(); return; }
     refresh();
-  }, refresh);
+    // Only the delivery on screen is re-read, so a reader is not disturbed.
+    if (ev.delivery === S.open) refreshOpen();
+  }, () => { refresh(); refreshOpen(); });
   loadDeliveries(false).catch(report);
   loadStats().catch(report);
   // The chart's window moves on even when nothing happens.
@@ -1038,6 +1080,8 @@ function showLogin(note) {
   const form = h('form', {class: 'login', 'aria-labelledby': 'login-title'},
     h('h1', {id: 'login-title', text: 'Admin token'}),
     h('p', {id: 'login-help', class: 'muted', text: note || 'evfwd serve asks for its admin token once; the page keeps a session cookie for this address.'}),
+    // Password managers want a user name beside a password.
+    h('input', {type: 'text', name: 'username', autocomplete: 'username', value: 'evfwd admin', hidden: true, tabindex: '-1', 'aria-hidden': 'true'}),
     h('label', {class: 'ctl-block'}, h('span', {text: 'Token'}), token),
     h('button', {type: 'submit', id: 'login', class: 'primary', text: 'Sign in'}),
     err);
@@ -1214,7 +1258,9 @@ async function openDelivery(id, quiet) {
     throw e;
   }
   if (seq !== S.detailSeq) return;
+  const top = panel.scrollTop;
   renderDelivery(panel, d);
+  if (quiet) panel.scrollTop = top;
 }
 
 function deliveryHead(id, d) {
