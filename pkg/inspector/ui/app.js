@@ -80,6 +80,7 @@ function fmtBytes(n) {
 
 function fmtMs(ms) {
   if (ms == null || isNaN(ms)) return '';
+  if (ms > 0 && ms < 0.01) return '<0.01 ms';
   if (ms < 10) return ms.toFixed(2) + ' ms';
   if (ms < 1000) return ms.toFixed(0) + ' ms';
   return (ms / 1000).toFixed(2) + ' s';
@@ -463,6 +464,12 @@ function copyText(text, fallbackHost, what) {
   navigator.clipboard.writeText(text).then(() => toast(what + ' copied to the clipboard'), fallback);
 }
 
+// keysHint lists the keyboard shortcuts, for those who look for them.
+function keysHint(pairs) {
+  return h('span', {class: 'keys muted', 'aria-label': 'Keyboard: ' + pairs.map(p => p[0] + ' ' + p[1]).join(', ')},
+    pairs.map(([k, what]) => h('span', {'aria-hidden': 'true'}, k.split(' ').map(x => h('kbd', {text: x})), ' ' + what)));
+}
+
 function summaryItem(label, value, title) {
   if (value == null || value === '') return null;
   return h('span', {class: 'kv-item', title: title || null}, h('span', {class: 'k', text: label}), ' ', h('span', {class: 'v', text: value}));
@@ -541,6 +548,7 @@ function buildListenLayout() {
     h('span', {id: 'count', class: 'muted', 'aria-live': 'polite'}),
     h('span', {class: 'spacer'}),
     h('span', {id: 'pick-hint', class: 'hint', hidden: true}),
+    keysHint([['j k ↑ ↓', 'move'], ['Enter', 'open'], ['Space', 'tick'], ['/', 'filter'], ['Esc', 'close']]),
     h('button', {type: 'button', id: 'compare', disabled: true, onclick: () => compareTicked(), title: 'Tick two requests, then compare their bodies and headers', text: 'Compare'}));
   const thead = h('thead', null, h('tr', null,
     h('th', {class: 'c-cmp', scope: 'col'}, h('span', {class: 'sr-only', text: 'Compare'})),
