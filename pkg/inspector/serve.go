@@ -140,6 +140,10 @@ func NewServe(cfg ServeConfig) (*Serve, error) {
 	return s, nil
 }
 
+// SetURL sets serve's collection URL that GET /api/session shows, once it
+// listens; call it before serving.
+func (s *Serve) SetURL(url string) { s.cfg.URL = url }
+
 // ServeHTTP serves the page and the API.
 func (s *Serve) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.handler.ServeHTTP(w, r) }
 

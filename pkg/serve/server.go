@@ -17,6 +17,7 @@ import (
 	"github.com/evfwd/evfwd/pkg/admin"
 	"github.com/evfwd/evfwd/pkg/collector"
 	"github.com/evfwd/evfwd/pkg/forwarder"
+	"github.com/evfwd/evfwd/pkg/inspector"
 	"github.com/evfwd/evfwd/pkg/store"
 	"github.com/evfwd/evfwd/pkg/webhook"
 )
@@ -57,7 +58,16 @@ type Options struct {
 	// LogInterval is how often Run logs a summary line at INFO while
 	// there is work (see logSummaries); 0 logs none.
 	LogInterval time.Duration
+	// UI serves the inspector (pkg/inspector, docs/INSPECTOR.md) on its
+	// own listener: UIListener when set, else one on UIAddr (default
+	// DefaultUIAddr). It needs Config.AdminToken.
+	UI         bool
+	UIAddr     string
+	UIListener net.Listener
 }
+
+// DefaultUIAddr is where the inspector listens by default: loopback only.
+const DefaultUIAddr = "127.0.0.1:8790"
 
 // Server is a configured, listening service; Run serves until its context
 // ends.
@@ -74,6 +84,8 @@ type Server struct {
 	draining  atomic.Bool
 	admin     *admin.Handler
 	tls       *tlscert.Reloader // nil: plain HTTP
+	ui        *inspector.Serve  // nil without Options.UI
+	uiLn      net.Listener
 }
 
 // New validates cfg, loads the TLS pair when set, opens and locks the
@@ -118,17 +130,29 @@ func New(ctx context.Context, cfg Config, opts Options) (*Server, error) {
 			return nil, err
 		}
 	}
-	if err := s.build(ctx); err != nil {
+	if err := s.listenUI(); err != nil {
 		s.release()
 		return nil, err
 	}
+	fail := func(err error) (*Server, error) {
+		if s.uiLn != nil {
+			s.uiLn.Close()
+		}
+		s.release()
+		return nil, err
+	}
+	if err := s.build(ctx); err != nil {
+		return fail(err)
+	}
 	if s.ln = opts.Listener; s.ln == nil {
 		if s.ln, err = net.Listen("tcp", cfg.Addr); err != nil {
-			s.release()
-			return nil, fmt.Errorf("listen %s: %w", cfg.Addr, err)
+			return fail(fmt.Errorf("listen %s: %w", cfg.Addr, err))
 		}
 	}
 	s.ln = s.listenTLS(s.ln)
+	if s.ui != nil {
+		s.ui.SetURL(s.URL())
+	}
 	return s, nil
 }
 
@@ -157,7 +181,7 @@ func (s *Server) build(ctx context.Context) error {
 	if s.forwarder, err = forwarder.New(forwarder.Config{
 		Store: s.store, Sender: sender, Destinations: dests, Policy: s.opts.Policy,
 		Owner: owner(), LeaseTTL: s.opts.LeaseTTL, MaxInFlight: s.opts.MaxInFlight, PerSource: s.opts.PerSource, Poll: s.opts.Poll,
-		Grace: s.opts.Grace, Now: s.opts.Now, Logger: s.log, Observer: s.metrics, Breaker: s.opts.Breaker,
+		Grace: s.opts.Grace, Now: s.opts.Now, Logger: s.log, Observer: s.observer(), Breaker: s.opts.Breaker,
 	}); err != nil {
 		return err
 	}
@@ -268,9 +292,23 @@ func (s *Server) Run(ctx context.Context) error {
 	go func() { defer close(prunerDone); s.pruner(runCtx) }()
 	summaryDone := make(chan struct{})
 	go func() { defer close(summaryDone); logSummaries(runCtx, s.metrics, s.opts.LogInterval, s.log) }()
-	srvErr := make(chan error, 1)
+	srvErr := make(chan error, 2)
 	go func() { srvErr <- hs.Serve(s.ln) }()
 	s.log.Info("serving", "addr", s.Addr(), "url", s.URL(), "store", storeName(s.store), "sources", len(s.cfg.Sources), "retention", s.cfg.Retention)
+	var uis *http.Server
+	if s.ui != nil {
+		uis = &http.Server{
+			Handler:           s.ui,
+			ReadHeaderTimeout: 10 * time.Second,
+			ReadTimeout:       60 * time.Second,
+			WriteTimeout:      60 * time.Second, // the event stream lifts it for itself
+			IdleTimeout:       120 * time.Second,
+			MaxHeaderBytes:    64 << 10,
+			ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
+		}
+		go func() { srvErr <- uis.Serve(s.uiLn) }()
+		s.log.Info("inspector on "+s.UIURL(), "url", s.UIURL())
+	}
 
 	var err error
 	select {
@@ -284,6 +322,12 @@ func (s *Server) Run(ctx context.Context) error {
 	s.admin.Drain()
 	shutdownCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.opts.Grace)
 	defer cancel()
+	if uis != nil {
+		// The event streams first: Shutdown waits for every open request,
+		// and a page's stream never ends by itself.
+		s.ui.Close()
+		uis.Shutdown(shutdownCtx)
+	}
 	hs.Shutdown(shutdownCtx)
 	if err == nil && ctx.Err() == nil {
 		// The listener failed; stop the forwarder too.
