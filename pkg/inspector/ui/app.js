@@ -80,7 +80,8 @@ function fmtBytes(n) {
 
 function fmtMs(ms) {
   if (ms == null || isNaN(ms)) return '';
-  if (ms > 0 && ms < 0.01) return '<0.01 ms';
+  if (ms === 0) return '0 ms';
+  if (ms < 0.01) return '<0.01 ms';
   if (ms < 10) return ms.toFixed(2) + ' ms';
   if (ms < 1000) return ms.toFixed(0) + ' ms';
   return (ms / 1000).toFixed(2) + ' s';
@@ -1404,7 +1405,9 @@ function chartSvg(ep) {
     slots.forEach((m, i) => {
       const v = m && m.latencyMs && total(m) ? m.latencyMs[key] : null;
       if (v == null) { pen = false; return; }
-      d += (pen ? 'L' : 'M') + (L0 + (i + 0.5) * slot).toFixed(1) + ' ' + y(v, maxMs).toFixed(1);
+      // A step across each minute's slot: one minute alone still shows.
+      const yy = y(v, maxMs).toFixed(1);
+      d += (pen ? 'L' : 'M') + (L0 + i * slot).toFixed(1) + ' ' + yy + 'L' + (L0 + (i + 1) * slot).toFixed(1) + ' ' + yy;
       pen = true;
     });
     return d ? svg('path', {class: 'lat-' + key, d}) : null;
