@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"maps"
+	"net"
 	"os"
 	"os/signal"
 	"slices"
@@ -18,6 +19,7 @@ import (
 	"github.com/evfwd/evfwd/pkg/admin"
 	"github.com/evfwd/evfwd/pkg/analytics"
 	"github.com/evfwd/evfwd/pkg/forwarder"
+	"github.com/evfwd/evfwd/pkg/inspector"
 	"github.com/evfwd/evfwd/pkg/serve"
 	"github.com/evfwd/evfwd/pkg/store"
 	"github.com/evfwd/evfwd/pkg/webhook"
@@ -47,10 +49,14 @@ type ServeOptions struct {
 	// file).
 	ForwardTo   []string
 	LogInterval time.Duration // between INFO summaries; 0: none
+	// UI serves the inspector, the delivery log in the browser, on UIAddr.
+	UI     bool
+	UIAddr string
 
 	dev      bool // serving the dev source: no config file
 	ctx      context.Context
 	ready    func(url string) // tests: called once the port is open
+	uiReady  func(url string) // tests: called with the inspector's URL, with --ui
 	hup      chan os.Signal   // tests: stands for SIGHUP
 	reloaded func(err error)  // tests: called after each reload of the TLS pair
 }
@@ -115,6 +121,17 @@ HTTPS only, TLS 1.2 or later, HTTP/2 or HTTP/1.1: Segment's Ruby client
 new connections get the new certificate, open ones are not dropped; a pair
 that does not load is logged and the one in use stays.
 
+With --ui, serve also serves the inspector, a page in the browser, on its own
+address (--ui-addr, default 127.0.0.1:8790: loopback only unless the address
+says otherwise): every delivery with its attempts (status, latency, error,
+the start of the response), filtered by source, status and endpoint; retry
+one, or all failed or dead, with a click, as evfwd deliveries retry does;
+and per endpoint the last hour's delivered, retried and failed attempts and
+latency per minute, with the endpoint's health. It needs the admin token
+(admin_token in the config or EVFWD_ADMIN_TOKEN), which the page asks for
+once; scripts can send it as Authorization: Bearer TOKEN. Its HTTP API is
+in docs/INSPECTOR.md. The page loads nothing from the network.
+
 GET /healthz and GET /metrics (Prometheus) are served beside the API.
 While there is work, one INFO line per --log-interval says what happened.
 SIGTERM or Ctrl-C drains: new requests get 503, requests and deliveries in
@@ -129,6 +146,7 @@ on an error, 2 usage or config error.`,
   EVFWD_STORE=sqlite:///var/lib/evfwd/evfwd.db evfwd serve --log-format json
   EVFWD_STORE=postgres://evfwd:pw@db.internal/evfwd evfwd serve --addr 0.0.0.0:8787
   evfwd serve --config evfwd.yaml --tls-cert cert.pem --tls-key key.pem   # kill -HUP reloads them
+  EVFWD_ADMIN_TOKEN=$(openssl rand -hex 16) evfwd serve --ui   # then open http://127.0.0.1:8790/
   evfwd deliveries list --status dead`,
 		GroupID: groupServer,
 		Args:    cli.Args(cobra.NoArgs),
@@ -156,7 +174,9 @@ on an error, 2 usage or config error.`,
 	fl.StringVar(&opts.TLSKey, "tls-key", "", "private key `FILE` (PEM) for --tls-cert")
 	fl.StringArrayVar(&opts.ForwardTo, "forward-to", nil, "without a config file: deliver the dev source's events to `URL` (repeatable, up to 5, tried in order)")
 	fl.DurationVar(&opts.LogInterval, "log-interval", serve.DefaultLogInterval, "log a summary at INFO this often while there is work (0: never)")
-	cli.BindEnv(cmd, "addr", "store", "log-format", "log-level", "lease-ttl", "retention", "tls-cert", "tls-key", "log-interval")
+	fl.BoolVar(&opts.UI, "ui", false, "serve the inspector, the delivery log in the browser, on --ui-addr (needs the admin token)")
+	fl.StringVar(&opts.UIAddr, "ui-addr", serve.DefaultUIAddr, "`HOST:PORT` of the inspector")
+	cli.BindEnv(cmd, "addr", "store", "log-format", "log-level", "lease-ttl", "retention", "tls-cert", "tls-key", "log-interval", "ui-addr")
 	// The file's addr, store, sources, ... are known keys for every command.
 	cli.ReadsConfig(cmd, serve.Config{})
 	return cmd
@@ -181,6 +201,14 @@ func serveConfig(opts *ServeOptions) (serve.Config, error) {
 	}
 	if cfg.Store == "" {
 		cfg.Store = "sqlite://" + serve.DefaultStorePath(opts.Getenv)
+	}
+	if opts.UI {
+		if cfg.AdminToken == "" {
+			return cfg, cli.UsageErrorf("--ui needs the admin token, which the page asks for: set admin_token in the config or %s", admin.TokenEnv)
+		}
+		if _, _, err := net.SplitHostPort(opts.UIAddr); err != nil {
+			return cfg, cli.UsageErrorf("--ui-addr %q: want HOST:PORT, such as %s", opts.UIAddr, serve.DefaultUIAddr)
+		}
 	}
 	if err := devSource(opts, &cfg); err != nil {
 		return cfg, err
@@ -230,7 +258,8 @@ func serveRun(opts *ServeOptions) error {
 	if ctx == nil {
 		ctx = context.Background()
 	}
-	srv, err := serve.New(ctx, cfg, serve.Options{Logger: log, Version: opts.Version, Grace: opts.Grace, LeaseTTL: opts.LeaseTTL, LogInterval: opts.LogInterval})
+	srv, err := serve.New(ctx, cfg, serve.Options{Logger: log, Version: opts.Version, Grace: opts.Grace, LeaseTTL: opts.LeaseTTL, LogInterval: opts.LogInterval,
+		UI: opts.UI, UIAddr: opts.UIAddr})
 	if err != nil {
 		return fmt.Errorf("serve: %w", err)
 	}
@@ -239,6 +268,9 @@ func serveRun(opts *ServeOptions) error {
 	}
 	if cfg.TLSCert != "" {
 		defer reloadOnHUP(srv, opts.hup, opts.reloaded)()
+	}
+	if opts.uiReady != nil && srv.UIURL() != "" {
+		opts.uiReady(srv.UIURL())
 	}
 	if opts.ready != nil {
 		opts.ready(srv.URL())
@@ -411,8 +443,15 @@ type serveSettings struct {
 	LogFormat string           `json:"logFormat"`
 	LogLevel  string           `json:"logLevel"`
 	AdminAPI  bool             `json:"adminApi"`
+	UI        *uiSettings      `json:"ui,omitempty"`  // nil: no --ui
 	TLS       *tlsSettings     `json:"tls,omitempty"` // nil: plain HTTP
 	Sources   []sourceSettings `json:"sources"`
+}
+
+// uiSettings is where --ui serves the inspector.
+type uiSettings struct {
+	Addr string `json:"addr"`
+	URL  string `json:"url"`
 }
 
 type tlsSettings struct {
@@ -443,6 +482,9 @@ func serveCheck(opts *ServeOptions, cfg serve.Config) error {
 	if cfg.TLSCert != "" {
 		st.TLS = &tlsSettings{Cert: cfg.TLSCert, Key: cfg.TLSKey}
 	}
+	if opts.UI {
+		st.UI = &uiSettings{Addr: opts.UIAddr, URL: "http://" + inspector.DialAddr(opts.UIAddr) + "/"}
+	}
 	for i, src := range cfg.Sources {
 		s := &st.Sources[i]
 		s.Name, s.WriteKey = src.Name, src.WriteKey
@@ -471,9 +513,14 @@ func writeSettings(w io.Writer, st serveSettings) {
 	if retention == "0s" {
 		retention += " (keep everything)"
 	}
+	ui := "off (--ui serves it)"
+	if st.UI != nil {
+		ui = st.UI.URL + " (log in with the admin token)"
+	}
 	for _, row := range [][2]string{
 		{"config", config}, {"addr", st.Addr}, {"store", st.Store}, {"retention", retention},
 		{"lease-ttl", st.LeaseTTL}, {"grace", st.Grace}, {"log", st.LogFormat + ", " + st.LogLevel}, {"admin API", admin},
+		{"inspector", ui},
 	} {
 		fmt.Fprintf(w, "%-10s %s\n", row[0], row[1])
 	}
