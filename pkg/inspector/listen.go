@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 	"sync"
@@ -45,9 +46,10 @@ type ListenConfig struct {
 // Listen is the inspector of one `evfwd listen`: feed it each request with
 // Add, and serve Handler on the inspector's address.
 type Listen struct {
-	cfg  ListenConfig
-	csrf string
-	hub  *hub
+	cfg     ListenConfig
+	csrf    string
+	hub     *hub
+	started time.Time // tells a page that ids started over
 
 	mu      sync.Mutex
 	entries []*entry // oldest first
@@ -79,7 +81,7 @@ func NewListen(cfg ListenConfig) *Listen {
 			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 		}
 	}
-	return &Listen{cfg: cfg, csrf: newToken(), hub: newHub()}
+	return &Listen{cfg: cfg, csrf: newToken(), hub: newHub(), started: cfg.Now()}
 }
 
 // Add keeps r and shows it to the pages watching. It is an
@@ -210,7 +212,7 @@ func (l *Listen) session(w http.ResponseWriter, r *http.Request) {
 		tol = d.String()
 	}
 	writeJSON(w, http.StatusOK, map[string]any{
-		"mode": "listen", "csrf": l.csrf, "version": l.cfg.Version,
+		"mode": "listen", "csrf": l.csrf, "version": l.cfg.Version, "started": l.started.UTC().Format(time.RFC3339Nano),
 		"listen": map[string]any{
 			"url": l.cfg.URL, "forwardTo": l.cfg.ForwardTo, "scheme": l.cfg.Scheme,
 			"secrets": len(l.cfg.Secrets), "tolerance": tol, "record": l.cfg.Record, "keep": Keep,
@@ -222,22 +224,26 @@ func (l *Listen) session(w http.ResponseWriter, r *http.Request) {
 func (l *Listen) list(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	typ, verdict, text := q.Get("type"), q.Get("verdict"), strings.ToLower(q.Get("q"))
-	limit := Keep
-	if v := q.Get("limit"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 0 {
-			writeError(w, http.StatusBadRequest, "limit "+quote(v)+": want a number from 0")
-			return
-		}
-		limit = n
+	limit, err := queryInt(q, "limit", Keep)
+	if err != nil {
+		writeError(w, http.StatusBadRequest, err.Error())
+		return
+	}
+	after, err := queryInt(q, "after", 0)
+	if err != nil {
+		writeError(w, http.StatusBadRequest, err.Error())
+		return
 	}
 	if typ == "none" {
 		typ = "\x00"
 	}
 	l.mu.Lock()
 	var out [][]byte
-	for i := len(l.entries) - 1; i >= 0 && len(out) < limit; i-- {
+	for i := len(l.entries) - 1; i >= 0 && int64(len(out)) < limit; i-- {
 		e := l.entries[i]
+		if e.id <= after {
+			break
+		}
 		switch {
 		case typ == "\x00" && e.typ != "", typ != "" && typ != "\x00" && e.typ != typ:
 			continue
@@ -261,6 +267,19 @@ func (l *Listen) list(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Cache-Control", "no-store")
 	w.Write(b.Bytes())
+}
+
+// queryInt reads a query parameter that is a number from 0, def when absent.
+func queryInt(q url.Values, name string, def int64) (int64, error) {
+	v := q.Get(name)
+	if v == "" {
+		return def, nil
+	}
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil || n < 0 {
+		return 0, fmt.Errorf("%s %s: want a number from 0", name, quote(v))
+	}
+	return n, nil
 }
 
 // containsFold reports whether line holds lower (already lower case),

@@ -181,6 +181,8 @@ func TestListNewestFirstAndFilters(t *testing.T) {
 		{"?q=order+completed&verdict=valid", []int64{1}},
 		{"?limit=2", []int64{3, 2}},
 		{"?limit=0", nil},
+		{"?after=1", []int64{3, 2}},
+		{"?after=2&type=track", nil},
 	} {
 		if diff := cmp.Diff(tc.want, ids(b.list(t, tc.query))); diff != "" {
 			t.Errorf("GET /api/requests%s (-want +got):\n%s", tc.query, diff)
