@@ -232,21 +232,9 @@ func (s *Server) Addr() string { return s.ln.Addr().String() }
 // address to dial.
 func (s *Server) URL() string {
 	if s.tls != nil {
-		return "https://" + dialAddr(s.Addr())
+		return "https://" + inspector.DialAddr(s.Addr())
 	}
-	return "http://" + dialAddr(s.Addr())
-}
-
-// dialAddr is where a client on this host reaches a listener at addr.
-func dialAddr(addr string) string {
-	host, port, err := net.SplitHostPort(addr)
-	if err != nil {
-		return addr
-	}
-	if ip := net.ParseIP(host); host == "" || ip != nil && ip.IsUnspecified() {
-		return net.JoinHostPort("127.0.0.1", port)
-	}
-	return addr
+	return "http://" + inspector.DialAddr(s.Addr())
 }
 
 // Store is the service's store (for tests and `evfwd demo`), whoever

@@ -70,7 +70,7 @@ func (s *Server) UIURL() string {
 	if s.uiLn == nil {
 		return ""
 	}
-	return "http://" + dialAddr(s.uiLn.Addr().String()) + "/"
+	return "http://" + inspector.DialAddr(s.uiLn.Addr().String()) + "/"
 }
 
 // observer is what the forwarder reports to: the metrics, and the

@@ -1,8 +1,8 @@
-package serve
+package inspector
 
 import "testing"
 
-// A wildcard listen address is no address to dial: URL gives loopback.
+// A wildcard listen address is no address to dial: DialAddr gives loopback.
 func TestDialAddr(t *testing.T) {
 	for in, want := range map[string]string{
 		"0.0.0.0:8787":   "127.0.0.1:8787",
@@ -12,8 +12,8 @@ func TestDialAddr(t *testing.T) {
 		"[::1]:8787":     "[::1]:8787",
 		"10.0.0.5:8787":  "10.0.0.5:8787",
 	} {
-		if got := dialAddr(in); got != want {
-			t.Errorf("dialAddr(%q) = %q, want %q", in, got, want)
+		if got := DialAddr(in); got != want {
+			t.Errorf("DialAddr(%q) = %q, want %q", in, got, want)
 		}
 	}
 }
