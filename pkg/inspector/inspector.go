@@ -131,18 +131,27 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 		writeError(w, http.StatusInternalServerError, err.Error())
 		return
 	}
-	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("Cache-Control", "no-store")
-	w.WriteHeader(status)
-	w.Write(append(b, '\n'))
+	writeStatusJSON(w, status, append(b, '\n'))
 }
 
 func writeError(w http.ResponseWriter, status int, msg string) {
 	b, _ := json.Marshal(map[string]string{"error": msg})
+	writeStatusJSON(w, status, append(b, '\n'))
+}
+
+// noAPI answers a call the API does not have.
+func noAPI(w http.ResponseWriter, r *http.Request) {
+	writeError(w, http.StatusNotFound, "no inspector API "+r.Method+" "+r.URL.Path)
+}
+
+// writeRawJSON answers 200 with b, JSON already encoded.
+func writeRawJSON(w http.ResponseWriter, b []byte) { writeStatusJSON(w, http.StatusOK, b) }
+
+func writeStatusJSON(w http.ResponseWriter, status int, b []byte) {
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Cache-Control", "no-store")
 	w.WriteHeader(status)
-	w.Write(append(b, '\n'))
+	w.Write(b)
 }
 
 // decodeBody reads a small JSON request body into v, refusing unknown

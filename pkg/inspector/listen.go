@@ -196,9 +196,7 @@ func (l *Listen) Handler(addr string) http.Handler {
 	mux.HandleFunc("GET /api/requests/{id}/curl", l.curl)
 	mux.HandleFunc("POST /api/replay", l.replay)
 	mux.HandleFunc("GET /api/events", l.hub.serve)
-	mux.HandleFunc("/api/", func(w http.ResponseWriter, r *http.Request) {
-		writeError(w, http.StatusNotFound, "no inspector API "+r.Method+" "+r.URL.Path)
-	})
+	mux.HandleFunc("/api/", noAPI)
 	return guard(mux, newHostCheck(addr), func(*http.Request) string { return l.csrf }, nil)
 }
 
@@ -264,9 +262,7 @@ func (l *Listen) list(w http.ResponseWriter, r *http.Request) {
 		b.Write(line)
 	}
 	b.WriteString("]}\n")
-	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("Cache-Control", "no-store")
-	w.Write(b.Bytes())
+	writeRawJSON(w, b.Bytes())
 }
 
 // queryInt reads a query parameter that is a number from 0, def when absent.
@@ -316,6 +312,16 @@ func (l *Listen) find(w http.ResponseWriter, r *http.Request) (*receiver.Record,
 	return rec, e
 }
 
+// findWhole is find for the calls that need the whole body.
+func (l *Listen) findWhole(w http.ResponseWriter, r *http.Request) (*receiver.Record, *entry) {
+	rec, e := l.find(w, r)
+	if rec != nil && e.omitted {
+		writeError(w, http.StatusGone, "this body was too large to keep in the inspector: the --record file has it")
+		return nil, nil
+	}
+	return rec, e
+}
+
 func (l *Listen) detail(w http.ResponseWriter, r *http.Request) {
 	rec, e := l.find(w, r)
 	if rec == nil {
@@ -328,18 +334,12 @@ func (l *Listen) detail(w http.ResponseWriter, r *http.Request) {
 	b.WriteString(`,"check":`)
 	b.Write(check)
 	b.WriteString("}\n")
-	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("Cache-Control", "no-store")
-	w.Write(b.Bytes())
+	writeRawJSON(w, b.Bytes())
 }
 
 func (l *Listen) body(w http.ResponseWriter, r *http.Request) {
-	rec, e := l.find(w, r)
+	rec, _ := l.findWhole(w, r)
 	if rec == nil {
-		return
-	}
-	if e.omitted {
-		writeError(w, http.StatusGone, "this body was too large to keep in the inspector: the --record file has it")
 		return
 	}
 	w.Header().Set("Content-Type", "application/octet-stream")

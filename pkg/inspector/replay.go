@@ -77,12 +77,8 @@ func (l *Listen) replay(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	r.SetPathValue("id", strconv.FormatInt(req.ID, 10))
-	rec, e := l.find(w, r)
+	rec, _ := l.findWhole(w, r)
 	if rec == nil {
-		return
-	}
-	if e.omitted {
-		writeError(w, http.StatusGone, "this body was too large to keep in the inspector: replay it from the --record file")
 		return
 	}
 	target := req.URL
@@ -174,12 +170,8 @@ func (l *Listen) resign(h http.Header, rec *receiver.Record, body []byte) (signa
 // requestFile answers the request as an HTTP/1.1 message, the form
 // `evfwd verify --request FILE` reads.
 func (l *Listen) requestFile(w http.ResponseWriter, r *http.Request) {
-	rec, e := l.find(w, r)
+	rec, e := l.findWhole(w, r)
 	if rec == nil {
-		return
-	}
-	if e.omitted {
-		writeError(w, http.StatusGone, "this body was too large to keep in the inspector: the --record file has it")
 		return
 	}
 	body := rec.RawBody()
@@ -206,12 +198,8 @@ func (l *Listen) requestFile(w http.ResponseWriter, r *http.Request) {
 // curl answers a shell command that sends the request again, headers and
 // body exact, to ?url= or where a replay goes by default.
 func (l *Listen) curl(w http.ResponseWriter, r *http.Request) {
-	rec, e := l.find(w, r)
+	rec, _ := l.findWhole(w, r)
 	if rec == nil {
-		return
-	}
-	if e.omitted {
-		writeError(w, http.StatusGone, "this body was too large to keep in the inspector: the --record file has it")
 		return
 	}
 	target := r.URL.Query().Get("url")

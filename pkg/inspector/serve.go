@@ -113,9 +113,7 @@ func NewServe(cfg ServeConfig) (*Serve, error) {
 	mux.HandleFunc("POST /api/retry", s.retry)
 	mux.HandleFunc("GET /api/stats", s.statsHandler)
 	mux.HandleFunc("GET /api/events", s.hub.serve)
-	mux.HandleFunc("/api/", func(w http.ResponseWriter, r *http.Request) {
-		writeError(w, http.StatusNotFound, "no inspector API "+r.Method+" "+r.URL.Path)
-	})
+	mux.HandleFunc("/api/", noAPI)
 	authed := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if strings.HasPrefix(r.URL.Path, "/api/") && r.URL.Path != "/api/session" {
 			if _, ok := s.caller(r); !ok {
