@@ -467,11 +467,3 @@ func (s *Serve) publish(name string, v any) {
 	}
 	s.hub.publish(name, b)
 }
-
-// watched reports whether a page watches the events, so that nothing is
-// encoded for no one.
-func (h *hub) watched() bool {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return len(h.subs) > 0
-}

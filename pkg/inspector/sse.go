@@ -48,6 +48,14 @@ func (h *hub) publish(name string, data []byte) {
 	}
 }
 
+// watched reports whether a page watches the events, so that nothing is
+// encoded for no one.
+func (h *hub) watched() bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return len(h.subs) > 0
+}
+
 func (h *hub) subscribe() chan []byte {
 	c := make(chan []byte, subscriberBuffer)
 	h.mu.Lock()
