@@ -492,7 +492,9 @@ func TestLoadKeepsTheLastRecords(t *testing.T) {
 	if len(rs) != inspector.Keep || rs[0].ID != inspector.Keep {
 		t.Fatalf("loaded %d, newest id %d; want %d", len(rs), rs[0].ID, inspector.Keep)
 	}
-	var d struct{ Request struct{ ReceivedAt time.Time } }
+	var d struct {
+		Request struct{ ReceivedAt time.Time }
+	}
 	b.getJSON(t, "/api/requests/1", &d)
 	if d.Request.ReceivedAt.Unix() != 5 {
 		t.Errorf("id 1 is the record received at %d, want the sixth (5)", d.Request.ReceivedAt.Unix())
