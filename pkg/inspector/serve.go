@@ -446,6 +446,15 @@ func (s *Serve) Attempt(source string, delivery int64, a webhook.Attempt) {
 	s.publish("attempt", ev)
 }
 
+// Stored tells the pages that n messages of source were stored, so that
+// deliveries no attempt has reached yet (behind an open endpoint, or
+// later in the queue) show up too.
+func (s *Serve) Stored(source string, n int) {
+	if s.hub.watched() {
+		s.publish("stored", map[string]any{"source": source, "messages": n})
+	}
+}
+
 // Finished implements forwarder.Observer; the attempts say it all.
 func (s *Serve) Finished(string, store.Status, bool) {}
 

@@ -542,8 +542,8 @@ func TestServeStats(t *testing.T) {
 	}
 }
 
-// The event stream carries each attempt, with its delivery, and each
-// change of an endpoint's health.
+// The event stream carries each attempt, with its delivery, each change
+// of an endpoint's health, and each batch stored.
 func TestServeEvents(t *testing.T) {
 	b := newServeBench(t, nil)
 	req, _ := http.NewRequest("GET", b.ui.URL+"/api/events", nil)
@@ -584,6 +584,10 @@ func TestServeEvents(t *testing.T) {
 	b.insp.EndpointState("web", deadURL, store.EndpointOpen)
 	if ev, data := next(); ev != "event: endpoint\n" || data != `data: {"source":"web","url":"`+deadURL+`","state":"open"}`+"\n" {
 		t.Errorf("endpoint event: %q %q", ev, data)
+	}
+	b.insp.Stored("web", 100)
+	if ev, data := next(); ev != "event: stored\n" || data != `data: {"messages":100,"source":"web"}`+"\n" {
+		t.Errorf("stored event: %q %q", ev, data)
 	}
 	// Close ends the stream, so that a server shutting down does not wait.
 	b.insp.Close()

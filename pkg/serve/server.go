@@ -189,7 +189,7 @@ func (s *Server) build(ctx context.Context) error {
 	// what it has room for (forwarder.Ingest).
 	s.collector, err = collector.New(collector.Config{
 		Sources: sources, Store: s.forwarder, Now: s.opts.Now,
-		OnStored: func(source string, msgs []store.Message) { s.metrics.Ingested(source, len(msgs)) },
+		OnStored: func(source string, msgs []store.Message) { s.stored(source, len(msgs)) },
 		OnError:  func(status int, err error) { s.log.Warn("collect", "status", status, "err", err) },
 	})
 	if err != nil {
@@ -213,8 +213,16 @@ func (s *Server) build(ctx context.Context) error {
 // queued counts n messages that the collector or the admin API committed
 // for source, and wakes the forwarder for them.
 func (s *Server) queued(source string, n int) {
-	s.metrics.Ingested(source, n)
+	s.stored(source, n)
 	s.forwarder.Notify(source)
+}
+
+// stored counts n messages stored for source, and tells the inspector.
+func (s *Server) stored(source string, n int) {
+	s.metrics.Ingested(source, n)
+	if s.ui != nil {
+		s.ui.Stored(source, n)
+	}
 }
 
 func owner() string {

@@ -1067,8 +1067,9 @@ function startServe() {
   const refresh = throttle(() => { loadDeliveries(true).catch(report); loadStats().catch(report); }, 1000);
   const refreshStats = throttle(() => loadStats().catch(report), 1000);
   const refreshOpen = throttle(() => { if (S.open != null) openDelivery(S.open, true).catch(report); }, 1000);
-  S.events = connectEvents(['attempt', 'endpoint'], (name, ev) => {
+  S.events = connectEvents(['attempt', 'endpoint', 'stored'], (name, ev) => {
     if (name === 'endpoint') { markEndpoint(ev); refreshStats(); return; }
+    if (name === 'stored') { refresh(); return; }
     refresh();
     // Only the delivery on screen is re-read, so a reader is not disturbed.
     if (ev.delivery === S.open) refreshOpen();
