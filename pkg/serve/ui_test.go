@@ -180,10 +180,13 @@ func TestUIRetriesFailedDeliveries(t *testing.T) {
 		t.Errorf("failed delivery: %+v", d)
 	}
 
-	// Three attempts were streamed, one per delivery. The endpoints'
-	// states may come first: Run records them, closed, as it starts.
+	// Three attempts were streamed, one per delivery, and the batches
+	// stored were told (before or after their attempts: those start at
+	// ingest). The endpoints' states may come first: Run records them,
+	// closed, as it starts.
 	seen := map[int64]inspector.AttemptEvent{}
-	for n := 0; n < 3; {
+	stored := 0
+	for n := 0; n < 3 || stored == 0; {
 		ev, _ := events.ReadString('\n')
 		data, _ := events.ReadString('\n')
 		events.ReadString('\n')
@@ -193,6 +196,10 @@ func TestUIRetriesFailedDeliveries(t *testing.T) {
 			if err := json.Unmarshal([]byte(data), &e); err != nil || e.State != store.EndpointClosed {
 				t.Errorf("endpoint event %q: %v", data, err)
 			}
+			continue
+		}
+		if ev == "event: stored\n" {
+			stored++
 			continue
 		}
 		var a inspector.AttemptEvent
