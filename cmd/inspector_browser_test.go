@@ -1,0 +1,367 @@
+package cmd
+
+import (
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+	"github.com/chromedp/chromedp/kb"
+	"github.com/evfwd/evfwd/pkg/signature"
+)
+
+// The inspector in a real browser (issue 19): `evfwd listen --ui` and
+// `evfwd serve --ui` run in-process, real webhooks reach them, and a
+// headless Chromium drives the page through the hooks the page keeps
+// stable (ids and data- attributes). See browser_helpers_test.go.
+
+// row selects the list's row of request id.
+func row(id int) string { return fmt.Sprintf(`#requests tbody tr[data-id="%d"]`, id) }
+
+// rowsAre is a JavaScript test that the list shows exactly these ids, in
+// this order.
+func rowsAre(ids ...int) string {
+	s := make([]string, len(ids))
+	for i, id := range ids {
+		s[i] = fmt.Sprint(id)
+	}
+	return fmt.Sprintf(`[...document.querySelectorAll('#requests tbody tr[data-id]')].map(r => r.dataset.id).join(',') === %s`, jsString(strings.Join(s, ",")))
+}
+
+// detailOpen is a JavaScript test that #detail shows request id with its
+// check steps loaded.
+func detailOpen(id int) string {
+	return fmt.Sprintf(`(d => d && !d.hidden && d.dataset.id === '%d' && d.querySelector('#check-steps li'))(document.querySelector('#detail'))`, id)
+}
+
+func TestBrowserListenShowsAWebhookWithinASecond(t *testing.T) {
+	l, ui := startListenUI(t, testFactory(t, "", false, nil), "--secret", listenSecret)
+	p := newPage(t)
+	p.open(ui)
+	p.waitFor("the empty list", `document.querySelector('#empty') && !document.querySelector('#empty').hidden`)
+
+	sends := []struct {
+		name string
+		send func()
+		typ  string
+	}{
+		{"evfwd trigger track", func() {
+			res := execute(t, testFactory(t, "", false, nil), "trigger", "track", "--url", l.URL, "--secret", listenSecret, "--event", "Order Completed")
+			if res.Code != 0 {
+				t.Fatalf("trigger: %+v", res)
+			}
+		}, "track"},
+		{"a signed identify", func() { l.post(t, "/", identifyMsg, signHex(t, listenSecret, identifyMsg)) }, "identify"},
+		{"evfwd trigger page", func() {
+			if res := execute(t, testFactory(t, "", false, nil), "trigger", "page", "--url", l.URL, "--secret", listenSecret); res.Code != 0 {
+				t.Fatalf("trigger: %+v", res)
+			}
+		}, "page"},
+	}
+	for i, s := range sends {
+		id := i + 1
+		s.send()
+		answered := time.Now() // the request has been answered
+		p.waitForWithin(s.name+" listed", fmt.Sprintf(`document.querySelector(%s)`, jsString(row(id))), time.Second)
+		took := time.Since(answered)
+		if took >= time.Second {
+			t.Errorf("%s: listed %v after it was answered, want under 1s", s.name, took)
+		}
+		t.Logf("%s: listed %v after it was answered", s.name, took.Round(time.Millisecond))
+		if got := eval[[]string](p, fmt.Sprintf(`(r => [r.dataset.verdict, r.dataset.type])(document.querySelector(%s))`, jsString(row(id)))); got[0] != "valid" || got[1] != s.typ {
+			t.Errorf("%s: row has data-verdict, data-type %q, want valid, %s", s.name, got, s.typ)
+		}
+	}
+	p.waitFor("newest first", rowsAre(3, 2, 1))
+	p.assertQuiet()
+}
+
+func TestBrowserListenShowsWhyASignatureFailed(t *testing.T) {
+	l, ui := startListenUI(t, testFactory(t, "", false, nil), "--secret", listenSecret)
+	l.post(t, "/", trackMsg, signHex(t, listenSecret, trackMsg))
+	p := newPage(t)
+	p.open(ui)
+	p.waitFor("the first request", `document.querySelector(`+jsString(row(1))+`)`)
+	// Arriving while the page is open, and before it was opened, alike.
+	l.post(t, "/", trackMsg, signHex(t, "not the secret", trackMsg)) // 2: mismatch
+	l.post(t, "/", identifyMsg, "")                                  // 3: no signature
+
+	api := map[int]string{} // id → the reason the API gives
+	for _, r := range uiRequests(t, ui) {
+		sig, _ := r["signature"].(map[string]any)
+		api[int(r["id"].(float64))], _ = sig["reason"].(string)
+	}
+	if api[2] != "mismatch" {
+		t.Fatalf("the API gives request 2 the reason %q, want mismatch", api[2])
+	}
+	for _, id := range []int{2, 3} {
+		p.waitFor(fmt.Sprintf("request %d's verdict", id), fmt.Sprintf(`(r => r && r.dataset.verdict === 'invalid' && r.querySelector('.verdict').innerText.includes(%s))(document.querySelector(%s))`, jsString(api[id]), jsString(row(id))))
+	}
+	if v := p.text(row(1) + " .verdict"); strings.Contains(v, "mismatch") {
+		t.Errorf("the valid request's verdict reads %q", v)
+	}
+
+	p.click(row(2))
+	p.waitFor("request 2's check", detailOpen(2))
+	failed := eval[[]string](p, `[...document.querySelectorAll('#check-steps li[data-ok="false"]')].map(li => li.innerText)`)
+	if len(failed) == 0 || !strings.Contains(strings.Join(failed, "\n"), "mismatch") {
+		t.Errorf("failed check steps %q, want one that says mismatch", failed)
+	}
+	if n := p.count(`#check-steps li[data-ok="true"]`); n == 0 {
+		t.Errorf("no check step passed; the scheme and header steps should")
+	}
+	if steps := p.text("#check-steps"); strings.Contains(steps, listenSecret) {
+		t.Errorf("the check steps show the secret: %q", steps)
+	}
+	p.assertQuiet()
+}
+
+func TestBrowserListenReplaysToASecondReceiver(t *testing.T) {
+	l, ui := startListenUI(t, testFactory(t, "", false, nil), "--secret", listenSecret)
+	second, ui2 := startListenUI(t, testFactory(t, "", false, nil), "--secret", listenSecret)
+	// Signed with another secret: only a re-signed replay is valid.
+	if status := l.post(t, "/hooks", identifyMsg, signHex(t, "an old secret", identifyMsg)); status != http.StatusUnauthorized {
+		t.Fatalf("listen answered %d", status)
+	}
+	p := newPage(t)
+	p.open(ui)
+	p.click(row(1))
+	p.waitFor("the detail", detailOpen(1))
+
+	p.typeInto("#replay-url", second.URL)
+	p.click("#replay")
+	p.waitFor("the replay's answer", `document.querySelector('#replay-result')?.dataset.status === '401'`)
+	if got := p.text("#replay-result"); !strings.Contains(got, "401") || !strings.Contains(got, second.URL) {
+		t.Errorf("#replay-result after a replay as captured: %q", got)
+	}
+
+	p.click("#replay-resign")
+	p.click("#replay")
+	p.waitFor("the re-signed replay's answer", `document.querySelector('#replay-result')?.dataset.status === '200'`)
+	if got := p.text("#replay-result"); !strings.Contains(got, "200") {
+		t.Errorf("#replay-result after a re-signed replay: %q", got)
+	}
+
+	got := uiRequests(t, ui2)
+	if len(got) != 2 {
+		t.Fatalf("the second receiver got %d requests, want 2: %v", len(got), got)
+	}
+	verdict := func(r map[string]any) string {
+		s, _ := r["signature"].(map[string]any)
+		v, _ := s["verdict"].(string)
+		return v
+	}
+	if verdict(got[1]) != "invalid" || verdict(got[0]) != "valid" || got[0]["messageId"] != "m2" {
+		t.Errorf("the second receiver got (newest first) %v", got)
+	}
+	// The page shows the replay's arrival at its own listen not at all:
+	// it went to the second one.
+	if n := p.count("#requests tbody tr[data-id]"); n != 1 {
+		t.Errorf("the first listen's page lists %d requests, want 1", n)
+	}
+	p.assertQuiet()
+}
+
+func TestBrowserListenKeyboardAndFilters(t *testing.T) {
+	l, ui := startListenUI(t, testFactory(t, "", false, nil), "--secret", listenSecret)
+	l.post(t, "/", trackMsg, signHex(t, listenSecret, trackMsg))           // 1
+	l.post(t, "/", identifyMsg, signHex(t, listenSecret, identifyMsg))     // 2
+	l.post(t, "/", badTrackMsg, signHex(t, "not the secret", badTrackMsg)) // 3
+	p := newPage(t)
+	p.open(ui)
+	p.waitFor("three requests", rowsAre(3, 2, 1))
+
+	focused := func(id int) string {
+		return fmt.Sprintf(`document.activeElement && document.activeElement.matches(%s)`, jsString(row(id)))
+	}
+	// j, from anywhere, lands on the list's first row.
+	p.keys("j")
+	p.waitFor("the newest row focused", focused(3))
+	p.keys(kb.ArrowDown)
+	p.waitFor("ArrowDown to the next row", focused(2))
+	p.keys("j")
+	p.waitFor("j to the next row", focused(1))
+	p.keys("k")
+	p.waitFor("k back up", focused(2))
+	p.keys(kb.Enter)
+	p.waitFor("Enter opens the focused request", detailOpen(2))
+	// With the detail open, moving along the list follows in the detail.
+	p.keys(kb.ArrowDown)
+	p.waitFor("the detail following the focus", detailOpen(1))
+	p.keys(kb.Escape)
+	p.waitFor("Escape closes the detail", `document.querySelector('#detail').hidden`)
+	p.waitFor("the focus back on the row", focused(1))
+
+	p.keys("/")
+	p.waitFor("/ focuses the text filter", `document.activeElement?.id === 'filter-text'`)
+	p.keys("u_7")
+	p.waitFor("the text filter narrowing the list", rowsAre(2))
+	p.keys(kb.Escape)
+	p.waitFor("Escape clearing the text filter", rowsAre(3, 2, 1))
+
+	p.choose("#filter-verdict", "invalid")
+	p.waitFor("the verdict filter narrowing the list", rowsAre(3))
+	p.choose("#filter-verdict", "")
+	p.choose("#filter-type", "identify")
+	p.waitFor("the type filter narrowing the list", rowsAre(2))
+	p.choose("#filter-type", "track")
+	p.choose("#filter-verdict", "valid")
+	p.waitFor("both filters", rowsAre(1))
+	// A request that arrives while filtered shows only when it matches.
+	l.post(t, "/", identifyMsg, signHex(t, listenSecret, identifyMsg)) // 4
+	l.post(t, "/", trackMsg, signHex(t, listenSecret, trackMsg))       // 5
+	p.waitFor("a matching arrival, and not the other", rowsAre(5, 1))
+	p.assertQuiet()
+}
+
+func TestBrowserListenComparesTwoRequests(t *testing.T) {
+	l, ui := startListenUI(t, testFactory(t, "", false, nil), "--secret", listenSecret)
+	other := strings.Replace(trackMsg, `"userId":"u_42"`, `"userId":"u_43"`, 1)
+	l.post(t, "/", trackMsg, signHex(t, listenSecret, trackMsg))
+	l.post(t, "/", other, signHex(t, listenSecret, other))
+	p := newPage(t)
+	p.open(ui)
+	p.waitFor("two requests", rowsAre(2, 1))
+	p.waitFor("Compare disabled until two are ticked", `document.querySelector('#compare').disabled`)
+	p.click(row(1) + " input.compare")
+	p.click(row(2) + " input.compare")
+	p.waitFor("Compare enabled", `!document.querySelector('#compare').disabled`)
+	p.click("#compare")
+	p.waitFor("the diff", `(d => d && !d.hidden && d.querySelector('.paths li'))(document.querySelector('#diff'))`)
+	// The body's paths, then the headers'.
+	changed := eval[[][]string](p, `[...document.querySelectorAll('#diff .paths')].map(ul => [...ul.querySelectorAll('li.d-chg code')].map(c => c.innerText))`)
+	if want := [][]string{{"userId"}, {"X-Signature"}}; fmt.Sprint(changed) != fmt.Sprint(want) {
+		t.Errorf("the diff says changed: %q, want %q", changed, want)
+	}
+	if d := p.text("#diff"); !strings.Contains(d, "u_42") || !strings.Contains(d, "u_43") {
+		t.Errorf("the diff does not show both values: %q", d)
+	}
+	p.keys(kb.Escape)
+	p.waitFor("Escape closes the diff", `document.querySelector('#diff').hidden`)
+	p.assertQuiet()
+}
+
+// TestBrowserListenIsQuiet uses every part of the listen page and fails
+// on any console error, uncaught exception or CSP violation; then it
+// checks that a violation would have been seen.
+func TestBrowserListenIsQuiet(t *testing.T) {
+	l, ui := startListenUI(t, testFactory(t, "", false, nil), "--secret", listenSecret)
+	resp, err := http.Get(ui)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if csp := resp.Header.Get("Content-Security-Policy"); !strings.Contains(csp, "default-src 'self'") {
+		t.Fatalf("the page's Content-Security-Policy is %q", csp)
+	}
+
+	l.post(t, "/hooks", trackMsg, signHex(t, listenSecret, trackMsg))                                                                       // 1
+	l.post(t, "/hooks", "not json\n", signHex(t, listenSecret, "not json\n"))                                                               // 2
+	l.post(t, "/hooks", "\x00\x01\xfe binary", signHex(t, listenSecret, "\x00\x01\xfe binary"))                                             // 3
+	l.post(t, "/hooks", identifyMsg, signHex(t, "not the secret", identifyMsg))                                                             // 4
+	l.postFields(t, "/hooks", trackMsg, listenSigned(t, signature.Stripe, listenSecret, trackMsg, signature.Params{Timestamp: time.Now()})) // 5
+	p := newPage(t)
+	p.open(ui)
+	p.waitFor("five requests", rowsAre(5, 4, 3, 2, 1))
+	for id := 1; id <= 5; id++ {
+		p.click(row(id))
+		p.waitFor(fmt.Sprintf("request %d's detail", id), detailOpen(id))
+		p.waitFor("the body", `document.querySelector('#body-note')?.innerText !== ''`)
+		p.click("#show-raw")
+		p.waitFor("the raw bytes", `document.querySelector('#show-raw').getAttribute('aria-pressed') === 'true'`)
+	}
+	// Copy as curl: to the clipboard, or into a box to copy from.
+	p.click("#copy-curl")
+	p.waitFor("the curl command", `document.querySelector('#toast')?.innerText.includes('copied') || document.querySelector('.copy-box')?.value.startsWith('printf ') || document.querySelector('.copy-box')?.value.includes('curl ')`)
+	href := eval[string](p, `document.querySelector('#download-request').href`)
+	resp, err = http.Get(href)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if !strings.HasPrefix(string(b), "POST /hooks HTTP/1.1") || !strings.Contains(resp.Header.Get("Content-Disposition"), "request-5.http") {
+		t.Errorf("#download-request gives %q, %q", resp.Header.Get("Content-Disposition"), b)
+	}
+	// Replay to where it goes by default: listen itself.
+	p.click("#replay")
+	p.waitFor("the replay's answer", `document.querySelector('#replay-result')?.dataset.status`)
+	p.waitFor("the replay listed", `document.querySelector(`+jsString(row(6))+`)`)
+	p.click(row(1) + " input.compare")
+	p.click(row(4) + " input.compare")
+	p.click("#compare")
+	p.waitFor("the diff", `(d => d && !d.hidden && d.querySelector('.paths'))(document.querySelector('#diff'))`)
+	p.keys(kb.Escape)
+	p.do("reload", chromedp.Reload())
+	p.waitFor("the requests after a reload", rowsAre(6, 5, 4, 3, 2, 1))
+	p.waitFor("the live stream after a reload", `document.querySelector('#live')?.dataset.state === 'open'`)
+	p.assertQuiet()
+	if t.Failed() {
+		return
+	}
+
+	// Would a violation have shown? An inline script is one.
+	eval[chromedp.Void](p, `document.head.append(Object.assign(document.createElement('script'), {textContent: 'window.evfwdInline = 1'}))`)
+	p.flush()
+	var seen bool
+	for _, m := range p.problems() {
+		seen = seen || strings.Contains(m.Text, "Content Security Policy")
+	}
+	if !seen || eval[bool](p, `window.evfwdInline === 1`) {
+		t.Errorf("an inline script was not reported as a CSP violation; the console holds: %s", p.consoleSoFar())
+	}
+}
+
+// startListenUINow is startListenUI on the wall clock, for pictures that
+// show today's times.
+func startListenUINow(t *testing.T, args ...string) (*listening, string) {
+	t.Helper()
+	uiURL := make(chan string, 1)
+	l := startListenTuned(t, testFactory(t, "", false, nil), func(o *ListenOptions) {
+		o.Now = time.Now
+		o.uiReady = func(url string) { uiURL <- url }
+	}, append([]string{"--ui", "--ui-addr", "127.0.0.1:0"}, args...)...)
+	return l, <-uiURL
+}
+
+// TestBrowserListenColourSchemes shows a few requests, a bad signature
+// selected with its check, in the light and the dark scheme, and checks
+// that the page follows prefers-color-scheme. With EVFWD_SCREENSHOTS=DIR
+// it saves them as DIR/inspector-listen.png and inspector-listen-dark.png.
+func TestBrowserListenColourSchemes(t *testing.T) {
+	l, ui := startListenUINow(t, "--secret", listenSecret)
+	at := time.Now().UTC()
+	ts := func(d time.Duration) string { return at.Add(d).Format("2006-01-02T15:04:05.000Z") }
+	bodies := []struct{ body, secret string }{
+		{`{"type":"identify","userId":"u_1042","traits":{"email":"ada@example.com","plan":"pro"},"messageId":"a0c1","timestamp":"` + ts(0) + `"}`, listenSecret},
+		{`{"type":"page","userId":"u_1042","name":"Pricing","properties":{"path":"/pricing"},"messageId":"a0c2","timestamp":"` + ts(time.Second) + `"}`, listenSecret},
+		{`{"type":"track","userId":"u_1042","event":"Checkout Started","properties":{"cart":"c_77","total":129.9},"messageId":"a0c3","timestamp":"` + ts(2*time.Second) + `"}`, listenSecret},
+		{`{"type":"track","userId":"u_1042","event":"Order Completed","properties":{"orderId":"o_5531","total":129.9,"currency":"EUR"},"messageId":"a0c4","timestamp":"` + ts(3*time.Second) + `"}`, "last year's secret"},
+		{`{"type":"track","userId":"u_1042","event":"Order Completed","properties":{"orderId":"o_5531","total":129.9,"currency":"EUR"},"messageId":"a0c4","timestamp":"` + ts(3*time.Second) + `"}`, listenSecret},
+		{`{"type":"group","userId":"u_1042","groupId":"acme","traits":{"name":"Acme Corp","seats":40},"messageId":"a0c5","timestamp":"` + ts(4*time.Second) + `"}`, listenSecret},
+	}
+	for _, b := range bodies {
+		l.post(t, "/hooks", b.body, signHex(t, b.secret, b.body))
+	}
+	p := newPage(t)
+	p.open(ui)
+	p.waitFor("the requests", rowsAre(6, 5, 4, 3, 2, 1))
+	p.click(row(4))
+	p.waitFor("the bad signature's check", detailOpen(4)+` && document.querySelector('#check-steps li[data-ok="false"]')`)
+	p.waitFor("the body", `document.querySelector('#body-note')?.innerText !== ''`)
+
+	background := `getComputedStyle(document.body).backgroundColor`
+	p.colorScheme("light")
+	light := eval[string](p, background)
+	p.screenshot("inspector-listen.png")
+	p.colorScheme("dark")
+	dark := eval[string](p, background)
+	p.screenshot("inspector-listen-dark.png")
+	if light == dark {
+		t.Errorf("the page's background is %s in the light and in the dark scheme", light)
+	}
+	p.assertQuiet()
+}
