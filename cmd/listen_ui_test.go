@@ -91,4 +91,3 @@ func TestListenUIAddrInUse(t *testing.T) {
 		t.Errorf("listen --ui-addr on a taken port: %v (exit %d)", err, cli.ExitCode(err))
 	}
 }
-

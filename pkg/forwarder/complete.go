@@ -79,7 +79,7 @@ func (f *Forwarder) record(group []finishing, err error) {
 			continue
 		}
 		if f.cfg.Observer != nil {
-			f.cfg.Observer.Finished(x.l.source, x.c.Status, x.retry)
+			f.cfg.Observer.Finished(x.l.source, x.c.ID, x.c.Status, x.retry)
 		}
 		lvl := slog.LevelDebug
 		if x.c.Status == store.Dead || x.c.Status == store.Failed {

@@ -57,7 +57,7 @@ type Observer interface {
 	Attempt(source string, delivery int64, a webhook.Attempt)
 	// Finished reports the status a delivery took after one delivery
 	// attempt; retry is true when another attempt is scheduled.
-	Finished(source string, status store.Status, retry bool)
+	Finished(source string, delivery int64, status store.Status, retry bool)
 }
 
 // Config configures a Forwarder.

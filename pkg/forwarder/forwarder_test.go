@@ -290,7 +290,7 @@ func (o *observer) Attempt(source string, delivery int64, a webhook.Attempt) {
 	o.attempts = append(o.attempts, attemptSeen{source, delivery, a.Endpoint, a.Status, a.Outcome, a.Then})
 }
 
-func (o *observer) Finished(source string, status store.Status, retry bool) {
+func (o *observer) Finished(source string, _ int64, status store.Status, retry bool) {
 	if o.hold != nil {
 		o.entered <- struct{}{}
 		<-o.hold
@@ -335,9 +335,9 @@ func (a announcer) Attempt(source string, delivery int64, at webhook.Attempt) {
 	a.changed.Fire()
 }
 
-func (a announcer) Finished(source string, status store.Status, retry bool) {
+func (a announcer) Finished(source string, delivery int64, status store.Status, retry bool) {
 	if a.next != nil {
-		a.next.Finished(source, status, retry)
+		a.next.Finished(source, delivery, status, retry)
 	}
 	a.changed.Fire()
 }

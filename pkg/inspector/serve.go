@@ -455,8 +455,20 @@ func (s *Serve) Stored(source string, n int) {
 	}
 }
 
-// Finished implements forwarder.Observer; the attempts say it all.
-func (s *Serve) Finished(string, store.Status, bool) {}
+// Finished implements forwarder.Observer: a delivery's new status is on
+// record, so the pages read it now (an attempt's event comes before).
+func (s *Serve) Finished(source string, delivery int64, status store.Status, _ bool) {
+	if s.hub.watched() {
+		s.publish("delivery", DeliveryEvent{ID: delivery, Source: source, Status: status})
+	}
+}
+
+// DeliveryEvent is the data of an event "delivery".
+type DeliveryEvent struct {
+	ID     int64        `json:"id"`
+	Source string       `json:"source"`
+	Status store.Status `json:"status"`
+}
 
 // EndpointState implements forwarder.EndpointObserver.
 func (s *Serve) EndpointState(source, url string, state store.Health) {

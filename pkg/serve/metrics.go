@@ -128,7 +128,7 @@ func (m *Metrics) Attempt(source string, _ int64, a webhook.Attempt) {
 }
 
 // Finished implements forwarder.Observer.
-func (m *Metrics) Finished(source string, status store.Status, retry bool) {
+func (m *Metrics) Finished(source string, _ int64, status store.Status, retry bool) {
 	s := m.source(source)
 	switch {
 	case retry:

@@ -166,7 +166,7 @@ func TestMetricsStoreDown(t *testing.T) {
 	st.Close()
 	m := serve.NewMetrics("web")
 	m.Ingested("web", 3)
-	m.Finished("web", store.Dead, false)
+	m.Finished("web", 1, store.Dead, false)
 	srv := httptest.NewServer(m.Handler(st, nil, nil))
 	defer srv.Close()
 	mfs := scrape(t, srv.URL)

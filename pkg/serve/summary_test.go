@@ -56,9 +56,9 @@ func TestLogSummaries(t *testing.T) {
 			t.Errorf("idle minute logged %q", got)
 		}
 		m.Ingested("web", 3)
-		m.Finished("web", store.Delivered, false)
-		m.Finished("web", store.Pending, true)
-		m.Finished("web", store.Dead, false)
+		m.Finished("web", 1, store.Delivered, false)
+		m.Finished("web", 1, store.Pending, true)
+		m.Finished("web", 1, store.Dead, false)
 		m.EndpointState("web", "https://hooks.example.com/a", store.EndpointOpen)
 		want := "level=INFO msg=summary last=1m0s ingested=3 delivered=1 retrying=1 failed=1 failing_endpoints=1\n"
 		if got := step(); got != want {

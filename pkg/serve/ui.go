@@ -92,9 +92,9 @@ func (o observers) Attempt(source string, delivery int64, a webhook.Attempt) {
 	}
 }
 
-func (o observers) Finished(source string, status store.Status, retry bool) {
+func (o observers) Finished(source string, delivery int64, status store.Status, retry bool) {
 	for _, x := range o {
-		x.Finished(source, status, retry)
+		x.Finished(source, delivery, status, retry)
 	}
 }
 

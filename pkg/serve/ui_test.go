@@ -180,13 +180,13 @@ func TestUIRetriesFailedDeliveries(t *testing.T) {
 		t.Errorf("failed delivery: %+v", d)
 	}
 
-	// Three attempts were streamed, one per delivery, and the batches
-	// stored were told (before or after their attempts: those start at
-	// ingest). The endpoints' states may come first: Run records them,
+	// Three attempts were streamed, one per delivery, then each
+	// delivery's outcome once recorded, and the batches stored were told
+	// (before or after their attempts: those start at ingest). The endpoints' states may come first: Run records them,
 	// closed, as it starts.
 	seen := map[int64]inspector.AttemptEvent{}
-	stored := 0
-	for n := 0; n < 3 || stored == 0; {
+	stored, finished := 0, 0
+	for n := 0; n < 3 || stored == 0 || finished < 3; {
 		ev, _ := events.ReadString('\n')
 		data, _ := events.ReadString('\n')
 		events.ReadString('\n')
@@ -200,6 +200,14 @@ func TestUIRetriesFailedDeliveries(t *testing.T) {
 		}
 		if ev == "event: stored\n" {
 			stored++
+			continue
+		}
+		if ev == "event: delivery\n" {
+			var d inspector.DeliveryEvent
+			if err := json.Unmarshal([]byte(data), &d); err != nil || d.Status != store.Failed && d.Status != store.Delivered {
+				t.Errorf("delivery event %q: %v", data, err)
+			}
+			finished++
 			continue
 		}
 		var a inspector.AttemptEvent

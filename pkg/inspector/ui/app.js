@@ -1067,12 +1067,15 @@ function startServe() {
   const refresh = throttle(() => { loadDeliveries(true).catch(report); loadStats().catch(report); }, 1000);
   const refreshStats = throttle(() => loadStats().catch(report), 1000);
   const refreshOpen = throttle(() => { if (S.open != null) openDelivery(S.open, true).catch(report); }, 1000);
-  S.events = connectEvents(['attempt', 'endpoint', 'stored'], (name, ev) => {
+  S.events = connectEvents(['attempt', 'delivery', 'endpoint', 'stored'], (name, ev) => {
     if (name === 'endpoint') { markEndpoint(ev); refreshStats(); return; }
     if (name === 'stored') { refresh(); return; }
     refresh();
     // Only the delivery on screen is re-read, so a reader is not disturbed.
-    if (ev.delivery === S.open) refreshOpen();
+    // An attempt's event comes before its outcome is on record; the
+    // delivery's event, after.
+    const id = name === 'delivery' ? ev.id : ev.delivery;
+    if (id === S.open) refreshOpen();
   }, () => { refresh(); refreshOpen(); });
   loadDeliveries(false).catch(report);
   loadStats().catch(report);
@@ -1214,7 +1217,12 @@ function renderDeliveries() {
   const tbody = $('#deliveries tbody');
   const focused = document.activeElement && document.activeElement.closest && document.activeElement.closest('#deliveries tr[data-id]');
   const keep = focused ? focused.dataset.id : (tbody.querySelector('tr[tabindex="0"]') || {dataset: {}}).dataset.id;
-  replace(tbody, S.deliveries.map(deliveryRow));
+  // A live refresh keeps the rows that did not change, and the DOM is
+  // not touched when none did: a click pressed on a row while the list
+  // is redrawn would reach no row.
+  const rows = S.deliveries.map(reuseRow);
+  if (rows.length !== tbody.children.length || rows.some((r, i) => tbody.children[i] !== r)) replace(tbody, rows);
+  S.rowCache = new Map(rows.map(r => [Number(r.dataset.id), r]));
   ensureRoving(tbody, keep);
   if (focused) { const row = tbody.querySelector('tr[data-id="' + keep + '"]'); if (row) row.focus(); }
   $('#load-more').hidden = S.next == null;
@@ -1223,6 +1231,17 @@ function renderDeliveries() {
   const empty = $('#empty');
   empty.hidden = n > 0;
   if (!n) replace(empty, h('p', {text: S.filter.source || S.filter.status || S.filter.endpoint ? 'No delivery matches the filters.' : 'No deliveries yet.'}));
+}
+
+// reuseRow returns d's row as drawn before when d is unchanged, else a new
+// one. (Which row is open is marked on the rows in place.)
+function reuseRow(d) {
+  const key = JSON.stringify(d);
+  const old = S.rowCache && S.rowCache.get(d.id);
+  if (old && old.rowKey === key) return old;
+  const row = deliveryRow(d);
+  row.rowKey = key;
+  return row;
 }
 
 function deliveryRow(d) {
