@@ -3,6 +3,7 @@ package cmd
 import (
 	"context"
 	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -240,9 +241,13 @@ func listenRun(opts *ListenOptions) error {
 	tally := newTally(opts.Count, opts.Type)
 	var insp *inspector.Listen
 	if opts.UI {
+		cas, err := trustOwnCert(opts.TLSCert)
+		if err != nil {
+			return err
+		}
 		insp = inspector.NewListen(inspector.ListenConfig{
 			ForwardTo: opts.ForwardTo, Scheme: opts.scheme, Secrets: secrets, Tolerance: tolerance,
-			Record: opts.Record, Version: opts.Version, Now: opts.Now,
+			Record: opts.Record, Version: opts.Version, Now: opts.Now, RootCAs: cas,
 		})
 		if err := loadRecord(insp, opts.Record); err != nil {
 			return err
@@ -396,6 +401,24 @@ func loadRecord(insp *inspector.Listen, path string) error {
 		return fmt.Errorf("--record %s: %w", path, err)
 	}
 	return nil
+}
+
+// trustOwnCert returns the system's roots and the --tls-cert certificate,
+// so that the inspector's replays to listen itself verify; nil without one.
+func trustOwnCert(certFile string) (*x509.CertPool, error) {
+	if certFile == "" {
+		return nil, nil
+	}
+	pem, err := os.ReadFile(certFile)
+	if err != nil {
+		return nil, cli.UsageErrorf("--tls-cert: %v", err)
+	}
+	pool, err := x509.SystemCertPool()
+	if err != nil {
+		pool = x509.NewCertPool()
+	}
+	pool.AppendCertsFromPEM(pem)
+	return pool, nil
 }
 
 // serveInspector opens --ui-addr and serves the inspector there, saying

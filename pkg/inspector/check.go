@@ -73,6 +73,8 @@ func (l *Listen) explain(rec *receiver.Record) Check {
 	switch {
 	case res.Reason == signature.ReasonScheme:
 		add("scheme", no, "expected %s (--scheme); the request is signed the %s way", res.Scheme, res.Other)
+	case res.Reason == signature.ReasonMissing && res.Scheme == signature.Auto:
+		add("scheme", no, "the request carries no signature header of any scheme evfwd knows")
 	case res.Reason == signature.ReasonMissing:
 		add("scheme", no, "%s: the request carries no %s signature header", res.Scheme, res.Scheme)
 	case l.cfg.Scheme == signature.Auto:

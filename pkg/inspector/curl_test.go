@@ -62,7 +62,7 @@ func FuzzCurlCommand(f *testing.F) {
 		if strings.TrimSpace(value) == "" {
 			wantSig = "X-Signature;"
 		}
-		want := []string{"-sS", "-X", "POST", target, "-H", "Content-Type: application/json", "-H", wantSig, "--data-binary", "@-"}
+		want := []string{"-sS", "--globoff", "-X", "POST", target, "-H", "Content-Type: application/json", "-H", wantSig, "--data-binary", "@-"}
 		if strings.Join(args, "\x00") != strings.Join(want, "\x00") {
 			t.Fatalf("curl got %q, want %q", args, want)
 		}
@@ -76,7 +76,7 @@ func TestCurlWithoutContentTypeSendsNone(t *testing.T) {
 	raw := "a=b"
 	rec := &receiver.Record{Method: "PUT", Path: "/", Headers: map[string]string{"Host": "x", "Content-Length": "3"}, BodyRaw: &raw}
 	args, body := runCurl(t, rec, "http://h/")
-	want := "-sS\x00-X\x00PUT\x00http://h/\x00-H\x00Content-Type:\x00--data-binary\x00@-"
+	want := "-sS\x00--globoff\x00-X\x00PUT\x00http://h/\x00-H\x00Content-Type:\x00--data-binary\x00@-"
 	if strings.Join(args, "\x00") != want || string(body) != raw {
 		t.Errorf("curl got %q and %q", args, body)
 	}

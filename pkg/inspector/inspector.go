@@ -34,9 +34,7 @@ func Assets() http.Handler {
 	files := http.FileServerFS(sub)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		h := w.Header()
-		// The page runs only its own script and style, and is framed by
-		// no one.
-		h.Set("Content-Security-Policy", "default-src 'self'; img-src 'self' data:; frame-ancestors 'none'; base-uri 'none'; form-action 'none'")
+		h.Set("Content-Security-Policy", csp) // also set by guard; Assets may be served alone
 		h.Set("X-Content-Type-Options", "nosniff")
 		h.Set("Referrer-Policy", "no-referrer")
 		h.Set("Cache-Control", "no-cache")
@@ -50,6 +48,10 @@ func Assets() http.Handler {
 		files.ServeHTTP(w, &r2)
 	})
 }
+
+// csp lets the page run only its own script and style, and be framed by no
+// one; on the API's answers it keeps a browser from running any of them.
+const csp = "default-src 'self'; img-src 'self' data:; frame-ancestors 'none'; base-uri 'none'; form-action 'none'"
 
 // newToken returns a fresh random token for CSRF and sessions.
 func newToken() string {
@@ -80,7 +82,11 @@ func newHostCheck(addr string) hostCheck {
 
 func (c hostCheck) allows(hostport string) bool {
 	host, port, err := net.SplitHostPort(hostport)
-	if err != nil || port != c.port {
+	if err != nil {
+		// No port: the scheme's, which for this plain-HTTP server is 80.
+		host, port = strings.Trim(hostport, "[]"), "80"
+	}
+	if port != c.port {
 		return false
 	}
 	host = strings.ToLower(host)
@@ -104,6 +110,8 @@ func DialAddr(addr string) string {
 // the CSRF token csrf gives for the request (403) unless exempt says so.
 func guard(next http.Handler, hosts hostCheck, csrf func(*http.Request) string, exempt func(*http.Request) bool) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("X-Content-Type-Options", "nosniff")
+		w.Header().Set("Content-Security-Policy", csp)
 		if !hosts.allows(r.Host) {
 			writeError(w, http.StatusMisdirectedRequest, "unexpected Host "+quote(r.Host)+": open the inspector at the address evfwd printed")
 			return
@@ -161,6 +169,10 @@ func decodeBody(w http.ResponseWriter, r *http.Request, v any) bool {
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
 		writeError(w, http.StatusBadRequest, "request body: "+err.Error())
+		return false
+	}
+	if dec.More() {
+		writeError(w, http.StatusBadRequest, "request body: more than one JSON value")
 		return false
 	}
 	return true

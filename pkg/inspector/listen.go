@@ -3,6 +3,8 @@ package inspector
 import (
 	"bufio"
 	"bytes"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -13,19 +15,19 @@ import (
 	"sync"
 	"time"
 
+	"github.com/evfwd/evfwd/pkg/rawjson"
 	"github.com/evfwd/evfwd/pkg/receiver"
 	"github.com/evfwd/evfwd/pkg/signature"
 )
 
 // Bounds of what a Listen keeps: the last Keep requests, and no more than
-// KeepBytes of their records. A record over ListBytes is listed and
-// streamed without its body (GET /api/requests/ID has it); one over
-// BodyBytes is kept without it at all (the --record file has it).
+// KeepBytes of their records and bodies (at least the newest one). A
+// record over ListBytes is listed and streamed without its body, which is
+// then kept as bytes beside it (GET /api/requests/ID/body has it).
 const (
 	Keep      = 1000
 	KeepBytes = 64 << 20
 	ListBytes = 1 << 20
-	BodyBytes = 16 << 20
 )
 
 // ListenConfig describes the listen the inspector shows.
@@ -38,8 +40,12 @@ type ListenConfig struct {
 	Tolerance time.Duration
 	Record    string // the --record file, shown on the page
 	Version   string
-	// Client sends replays (default: 30 s timeout, redirects not followed).
+	// Client sends replays (default: 30 s timeout, redirects not followed,
+	// RootCAs trusted).
 	Client *http.Client
+	// RootCAs, when set, are the certificates the default Client trusts:
+	// with --tls-cert, listen's own, so that a replay to itself verifies.
+	RootCAs *x509.CertPool
 	Now    func() time.Time
 }
 
@@ -60,12 +66,14 @@ type Listen struct {
 // entry is one request as kept: its record line with its id.
 type entry struct {
 	id      int64
-	line    []byte // the record, with "id", no newline
-	list    []byte // line, or line without the body when it is large
+	line    []byte // the record, with "id", no newline; without the body when raw holds it
+	raw     []byte // the body's bytes when line is without them
 	typ     string
 	verdict string
-	omitted bool // the body was too large to keep
 }
+
+// size is what e costs to keep.
+func (e *entry) size() int { return len(e.line) + len(e.raw) }
 
 // NewListen returns the inspector for the listen cfg describes.
 func NewListen(cfg ListenConfig) *Listen {
@@ -80,76 +88,133 @@ func NewListen(cfg ListenConfig) *Listen {
 			Timeout:       receiver.DefaultForwardTimeout,
 			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 		}
+		if cfg.RootCAs != nil {
+			tr := http.DefaultTransport.(*http.Transport).Clone()
+			tr.TLSClientConfig = &tls.Config{RootCAs: cfg.RootCAs}
+			cfg.Client.Transport = tr
+		}
 	}
 	return &Listen{cfg: cfg, csrf: newToken(), hub: newHub(), started: cfg.Now()}
 }
 
 // Add keeps r and shows it to the pages watching. It is an
-// receiver.Options.OnRequest hook: r's record line is copied.
+// receiver.Options.OnRequest hook: r's record line and body are copied.
 func (l *Listen) Add(r *receiver.Request) {
-	l.add(r.Line(), r.Type, string(r.Signature.Verdict))
+	l.add(r.Line(), r.Body, r.Type, string(r.Signature.Verdict))
 }
 
-// Load keeps the last Keep records of a --record file, in order, before
-// the requests that arrive now. Lines that are not records are skipped.
+// Load keeps the last records of a --record file (as many as Keep and
+// KeepBytes allow), in order, before the requests that arrive now. Lines
+// that are not records are skipped, as are lines too long to be one.
 func (l *Listen) Load(r io.Reader) error {
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 0, 64<<10), receiver.MaxRecordLine)
-	// Hold only the last Keep lines while the file streams by.
+	// Hold only the last lines while the file streams by.
 	var last [][]byte
-	for sc.Scan() {
-		line := bytes.TrimSpace(sc.Bytes())
+	held := 0
+	err := eachLine(r, receiver.MaxRecordLine, func(line []byte) {
+		line = bytes.TrimSpace(line)
 		if len(line) == 0 || line[0] != '{' {
-			continue
-		}
-		if len(last) == Keep {
-			copy(last, last[1:])
-			last = last[:Keep-1]
+			return
 		}
 		last = append(last, bytes.Clone(line))
-	}
-	if err := sc.Err(); err != nil {
+		held += len(line)
+		for len(last) > Keep || held > KeepBytes && len(last) > 1 {
+			held -= len(last[0])
+			last[0] = nil
+			last = last[1:]
+		}
+	})
+	if err != nil {
 		return err
 	}
 	for _, line := range last {
-		var head struct {
-			Method    string `json:"method"`
-			Type      string `json:"type"`
-			Signature struct {
-				Verdict string `json:"verdict"`
-			} `json:"signature"`
-		}
-		if json.Unmarshal(line, &head) != nil || head.Method == "" {
+		rec, ok := readRecord(line)
+		if !ok {
 			continue
 		}
-		l.add(line, head.Type, head.Signature.Verdict)
+		if bytes.Contains(line, legacyMark) {
+			// An older evfwd's snake_case keys: the page reads today's.
+			line, _ = json.Marshal(rec)
+		}
+		l.add(line, nil, rec.Type, string(rec.Signature.Verdict))
 	}
 	return nil
 }
 
-// add keeps one record line (a JSON object) and publishes it.
-func (l *Listen) add(line []byte, typ, verdict string) {
+// legacyMark is in every record line an evfwd before camelCase wrote.
+var legacyMark = []byte(`"received_at"`)
+
+// readRecord reads one record line, in today's form or an older one.
+func readRecord(line []byte) (*receiver.Record, bool) {
+	if bytes.Contains(line, legacyMark) {
+		for rec, err := range receiver.ReadRecords(bytes.NewReader(line)) {
+			return rec, err == nil
+		}
+		return nil, false
+	}
+	rec := &receiver.Record{}
+	return rec, json.Unmarshal(line, rec) == nil && rec.Method != ""
+}
+
+// eachLine calls fn with each line of r (without its newline). A line
+// longer than limit is skipped, not read into memory.
+func eachLine(r io.Reader, limit int, fn func([]byte)) error {
+	br := bufio.NewReaderSize(r, 64<<10)
+	var line []byte
+	skipping := false
+	for {
+		chunk, err := br.ReadSlice('\n')
+		if !skipping {
+			if len(line)+len(chunk) > limit+1 {
+				skipping, line = true, line[:0]
+			} else {
+				line = append(line, chunk...)
+			}
+		}
+		if err == bufio.ErrBufferFull {
+			continue
+		}
+		if !skipping && len(line) > 0 {
+			fn(bytes.TrimSuffix(line, []byte("\n")))
+		}
+		line, skipping = line[:0], false
+		if err == io.EOF {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+	}
+}
+
+// add keeps one record line (a JSON object) and publishes it. body is the
+// request's body when the caller has it (else it is read from the line,
+// should the line be too large to list).
+func (l *Listen) add(line, body []byte, typ, verdict string) {
 	line = bytes.TrimRight(line, "\n")
 	l.mu.Lock()
 	l.lastID++
 	e := &entry{id: l.lastID, typ: typ, verdict: verdict}
 	e.line = withID(e.id, line)
-	if len(e.line) > BodyBytes {
-		e.line, e.omitted = withoutBody(e.line), true
-	}
-	e.list = e.line
-	if len(e.list) > ListBytes {
-		e.list = withoutBody(e.line)
+	if len(e.line) > ListBytes {
+		if body == nil {
+			if rec, ok := readRecord(line); ok {
+				body = rec.RawBody()
+			}
+		}
+		e.line, e.raw = withoutBody(e.line), bytes.Clone(body)
+		if e.raw == nil {
+			e.raw = []byte{}
+		}
 	}
 	l.entries = append(l.entries, e)
-	l.bytes += len(e.line)
+	l.bytes += e.size()
 	for len(l.entries) > Keep || l.bytes > KeepBytes && len(l.entries) > 1 {
-		l.bytes -= len(l.entries[0].line)
+		l.bytes -= l.entries[0].size()
 		l.entries[0] = nil
 		l.entries = l.entries[1:]
 	}
 	l.mu.Unlock()
-	l.hub.publish("request", e.list)
+	l.hub.publish("request", e.line)
 }
 
 // withID returns the record object line with "id" as its first key.
@@ -176,6 +241,9 @@ func withoutBody(line []byte) []byte {
 	b, _ := json.Marshal(m)
 	return b
 }
+
+// timeMillis is how the API writes times.
+const timeMillis = "2006-01-02T15:04:05.000Z07:00"
 
 // SetURL sets the listen's URL (ListenConfig.URL) once its port is open,
 // before Handler serves.
@@ -210,7 +278,7 @@ func (l *Listen) session(w http.ResponseWriter, r *http.Request) {
 		tol = d.String()
 	}
 	writeJSON(w, http.StatusOK, map[string]any{
-		"mode": "listen", "csrf": l.csrf, "version": l.cfg.Version, "started": l.started.UTC().Format(time.RFC3339Nano),
+		"mode": "listen", "csrf": l.csrf, "version": l.cfg.Version, "started": l.started.UTC().Format(timeMillis),
 		"listen": map[string]any{
 			"url": l.cfg.URL, "forwardTo": l.cfg.ForwardTo, "scheme": l.cfg.Scheme,
 			"secrets": len(l.cfg.Secrets), "tolerance": tol, "record": l.cfg.Record, "keep": Keep,
@@ -221,7 +289,11 @@ func (l *Listen) session(w http.ResponseWriter, r *http.Request) {
 // list answers the kept requests, newest first, narrowed by the query.
 func (l *Listen) list(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
-	typ, verdict, text := q.Get("type"), q.Get("verdict"), strings.ToLower(q.Get("q"))
+	typ, verdict := q.Get("type"), q.Get("verdict")
+	// The record holds text JSON-escaped ("&" as \u0026): so must the
+	// text sought.
+	quoted := rawjson.AppendString(nil, q.Get("q"))
+	text := strings.ToLower(string(quoted[1 : len(quoted)-1]))
 	limit, err := queryInt(q, "limit", Keep)
 	if err != nil {
 		writeError(w, http.StatusBadRequest, err.Error())
@@ -250,7 +322,7 @@ func (l *Listen) list(w http.ResponseWriter, r *http.Request) {
 		case text != "" && !containsFold(e.line, text):
 			continue
 		}
-		out = append(out, e.list)
+		out = append(out, e.line)
 	}
 	l.mu.Unlock()
 	var b bytes.Buffer
@@ -309,15 +381,8 @@ func (l *Listen) find(w http.ResponseWriter, r *http.Request) (*receiver.Record,
 		writeError(w, http.StatusInternalServerError, "request "+strconv.FormatInt(id, 10)+": "+err.Error())
 		return nil, nil
 	}
-	return rec, e
-}
-
-// findWhole is find for the calls that need the whole body.
-func (l *Listen) findWhole(w http.ResponseWriter, r *http.Request) (*receiver.Record, *entry) {
-	rec, e := l.find(w, r)
-	if rec != nil && e.omitted {
-		writeError(w, http.StatusGone, "this body was too large to keep in the inspector: the --record file has it")
-		return nil, nil
+	if e.raw != nil {
+		rec.Body, rec.BodyRaw, rec.BodyBase64 = nil, nil, e.raw // what RawBody answers
 	}
 	return rec, e
 }
@@ -338,7 +403,7 @@ func (l *Listen) detail(w http.ResponseWriter, r *http.Request) {
 }
 
 func (l *Listen) body(w http.ResponseWriter, r *http.Request) {
-	rec, _ := l.findWhole(w, r)
+	rec, _ := l.find(w, r)
 	if rec == nil {
 		return
 	}

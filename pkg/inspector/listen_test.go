@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"os"
 	"os/exec"
 	"strings"
@@ -468,6 +469,56 @@ func TestCopiesVerify(t *testing.T) {
 	}
 }
 
+// Loading a record file holds no more than the inspector keeps: the last
+// records within KeepBytes; a file an older evfwd wrote (snake_case keys)
+// reads as today's.
+func TestLoadIsBounded(t *testing.T) {
+	var file bytes.Buffer
+	big := strings.Repeat("z", 2<<20)
+	for i := range 40 {
+		r := &receiver.Request{ReceivedAt: time.Unix(int64(i), 0), Method: "POST", Path: "/", Header: http.Header{},
+			Body: []byte(big), Signature: receiver.Signature{Verdict: receiver.SigUnchecked}, Status: 200}
+		file.Write(r.AppendJSON(nil))
+	}
+	insp := inspector.NewListen(inspector.ListenConfig{})
+	defer insp.Close()
+	if err := insp.Load(&file); err != nil {
+		t.Fatal(err)
+	}
+	b := serveOnly(t, insp)
+	rs := b.list(t, "")
+	if len(rs) == 0 || len(rs)*len(big) > inspector.KeepBytes || rs[0].ID != int64(len(rs)) {
+		t.Errorf("kept %d records of %d bytes each, newest id %d; want the newest within %d bytes", len(rs), len(big), rs[0].ID, inspector.KeepBytes)
+	}
+
+	var old bytes.Buffer
+	old.WriteString(`{"received_at":"2024-05-01T12:00:05.123Z","method":"POST","path":"/old","headers":{},"size":2,"signature":{"verdict":"unchecked"},"shape":{"ok":false},"duplicate":false,"status":200,"latency_ms":1.5,"body":{}}` + "\n")
+	insp = inspector.NewListen(inspector.ListenConfig{})
+	defer insp.Close()
+	if err := insp.Load(&old); err != nil {
+		t.Fatal(err)
+	}
+	var d struct {
+		Request struct {
+			ReceivedAt time.Time
+			LatencyMs  float64
+		}
+	}
+	serveOnly(t, insp).getJSON(t, "/api/requests/1", &d)
+	if d.Request.ReceivedAt.IsZero() || d.Request.LatencyMs != 1.5 {
+		t.Errorf("an older record reads as %+v", d.Request)
+	}
+}
+
+// serveOnly serves insp's API alone.
+func serveOnly(t *testing.T, insp *inspector.Listen) *bench {
+	srv := httptest.NewUnstartedServer(nil)
+	srv.Config.Handler = insp.Handler(srv.Listener.Addr().String())
+	srv.Start()
+	t.Cleanup(srv.Close)
+	return &bench{ui: srv}
+}
+
 func TestLoadKeepsTheLastRecords(t *testing.T) {
 	var file bytes.Buffer
 	for i := range inspector.Keep + 5 {
@@ -483,11 +534,7 @@ func TestLoadKeepsTheLastRecords(t *testing.T) {
 	if err := insp.Load(&file); err != nil {
 		t.Fatal(err)
 	}
-	srv := httptest.NewUnstartedServer(nil)
-	srv.Config.Handler = insp.Handler(srv.Listener.Addr().String())
-	srv.Start()
-	defer srv.Close()
-	b := &bench{ui: srv}
+	b := serveOnly(t, insp)
 	rs := b.list(t, "")
 	if len(rs) != inspector.Keep || rs[0].ID != inspector.Keep {
 		t.Fatalf("loaded %d, newest id %d; want %d", len(rs), rs[0].ID, inspector.Keep)
@@ -502,7 +549,7 @@ func TestLoadKeepsTheLastRecords(t *testing.T) {
 }
 
 func TestLargeBodiesListedWithout(t *testing.T) {
-	b := newBench(t)
+	b := newBench(t, secret)
 	large := `{"pad":"` + strings.Repeat("x", inspector.ListBytes) + `"}`
 	b.send(t, large)
 	b.send(t, track)
@@ -512,6 +559,45 @@ func TestLargeBodiesListedWithout(t *testing.T) {
 	}
 	if code, body := b.get(t, "/api/requests/1/body"); code != 200 || len(body) != len(large) {
 		t.Errorf("large body: %d, %d bytes", code, len(body))
+	}
+
+	// A body just under the receiver's 5 MB whose record is far larger
+	// (each < and & is six bytes in it): kept, and it replays exactly.
+	xml := strings.Repeat("<a>&amp;</a>", (receiver.DefaultMaxBodyBytes-1000)/12)
+	b.send(t, xml, signature.Header, signature.Sign([]byte(secret), []byte(xml)))
+	if code, body := b.get(t, "/api/requests/3/body"); code != 200 || string(body) != xml {
+		t.Errorf("xml body: %d, %d bytes of %d", code, len(body), len(xml))
+	}
+	if code, res := b.replay(t, `{"id":3}`); code != 200 || res.Status != 200 {
+		t.Errorf("replaying the xml body: %d %+v", code, res)
+	}
+	if r := <-b.received; string(r.Body) != xml || r.Signature.Verdict != receiver.SigValid {
+		t.Errorf("the xml body replayed as %d bytes, %s", len(r.Body), r.Signature.Verdict)
+	}
+}
+
+// What a page searches for is found as it was sent, not as the record
+// escapes it; and a path with escapes is written escaped in the request
+// file.
+func TestSearchAndPathsAsSent(t *testing.T) {
+	b := newBench(t)
+	req, _ := http.NewRequest("POST", b.hook.URL+"/hooks/my%20app?source=shop&env=<test>", strings.NewReader(track))
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	<-b.received
+	b.send(t, identify)
+	if got := ids(b.list(t, "?q="+url.QueryEscape("shop&env=<TEST>"))); len(got) != 1 || got[0] != 1 {
+		t.Errorf("q with & and <: %v, want [1]", got)
+	}
+	_, file := b.get(t, "/api/requests/1/request")
+	if line, _, _ := strings.Cut(string(file), "\r\n"); line != "POST /hooks/my%20app?source=shop&env=<test> HTTP/1.1" {
+		t.Errorf("request line %q", line)
+	}
+	if _, err := http.ReadRequest(bufio.NewReader(bytes.NewReader(file))); err != nil {
+		t.Errorf("request file: %v", err)
 	}
 }
 

@@ -77,7 +77,7 @@ func (l *Listen) replay(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	r.SetPathValue("id", strconv.FormatInt(req.ID, 10))
-	rec, _ := l.findWhole(w, r)
+	rec, _ := l.find(w, r)
 	if rec == nil {
 		return
 	}
@@ -170,12 +170,12 @@ func (l *Listen) resign(h http.Header, rec *receiver.Record, body []byte) (signa
 // requestFile answers the request as an HTTP/1.1 message, the form
 // `evfwd verify --request FILE` reads.
 func (l *Listen) requestFile(w http.ResponseWriter, r *http.Request) {
-	rec, e := l.findWhole(w, r)
+	rec, e := l.find(w, r)
 	if rec == nil {
 		return
 	}
 	body := rec.RawBody()
-	target := rec.Path
+	target := (&url.URL{Path: rec.Path}).EscapedPath()
 	if rec.Query != "" {
 		target += "?" + rec.Query
 	}
@@ -198,7 +198,7 @@ func (l *Listen) requestFile(w http.ResponseWriter, r *http.Request) {
 // curl answers a shell command that sends the request again, headers and
 // body exact, to ?url= or where a replay goes by default.
 func (l *Listen) curl(w http.ResponseWriter, r *http.Request) {
-	rec, _ := l.findWhole(w, r)
+	rec, _ := l.find(w, r)
 	if rec == nil {
 		return
 	}
@@ -221,7 +221,8 @@ func CurlCommand(rec *receiver.Record, target string) string {
 	} else {
 		b.WriteString("printf %s " + shellQuote(base64.StdEncoding.EncodeToString(body)) + " | base64 -d |\n")
 	}
-	b.WriteString("curl -sS -X " + shellQuote(rec.Method) + " " + shellQuote(target))
+	// --globoff: a URL's [] and {} are the URL's, not curl's patterns.
+	b.WriteString("curl -sS --globoff -X " + shellQuote(rec.Method) + " " + shellQuote(target))
 	for _, k := range sentHeaders(rec) {
 		h := k + ": " + rec.Headers[k]
 		if strings.TrimSpace(rec.Headers[k]) == "" {

@@ -298,6 +298,8 @@ type RetryRequest struct {
 	IDs    []int64      `json:"ids,omitempty"`
 	Status store.Status `json:"status,omitempty"`
 	Source string       `json:"source,omitempty"`
+	// Endpoint narrows Status to deliveries with an attempt to this URL.
+	Endpoint string `json:"endpoint,omitempty"`
 }
 
 // retry makes deliveries pending again, as `evfwd deliveries retry` does,
@@ -317,8 +319,8 @@ func (s *Serve) retry(w http.ResponseWriter, r *http.Request) {
 	case req.Status != "" && req.Status != store.Failed && req.Status != store.Dead:
 		writeError(w, http.StatusBadRequest, fmt.Sprintf("status %q: only failed or dead deliveries are retried", req.Status))
 		return
-	case len(req.IDs) > 0 && req.Source != "":
-		writeError(w, http.StatusBadRequest, `"source" goes with "status", not with "ids"`)
+	case len(req.IDs) > 0 && (req.Source != "" || req.Endpoint != ""):
+		writeError(w, http.StatusBadRequest, `"source" and "endpoint" go with "status", not with "ids"`)
 		return
 	}
 	for _, id := range req.IDs {
@@ -327,12 +329,12 @@ func (s *Serve) retry(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	n, err := s.cfg.Store.Retry(r.Context(), req.IDs, store.Filter{Status: req.Status, Source: req.Source}, s.cfg.Now())
+	n, err := s.cfg.Store.Retry(r.Context(), req.IDs, store.Filter{Status: req.Status, Source: req.Source, Endpoint: req.Endpoint}, s.cfg.Now())
 	if err != nil {
 		writeError(w, http.StatusInternalServerError, "retry: "+err.Error())
 		return
 	}
-	s.cfg.Logger.Info("inspector: retry", "ids", len(req.IDs), "status", req.Status, "source", req.Source, "retried", n)
+	s.cfg.Logger.Info("inspector: retry", "ids", len(req.IDs), "status", req.Status, "source", req.Source, "endpoint", req.Endpoint, "retried", n)
 	if n > 0 && s.cfg.Wake != nil {
 		for _, src := range s.cfg.Sources {
 			if src.Webhooks && (req.Source == "" || req.Source == src.Name) {

@@ -424,7 +424,8 @@ func TestServeDeliveries(t *testing.T) {
 }
 
 // Retry is the store's Retry, as `evfwd deliveries retry`: by id, or every
-// failed or dead one (of a source); delivered ones stay. The forwarder is
+// failed or dead one (of a source, with an attempt to an endpoint);
+// delivered ones stay. The forwarder is
 // woken for the sources concerned.
 func TestServeRetry(t *testing.T) {
 	b := newServeBench(t, nil)
@@ -454,8 +455,12 @@ func TestServeRetry(t *testing.T) {
 	if code != 200 || strings.TrimSpace(string(body)) != `{"retried":0}` || status("m2") != store.Dead {
 		t.Errorf("retry dead of app: %d %s, m2 %s", code, body, status("m2"))
 	}
+	code, body = b.retry(t, `{"status":"dead","endpoint":"http://nowhere"}`)
+	if code != 200 || strings.TrimSpace(string(body)) != `{"retried":0}` || status("m2") != store.Dead {
+		t.Errorf("retry dead of an endpoint never tried: %d %s, m2 %s", code, body, status("m2"))
+	}
 	before := len(b.wakes())
-	code, body = b.retry(t, `{"status":"dead","source":"web"}`)
+	code, body = b.retry(t, `{"status":"dead","source":"web","endpoint":"`+okURL+`"}`)
 	if code != 200 || strings.TrimSpace(string(body)) != `{"retried":1}` || status("m2") != store.Pending {
 		t.Errorf("retry dead of web: %d %s, m2 %s", code, body, status("m2"))
 	}
@@ -463,7 +468,8 @@ func TestServeRetry(t *testing.T) {
 		t.Errorf("woken %v, want [web]", got)
 	}
 	for _, bad := range []string{`{}`, `{"ids":[1],"status":"failed"}`, `{"status":"delivered"}`, `{"status":"pending"}`,
-		`{"ids":[0]}`, `{"ids":[1],"source":"web"}`, `{"idz":[1]}`, `not json`} {
+		`{"ids":[0]}`, `{"ids":[1],"source":"web"}`, `{"ids":[1],"endpoint":"` + okURL + `"}`, `{"idz":[1]}`, `not json`,
+		`{"ids":[1]} {"ids":[2]}`} {
 		if code, body := b.retry(t, bad); code != 400 {
 			t.Errorf("retry %s: %d %s, want 400", bad, code, body)
 		}

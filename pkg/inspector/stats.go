@@ -91,7 +91,7 @@ func (s *Stats) Record(source string, a webhook.Attempt) {
 	if kind == NotCounted {
 		return
 	}
-	minute := s.now().Unix() / 60
+	minute := minuteOf(s.now())
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	key := Endpoint{source, a.URL}
@@ -103,8 +103,13 @@ func (s *Stats) Record(source string, a webhook.Attempt) {
 		r = new(ring)
 		s.rings[key] = r
 	}
-	b := &r[minute%StatsMinutes]
-	if b.minute != minute {
+	b := &r[((minute%StatsMinutes)+StatsMinutes)%StatsMinutes]
+	switch {
+	case b.latencyN > 0 && b.minute > minute:
+		// The clock went back an hour or more: this attempt's minute is
+		// older than what the slot holds, and off the chart.
+		return
+	case b.latencyN == 0 || b.minute < minute: // every attempt counted has a latency
 		*b = bucket{minute: minute}
 	}
 	switch kind {
@@ -140,7 +145,7 @@ type Latency struct {
 // current (partial) minute last. An endpoint never seen has every minute
 // at zero.
 func (s *Stats) Minutes(e Endpoint) []Minute {
-	now := s.now().Unix() / 60
+	now := minuteOf(s.now())
 	out := make([]Minute, StatsMinutes)
 	s.mu.Lock()
 	r := s.rings[e]
@@ -153,7 +158,7 @@ func (s *Stats) Minutes(e Endpoint) []Minute {
 		m := now - StatsMinutes + 1 + int64(i)
 		out[i].T = message.FormatTime(time.Unix(m*60, 0))
 		b := &copied[((m%StatsMinutes)+StatsMinutes)%StatsMinutes]
-		if r == nil || b.minute != m {
+		if r == nil || b.minute != m || b.latencyN == 0 {
 			continue
 		}
 		out[i].Delivered, out[i].Retried, out[i].Failed = b.delivered, b.retried, b.failed
@@ -162,6 +167,16 @@ func (s *Stats) Minutes(e Endpoint) []Minute {
 		}
 	}
 	return out
+}
+
+// minuteOf numbers t's minute since 1970, rounding down (before 1970 too).
+func minuteOf(t time.Time) int64 {
+	u := t.Unix()
+	m := u / 60
+	if u%60 < 0 {
+		m--
+	}
+	return m
 }
 
 // Seen lists the endpoints counted so far, in no order.

@@ -103,6 +103,29 @@ func TestStatsPerMinute(t *testing.T) {
 	}
 }
 
+// A clock that goes back an hour or more leaves the newer counts alone
+// (the attempt is off the chart), and one before 1970 is counted like any
+// other.
+func TestStatsClockJumps(t *testing.T) {
+	c := &testClock{t: statsT0.Add(30 * time.Second)}
+	s := inspector.NewStats(c.now)
+	a := inspector.Endpoint{"web", "http://a"}
+	s.Record("web", statsAttempt(a.URL, webhook.Delivered, webhook.ThenDone, time.Millisecond))
+	c.add(-time.Hour)
+	s.Record("web", statsAttempt(a.URL, webhook.Delivered, webhook.ThenDone, time.Millisecond))
+	c.add(time.Hour)
+	if got := s.Minutes(a)[inspector.StatsMinutes-1].Delivered; got != 1 {
+		t.Errorf("after an attempt an hour back: %d delivered this minute, want 1", got)
+	}
+
+	c.t = time.Date(1969, 12, 31, 23, 59, 30, 0, time.UTC)
+	s = inspector.NewStats(c.now)
+	s.Record("web", statsAttempt(a.URL, webhook.Delivered, webhook.ThenDone, time.Millisecond))
+	if got := s.Minutes(a)[inspector.StatsMinutes-1]; got.Delivered != 1 || got.T != "1969-12-31T23:59:00.000Z" {
+		t.Errorf("before 1970: %+v", got)
+	}
+}
+
 // The endpoints counted are bounded.
 func TestStatsBounded(t *testing.T) {
 	s := inspector.NewStats((&testClock{t: statsT0}).now)
