@@ -46,7 +46,7 @@ type ListenConfig struct {
 	// RootCAs, when set, are the certificates the default Client trusts:
 	// with --tls-cert, listen's own, so that a replay to itself verifies.
 	RootCAs *x509.CertPool
-	Now    func() time.Time
+	Now     func() time.Time
 }
 
 // Listen is the inspector of one `evfwd listen`: feed it each request with
