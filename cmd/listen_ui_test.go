@@ -1,6 +1,7 @@
 package cmd
 
 import (
+	"crypto/tls"
 	"encoding/json"
 	"io"
 	"net"
@@ -89,5 +90,40 @@ func TestListenUIAddrInUse(t *testing.T) {
 	err = cmd.Execute()
 	if err == nil || !strings.Contains(err.Error(), "--ui-addr "+ln.Addr().String()+": port in use") || cli.ExitCode(err) != 1 {
 		t.Errorf("listen --ui-addr on a taken port: %v (exit %d)", err, cli.ExitCode(err))
+	}
+}
+
+// A replay to listen's own https address verifies listen's certificate.
+func TestListenUIReplaysToItselfOverTLS(t *testing.T) {
+	certFile, keyFile, pool := selfSigned(t)
+	f := testFactory(t, "", false, nil)
+	l, uiURL := startListenUI(t, f, "--tls-cert", certFile, "--tls-key", keyFile)
+	l.client = &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}}}
+	if got := l.post(t, "/", trackMsg, ""); got != 200 {
+		t.Fatalf("status %d", got)
+	}
+	var s struct{ CSRF string }
+	resp, err := http.Get(uiURL + "api/session")
+	if err != nil {
+		t.Fatal(err)
+	}
+	json.NewDecoder(resp.Body).Decode(&s)
+	resp.Body.Close()
+	req, _ := http.NewRequest("POST", uiURL+"api/replay", strings.NewReader(`{"id":1}`))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("X-CSRF-Token", s.CSRF)
+	resp, err = http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var res struct {
+		URL    string
+		Status int
+		Error  string
+	}
+	json.NewDecoder(resp.Body).Decode(&res)
+	resp.Body.Close()
+	if res.Status != 200 || !strings.HasPrefix(res.URL, "https://") {
+		t.Errorf("replay to itself: %+v", res)
 	}
 }
