@@ -527,9 +527,15 @@ function startListen() {
     summaryItem('version', session.version));
   buildListenLayout();
   loadRequests().catch(report);
-  connectEvents(['request'], (name, r) => { if (L.loading) L.fresh.push(r); addRequest(r); }, () => {
+  connectEvents(['request'], (name, r) => { if (L.loading) L.fresh.push(r); addRequest(r); }, async () => {
     // A new stream: what arrived on the old one is in the list it reloads.
     L.fresh = [];
+    try {
+      const s = await api('/api/session');
+      // A restarted listen numbers its requests afresh (and has a new CSRF
+      // token): what the page holds by id would be another request now.
+      if (s.started !== session.started) { session = s; forgetRequests(); }
+    } catch (e) { report(e); }
     loadRequests().catch(report);
   });
 }
@@ -804,6 +810,19 @@ function markOpen(id) {
   if (row) { row.classList.add('open'); row.setAttribute('aria-current', 'true'); }
 }
 
+// forgetRequests drops what the page holds by request id.
+function forgetRequests() {
+  if (L.open != null) closeDetail();
+  closeDiff();
+  setPick(null);
+  L.compare = [];
+  L.body = null;
+  L.all = [];
+  L.byId.clear();
+  L.hay.clear();
+  updateCount();
+}
+
 function closeDetail() {
   const id = L.open;
   L.open = null;
@@ -1050,12 +1069,19 @@ const S = {
   seq: 0,
   detailSeq: 0,
   events: null,
+  tick: null,  // the chart's refresh timer
+  keys: false, // the page's keys are bound
 };
 
 function startServe() {
   document.body.classList.add('mode-serve');
   $('#mode-name').textContent = 'serve inspector';
-  onUnauthorized = () => { if (S.events) { S.events.stop(); S.events = null; } showLogin('The session has ended: enter the admin token again.'); };
+  onUnauthorized = () => {
+    // Signed out: stop what the signed-in page ran; a login starts it anew.
+    if (S.events) { S.events.stop(); S.events = null; }
+    clearInterval(S.tick);
+    showLogin('The session has ended: enter the admin token again.');
+  };
   if (!session.auth) { showLogin(); return; }
   const s = session.serve || {};
   replace($('#summary'),
@@ -1080,7 +1106,8 @@ function startServe() {
   loadDeliveries(false).catch(report);
   loadStats().catch(report);
   // The chart's window moves on even when nothing happens.
-  setInterval(() => loadStats().catch(report), 30000);
+  clearInterval(S.tick);
+  S.tick = setInterval(() => loadStats().catch(report), 30000);
 }
 
 function showLogin(note) {
@@ -1167,19 +1194,29 @@ function buildServeLayout() {
   });
   keyList(tbody, id => openDelivery(Number(id)).catch(report),
     debounce(id => { if (S.open != null) openDelivery(Number(id)).catch(report); }, 150));
-  document.addEventListener('keydown', ev => {
-    if (ev.key === 'Escape' && S.open != null && !$('#delivery').hidden) { ev.preventDefault(); closeDelivery(); return; }
-    if (isEditable(ev.target) || ev.ctrlKey || ev.metaKey || ev.altKey) return;
-    if (ev.key === '/') { ev.preventDefault(); $('#filter-source').focus(); }
-  });
+  if (!S.keys) { // once: the layout is built again after each login
+    S.keys = true;
+    document.addEventListener('keydown', ev => {
+      if (!$('#delivery')) return;
+      if (ev.key === 'Escape' && S.open != null && !$('#delivery').hidden) { ev.preventDefault(); closeDelivery(); return; }
+      if (isEditable(ev.target) || ev.ctrlKey || ev.metaKey || ev.altKey) return;
+      if (ev.key === '/') { ev.preventDefault(); $('#filter-source').focus(); }
+    });
+  }
 }
 
 function updateRetryButtons() {
-  const src = S.filter.source;
-  $('#retry-failed').textContent = 'Retry all failed' + (src ? ' (' + src + ')' : '');
-  $('#retry-dead').textContent = 'Retry all dead' + (src ? ' (' + src + ')' : '');
-  $('#retry-failed').title = 'Send every failed delivery' + (src ? ' of source ' + src : '') + ' again';
-  $('#retry-dead').title = 'Send every dead delivery' + (src ? ' of source ' + src : '') + ' again';
+  const {source, endpoint} = S.filter;
+  const narrow = [source, endpoint && hostOf(endpoint)].filter(Boolean).join(', ');
+  const of = (source ? ' of source ' + source : '') + (endpoint ? ' tried at ' + endpoint : '');
+  $('#retry-failed').textContent = 'Retry all failed' + (narrow ? ' (' + narrow + ')' : '');
+  $('#retry-dead').textContent = 'Retry all dead' + (narrow ? ' (' + narrow + ')' : '');
+  $('#retry-failed').title = 'Send every failed delivery' + of + ' again';
+  $('#retry-dead').title = 'Send every dead delivery' + of + ' again';
+}
+
+function hostOf(url) {
+  try { return new URL(url).host; } catch (e) { return url; }
 }
 
 function deliveriesQuery(extra) {
@@ -1336,8 +1373,10 @@ function renderDelivery(panel, d) {
 async function retryAll(status) {
   const body = {status};
   if (S.filter.source) body.source = S.filter.source;
+  if (S.filter.endpoint) body.endpoint = S.filter.endpoint;
   const res = await post('/api/retry', body);
-  toast(res.retried + ' retried' + (res.retried ? '' : ': no ' + status + ' delivery' + (body.source ? ' of ' + body.source : '')));
+  const of = [body.source && 'of ' + body.source, body.endpoint && 'to ' + body.endpoint].filter(Boolean).join(' ');
+  toast(res.retried + ' retried' + (res.retried ? '' : ': no ' + status + ' delivery' + (of ? ' ' + of : '')));
   await loadDeliveries(true);
   if (S.open != null) await openDelivery(S.open, true);
 }
