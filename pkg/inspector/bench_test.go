@@ -27,7 +27,7 @@ func BenchmarkAdd(b *testing.B) {
 			}
 			r := &receiver.Request{ReceivedAt: time.Unix(1, 0), Method: "POST", Path: "/hooks",
 				Header: http.Header{"Content-Type": {"application/json"}, "X-Signature": {"5b7f0c2e9a1d3f4b6c8e0a2b4d6f8a0c2e4b6d8f"}},
-				Body: []byte(track), Size: len(track), Type: "track", Event: "Order Completed", UserID: "u1", MessageID: "m1",
+				Body:   []byte(track), Size: len(track), Type: "track", Event: "Order Completed", UserID: "u1", MessageID: "m1",
 				Signature: receiver.Signature{Verdict: receiver.SigValid, Scheme: "segment", Reason: "ok"}, Shape: receiver.Shape{OK: true}, Status: 200}
 			b.ReportAllocs()
 			for b.Loop() {
