@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Benchmark `evfwd listen --secret S --record FILE -o json` against a bare
-# Go net/http handler with wrk: same body, same connections, same run.
+# Go net/http handler with wrk: same body, same connections, same run; and
+# the same listen with --ui while a page watches its event stream.
 # Usage: bench/listen/run.sh [DURATION] [CONNECTIONS]
 set -euo pipefail
 
@@ -75,13 +76,26 @@ kill -INT "$LPID"; wait "$LPID" || true   # clean stop flushes the record file
 # Every request wrk counts was answered, hence recorded; the listener may
 # have recorded a few more that wrk sent but stopped waiting for.
 recorded=$(wc -l <"$REC")
-valid=$(grep -c '"signature":{"verdict":"valid"}' "$REC" || true)
+valid=$(grep -c '"signature":{"verdict":"valid"' "$REC" || true)
+
+# The same with the inspector, a page watching (curl reading the stream).
+"$WORK/evfwd" listen --addr 127.0.0.1:18788 --secret "$SECRET" --record "$WORK/ui.ndjson" -o json \
+  --ui --ui-addr 127.0.0.1:18790 --ready-file "$WORK/ready-ui" >/dev/null 2>"$WORK/listen-ui.err" & UPID=$!
+PIDS+=($UPID)
+for _ in $(seq 100); do [ -s "$WORK/ready-ui" ] && break; sleep 0.05; done
+curl -sN http://127.0.0.1:18790/api/events >"$WORK/events" & PIDS+=($!)
+read -r _ ui_rps ui_p99 ui_n ui_bad ui_err ui_cpu < <(bench listen-ui http://127.0.0.1:18788/hooks "$UPID")
+kill -INT "$UPID"; wait "$UPID" || true
+streamed=$(grep -c '^event: request' "$WORK/events" || true)
 
 ratio=$(awk -v a="$ev_rps" -v b="$bare_rps" 'BEGIN {printf "%.2f", a/b}')
 printf '\n%-34s %10s %10s %10s %8s %12s\n' "server ($CONNS conns, $DURATION)" "req/s" "p99" "requests" "non-2xx" "CPU µs/req"
 printf '%-34s %10.0f %8.2fms %10d %8d %12s\n' "bare net/http" "$bare_rps" "$(awk -v u="$bare_p99" 'BEGIN{print u/1000}')" "$bare_n" "$bare_bad" "$bare_cpu"
 printf '%-34s %10.0f %8.2fms %10d %8d %12s\n' "evfwd listen --record -o json" "$ev_rps" "$(awk -v u="$ev_p99" 'BEGIN{print u/1000}')" "$ev_n" "$ev_bad" "$ev_cpu"
+printf '%-34s %10.0f %8.2fms %10d %8d %12s\n' "... --ui, a page watching" "$ui_rps" "$(awk -v u="$ui_p99" 'BEGIN{print u/1000}')" "$ui_n" "$ui_bad" "$ui_cpu"
 printf '%-34s %10sx  (target >= 0.70x; CPU per request %sx)\n' "ratio" "$ratio" "$(awk -v a="$bare_cpu" -v b="$ev_cpu" 'BEGIN {printf "%.2f", a/b}')"
+printf '%-34s %10sx  (CPU per request %sx); the page got %d events\n%-34s %s\n' "--ui / without" \
+  "$(awk -v a="$ui_rps" -v b="$ev_rps" 'BEGIN {printf "%.2f", a/b}')" "$(awk -v a="$ui_cpu" -v b="$ev_cpu" 'BEGIN {printf "%.2f", a/b}')" "$streamed" "" "until it fell behind and its stream was cut (a page reconnects and reloads the list)"
 printf '%-34s %10d lines, %d with a valid signature (wrk counted %d)\n' "record file" "$recorded" "$valid" "$ev_n"
 
 status=0
