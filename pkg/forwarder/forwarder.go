@@ -606,13 +606,15 @@ func (f *Forwarder) deliver(ctx context.Context, l *lane, d store.Delivery, prob
 	// Webhooks way: the same at every attempt, as receivers dedupe on it.
 	// The observer hears of each attempt as it ends, except the last of a
 	// failed delivery, whose Then the policy below decides.
-	var undecided *webhook.Attempt
+	// (Held by value: keeping &a would move every attempt to the heap.)
+	var undecided webhook.Attempt
+	held := false
 	res := f.cfg.Sender.DeliverMessage(ctx, dest, body, d.MessageID, func(a webhook.Attempt) {
 		g.remap(&a)
 		switch {
 		case f.cfg.Observer == nil:
 		case a.Then == webhook.ThenUndecided:
-			undecided = &a
+			undecided, held = a, true
 		default:
 			f.cfg.Observer.Attempt(l.source, d.ID, a)
 		}
@@ -651,13 +653,13 @@ func (f *Forwarder) deliver(ctx context.Context, l *lane, d store.Delivery, prob
 			c.Status = store.Failed
 		}
 	}
-	if undecided != nil {
+	if held {
 		if retry {
 			undecided.Then, undecided.RetryAt = webhook.ThenRetry, c.NextAttempt
 		} else {
 			undecided.Then = webhook.ThenGiveUp
 		}
-		f.cfg.Observer.Attempt(l.source, d.ID, *undecided)
+		f.cfg.Observer.Attempt(l.source, d.ID, undecided)
 	}
 	f.complete(l, c, retry, g.closes)
 }
