@@ -77,9 +77,9 @@ type Config struct {
 // Handler serves /admin/.
 type Handler struct {
 	cfg      Config
-	token    [sha256.Size]byte // of the configured token; compared in constant time
-	off      string            // why the API is off, "" when on
-	offAt    int               // the status that says so
+	token    Token
+	off      string // why the API is off, "" when on
+	offAt    int    // the status that says so
 	store    store.Admin
 	mux      *http.ServeMux
 	draining atomic.Bool
@@ -109,7 +109,7 @@ func New(cfg Config) (*Handler, error) {
 		cfg.Logger.Warn("admin API off: the store does not support it", "store", fmt.Sprintf("%T", cfg.Store))
 	default:
 		a.store = st
-		a.token = sha256.Sum256([]byte(cfg.Token))
+		a.token = NewToken(cfg.Token)
 		cfg.Logger.Info("admin API on", "path", "/admin/v1")
 	}
 	a.mux.HandleFunc("POST /admin/v1/deletions", a.createDeletion)
@@ -120,6 +120,27 @@ func New(cfg Config) (*Handler, error) {
 		writeError(w, http.StatusNotFound, "no admin endpoint "+r.Method+" "+r.URL.Path)
 	})
 	return a, nil
+}
+
+// Token is the admin token as kept: its digest, so that Matches compares
+// in constant time, in the length too.
+type Token [sha256.Size]byte
+
+// NewToken keeps tok.
+func NewToken(tok string) Token { return sha256.Sum256([]byte(tok)) }
+
+// Matches reports whether given is the token.
+func (t Token) Matches(given string) bool {
+	sum := sha256.Sum256([]byte(given))
+	return subtle.ConstantTimeCompare(sum[:], t[:]) == 1
+}
+
+// Bearer returns the token r's Authorization header carries, if any
+// (the scheme's name in any case, as HTTP allows).
+func Bearer(r *http.Request) (string, bool) {
+	scheme, tok, found := strings.Cut(r.Header.Get("Authorization"), " ")
+	tok = strings.TrimSpace(tok)
+	return tok, found && strings.EqualFold(scheme, "Bearer") && tok != ""
 }
 
 // Drain makes every later request 503: the service is shutting down.
@@ -174,15 +195,13 @@ func (a *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeError(w, a.offAt, a.off)
 		return
 	}
-	given, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-	if !ok || given == "" {
+	given, ok := Bearer(r)
+	if !ok {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="evfwd admin"`)
 		writeError(w, http.StatusUnauthorized, "missing admin token (Authorization: Bearer ...)")
 		return
 	}
-	// Hashing first makes the comparison constant-time in the length too.
-	sum := sha256.Sum256([]byte(given))
-	if subtle.ConstantTimeCompare(sum[:], a.token[:]) != 1 {
+	if !a.token.Matches(given) {
 		writeError(w, http.StatusForbidden, "wrong admin token")
 		return
 	}

@@ -1,8 +1,6 @@
 package inspector
 
 import (
-	"crypto/sha256"
-	"crypto/subtle"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -75,8 +73,8 @@ type ServeConfig struct {
 // EndpointState, Skipped) that feeds its stats and event stream.
 type Serve struct {
 	cfg     ServeConfig
-	token   [sha256.Size]byte // of the admin token; compared in constant time
-	bearer  string            // the CSRF token of Bearer callers, one per process
+	token   admin.Token
+	bearer  string // the CSRF token of Bearer callers, one per process
 	stats   *Stats
 	hub     *hub
 	handler http.Handler
@@ -101,7 +99,7 @@ func NewServe(cfg ServeConfig) (*Serve, error) {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
 	s := &Serve{
-		cfg: cfg, token: sha256.Sum256([]byte(cfg.Token)), bearer: newToken(),
+		cfg: cfg, token: admin.NewToken(cfg.Token), bearer: newToken(),
 		stats: NewStats(cfg.Now), hub: newHub(), sessions: map[string]string{},
 	}
 	mux := http.NewServeMux()
@@ -164,18 +162,10 @@ func (s *Serve) caller(r *http.Request) (csrf string, ok bool) {
 			return csrf, true
 		}
 	}
-	scheme, tok, found := strings.Cut(r.Header.Get("Authorization"), " ")
-	if found && strings.EqualFold(scheme, "Bearer") && s.isToken(strings.TrimSpace(tok)) {
+	if tok, ok := admin.Bearer(r); ok && s.token.Matches(tok) {
 		return s.bearer, true
 	}
 	return "", false
-}
-
-// isToken compares tok with the admin token in constant time, of their
-// digests so that the length does not show either.
-func (s *Serve) isToken(tok string) bool {
-	sum := sha256.Sum256([]byte(tok))
-	return subtle.ConstantTimeCompare(sum[:], s.token[:]) == 1
 }
 
 // sessionInfo is the serve part of GET /api/session.
@@ -210,7 +200,7 @@ func (s *Serve) login(w http.ResponseWriter, r *http.Request) {
 	if !decodeBody(w, r, &req) {
 		return
 	}
-	if !s.isToken(req.Token) {
+	if !s.token.Matches(req.Token) {
 		s.cfg.Logger.Warn("inspector: login with a wrong admin token", "remote", r.RemoteAddr)
 		writeError(w, http.StatusForbidden, "wrong admin token")
 		return
