@@ -16,9 +16,12 @@ import (
 	"embed"
 	"encoding/base64"
 	"encoding/json"
+	"fmt"
 	"io/fs"
 	"net"
 	"net/http"
+	"net/url"
+	"strconv"
 	"strings"
 )
 
@@ -160,6 +163,20 @@ func writeStatusJSON(w http.ResponseWriter, status int, b []byte) {
 	w.Header().Set("Cache-Control", "no-store")
 	w.WriteHeader(status)
 	w.Write(b)
+}
+
+// queryInt reads a query parameter that is a number from least, def when
+// absent.
+func queryInt(q url.Values, name string, def, least int64) (int64, error) {
+	v := q.Get(name)
+	if v == "" {
+		return def, nil
+	}
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil || n < least {
+		return 0, fmt.Errorf("%s %s: want a number from %d", name, quote(v), least)
+	}
+	return n, nil
 }
 
 // decodeBody reads a small JSON request body into v, refusing unknown

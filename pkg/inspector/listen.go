@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/url"
 	"strconv"
 	"strings"
 	"sync"
@@ -294,12 +293,12 @@ func (l *Listen) list(w http.ResponseWriter, r *http.Request) {
 	// text sought.
 	quoted := rawjson.AppendString(nil, q.Get("q"))
 	text := strings.ToLower(string(quoted[1 : len(quoted)-1]))
-	limit, err := queryInt(q, "limit", Keep)
+	limit, err := queryInt(q, "limit", Keep, 0)
 	if err != nil {
 		writeError(w, http.StatusBadRequest, err.Error())
 		return
 	}
-	after, err := queryInt(q, "after", 0)
+	after, err := queryInt(q, "after", 0, 0)
 	if err != nil {
 		writeError(w, http.StatusBadRequest, err.Error())
 		return
@@ -335,19 +334,6 @@ func (l *Listen) list(w http.ResponseWriter, r *http.Request) {
 	}
 	b.WriteString("]}\n")
 	writeRawJSON(w, b.Bytes())
-}
-
-// queryInt reads a query parameter that is a number from 0, def when absent.
-func queryInt(q url.Values, name string, def int64) (int64, error) {
-	v := q.Get(name)
-	if v == "" {
-		return def, nil
-	}
-	n, err := strconv.ParseInt(v, 10, 64)
-	if err != nil || n < 0 {
-		return 0, fmt.Errorf("%s %s: want a number from 0", name, quote(v))
-	}
-	return n, nil
 }
 
 // containsFold reports whether line holds lower (already lower case),

@@ -222,27 +222,22 @@ func (s *Serve) login(w http.ResponseWriter, r *http.Request) {
 // list answers deliveries newest first, a page at a time.
 func (s *Serve) list(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
-	f := store.Filter{Status: store.Status(q.Get("status")), Source: q.Get("source"), Endpoint: q.Get("endpoint"), Desc: true, Limit: DefaultPage}
+	f := store.Filter{Status: store.Status(q.Get("status")), Source: q.Get("source"), Endpoint: q.Get("endpoint"), Desc: true}
 	if f.Status != "" && !f.Status.Valid() {
 		writeError(w, http.StatusBadRequest, fmt.Sprintf("status %q: want one of %v", f.Status, store.Statuses))
 		return
 	}
-	if v := q.Get("before"); v != "" {
-		n, err := strconv.ParseInt(v, 10, 64)
-		if err != nil || n <= 0 {
-			writeError(w, http.StatusBadRequest, "before "+quote(v)+": want a delivery id")
-			return
-		}
-		f.Before = n
+	before, err := queryInt(q, "before", 0, 1)
+	if err != nil {
+		writeError(w, http.StatusBadRequest, err.Error())
+		return
 	}
-	if v := q.Get("limit"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n <= 0 {
-			writeError(w, http.StatusBadRequest, fmt.Sprintf("limit %s: want a number from 1 to %d", quote(v), MaxPage))
-			return
-		}
-		f.Limit = min(n, MaxPage)
+	limit, err := queryInt(q, "limit", DefaultPage, 1)
+	if err != nil {
+		writeError(w, http.StatusBadRequest, err.Error())
+		return
 	}
+	f.Before, f.Limit = before, int(min(limit, MaxPage))
 	page := f.Limit
 	f.Limit++ // one more says whether there is a next page
 	ds, err := s.cfg.Store.List(r.Context(), f)
