@@ -192,6 +192,9 @@ func (l *Listen) add(line, body []byte, typ, verdict string) {
 	line = bytes.TrimRight(line, "\n")
 	l.mu.Lock()
 	l.lastID++
+	if typ == "" {
+		typ = "none" // as the type filter names it
+	}
 	e := &entry{id: l.lastID, typ: typ, verdict: verdict}
 	e.line = withID(e.id, line)
 	if len(e.line) > ListBytes {
@@ -303,9 +306,6 @@ func (l *Listen) list(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, err.Error())
 		return
 	}
-	if typ == "none" {
-		typ = "\x00"
-	}
 	l.mu.Lock()
 	var out [][]byte
 	for i := len(l.entries) - 1; i >= 0 && int64(len(out)) < limit; i-- {
@@ -314,7 +314,7 @@ func (l *Listen) list(w http.ResponseWriter, r *http.Request) {
 			break
 		}
 		switch {
-		case typ == "\x00" && e.typ != "", typ != "" && typ != "\x00" && e.typ != typ:
+		case typ != "" && e.typ != typ:
 			continue
 		case verdict != "" && e.verdict != verdict:
 			continue
