@@ -98,7 +98,9 @@ type Delivery struct {
 	CreatedAt    time.Time
 	UpdatedAt    time.Time
 	// Body is the stored message, in Form; set by Lease and Get, nil
-	// from List.
+	// from List. Lease sets only what an attempt needs: ID, Source,
+	// Destination, MessageID, Status, Attempts, FirstAttempt,
+	// NextAttempt, LastError, Body and Form.
 	Body []byte
 	Form Form
 }

@@ -52,6 +52,19 @@ func (ls *leases) take(id int64, l leaseOf) {
 	ls.by[id] = l
 }
 
+// move sets source's cursor to c.
+func (ls *leases) move(source string, c cursor) {
+	old, had := ls.cursors[source]
+	ls.journal = append(ls.journal, func() {
+		if had {
+			ls.cursors[source] = old
+		} else {
+			delete(ls.cursors, source)
+		}
+	})
+	ls.cursors[source] = c
+}
+
 // drop forgets the lease of delivery id.
 func (ls *leases) drop(id int64) {
 	ls.keep(id)
@@ -123,16 +136,4 @@ func (ls *leases) clear() int {
 	clear(ls.by)
 	clear(ls.cursors)
 	return n
-}
-
-// jsonIDs is ids as a JSON array, for SQL's json_each.
-func jsonIDs(ids []int64) string {
-	b := []byte{'['}
-	for i, id := range ids {
-		if i > 0 {
-			b = append(b, ',')
-		}
-		b = strconv.AppendInt(b, id, 10)
-	}
-	return string(append(b, ']'))
 }

@@ -91,6 +91,10 @@ type op struct {
 	// runs such ops ahead of its group, in a transaction of their own that
 	// commits without an fsync, so that they never wait on the group's.
 	read bool
+	// again says apply may run a second time after its transaction was
+	// rolled back: it changes nothing outside the transaction but the
+	// leases, through their journal (see Store.commit).
+	again bool
 }
 
 // walLimit is the size the WAL is truncated back to after a checkpoint.
@@ -272,9 +276,15 @@ func (s *Store) do(ctx context.Context, msgs int, fn func(context.Context, *wtx)
 	return s.queue(ctx, &op{msgs: msgs, apply: fn, done: make(chan error, 1)})
 }
 
-// doRead is do for an fn that writes nothing to the file (see op.read).
+// doAgain is do for an fn that may run again (see op.again).
+func (s *Store) doAgain(ctx context.Context, msgs int, fn func(context.Context, *wtx) error) error {
+	return s.queue(ctx, &op{msgs: msgs, apply: fn, done: make(chan error, 1), again: true})
+}
+
+// doRead is doAgain for an fn that writes nothing to the file (see
+// op.read).
 func (s *Store) doRead(ctx context.Context, fn func(context.Context, *wtx) error) error {
-	return s.queue(ctx, &op{apply: fn, done: make(chan error, 1), read: true})
+	return s.queue(ctx, &op{apply: fn, done: make(chan error, 1), read: true, again: true})
 }
 
 // queue queues o and waits for its outcome.
@@ -370,9 +380,36 @@ func readsFirst(group []*op) int {
 	return n
 }
 
-// commit runs group in one transaction and answers every op.
+// commit runs group in one transaction and answers every op. A group
+// whose ops may all run again runs first without savepoints, which cost
+// about a sixth of ingest's time; should one of them fail, the
+// transaction is rolled back and the group runs again with a savepoint
+// per op, so that only that op fails.
 func (s *Store) commit(group []*op) {
 	errs := make([]error, len(group))
+	var err error
+	if again := !slices.ContainsFunc(group, func(o *op) bool { return !o.again }); !again {
+		err = s.transact(group, errs, true)
+	} else if err = s.transact(group, errs, false); err != nil {
+		err = s.transact(group, errs, true)
+	}
+	for i, o := range group {
+		if o.msgs > 0 {
+			s.pending.Add(-int64(o.msgs))
+		}
+		if err != nil {
+			o.done <- fmt.Errorf("store: commit: %w", err)
+		} else {
+			o.done <- errs[i]
+		}
+	}
+}
+
+// transact runs group in one transaction: each op in a savepoint of its
+// own, whose failure is recorded in errs and rolls back that op alone,
+// or, without savepoints, each op as part of the whole, whose failure
+// rolls back the transaction and is what transact returns.
+func (s *Store) transact(group []*op, errs []error, savepoints bool) error {
 	ctx := context.Background()
 	tx := s.wtx
 	// What an op did to the leases in memory is undone with what it did
@@ -380,6 +417,12 @@ func (s *Store) commit(group []*op) {
 	defer s.leases.settle()
 	err := tx.run(ctx, func() error {
 		for i, o := range group {
+			if !savepoints {
+				if err := o.apply(ctx, tx); err != nil {
+					return err
+				}
+				continue
+			}
 			if _, err := tx.ExecContext(ctx, "SAVEPOINT op"); err != nil {
 				return err
 			}
@@ -401,16 +444,7 @@ func (s *Store) commit(group []*op) {
 	if err != nil {
 		s.leases.undo(0)
 	}
-	for i, o := range group {
-		if o.msgs > 0 {
-			s.pending.Add(-int64(o.msgs))
-		}
-		if err != nil {
-			o.done <- fmt.Errorf("store: commit: %w", err)
-		} else {
-			o.done <- errs[i]
-		}
-	}
+	return err
 }
 
 // Ingest implements store.Store.
@@ -426,7 +460,7 @@ func (s *Store) IngestLeased(ctx context.Context, msgs []store.Message, lease st
 	}
 	now := store.Millis(s.opts.Now())
 	var leased []store.Delivery
-	err := s.do(ctx, len(msgs), func(ctx context.Context, tx *wtx) error {
+	err := s.doAgain(ctx, len(msgs), func(ctx context.Context, tx *wtx) error {
 		var err error
 		if leased, err = insertMessages(ctx, tx, msgs, now, lease); err != nil {
 			return err
@@ -706,32 +740,22 @@ func (s *Store) Lease(ctx context.Context, r store.LeaseRequest) ([]store.Delive
 	until := store.Millis(r.Now.Add(r.TTL))
 	var out []store.Delivery
 	err := s.doRead(ctx, func(ctx context.Context, tx *wtx) error {
-		// The due ids from the index alone, in order, past those leased:
-		// on from where the last Lease stopped, or from the start once a
+		// The due deliveries in the index's order, past those leased: on
+		// from where the last Lease stopped, or from the start once a
 		// second and when that finds too few.
 		c, ok := s.leases.cursors[r.Source]
-		var ids []int64
 		var err error
 		if ok && now-c.scanned < 1000 {
-			ids, c, err = s.dueAfter(ctx, tx, r.Source, c, now, r.Limit)
+			out, c, err = s.due(ctx, tx, r.Source, c, now, r.Limit)
 		}
-		if err == nil && len(ids) < r.Limit {
-			ids, c, err = s.dueAfter(ctx, tx, r.Source, indexStart, now, r.Limit)
+		if err == nil && len(out) < r.Limit {
+			out, c, err = s.due(ctx, tx, r.Source, indexStart, now, r.Limit)
 			c.scanned = now
 		}
-		if err != nil || len(ids) == 0 {
+		if err != nil || len(out) == 0 {
 			return err
 		}
-		s.leases.cursors[r.Source] = c
-		rows, err := tx.QueryContext(ctx, `SELECT `+rowscan.DeliveryColumns+`, `+rowscan.BodyColumns+`
-			FROM deliveries d JOIN messages m ON m.id = d.message
-			WHERE d.id IN (SELECT value FROM json_each(?)) ORDER BY d.next_attempt_at, d.id`, jsonIDs(ids))
-		if err != nil {
-			return err
-		}
-		if out, err = collect(rows, rowscan.DeliveryWithBody); err != nil {
-			return err
-		}
+		s.leases.move(r.Source, c)
 		for _, d := range out {
 			s.leases.take(d.ID, leaseOf{source: r.Source, owner: r.Owner, until: until})
 		}
@@ -743,45 +767,47 @@ func (s *Store) Lease(ctx context.Context, r store.LeaseRequest) ([]store.Delive
 	return out, nil
 }
 
-// dueAfter reads up to limit due ids of source that are not leased at
+// due reads up to limit due deliveries of source that are not leased at
 // now, in the due index's order, after c, and where it stopped. Two
 // statements, because SQLite seeks the index on (next_attempt_at, id)
 // only through an equality on the first: the rest of c's millisecond,
-// then the ones after it.
-func (s *Store) dueAfter(ctx context.Context, tx *wtx, source string, c cursor, now int64, limit int) ([]int64, cursor, error) {
-	var ids []int64
+// then the ones after it. A leased row is read and skipped: past the
+// cursor there are few.
+func (s *Store) due(ctx context.Context, tx *wtx, source string, c cursor, now int64, limit int) ([]store.Delivery, cursor, error) {
+	var out []store.Delivery
+	scan := rowscan.Leased(source)
 	read := func(q string, args ...any) error {
 		rows, err := tx.QueryContext(ctx, q, args...)
 		if err != nil {
 			return err
 		}
 		defer rows.Close()
-		for len(ids) < limit && rows.Next() {
-			var id, at int64
-			if err := rows.Scan(&id, &at); err != nil {
+		for len(out) < limit && rows.Next() {
+			d, err := scan(rows)
+			if err != nil {
 				return err
 			}
-			c.at, c.id = at, id
-			if !s.leases.held(id, now) {
-				ids = append(ids, id)
+			c.at, c.id = store.Millis(d.NextAttempt), d.ID
+			if !s.leases.held(d.ID, now) {
+				out = append(out, d)
 			}
 		}
 		return rows.Err()
 	}
+	const from = `SELECT ` + rowscan.LeasedColumns + ` FROM deliveries d INDEXED BY deliveries_due
+		JOIN messages m ON m.id = d.message WHERE d.source = ? AND d.status = 'pending' AND `
 	if c.at >= 0 && c.at <= now {
-		if err := read(`SELECT id, next_attempt_at FROM deliveries INDEXED BY deliveries_due
-			WHERE source = ? AND status = 'pending' AND next_attempt_at = ? AND id > ? ORDER BY id`, source, c.at, c.id); err != nil {
+		if err := read(from+`d.next_attempt_at = ? AND d.id > ? ORDER BY d.id`, source, c.at, c.id); err != nil {
 			return nil, c, err
 		}
 	}
-	if len(ids) < limit {
-		if err := read(`SELECT id, next_attempt_at FROM deliveries INDEXED BY deliveries_due
-			WHERE source = ? AND status = 'pending' AND next_attempt_at > ? AND next_attempt_at <= ?
-			ORDER BY next_attempt_at, id`, source, c.at, now); err != nil {
+	if len(out) < limit {
+		if err := read(from+`d.next_attempt_at > ? AND d.next_attempt_at <= ? ORDER BY d.next_attempt_at, d.id`,
+			source, c.at, now); err != nil {
 			return nil, c, err
 		}
 	}
-	return ids, c, nil
+	return out, c, nil
 }
 
 // Complete implements store.Store.
@@ -792,7 +818,7 @@ func (s *Store) Complete(ctx context.Context, cs []store.Completion) error {
 	now := store.Millis(s.opts.Now())
 	// A completion is applied even when ctx has ended: the attempts were
 	// made and must be on record.
-	return s.do(context.WithoutCancel(ctx), 0, func(ctx context.Context, tx *wtx) error {
+	return s.doAgain(context.WithoutCancel(ctx), 0, func(ctx context.Context, tx *wtx) error {
 		// A completion applies while its owner holds the lease; its
 		// attempts are recorded either way.
 		held := make([]bool, len(cs))
