@@ -102,6 +102,10 @@ type bench struct {
 type row struct {
 	measure, result, ratio, target, verdict string
 	rss                                     float64 // MB; 0: none
+	// items is what the row's process handled (webhooks, events), and
+	// cpu the CPU time it used: printed per item, the cost to compare.
+	items int
+	cpu   time.Duration
 }
 
 func run(o options) int {
@@ -204,6 +208,7 @@ func (b *bench) triggerRow() {
 	}
 	b.trigger = b.rcv.rate()
 	r.result = fmt.Sprintf("%s webhooks/s", num(b.trigger))
+	r.items, r.cpu = n, p.cpu()
 	if m := regexp.MustCompile(`(\d+) deliveries/s`).FindSubmatch(must(os.ReadFile(p.log))); m != nil {
 		r.result += fmt.Sprintf(" (trigger says %s/s)", num(must(strconv.ParseFloat(string(m[1]), 64))))
 	}
@@ -231,7 +236,7 @@ func (b *bench) forwardRow(label, name, storeURL string, min float64) {
 			return []row{b.fail(r, err)}
 		}
 		rate := b.rcv.rate()
-		r.result = fmt.Sprintf("%s webhooks/s", num(rate))
+		r.result, r.items = fmt.Sprintf("%s webhooks/s", num(rate)), n
 		r.ratio, r.verdict = b.ratio(rate, b.trigger, min)
 		return []row{r}
 	})
@@ -258,7 +263,7 @@ func (b *bench) nullRow() {
 	}
 	b.null = float64(n) / elapsed.Seconds()
 	r.result = fmt.Sprintf("%s events/s", num(b.null))
-	r.rss = p.rssMB()
+	r.rss, r.items, r.cpu = p.rssMB(), n, p.cpu()
 	b.print(r)
 }
 
@@ -289,7 +294,7 @@ func (b *bench) ingestRow(label, name, storeURL string, workers int, floor, min 
 			return []row{b.fail(r, err)}
 		}
 		rate := float64(n) / elapsed.Seconds()
-		r.result = fmt.Sprintf("%s events/s", num(rate))
+		r.result, r.items = fmt.Sprintf("%s events/s", num(rate)), n
 		if floor == 0 {
 			return []row{r}
 		}
@@ -372,7 +377,7 @@ func (b *bench) withServe(name, storeURL string, webhooks bool, r row, fn func(b
 		b.rssMax, b.rssAt = rss, name
 	}
 	for _, r := range rows {
-		r.rss = rss
+		r.rss, r.cpu = rss, p.cpu()
 		if stopErr != nil {
 			r = b.fail(r, stopErr)
 		}
@@ -482,6 +487,9 @@ func (b *bench) fail(r row, err error) row {
 func (b *bench) print(r row) {
 	if strings.HasPrefix(r.verdict, "FAIL") {
 		b.failed = true
+	}
+	if r.cpu > 0 && r.items > 0 {
+		r.result += fmt.Sprintf(", %.0f µs CPU each", float64(r.cpu.Microseconds())/float64(r.items))
 	}
 	rss := "—"
 	if r.rss > 0 {

@@ -115,6 +115,15 @@ func (p *proc) readRSS() {
 	}
 }
 
+// cpu is the CPU time (user and system) the process used, once it has
+// exited.
+func (p *proc) cpu() time.Duration {
+	if st := p.cmd.ProcessState; st != nil {
+		return st.UserTime() + st.SystemTime()
+	}
+	return 0
+}
+
 // rssMB is the peak RSS seen so far in MB.
 func (p *proc) rssMB() float64 { return float64(p.rss.Load()) / 1024 }
 
