@@ -197,8 +197,7 @@ type Store interface {
 	// leases them to r.Owner until r.Now+r.TTL: should its holder never
 	// complete it, it is due again then (and Reclaim frees it at once).
 	// How a lease is kept is the engine's: in memory on SQLite, whose file
-	// one process uses; in the row on PostgreSQL, where the lease also
-	// defers the next attempt to its end.
+	// one process uses; in the row on PostgreSQL (its owner and end).
 	Lease(ctx context.Context, r LeaseRequest) ([]Delivery, error)
 	// Complete records each completion (see Completion).
 	Complete(ctx context.Context, cs []Completion) error

@@ -12,15 +12,16 @@ const floorTTL = time.Second
 
 // floors spare Lease the dead head of the due index under a backlog.
 //
-// Every lease leaves an entry of deliveries_due pointing at the row
-// version it replaced (a lease changes next_attempt_at, so it is no HOT
-// update), at the head of the index, where it stays until a vacuum: while
-// a backlog drains, each Lease stepped over every entry of every delivery
-// leased before it (half a millisecond a Lease at 100,000, growing with
-// the drain, until autovacuum comes by). A lease that got all it asked
-// for knows that nothing due comes before the oldest row it took; the next
-// Lease of that source starts its scan there (leaseSQL's $6) and reads
-// from the head only when that scan finds too few. A floor is forgotten
+// Every delivery in flight stays at the head of deliveries_due (a lease
+// changes no indexed column), and every one completed leaves there an
+// entry pointing at the row version it replaced, until a vacuum: while a
+// backlog drains, each Lease stepped over all of them (half a millisecond
+// a Lease at 100,000, growing with the drain, until autovacuum comes by).
+// A lease that got all it asked for knows that nothing due and unleased
+// comes before the newest row it took (the scan is in order, and took
+// every row it did not skip as leased or locked); the next Lease of that
+// source starts its scan after it (leaseSQL's $6, $7) and reads from the head
+// only when that scan finds too few. A floor is forgotten
 // once it is older than floorTTL, when the clock given to Lease goes back,
 // and whenever this Store makes a delivery of the source due before it
 // (an ingest, a completion to retry, Retry, Release, Reclaim); the others
@@ -35,42 +36,43 @@ type floors struct {
 }
 
 type floor struct {
-	due int64     // the oldest next attempt the lease took
-	now int64     // the lease's Now
-	at  time.Time // when it was set (monotonic)
+	due, id int64     // the last row the lease took, in the index's order
+	now     int64     // the lease's Now
+	at      time.Time // when it was set (monotonic)
 }
 
-// get returns the floor of source for a lease at now, or 0 (none).
-func (f *floors) get(source string, now int64) int64 {
+// get returns the floor of source for a lease at now: the due index's
+// (next_attempt_at, id) to read after, or (0, 0) for none.
+func (f *floors) get(source string, now int64) (due, id int64) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	fl, ok := f.m[source]
 	if !ok {
-		return 0
+		return 0, 0
 	}
 	if now < fl.now || time.Since(fl.at) > floorTTL {
 		delete(f.m, source)
-		return 0
+		return 0, 0
 	}
-	return fl.due
+	return fl.due, fl.id
 }
 
-// set records due as the floor of source, set by a lease at now.
-func (f *floors) set(source string, due, now int64) {
+// set records (due, id) as the floor of source, set by a lease at now.
+func (f *floors) set(source string, due, id, now int64) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.m == nil {
 		f.m = make(map[string]floor)
 	}
-	f.m[source] = floor{due: due, now: now, at: time.Now()}
+	f.m[source] = floor{due: due, id: id, now: now, at: time.Now()}
 }
 
-// lower forgets the floor of source when a delivery is made due at due
-// before it.
+// lower forgets the floor of source when a delivery is made due at due,
+// not after it (the delivery's id may come before the floor's).
 func (f *floors) lower(source string, due int64) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if fl, ok := f.m[source]; ok && due < fl.due {
+	if fl, ok := f.m[source]; ok && due <= fl.due {
 		delete(f.m, source)
 	}
 }
@@ -82,13 +84,13 @@ func (f *floors) forget(source string) {
 	delete(f.m, source)
 }
 
-// lowerAll forgets every floor after due: a delivery of a source not
-// known was made due at due.
+// lowerAll forgets every floor not before due: a delivery of a source
+// not known was made due at due.
 func (f *floors) lowerAll(due int64) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	for src, fl := range f.m {
-		if due < fl.due {
+		if due <= fl.due {
 			delete(f.m, src)
 		}
 	}

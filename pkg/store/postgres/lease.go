@@ -15,21 +15,26 @@ import (
 // leaseSQL locks up to $3 due, unleased deliveries of one source, skipping
 // rows another node is leasing right now, and leases them in the same
 // statement. A lease that ran out counts as none: that is how a dead node's
-// work is taken over. The lease also defers the next attempt to its end,
-// so leased rows leave the head of the due index that every Lease reads.
-// Only deliveries due at or after $6 are taken (a floor, see floors; 0:
-// all), and each row returns the next attempt it had (the last column).
+// work is taken over. Only deliveries after ($6, $7) in the due index's
+// order are taken (a floor, see floors).
+//
+// The lease changes no indexed column, so the server updates the row in
+// its page without touching an index (a HOT update; the table leaves room
+// in each page for it): moving the next attempt to the lease's end, as
+// leases did before, added an entry to each of the table's indexes and
+// was most of a Lease's time in the server. Leased rows stay at the head
+// of the due index, and the floor skips them.
 //
 // The picked rows are joined by primary key: leaseSettings leave the
 // server's generic plan no other way (without them, not knowing $3, it
 // hashed the whole deliveries table).
-const leaseSQL = `UPDATE deliveries d SET lease_owner = $4, lease_expires_at = $5, next_attempt_at = $5
-FROM (SELECT id, next_attempt_at FROM deliveries
-	WHERE status = 'pending' AND source = $1 AND next_attempt_at <= $2 AND next_attempt_at >= $6 AND lease_expires_at < $2
+const leaseSQL = `UPDATE deliveries d SET lease_owner = $4, lease_expires_at = $5
+FROM (SELECT id FROM deliveries
+	WHERE status = 'pending' AND source = $1 AND next_attempt_at <= $2 AND (next_attempt_at, id) > ($6, $7) AND lease_expires_at < $2
 	ORDER BY next_attempt_at, id LIMIT $3
 	FOR UPDATE SKIP LOCKED) p, messages m
 WHERE d.id = p.id AND m.id = d.message
-RETURNING ` + rowscan.DeliveryColumns + `, ` + rowscan.BodyColumns + `, p.next_attempt_at`
+RETURNING ` + rowscan.LeasedColumns
 
 // Lease implements store.Store.
 func (s *Store) Lease(ctx context.Context, r store.LeaseRequest) ([]store.Delivery, error) {
@@ -43,13 +48,12 @@ func (s *Store) Lease(ctx context.Context, r store.LeaseRequest) ([]store.Delive
 	defer leave()
 	now, until := store.Millis(r.Now), store.Millis(r.Now.Add(r.TTL))
 	var out []store.Delivery
-	var oldest int64
-	from := s.floors.get(r.Source, now)
+	var last store.Delivery // in the due index's order
+	due, id := s.floors.get(r.Source, now)
 	for {
 		var got []store.Delivery
-		var first int64
 		err = again(func() error {
-			got, first, err = s.lease(ctx, r.Source, r.Owner, r.Limit-len(out), now, until, from)
+			got, err = s.lease(ctx, r.Source, r.Owner, r.Limit-len(out), now, until, due, id)
 			return err
 		})
 		if err != nil {
@@ -60,18 +64,20 @@ func (s *Store) Lease(ctx context.Context, r store.LeaseRequest) ([]store.Delive
 			}
 			return nil, err
 		}
-		if len(got) > 0 && (len(out) == 0 || first < oldest) {
-			oldest = first
+		for _, d := range got {
+			if d.NextAttempt.After(last.NextAttempt) || d.NextAttempt.Equal(last.NextAttempt) && d.ID > last.ID {
+				last = d
+			}
 		}
 		out = append(out, got...)
-		if len(out) == r.Limit || from == 0 {
+		if len(out) == r.Limit || due == 0 && id == 0 {
 			break
 		}
 		// Too few after the floor: read from the head for the rest.
-		from = 0
+		due, id = 0, 0
 	}
 	if len(out) == r.Limit {
-		s.floors.set(r.Source, oldest, now)
+		s.floors.set(r.Source, store.Millis(last.NextAttempt), last.ID, now)
 	} else {
 		s.floors.forget(r.Source)
 	}
@@ -105,16 +111,15 @@ const leaseSettings = `SELECT set_config('enable_sort', 'off', true), set_config
 
 // lease runs leaseSQL under leaseSettings, in one round trip: the batch's
 // statements are one implicit transaction. It returns the leased
-// deliveries and the oldest next attempt they had.
-func (s *Store) lease(ctx context.Context, source, owner string, limit int, now, until, from int64) ([]store.Delivery, int64, error) {
+// deliveries.
+func (s *Store) lease(ctx context.Context, source, owner string, limit int, now, until, due, id int64) ([]store.Delivery, error) {
 	b := &pgx.Batch{}
 	b.Queue(leaseSettings)
-	if from == 0 {
-		from = math.MinInt64
+	if due == 0 && id == 0 {
+		due, id = math.MinInt64, math.MinInt64
 	}
-	b.Queue(leaseSQL, source, now, limit, owner, until, from)
+	b.Queue(leaseSQL, source, now, limit, owner, until, due, id)
 	br := s.pool.SendBatch(ctx, b)
-	var oldest int64 = math.MaxInt64
 	out, err := func() ([]store.Delivery, error) {
 		if _, err := br.Exec(); err != nil {
 			return nil, err
@@ -123,23 +128,15 @@ func (s *Store) lease(ctx context.Context, source, owner string, limit int, now,
 		if err != nil {
 			return nil, err
 		}
-		return collect(rows, func(sc rowscan.Scanner) (store.Delivery, error) {
-			var d store.Delivery
-			var form int16
-			var due int64
-			err := rowscan.Delivery(sc, &d, &d.Body, &form, &due)
-			d.Form = store.Form(form)
-			oldest = min(oldest, due)
-			return d, err
-		})
+		return collect(rows, rowscan.Leased(source))
 	}()
 	if cerr := br.Close(); err == nil {
 		err = cerr
 	}
 	if err != nil {
-		return nil, 0, err
+		return nil, err
 	}
-	return out, oldest, nil
+	return out, nil
 }
 
 // Complete implements store.Store. Completions of concurrent callers are

@@ -32,6 +32,7 @@ func Run(t *testing.T, open Open) {
 		{"IngestLeasedKeys", testIngestLeasedKeys},
 		{"LeaseIsExclusiveUntilExpiry", testLeaseExclusive},
 		{"LeaseOnlyDueOfSource", testLeaseDueSource},
+		{"LeaseWithinOneMillisecond", testLeaseOneMillisecond},
 		{"CompleteRecordsAttempts", testComplete},
 		{"CompleteWithLostLease", testCompleteLostLease},
 		{"Reclaim", testReclaim},
@@ -154,6 +155,53 @@ func testLeaseDueSource(t *testing.T, s store.Store) {
 	got := lease(t, s, "n1", "web", 10, t0.Add(time.Minute))
 	if diff := cmp.Diff([]string{"a"}, ids(got)); diff != "" {
 		t.Fatalf("lease mismatch (-want +got):\n%s", diff)
+	}
+}
+
+// testLeaseOneMillisecond: deliveries due in one millisecond (a request's
+// messages share their receivedAt) are leased in turns, each delivery
+// once, however a store remembers where its last lease stopped; one given
+// back due in that millisecond is leased again before the backlog is
+// done.
+func testLeaseOneMillisecond(t *testing.T, s store.Store) {
+	const n, group = 400, 100
+	msgs := make([]store.Message, n)
+	for i := range msgs {
+		msgs[i] = Msg("web", fmt.Sprintf("m%03d", i), 0, true)
+	}
+	ingest(t, s, msgs...)
+	seen := map[string]bool{}
+	var first store.Delivery
+	take := func(turn string, want int) []store.Delivery {
+		t.Helper()
+		ds := lease(t, s, "n1", "web", group, t0)
+		if len(ds) != want {
+			t.Fatalf("%s: leased %d, want %d", turn, len(ds), want)
+		}
+		for _, d := range ds {
+			if seen[d.MessageID] {
+				t.Fatalf("%s: %s leased twice", turn, d.MessageID)
+			}
+			seen[d.MessageID] = true
+		}
+		return ds
+	}
+	for turn := range n/group - 1 {
+		ds := take(fmt.Sprint("turn ", turn), group)
+		if turn == 0 {
+			first = ds[0]
+		}
+	}
+	if err := s.Complete(context.Background(), []store.Completion{{ID: first.ID, Owner: "n1", Status: store.Pending,
+		Attempts: 1, FirstAttempt: t0, NextAttempt: t0, LastError: "HTTP 503"}}); err != nil {
+		t.Fatal(err)
+	}
+	delete(seen, first.MessageID)
+	take("after the give-back", group)
+	take("the rest", 1)
+	take("none left", 0)
+	if !seen[first.MessageID] {
+		t.Errorf("%s, given back, was not leased again", first.MessageID)
 	}
 }
 
