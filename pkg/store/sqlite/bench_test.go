@@ -1,8 +1,12 @@
 package sqlite_test
 
 import (
+	"bytes"
 	"context"
+	"database/sql"
 	"fmt"
+	"math/rand/v2"
+	"os"
 	"path/filepath"
 	"sync"
 	"sync/atomic"
@@ -99,4 +103,54 @@ func BenchmarkLeaseComplete(b *testing.B) {
 	b.ReportMetric(float64(total)/time.Since(start).Seconds(), "deliveries/s")
 	b.ReportMetric(float64(leasing.Nanoseconds())/1e3/float64(total), "lease-µs/delivery")
 	b.ReportMetric(float64(completing.Nanoseconds())/1e3/float64(total), "complete-µs/delivery")
+}
+
+// BenchmarkWALPerEvent measures what ingest writes to the WAL per event:
+// messages of about 800 bytes with random ids, 330 a commit (the groups
+// the 8-client serve bench makes), into the messages table as it is (with
+// its unique index on (source, message_id)) and without that index. It
+// is the reason ingest waits on its commits: every random id lands on an
+// index page of its own.
+func BenchmarkWALPerEvent(b *testing.B) {
+	for _, tc := range []struct{ name, unique string }{{"unique", ", UNIQUE (source, message_id)"}, {"no-index", ""}} {
+		b.Run(tc.name, func(b *testing.B) {
+			path := filepath.Join(b.TempDir(), "wal.db")
+			db, err := sql.Open("sqlite", "file:"+path+"?_pragma=journal_mode(WAL)&_pragma=wal_autocheckpoint(0)")
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer db.Close()
+			db.SetMaxOpenConns(1)
+			if _, err := db.Exec(`CREATE TABLE messages (id INTEGER PRIMARY KEY, source TEXT NOT NULL, message_id TEXT NOT NULL,
+				type TEXT NOT NULL, user_id TEXT NOT NULL, received_at INTEGER NOT NULL, body BLOB NOT NULL` + tc.unique + `)`); err != nil {
+				b.Fatal(err)
+			}
+			body := bytes.Repeat([]byte("x"), 800)
+			rng := rand.New(rand.NewPCG(1, 2))
+			const perCommit = 330
+			b.ResetTimer()
+			for range b.N {
+				tx, err := db.Begin()
+				if err != nil {
+					b.Fatal(err)
+				}
+				for range perCommit {
+					id := fmt.Sprintf("%016x%016x", rng.Uint64(), rng.Uint64())
+					if _, err := tx.Exec(`INSERT INTO messages (source, message_id, type, user_id, received_at, body) VALUES (?, ?, ?, ?, ?, ?)`,
+						"web", id, "track", "user-1", 1, body); err != nil {
+						b.Fatal(err)
+					}
+				}
+				if err := tx.Commit(); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.StopTimer()
+			fi, err := os.Stat(path + "-wal")
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.ReportMetric(float64(fi.Size())/float64(b.N*perCommit), "WAL-bytes/event")
+		})
+	}
 }
