@@ -10,7 +10,6 @@ import (
 	"net"
 	"os"
 	"os/signal"
-	"runtime/debug"
 	"slices"
 	"strings"
 	"syscall"
@@ -243,13 +242,6 @@ func newLogger(w io.Writer, format, level string) (*slog.Logger, error) {
 	return nil, cli.UsageErrorf("--log-format %q: want text or json", format)
 }
 
-// serve's garbage collector settings, unless GOGC and GOMEMLIMIT say
-// otherwise: bench/serve/run.sh measured them (README, Performance).
-const (
-	serveGCPercent   = 400
-	serveMemoryLimit = 96 << 20
-)
-
 func serveRun(opts *ServeOptions) error {
 	log, err := newLogger(opts.IO.ErrOut, opts.LogFormat, opts.LogLevel)
 	if err != nil {
@@ -266,15 +258,7 @@ func serveRun(opts *ServeOptions) error {
 	if ctx == nil {
 		ctx = context.Background()
 	}
-	// Collecting and forwarding make short-lived garbage at a high rate: a
-	// larger heap target cuts the collector's work, and a soft limit keeps
-	// the heap small all the same. GOGC and GOMEMLIMIT still win when set.
-	if opts.Getenv("GOGC") == "" {
-		defer debug.SetGCPercent(debug.SetGCPercent(serveGCPercent))
-	}
-	if opts.Getenv("GOMEMLIMIT") == "" {
-		defer debug.SetMemoryLimit(debug.SetMemoryLimit(serveMemoryLimit))
-	}
+	defer tuneGC(opts.Getenv)()
 	srv, err := serve.New(ctx, cfg, serve.Options{Logger: log, Version: opts.Version, Grace: opts.Grace, LeaseTTL: opts.LeaseTTL, LogInterval: opts.LogInterval,
 		UI: opts.UI, UIAddr: opts.UIAddr})
 	if err != nil {

@@ -47,11 +47,10 @@ func (s *Store) Lease(ctx context.Context, r store.LeaseRequest) ([]store.Delive
 	}
 	defer leave()
 	now, until := store.Millis(r.Now), store.Millis(r.Now.Add(r.TTL))
-	var out []store.Delivery
-	var last store.Delivery // in the due index's order
+	var out, got []store.Delivery
 	due, id := s.floors.get(r.Source, now)
+	head := due == 0 && id == 0 // this step reads the due index from its head
 	for {
-		var got []store.Delivery
 		err = again(func() error {
 			got, err = s.lease(ctx, r.Source, r.Owner, r.Limit-len(out), now, until, due, id)
 			return err
@@ -64,25 +63,29 @@ func (s *Store) Lease(ctx context.Context, r store.LeaseRequest) ([]store.Delive
 			}
 			return nil, err
 		}
-		for _, d := range got {
+		out = append(out, got...)
+		if len(out) == r.Limit || head {
+			break
+		}
+		// Too few after the floor: read from the head for the rest.
+		due, id, head = 0, 0, true
+	}
+	if err == nil && len(out) == r.Limit {
+		// Nothing due and unleased comes before the last row of the last
+		// step: the floor. (When that step read from the head, rows
+		// between its last and the old floor may be due: the steps
+		// before it do not count.)
+		last := got[0]
+		for _, d := range got[1:] {
 			if d.NextAttempt.After(last.NextAttempt) || d.NextAttempt.Equal(last.NextAttempt) && d.ID > last.ID {
 				last = d
 			}
 		}
-		out = append(out, got...)
-		if len(out) == r.Limit || due == 0 && id == 0 {
-			break
-		}
-		// Too few after the floor: read from the head for the rest.
-		due, id = 0, 0
-	}
-	if len(out) == r.Limit {
-		s.floors.set(r.Source, store.Millis(last.NextAttempt), last.ID, now)
+		s.floors.set(r.Source, store.Millis(last.NextAttempt), last.ID, now, head)
 	} else {
 		s.floors.forget(r.Source)
 	}
-	// RETURNING has no order, and the lease made every next attempt its
-	// end (see store.Store): callers get them in id order.
+	// RETURNING has no order: callers get them in id order.
 	slices.SortFunc(out, func(a, b store.Delivery) int { return cmp.Compare(a.ID, b.ID) })
 	return out, nil
 }

@@ -205,7 +205,7 @@ const ingestSQL = `WITH m AS (
 l AS (
 	INSERT INTO deliveries (message, source, destination, status, next_attempt_at, created_at, updated_at,
 		lease_owner, lease_expires_at)
-	SELECT m.id, m.source, d.destination, 'pending', CASE WHEN row_number() OVER w <= $12 THEN $14::bigint ELSE m.received_at END, $10, $10,
+	SELECT m.id, m.source, d.destination, 'pending', m.received_at, $10, $10,
 		CASE WHEN row_number() OVER w <= $12 THEN $13::text END,
 		CASE WHEN row_number() OVER w <= $12 THEN $14::bigint ELSE 0 END
 	FROM m JOIN unnest($7::text[], $8::text[], $9::text[]) WITH ORDINALITY AS d (source, message_id, destination, ord)
@@ -326,7 +326,7 @@ func (in *ingest) read(rows pgx.Rows) ([]store.Delivery, error) {
 		}
 		m := &in.msgs[in.first[msgKey{d.Source, d.MessageID}]]
 		d.Type, d.UserID, d.Status = m.Type, m.UserID, store.Pending
-		d.NextAttempt = store.FromMillis(store.Millis(in.lease.Until))
+		d.NextAttempt = store.FromMillis(store.Millis(m.ReceivedAt))
 		d.CreatedAt, d.UpdatedAt = store.FromMillis(in.now), store.FromMillis(in.now)
 		d.Body, d.Form = m.Body, m.Form
 		out = append(out, d)

@@ -100,6 +100,25 @@ func TestFailingOpInAGroupFailsAlone(t *testing.T) {
 	if diff := cmp.Diff(map[int64]int{1: 2, 2: 2, 3: 1}, runs); diff != "" {
 		t.Errorf("runs (-want +got):\n%s", diff)
 	}
+	// A transaction that fails by itself (here its COMMIT, as on an I/O
+	// error) fails every op of the group, and is not run again.
+	ended := &op{again: true, done: make(chan error, 1), apply: func(ctx context.Context, tx *wtx) error {
+		runs[5]++
+		_, err := tx.ExecContext(ctx, "ROLLBACK")
+		return err
+	}}
+	group = []*op{newOp(4, nil), ended}
+	if err := s.doConn(ctx, func(context.Context, *wtx) error { s.commit(group); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	for i, o := range group {
+		if err := <-o.done; err == nil {
+			t.Errorf("op %d of the group whose commit failed: no error", i+1)
+		}
+	}
+	if runs[4] != 1 || runs[5] != 1 {
+		t.Errorf("the group whose commit failed ran again: runs %v", runs)
+	}
 	err = s.do(ctx, 0, func(ctx context.Context, tx *wtx) error {
 		var rows string
 		if err := tx.QueryRowContext(ctx, "SELECT group_concat(x) FROM (SELECT x FROM scratch ORDER BY x)").Scan(&rows); err != nil {

@@ -384,13 +384,15 @@ func readsFirst(group []*op) int {
 // whose ops may all run again runs first without savepoints, which cost
 // about a sixth of ingest's time; should one of them fail, the
 // transaction is rolled back and the group runs again with a savepoint
-// per op, so that only that op fails.
+// per op, so that only that op fails. A transaction that fails by itself
+// (BEGIN, COMMIT) fails every op, as it would with savepoints.
 func (s *Store) commit(group []*op) {
 	errs := make([]error, len(group))
 	var err error
 	if again := !slices.ContainsFunc(group, func(o *op) bool { return !o.again }); !again {
 		err = s.transact(group, errs, true)
-	} else if err = s.transact(group, errs, false); err != nil {
+	} else if err = s.transact(group, errs, false); errors.Is(err, errOpFailed) {
+		clear(errs)
 		err = s.transact(group, errs, true)
 	}
 	for i, o := range group {
@@ -405,10 +407,14 @@ func (s *Store) commit(group []*op) {
 	}
 }
 
+// errOpFailed says an op of a group without savepoints failed.
+var errOpFailed = errors.New("store: an op of the group failed")
+
 // transact runs group in one transaction: each op in a savepoint of its
 // own, whose failure is recorded in errs and rolls back that op alone,
 // or, without savepoints, each op as part of the whole, whose failure
-// rolls back the transaction and is what transact returns.
+// rolls back the transaction (transact returns errOpFailed). Any other
+// error (BEGIN, COMMIT) is the transaction's, and returned.
 func (s *Store) transact(group []*op, errs []error, savepoints bool) error {
 	ctx := context.Background()
 	tx := s.wtx
@@ -418,8 +424,8 @@ func (s *Store) transact(group []*op, errs []error, savepoints bool) error {
 	err := tx.run(ctx, func() error {
 		for i, o := range group {
 			if !savepoints {
-				if err := o.apply(ctx, tx); err != nil {
-					return err
+				if errs[i] = o.apply(ctx, tx); errs[i] != nil {
+					return errOpFailed
 				}
 				continue
 			}
@@ -740,6 +746,7 @@ func (s *Store) Lease(ctx context.Context, r store.LeaseRequest) ([]store.Delive
 	until := store.Millis(r.Now.Add(r.TTL))
 	var out []store.Delivery
 	err := s.doRead(ctx, func(ctx context.Context, tx *wtx) error {
+		out = nil // a second run starts afresh (see op.again)
 		// The due deliveries in the index's order, past those leased: on
 		// from where the last Lease stopped, or from the start once a
 		// second and when that finds too few.

@@ -161,8 +161,9 @@ func testLeaseDueSource(t *testing.T, s store.Store) {
 // testLeaseOneMillisecond: deliveries due in one millisecond (a request's
 // messages share their receivedAt) are leased in turns, each delivery
 // once, however a store remembers where its last lease stopped; one given
-// back due in that millisecond is leased again before the backlog is
-// done.
+// back due in that millisecond is leased again, at the latest by the lease
+// that finds too few after where the last one stopped (SQLite's cursor
+// passes it over until then, or for up to a second).
 func testLeaseOneMillisecond(t *testing.T, s store.Store) {
 	const n, group = 400, 100
 	msgs := make([]store.Message, n)
