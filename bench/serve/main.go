@@ -194,9 +194,13 @@ func (b *bench) triggerRow() {
 	secretFile := filepath.Join(b.dir, "secret")
 	os.WriteFile(secretFile, []byte(secret), 0o600)
 	r := row{measure: fmt.Sprintf("trigger → receiver, %d webhooks, concurrency 64 (reference)", n), target: "—", verdict: "info"}
+	args := []string{"trigger", "track", "--url", b.rcv.url, "--count", strconv.Itoa(n), "--concurrency", "64",
+		"--secret-file", secretFile}
+	if b.opt.cpuprofile != "" {
+		args = append(args, "--cpuprofile", filepath.Join(b.opt.cpuprofile, "trigger.prof"))
+	}
 	quiet()
-	p, err := b.procs.start(b.dir, "trigger", b.opt.evfwd, []string{"trigger", "track", "--url", b.rcv.url,
-		"--count", strconv.Itoa(n), "--concurrency", "64", "--secret-file", secretFile}, b.env())
+	p, err := b.procs.start(b.dir, "trigger", b.opt.evfwd, args, b.env())
 	if err == nil {
 		err = p.wait(b.ctx, 5*time.Minute)
 	}
