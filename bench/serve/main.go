@@ -4,7 +4,8 @@
 //
 //   - forward: webhooks/s from serve, draining a backlog stored before it
 //     starts, into a local receiver, over the rate of `evfwd trigger` into
-//     the same receiver;
+//     the same receiver (the mean of a run right before and one right
+//     after);
 //   - ingest: events/s with 8 clients posting batches of 100 (durable: a
 //     200 comes after the commit), over a null collector's (the same HTTP
 //     stack and validation on a store that keeps nothing, nullStore);
@@ -91,11 +92,10 @@ type bench struct {
 	rcv   *receiver
 	ctx   context.Context
 
-	trigger float64 // trigger's webhooks/s, the forward rows' reference
-	null    float64 // the null collector's events/s, the ingest row's
-	rssMax  float64 // MB, over every serve process
-	rssAt   string
-	failed  bool
+	null   float64 // the null collector's events/s, the ingest row's
+	rssMax float64 // MB, over every serve process
+	rssAt  string
+	failed bool
 }
 
 // row is one line of the table.
@@ -188,16 +188,16 @@ func (b *bench) pgRow(fn func(url string), name string) {
 
 // triggerRow measures `evfwd trigger` into the receiver: the reference of
 // the forward rows, by the same measure (N over first to last arrival).
-func (b *bench) triggerRow() {
+func (b *bench) triggerRow(when string) float64 {
 	n := b.opt.events
 	b.rcv.reset()
 	secretFile := filepath.Join(b.dir, "secret")
 	os.WriteFile(secretFile, []byte(secret), 0o600)
-	r := row{measure: fmt.Sprintf("trigger → receiver, %d webhooks, concurrency 64 (reference)", n), target: "—", verdict: "info"}
+	r := row{measure: fmt.Sprintf("trigger → receiver, %d webhooks, concurrency 64 (reference, %s)", n, when), target: "—", verdict: "info"}
 	args := []string{"trigger", "track", "--url", b.rcv.url, "--count", strconv.Itoa(n), "--concurrency", "64",
 		"--secret-file", secretFile}
 	if b.opt.cpuprofile != "" {
-		args = append(args, "--cpuprofile", filepath.Join(b.opt.cpuprofile, "trigger.prof"))
+		args = append(args, "--cpuprofile", filepath.Join(b.opt.cpuprofile, "trigger-"+when+".prof"))
 	}
 	quiet()
 	p, err := b.procs.start(b.dir, "trigger", b.opt.evfwd, args, b.env())
@@ -209,22 +209,24 @@ func (b *bench) triggerRow() {
 	}
 	if err != nil {
 		b.print(b.fail(r, err))
-		return
+		return 0
 	}
-	b.trigger = b.rcv.rate()
-	r.result = fmt.Sprintf("%s webhooks/s", num(b.trigger))
+	rate := b.rcv.rate()
+	r.result = fmt.Sprintf("%s webhooks/s", num(rate))
 	r.items, r.cpu = n, p.cpu()
 	if m := regexp.MustCompile(`(\d+) deliveries/s`).FindSubmatch(must(os.ReadFile(p.log))); m != nil {
 		r.result += fmt.Sprintf(" (trigger says %s/s)", num(must(strconv.ParseFloat(string(m[1]), 64))))
 	}
 	b.print(r)
+	return rate
 }
 
 // forwardRow stores a backlog of events as serve's collector would have
 // (preload), measures trigger's rate, then starts serve on the backlog with
 // webhooks on and measures the webhooks' arrival rate at the receiver,
-// over trigger's: forwarding alone, as trigger's rate is sending alone.
-// (The latency rows time forwarding while the same process ingests.)
+// then trigger's rate again: forwarding alone, as trigger's rate is
+// sending alone. (The latency rows time forwarding while the same process
+// ingests.)
 func (b *bench) forwardRow(label, name, storeURL string, min float64) {
 	n := b.opt.events
 	r := row{measure: fmt.Sprintf("forward, %s, a backlog of %d events, 200 receiver", label, n), target: fmt.Sprintf("≥ %.1f× trigger", min)}
@@ -232,19 +234,41 @@ func (b *bench) forwardRow(label, name, storeURL string, min float64) {
 		b.print(b.fail(r, err))
 		return
 	}
-	// The reference is measured right before the row it is one for: this
-	// machine's speed drifts over a run by more than the targets' margins.
-	b.triggerRow()
+	// The reference is measured right before and right after the row, and
+	// the ratio is over their mean: this machine's speed drifts over a run
+	// by more than the targets' margins.
+	before := b.triggerRow("before")
 	b.rcv.reset()
-	b.withServe(name, storeURL, true, r, func(base string) []row {
+	var rate float64
+	rows := b.withServe(name, storeURL, true, r, func(base string) []row {
 		if err := b.rcv.waitFor(n, 0, 30*time.Second, 10*time.Minute); err != nil {
 			return []row{b.fail(r, err)}
 		}
-		rate := b.rcv.rate()
+		rate = b.rcv.rate()
 		r.result, r.items = fmt.Sprintf("%s webhooks/s", num(rate)), n
-		r.ratio, r.verdict = b.ratio(rate, b.trigger, min)
 		return []row{r}
 	})
+	after := b.triggerRow("after")
+	for i := range rows {
+		if !strings.HasPrefix(rows[i].verdict, "FAIL") {
+			rows[i].ratio, rows[i].verdict = b.ratio(rate, mean(before, after), min)
+		}
+	}
+	b.printAll(rows)
+}
+
+// mean is the mean of the references that were measured (not 0).
+func mean(refs ...float64) float64 {
+	sum, n := 0.0, 0
+	for _, r := range refs {
+		if r > 0 {
+			sum, n = sum+r, n+1
+		}
+	}
+	if n == 0 {
+		return 0
+	}
+	return sum / float64(n)
 }
 
 // nullRow measures the null collector: the ingest row's reference.
@@ -291,7 +315,7 @@ func (b *bench) ingestRow(label, name, storeURL string, workers int, floor, min 
 			r.target += fmt.Sprintf(", ≥ %.1f× null", min)
 		}
 	}
-	b.withServe(name, storeURL, false, r, func(base string) []row {
+	b.printAll(b.withServe(name, storeURL, false, r, func(base string) []row {
 		c := newClient(base)
 		defer c.close()
 		elapsed, err := c.postAll(b.ctx, workers, n, "i")
@@ -312,7 +336,7 @@ func (b *bench) ingestRow(label, name, storeURL string, workers int, floor, min 
 			}
 		}
 		return []row{r}
-	})
+	}))
 }
 
 // latencyRows posts a backlog, then 1,000 tagged events/s (batches of 10
@@ -323,7 +347,7 @@ func (b *bench) latencyRows() {
 	B := b.opt.backlog
 	r := row{measure: fmt.Sprintf("ingest→webhook latency at 1,000 ev/s, SQLite, %d-event backlog draining", B), target: "p99 < 20 ms"}
 	drain := row{measure: fmt.Sprintf("backlog drain, SQLite, %d events", B), target: "—", verdict: "info"}
-	b.withServe("latency-sqlite", b.sqlite("latency"), true, r, func(base string) []row {
+	b.printAll(b.withServe("latency-sqlite", b.sqlite("latency"), true, r, func(base string) []row {
 		b.rcv.reset()
 		c := newClient(base)
 		defer c.close()
@@ -364,16 +388,15 @@ func (b *bench) latencyRows() {
 			drain = b.fail(drain, waitErr)
 		}
 		return []row{r, drain}
-	})
+	}))
 }
 
-// withServe starts serve on storeURL, runs fn, stops serve and prints
-// fn's rows with serve's peak RSS.
-func (b *bench) withServe(name, storeURL string, webhooks bool, r row, fn func(base string) []row) {
+// withServe starts serve on storeURL, runs fn, stops serve and returns
+// fn's rows with serve's peak RSS and CPU.
+func (b *bench) withServe(name, storeURL string, webhooks bool, r row, fn func(base string) []row) []row {
 	p, base, err := b.start(name, storeURL, webhooks, false)
 	if err != nil {
-		b.print(b.fail(r, err))
-		return
+		return []row{b.fail(r, err)}
 	}
 	rows := fn(base)
 	stopErr := p.stop(30 * time.Second)
@@ -388,13 +411,13 @@ func (b *bench) withServe(name, storeURL string, webhooks bool, r row, fn func(b
 	if rss > b.rssMax {
 		b.rssMax, b.rssAt = rss, name
 	}
-	for _, r := range rows {
-		r.rss, r.cpu = rss, p.cpu()
+	for i := range rows {
+		rows[i].rss, rows[i].cpu = rss, p.cpu()
 		if stopErr != nil {
-			r = b.fail(r, stopErr)
+			rows[i] = b.fail(rows[i], stopErr)
 		}
-		b.print(r)
 	}
+	return rows
 }
 
 // start runs serve (or the null collector) with a config file of one
@@ -500,6 +523,12 @@ func (b *bench) fail(r row, err error) row {
 	fmt.Fprintf(os.Stderr, "%s: %v\n", r.measure, err)
 	r.verdict = "FAIL: " + strings.ReplaceAll(msg, "|", "/")
 	return r
+}
+
+func (b *bench) printAll(rows []row) {
+	for _, r := range rows {
+		b.print(r)
+	}
 }
 
 func (b *bench) print(r row) {
