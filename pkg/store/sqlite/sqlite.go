@@ -756,7 +756,11 @@ func (s *Store) Lease(ctx context.Context, r store.LeaseRequest) ([]store.Delive
 			out, c, err = s.due(ctx, tx, r.Source, c, now, r.Limit)
 		}
 		if err == nil && len(out) < r.Limit {
-			out, c, err = s.due(ctx, tx, r.Source, indexStart, now, r.Limit)
+			var start cursor
+			var free bool
+			if start, free, err = s.firstFree(ctx, tx, r.Source, now); free {
+				out, c, err = s.due(ctx, tx, r.Source, start, now, r.Limit)
+			}
 			c.scanned = now
 		}
 		if err != nil || len(out) == 0 {
@@ -774,12 +778,36 @@ func (s *Store) Lease(ctx context.Context, r store.LeaseRequest) ([]store.Delive
 	return out, nil
 }
 
+// firstFree is the cursor right before the first due delivery of source
+// not leased at now, found in the due index alone: the deliveries in
+// flight sit at its head, and reading their rows and bodies only to skip
+// them would cost a lease from the start more than the rows it takes.
+// free is false when every due delivery is leased.
+func (s *Store) firstFree(ctx context.Context, tx *wtx, source string, now int64) (c cursor, free bool, err error) {
+	rows, err := tx.QueryContext(ctx, `SELECT id, next_attempt_at FROM deliveries INDEXED BY deliveries_due
+		WHERE source = ? AND status = 'pending' AND next_attempt_at <= ? ORDER BY next_attempt_at, id`, source, now)
+	if err != nil {
+		return c, false, err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var id, at int64
+		if err := rows.Scan(&id, &at); err != nil {
+			return c, false, err
+		}
+		if !s.leases.held(id, now) {
+			return cursor{at: at, id: id - 1}, true, nil
+		}
+	}
+	return c, false, rows.Err()
+}
+
 // due reads up to limit due deliveries of source that are not leased at
 // now, in the due index's order, after c, and where it stopped. Two
 // statements, because SQLite seeks the index on (next_attempt_at, id)
 // only through an equality on the first: the rest of c's millisecond,
 // then the ones after it. A leased row is read and skipped: past the
-// cursor there are few.
+// cursor, or the first one free, there are few.
 func (s *Store) due(ctx context.Context, tx *wtx, source string, c cursor, now int64, limit int) ([]store.Delivery, cursor, error) {
 	var out []store.Delivery
 	scan := rowscan.Leased(source)
