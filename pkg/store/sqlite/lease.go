@@ -34,9 +34,6 @@ type cursor struct {
 	scanned int64
 }
 
-// indexStart is the cursor before every row.
-var indexStart = cursor{at: -1}
-
 type leaseOf struct {
 	source, owner string
 	until         int64 // ms; from then on it is no lease
