@@ -51,14 +51,7 @@ func (ls *leases) take(id int64, l leaseOf) {
 
 // move sets source's cursor to c.
 func (ls *leases) move(source string, c cursor) {
-	old, had := ls.cursors[source]
-	ls.journal = append(ls.journal, func() {
-		if had {
-			ls.cursors[source] = old
-		} else {
-			delete(ls.cursors, source)
-		}
-	})
+	remember(ls, ls.cursors, source)
 	ls.cursors[source] = c
 }
 
@@ -69,13 +62,16 @@ func (ls *leases) drop(id int64) {
 }
 
 // keep journals delivery id's lease as it is now.
-func (ls *leases) keep(id int64) {
-	old, had := ls.by[id]
+func (ls *leases) keep(id int64) { remember(ls, ls.by, id) }
+
+// remember journals m[k] as it is now, there or not.
+func remember[K comparable, V any](ls *leases, m map[K]V, k K) {
+	old, had := m[k]
 	ls.journal = append(ls.journal, func() {
 		if had {
-			ls.by[id] = old
+			m[k] = old
 		} else {
-			delete(ls.by, id)
+			delete(m, k)
 		}
 	})
 }
