@@ -831,7 +831,7 @@ func (s *Store) due(ctx context.Context, tx *wtx, source string, c cursor, now i
 	}
 	const from = `SELECT ` + rowscan.LeasedColumns + ` FROM deliveries d INDEXED BY deliveries_due
 		JOIN messages m ON m.id = d.message WHERE d.source = ? AND d.status = 'pending' AND `
-	if c.at >= 0 && c.at <= now {
+	if c.at <= now {
 		if err := read(from+`d.next_attempt_at = ? AND d.id > ? ORDER BY d.id`, source, c.at, c.id); err != nil {
 			return nil, c, err
 		}
