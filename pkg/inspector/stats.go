@@ -1,6 +1,8 @@
 package inspector
 
 import (
+	"maps"
+	"slices"
 	"sync"
 	"time"
 
@@ -183,11 +185,7 @@ func minuteOf(t time.Time) int64 {
 func (s *Stats) Seen() []Endpoint {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	out := make([]Endpoint, 0, len(s.rings))
-	for e := range s.rings {
-		out = append(out, e)
-	}
-	return out
+	return slices.Collect(maps.Keys(s.rings))
 }
 
 // ms is d in milliseconds, to the microsecond.

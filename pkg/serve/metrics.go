@@ -3,7 +3,9 @@ package serve
 import (
 	"context"
 	"log/slog"
+	"maps"
 	"net/http"
+	"slices"
 	"sync"
 	"time"
 
@@ -107,11 +109,7 @@ func (m *Metrics) source(name string) *sourceMetrics {
 func (m *Metrics) names() []string {
 	m.mu.RLock()
 	defer m.mu.RUnlock()
-	out := make([]string, 0, len(m.sources))
-	for n := range m.sources {
-		out = append(out, n)
-	}
-	return out
+	return slices.Collect(maps.Keys(m.sources))
 }
 
 // Ingested counts n messages stored for source.
