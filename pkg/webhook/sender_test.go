@@ -465,3 +465,44 @@ func BenchmarkDeliver(b *testing.B) {
 		}
 	})
 }
+
+// countingConn counts the writes made on a connection.
+type countingConn struct {
+	net.Conn
+	writes *atomic.Int64
+}
+
+func (c countingConn) Write(p []byte) (int, error) {
+	c.writes.Add(1)
+	return c.Conn.Write(p)
+}
+
+// TestDeliverWritesOnce: a webhook's request line, headers and body leave
+// in one write, so in one TCP segment when they fit: a body net/http does
+// not know to be in memory makes it flush the headers first.
+func TestDeliverWritesOnce(t *testing.T) {
+	h := newHook(t, status(200))
+	s := newSender(t, Options{})
+	var writes atomic.Int64
+	dial := s.transport.DialContext
+	s.transport.DialContext = func(ctx context.Context, network, addr string) (net.Conn, error) {
+		c, err := dial(ctx, network, addr)
+		if err != nil {
+			return nil, err
+		}
+		return countingConn{c, &writes}, nil
+	}
+	for i := range 3 {
+		if res := s.Deliver(context.Background(), dest(h.URL), []byte(testBody)); !res.Delivered() {
+			t.Fatalf("delivery %d: %+v", i, res)
+		}
+		if got := writes.Swap(0); got != 1 {
+			t.Errorf("delivery %d: %d writes, want 1", i, got)
+		}
+	}
+	for _, r := range h.received() {
+		if r.Body != testBody {
+			t.Errorf("body %q, want %q", r.Body, testBody)
+		}
+	}
+}
