@@ -177,6 +177,16 @@ ALTER TABLE sync_outbox ADD COLUMN body_form INTEGER NOT NULL DEFAULT 0;
 DROP INDEX deliveries_status;
 CREATE INDEX deliveries_settled ON deliveries (status, source) WHERE status IN ('failed', 'dead', 'cancelled');
 `,
+	// The same index, with its condition written as comparisons: SQLite
+	// evaluates an IN list by building a temporary table, and did so twice
+	// for every delivery row written (for its old and its new values):
+	// 1 µs of the 7.4 µs of recording an outcome (BenchmarkLeaseComplete).
+	// A query for one of the three statuses still implies the condition,
+	// so the planner still uses the index.
+	`
+DROP INDEX deliveries_settled;
+CREATE INDEX deliveries_settled ON deliveries (status, source) WHERE status = 'failed' OR status = 'dead' OR status = 'cancelled';
+`,
 }
 
 // migrate brings the schema to the newest version. A store that records a

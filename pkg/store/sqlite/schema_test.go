@@ -118,3 +118,53 @@ func schemaFiles(t *testing.T, path string) []byte {
 	}
 	return b
 }
+
+// TestDeliveryWritesNeedNoTempTable: writing a delivery row evaluates the
+// conditions of its partial indexes; an IN list there made SQLite build a
+// temporary table for every row written. The index of settled deliveries
+// must still serve the queries for one status.
+func TestDeliveryWritesNeedNoTempTable(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "evfwd.db")
+	s, err := sqlite.Open(context.Background(), path, sqlite.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	db := schemaDB(t, path)
+	for _, q := range []string{
+		`UPDATE deliveries SET status = 'delivered', updated_at = 1 WHERE id = 1`,
+		`INSERT INTO deliveries (message, source, destination, status, next_attempt_at, created_at, updated_at)
+			VALUES (1, 's', 'webhooks', 'pending', 0, 0, 0)`,
+	} {
+		rows, err := db.Query("EXPLAIN " + q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cols, _ := rows.Columns()
+		for rows.Next() {
+			v := make([]any, len(cols))
+			p := make([]any, len(cols))
+			for i := range v {
+				p[i] = &v[i]
+			}
+			if err := rows.Scan(p...); err != nil {
+				t.Fatal(err)
+			}
+			if v[1] == "OpenEphemeral" {
+				t.Errorf("%s: opens a temporary table (at %v)", q, v[0])
+			}
+		}
+		rows.Close()
+	}
+	for _, status := range []string{"failed", "dead", "cancelled"} {
+		var id, parent, notUsed int
+		var plan string
+		q := `EXPLAIN QUERY PLAN SELECT id FROM deliveries WHERE status = '` + status + `' AND source = 's' AND id > 0`
+		if err := db.QueryRow(q).Scan(&id, &parent, &notUsed, &plan); err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(plan, "deliveries_settled") {
+			t.Errorf("deliveries of status %s: plan %q, want the index deliveries_settled", status, plan)
+		}
+	}
+}
