@@ -8,7 +8,8 @@
 //     after);
 //   - ingest: events/s with 8 clients posting batches of 100 (durable: a
 //     200 comes after the commit), over a null collector's (the same HTTP
-//     stack and validation on a store that keeps nothing, nullStore);
+//     stack and validation on a store that keeps nothing, nullStore; the
+//     mean of a run right before and one right after);
 //   - latency: ingest→webhook p99 at 1,000 events/s while a backlog drains;
 //   - PostgreSQL (with -postgres or EVFWD_BENCH_POSTGRES /
 //     EVFWD_TEST_POSTGRES): ingest and forward on one node, a fresh schema
@@ -92,7 +93,6 @@ type bench struct {
 	rcv   *receiver
 	ctx   context.Context
 
-	null   float64 // the null collector's events/s, the ingest row's
 	rssMax float64 // MB, over every serve process
 	rssAt  string
 	failed bool
@@ -148,7 +148,6 @@ func run(o options) int {
 		b.forwardRow("SQLite", "forward-sqlite", b.sqlite("forward"), 0.7)
 	}
 	if on("ingest") {
-		b.nullRow()
 		b.ingestRow("SQLite", "ingest8-sqlite", b.sqlite("ingest8"), clients, 100_000, 0.6)
 		b.ingestRow("SQLite", "ingest1-sqlite", b.sqlite("ingest1"), 1, 0, 0)
 	}
@@ -271,14 +270,15 @@ func mean(refs ...float64) float64 {
 	return sum / float64(n)
 }
 
-// nullRow measures the null collector: the ingest row's reference.
-func (b *bench) nullRow() {
+// nullRow measures the null collector, the reference of the ingest row
+// with a target: its events/s, 0 when it failed.
+func (b *bench) nullRow(when string) float64 {
 	n := b.opt.events
-	r := row{measure: fmt.Sprintf("null collector (no store), %d clients, %d events (reference)", clients, n), target: "—", verdict: "info"}
+	r := row{measure: fmt.Sprintf("null collector (no store), %d clients, %d events (reference, %s)", clients, n, when), target: "—", verdict: "info"}
 	p, base, err := b.start("null", "", false, true)
 	if err != nil {
 		b.print(b.fail(r, err))
-		return
+		return 0
 	}
 	c := newClient(base)
 	elapsed, err := c.postAll(b.ctx, clients, n, "n")
@@ -288,17 +288,19 @@ func (b *bench) nullRow() {
 	}
 	if err != nil {
 		b.print(b.fail(r, err))
-		return
+		return 0
 	}
-	b.null = float64(n) / elapsed.Seconds()
-	r.result = fmt.Sprintf("%s events/s", num(b.null))
+	rate := float64(n) / elapsed.Seconds()
+	r.result = fmt.Sprintf("%s events/s", num(rate))
 	r.rss, r.items, r.cpu = p.rssMB(), n, p.cpu()
 	b.print(r)
+	return rate
 }
 
 // ingestRow measures serve's ingest with webhooks off: events/s of
 // workers clients, at least floor, and at least min× the null collector
-// when min > 0 (floor 0: information only).
+// when min > 0 (floor 0: information only). The null collector runs right
+// before and right after, as trigger does around the forward rows.
 func (b *bench) ingestRow(label, name, storeURL string, workers int, floor, min float64) {
 	n := b.opt.events
 	if workers == 1 {
@@ -315,28 +317,38 @@ func (b *bench) ingestRow(label, name, storeURL string, workers int, floor, min 
 			r.target += fmt.Sprintf(", ≥ %.1f× null", min)
 		}
 	}
-	b.printAll(b.withServe(name, storeURL, false, r, func(base string) []row {
+	var before float64
+	if min > 0 {
+		before = b.nullRow("before")
+	}
+	var rate float64
+	rows := b.withServe(name, storeURL, false, r, func(base string) []row {
 		c := newClient(base)
 		defer c.close()
 		elapsed, err := c.postAll(b.ctx, workers, n, "i")
 		if err != nil {
 			return []row{b.fail(r, err)}
 		}
-		rate := float64(n) / elapsed.Seconds()
+		rate = float64(n) / elapsed.Seconds()
 		r.result, r.items = fmt.Sprintf("%s events/s", num(rate)), n
-		if floor == 0 {
-			return []row{r}
-		}
-		r.verdict = verdict(rate >= floor)
-		if min > 0 {
-			var v string
-			r.ratio, v = b.ratio(rate, b.null, min)
-			if v != "pass" {
-				r.verdict = v
-			}
+		if floor > 0 {
+			r.verdict = verdict(rate >= floor)
 		}
 		return []row{r}
-	}))
+	})
+	if min > 0 {
+		after := b.nullRow("after")
+		for i := range rows {
+			if strings.HasPrefix(rows[i].verdict, "FAIL:") { // the row did not run
+				continue
+			}
+			var v string
+			if rows[i].ratio, v = b.ratio(rate, mean(before, after), min); v != "pass" {
+				rows[i].verdict = v
+			}
+		}
+	}
+	b.printAll(rows)
 }
 
 // latencyRows posts a backlog, then 1,000 tagged events/s (batches of 10
