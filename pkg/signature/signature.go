@@ -13,6 +13,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"hash"
+	"sync"
 )
 
 // Header is the HTTP header that carries the signature.
@@ -46,6 +47,30 @@ func Sign(secret, body []byte) string {
 	m := New(secret)
 	m.Write(body)
 	return hex.EncodeToString(m.Sum(nil))
+}
+
+// Keyed signs bodies with one secret, as Sign does, reusing its MACs: a
+// MAC keyed once and reset costs no allocation and no key schedule per
+// body. Safe for concurrent use.
+type Keyed struct{ macs sync.Pool }
+
+// NewKeyed returns the Keyed of secret.
+func NewKeyed(secret []byte) *Keyed {
+	secret = append([]byte(nil), secret...)
+	k := &Keyed{}
+	k.macs.New = func() any { return New(secret) }
+	return k
+}
+
+// Sign returns the lowercase hex signature of body.
+func (k *Keyed) Sign(body []byte) string {
+	m := k.macs.Get().(hash.Hash)
+	m.Reset()
+	m.Write(body)
+	var sum [Size]byte
+	s := hex.EncodeToString(m.Sum(sum[:0]))
+	k.macs.Put(m)
+	return s
 }
 
 // Decode parses a hex signature, upper- or lower-case, surrounding spaces

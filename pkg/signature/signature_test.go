@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"strings"
+	"sync"
 	"testing"
 	"testing/iotest"
 )
@@ -146,4 +147,43 @@ func BenchmarkSigner(b *testing.B) {
 		g.Write(body)
 		g.Value()
 	}
+}
+
+// TestKeyedSignsAsSign: a Keyed's signatures are Sign's, for any body,
+// from many goroutines at once (its MACs are reused).
+func TestKeyedSignsAsSign(t *testing.T) {
+	secret := []byte("whsec-test")
+	k := NewKeyed(secret)
+	secret[0] = 'X' // the Keyed keeps its own copy
+	var wg sync.WaitGroup
+	for g := range 8 {
+		wg.Go(func() {
+			for i := range 200 {
+				body := []byte(strings.Repeat("b", g*37+i))
+				if got, want := k.Sign(body), Sign([]byte("whsec-test"), body); got != want {
+					t.Errorf("body of %d bytes: Keyed.Sign %s, Sign %s", len(body), got, want)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+}
+
+func BenchmarkSign(b *testing.B) {
+	body := []byte(strings.Repeat("x", 800))
+	secret := []byte("bench-secret")
+	b.Run("Sign", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			Sign(secret, body)
+		}
+	})
+	b.Run("Keyed", func(b *testing.B) {
+		k := NewKeyed(secret)
+		b.ReportAllocs()
+		for b.Loop() {
+			k.Sign(body)
+		}
+	})
 }
