@@ -47,6 +47,10 @@ const (
 	DefaultGrace    = 10 * time.Second
 )
 
+// workerIdle is how long a delivery's goroutine waits for the next one
+// before it ends.
+const workerIdle = 2 * time.Second
+
 // Observer is told what the forwarder does (metrics, the inspector). Calls
 // come from many goroutines.
 type Observer interface {
@@ -93,6 +97,8 @@ type Forwarder struct {
 	lanes map[string]*lane
 	sem   chan struct{} // a token per delivery in flight
 	wg    sync.WaitGroup
+	// workers run the deliveries, on goroutines kept between them.
+	workers *workers
 
 	// Test seams; New leaves them nil and nothing else sets them, so they
 	// change nothing in production. A test of this concurrent code must
@@ -186,7 +192,7 @@ func New(cfg Config) (*Forwarder, error) {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
 	cfg.Breaker = cfg.Breaker.withDefaults(cfg.Policy)
-	f := &Forwarder{cfg: cfg, lanes: map[string]*lane{}, sem: make(chan struct{}, cfg.MaxInFlight)}
+	f := &Forwarder{cfg: cfg, lanes: map[string]*lane{}, sem: make(chan struct{}, cfg.MaxInFlight), workers: newWorkers(workerIdle)}
 	f.endpoints, _ = cfg.Observer.(EndpointObserver)
 	for source, dest := range cfg.Destinations {
 		l := &lane{source: source, dest: dest, wake: make(chan struct{}, 1)}
@@ -273,6 +279,7 @@ func (f *Forwarder) Run(ctx context.Context) error {
 	}
 	close(f.completions)
 	<-recorded
+	f.workers.stop()
 	return nil
 }
 
@@ -415,7 +422,7 @@ func (f *Forwarder) fill(ctx, deliverCtx context.Context, l *lane) (got, full bo
 	l.mu.Unlock()
 	for _, d := range ds {
 		f.wg.Add(1)
-		go f.send(ctx, deliverCtx, l, d, probe)
+		f.workers.run(func() { f.send(ctx, deliverCtx, l, d, probe) })
 	}
 	return len(leased) > 0, len(leased) == limit
 }
@@ -514,10 +521,10 @@ func (f *Forwarder) Ingest(ctx context.Context, msgs []store.Message) error {
 	}
 	f.finished(l, &l.fresh, n-len(ds))
 	for _, d := range ds {
-		go func() {
+		f.workers.run(func() {
 			f.deliver(deliverCtx, l, d, nil)
 			f.finished(l, &l.fresh, 1)
-		}()
+		})
 	}
 	if len(ds) < n || n < deliveries(msgs) {
 		// Some wait in the store (or were known already): the lane
