@@ -115,7 +115,7 @@ type Handler struct {
 	client  *http.Client
 	secrets [][]byte
 	scheme  signature.Scheme
-	macs    []sync.Pool // per secret, of segment's keyed MAC (fastSegment)
+	macs    []*signature.Keyed // per secret, segment's keyed MAC (fastSegment)
 }
 
 // ErrConfig is matched by every configuration error from New.

@@ -3,11 +3,9 @@ package receiver
 import (
 	"crypto/hmac"
 	"crypto/sha256"
-	"hash"
 	"net/http"
 	"slices"
 	"strconv"
-	"sync"
 	"time"
 
 	"github.com/evfwd/evfwd/pkg/signature"
@@ -34,9 +32,9 @@ func (h *Handler) setSecrets() error {
 		}
 	}
 	if h.scheme == signature.Segment || h.scheme == signature.Auto {
-		h.macs = make([]sync.Pool, len(h.secrets))
+		h.macs = make([]*signature.Keyed, len(h.secrets))
 		for i, s := range h.secrets {
-			h.macs[i].New = func() any { return signature.New(s) }
+			h.macs[i] = signature.NewKeyed(s)
 		}
 	}
 	return nil
@@ -109,13 +107,8 @@ func (h *Handler) fastSegment(hdr http.Header, body []byte, tolerance time.Durat
 		tolerance = signature.DefaultTolerance
 	}
 	var sum [signature.Size]byte
-	for i := range h.macs {
-		mac := h.macs[i].Get().(hash.Hash)
-		mac.Reset()
-		mac.Write(body)
-		ok := hmac.Equal(mac.Sum(sum[:0]), want)
-		h.macs[i].Put(mac)
-		if ok {
+	for i, k := range h.macs {
+		if hmac.Equal(k.Sum(sum[:0], body), want) {
 			return signature.Result{Scheme: signature.Segment, Valid: true, Reason: signature.ReasonOK,
 				Secret: i + 1, Secrets: len(h.secrets), Bytes: int64(len(body)), Tolerance: tolerance, MAC: want}, true
 		}

@@ -62,15 +62,20 @@ func NewKeyed(secret []byte) *Keyed {
 	return k
 }
 
-// Sign returns the lowercase hex signature of body.
-func (k *Keyed) Sign(body []byte) string {
+// Sum appends the raw signature of body to dst.
+func (k *Keyed) Sum(dst, body []byte) []byte {
 	m := k.macs.Get().(hash.Hash)
 	m.Reset()
 	m.Write(body)
-	var sum [Size]byte
-	s := hex.EncodeToString(m.Sum(sum[:0]))
+	dst = m.Sum(dst)
 	k.macs.Put(m)
-	return s
+	return dst
+}
+
+// Sign returns the lowercase hex signature of body.
+func (k *Keyed) Sign(body []byte) string {
+	var sum [Size]byte
+	return hex.EncodeToString(k.Sum(sum[:0], body))
 }
 
 // Decode parses a hex signature, upper- or lower-case, surrounding spaces
