@@ -247,12 +247,7 @@ func (b *bench) forwardRow(label, name, storeURL string, min float64) {
 		r.result, r.items = fmt.Sprintf("%s webhooks/s", num(rate)), n
 		return []row{r}
 	})
-	after := b.triggerRow("after")
-	for i := range rows {
-		if !strings.HasPrefix(rows[i].verdict, "FAIL") {
-			rows[i].ratio, rows[i].verdict = b.ratio(rate, mean(before, after), min)
-		}
-	}
+	b.judge(rows, rate, mean(before, b.triggerRow("after")), min)
 	b.printAll(rows)
 }
 
@@ -337,16 +332,7 @@ func (b *bench) ingestRow(label, name, storeURL string, workers int, floor, min 
 		return []row{r}
 	})
 	if min > 0 {
-		after := b.nullRow("after")
-		for i := range rows {
-			if strings.HasPrefix(rows[i].verdict, "FAIL:") { // the row did not run
-				continue
-			}
-			var v string
-			if rows[i].ratio, v = b.ratio(rate, mean(before, after), min); v != "pass" {
-				rows[i].verdict = v
-			}
-		}
+		b.judge(rows, rate, mean(before, b.nullRow("after")), min)
 	}
 	b.printAll(rows)
 }
@@ -526,6 +512,21 @@ func (b *bench) ratio(got, ref, min float64) (string, string) {
 	}
 	q := got / ref
 	return fmt.Sprintf("%.2f×", q), verdict(q >= min)
+}
+
+// judge gives rows the ratio of rate to ref and fails them below min. A
+// row that did not run (b.fail) is left as it is, and one that failed
+// another target stays failed.
+func (b *bench) judge(rows []row, rate, ref, min float64) {
+	for i := range rows {
+		if strings.HasPrefix(rows[i].verdict, "FAIL:") {
+			continue
+		}
+		var v string
+		if rows[i].ratio, v = b.ratio(rate, ref, min); v != "pass" || rows[i].verdict == "" {
+			rows[i].verdict = v
+		}
+	}
 }
 
 // fail marks r failed by err: the row gets err's first line, stderr all
