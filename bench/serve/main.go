@@ -10,6 +10,9 @@
 //     200 comes after the commit), over a null collector's (the same HTTP
 //     stack and validation on a store that keeps nothing, nullStore; the
 //     mean of a run right before and one right after);
+//   - web (issue 28): req/s and latency of single-event requests, one
+//     message each as Analytics.js posts them, on 16 and 128 keep-alive
+//     connections (durable), over the null collector's under the same load;
 //   - latency: ingest→webhook p99 at 1,000 events/s while a backlog drains;
 //   - PostgreSQL (with -postgres or EVFWD_BENCH_POSTGRES /
 //     EVFWD_TEST_POSTGRES): ingest and forward on one node, a fresh schema
@@ -55,6 +58,9 @@ type options struct {
 	events     int    // per forward and ingest row
 	backlog    int    // of the latency row
 	rows       string // groups of rows to run, comma-separated; empty: all
+	webEvents  int    // requests per run of the web rows
+	webPath    string // where the web rows post single events
+	webKind    string // the kind of the web rows' source; empty: none written
 }
 
 func main() {
@@ -65,7 +71,10 @@ func main() {
 	flag.IntVar(&o.events, "events", envInt("EVFWD_BENCH_EVENTS", 200_000), "events per forward and ingest row (env EVFWD_BENCH_EVENTS)")
 	flag.IntVar(&o.backlog, "backlog", envInt("EVFWD_BENCH_BACKLOG", 1_000_000), "backlog of the latency row (env EVFWD_BENCH_BACKLOG)")
 	flag.StringVar(&o.postgres, "postgres", firstEnv("EVFWD_BENCH_POSTGRES", "EVFWD_TEST_POSTGRES"), "postgres:// URL for the PostgreSQL rows (default: env EVFWD_BENCH_POSTGRES, EVFWD_TEST_POSTGRES)")
-	flag.StringVar(&o.rows, "rows", "", "run only these groups of rows, comma-separated: forward, ingest, latency, pg (default: all)")
+	flag.StringVar(&o.rows, "rows", "", "run only these groups of rows, comma-separated: forward, ingest, web, latency, pg (default: all)")
+	flag.IntVar(&o.webEvents, "web-events", envInt("EVFWD_BENCH_WEB_EVENTS", 100_000), "single-event requests per run of the web rows (env EVFWD_BENCH_WEB_EVENTS)")
+	flag.StringVar(&o.webPath, "web-path", webPath, "the `path` the web rows post single events to")
+	flag.StringVar(&o.webKind, "web-kind", webKind, "the `kind` of the web rows' source (empty: no kind key in the config)")
 	flag.StringVar(&o.cpuprofile, "cpuprofile", "", "write each serve row's CPU profile to `DIR`/<row>.prof")
 	flag.Parse()
 	if *null {
@@ -148,14 +157,22 @@ func run(o options) int {
 		b.forwardRow("SQLite", "forward-sqlite", b.sqlite("forward"), 0.7)
 	}
 	if on("ingest") {
-		b.ingestRow("SQLite", "ingest8-sqlite", b.sqlite("ingest8"), clients, 100_000, 0.6)
-		b.ingestRow("SQLite", "ingest1-sqlite", b.sqlite("ingest1"), 1, 0, 0)
+		b.ingestRow("SQLite", "ingest8-sqlite", b.sqlite("ingest8"), batchLoad(clients, o.events), target{floor: 100_000, min: 0.6})
+		b.ingestRow("SQLite", "ingest1-sqlite", b.sqlite("ingest1"), batchLoad(1, roundUp(o.events/4)), target{})
+	}
+	if on("web") {
+		// A web source's browsers: one event a request, many at once
+		// (issue 28).
+		b.ingestRow("SQLite", "web16-sqlite", b.sqlite("web16"), webLoad(o.webPath, o.webKind, 16, o.webEvents), target{ref: true})
+		b.ingestRow("SQLite", "web128-sqlite", b.sqlite("web128"), webLoad(o.webPath, o.webKind, 128, o.webEvents), target{min: 0.5, p99: 50 * time.Millisecond})
 	}
 	if on("latency") {
 		b.latencyRows()
 	}
 	if pg := o.postgres; pg != "" && on("pg") {
-		b.pgRow(func(url string) { b.ingestRow("PostgreSQL", "ingest8-pg", url, clients, 80_000, 0) }, "ingest")
+		b.pgRow(func(url string) {
+			b.ingestRow("PostgreSQL", "ingest8-pg", url, batchLoad(clients, o.events), target{floor: 80_000})
+		}, "ingest")
 		b.pgRow(func(url string) { b.forwardRow("PostgreSQL", "forward-pg", url, 0.5) }, "forward")
 	}
 	b.print(row{
@@ -239,7 +256,7 @@ func (b *bench) forwardRow(label, name, storeURL string, min float64) {
 	before := b.triggerRow("before")
 	b.rcv.reset()
 	var rate float64
-	rows := b.withServe(name, storeURL, true, r, func(base string) []row {
+	rows := b.withServe(name, storeURL, source{webhooks: true}, r, func(base string) []row {
 		if err := b.rcv.waitFor(n, 0, 30*time.Second, 10*time.Minute); err != nil {
 			return []row{b.fail(r, err)}
 		}
@@ -265,19 +282,90 @@ func mean(refs ...float64) float64 {
 	return sum / float64(n)
 }
 
-// nullRow measures the null collector, the reference of the ingest row
-// with a target: its events/s, 0 when it failed.
-func (b *bench) nullRow(when string) float64 {
-	n := b.opt.events
-	r := row{measure: fmt.Sprintf("null collector (no store), %d clients, %d events (reference, %s)", clients, n, when), target: "—", verdict: "info"}
-	p, base, err := b.start("null", "", false, true)
+// load is what an ingest row posts, to serve and to its null-collector
+// references alike.
+type load struct {
+	who  string // "8 clients", "128 connections"
+	what string // "100000 events", "100000 single-event POST /v1/t"
+	kind string // the source's kind (see source)
+	// run posts the load to the collector at base, its messageIds
+	// starting with prefix.
+	run func(ctx context.Context, base, prefix string) (measured, error)
+}
+
+// measured is what one run of a load did.
+type measured struct {
+	n       int             // events stored
+	elapsed time.Duration   // from the first request to the last answer
+	lat     []time.Duration // each request's latency, sorted; none for batches
+}
+
+func (m measured) rate() float64 { return float64(m.n) / m.elapsed.Seconds() }
+
+// result is m's rate (events/s, or req/s for single events, which are one
+// each) and latency percentiles.
+func (m measured) result() string {
+	if m.lat == nil {
+		return fmt.Sprintf("%s events/s", num(m.rate()))
+	}
+	return fmt.Sprintf("%s req/s, p50 %s, p99 %s", num(m.rate()), ms(pct(m.lat, 0.50)), ms(pct(m.lat, 0.99)))
+}
+
+// batchLoad is workers clients posting n events in batches of 100.
+func batchLoad(workers, n int) load {
+	who := "1 client"
+	if workers > 1 {
+		who = fmt.Sprintf("%d clients", workers)
+	}
+	return load{who: who, what: fmt.Sprintf("%d events", n), run: func(ctx context.Context, base, prefix string) (measured, error) {
+		c := newClient(base)
+		defer c.close()
+		elapsed, err := c.postAll(ctx, workers, n, prefix)
+		return measured{n: n, elapsed: elapsed}, err
+	}}
+}
+
+// webLoad is conns keep-alive connections posting n single-event
+// requests to path, as a web source's browsers do (postSingles).
+func webLoad(path, kind string, conns, n int) load {
+	return load{who: fmt.Sprintf("%d connections", conns), what: fmt.Sprintf("%d single-event POST %s", n, path), kind: kind,
+		run: func(ctx context.Context, base, prefix string) (measured, error) {
+			return postSingles(ctx, base, path, conns, n, prefix, webLimit)
+		}}
+}
+
+// target is what an ingest row is judged by; zero values judge nothing.
+type target struct {
+	floor float64       // events/s at least
+	min   float64       // × the null collector at least
+	ref   bool          // measure the null collector (implied by min) and show the ratio
+	p99   time.Duration // request latency p99 below
+}
+
+func (t target) String() string {
+	var parts []string
+	if t.floor > 0 {
+		parts = append(parts, "≥ "+num(t.floor)+" ev/s")
+	}
+	if t.min > 0 {
+		parts = append(parts, fmt.Sprintf("≥ %.1f× null", t.min))
+	}
+	if t.p99 > 0 {
+		parts = append(parts, "p99 < "+ms(t.p99))
+	}
+	return or(strings.Join(parts, ", "), "—")
+}
+
+// nullRow measures the null collector under l, the reference of an
+// ingest row: its rate, 0 when it failed.
+func (b *bench) nullRow(when string, l load) float64 {
+	r := row{measure: fmt.Sprintf("null collector (no store), %s, %s (reference, %s)", l.who, l.what, when), target: "—", verdict: "info"}
+	p, base, err := b.start("null", "", source{kind: l.kind}, true)
 	if err != nil {
 		b.print(b.fail(r, err))
 		return 0
 	}
-	c := newClient(base)
-	elapsed, err := c.postAll(b.ctx, clients, n, "n")
-	c.close()
+	m, err := l.run(b.ctx, base, "n")
 	if stopErr := p.stop(30 * time.Second); err == nil {
 		err = stopErr
 	}
@@ -285,54 +373,47 @@ func (b *bench) nullRow(when string) float64 {
 		b.print(b.fail(r, err))
 		return 0
 	}
-	rate := float64(n) / elapsed.Seconds()
-	r.result = fmt.Sprintf("%s events/s", num(rate))
-	r.rss, r.items, r.cpu = p.rssMB(), n, p.cpu()
+	r.result = m.result()
+	r.rss, r.items, r.cpu = p.rssMB(), m.n, p.cpu()
 	b.print(r)
-	return rate
+	return m.rate()
 }
 
-// ingestRow measures serve's ingest with webhooks off: events/s of
-// workers clients, at least floor, and at least min× the null collector
-// when min > 0 (floor 0: information only). The null collector runs right
-// before and right after, as trigger does around the forward rows.
-func (b *bench) ingestRow(label, name, storeURL string, workers int, floor, min float64) {
-	n := b.opt.events
-	if workers == 1 {
-		n = roundUp(n / 4)
-	}
-	who := "1 client"
-	if workers > 1 {
-		who = fmt.Sprintf("%d clients", workers)
-	}
-	r := row{measure: fmt.Sprintf("ingest, %s, %s, %d events, durable", label, who, n), target: "—", verdict: "info"}
-	if floor > 0 {
-		r.target = "≥ " + num(floor) + " ev/s"
-		if min > 0 {
-			r.target += fmt.Sprintf(", ≥ %.1f× null", min)
-		}
-	}
+// ingestRow measures serve's ingest under l with webhooks off, judged by
+// t. With a reference the null collector runs right before and right
+// after under the same load, as trigger does around the forward rows, and
+// the row's ratio is over their mean.
+func (b *bench) ingestRow(label, name, storeURL string, l load, t target) {
+	r := row{measure: fmt.Sprintf("ingest, %s, %s, %s, durable", label, l.who, l.what), target: t.String(), verdict: "info"}
+	ref := t.ref || t.min > 0
 	var before float64
-	if min > 0 {
-		before = b.nullRow("before")
+	if ref {
+		before = b.nullRow("before", l)
 	}
 	var rate float64
-	rows := b.withServe(name, storeURL, false, r, func(base string) []row {
-		c := newClient(base)
-		defer c.close()
-		elapsed, err := c.postAll(b.ctx, workers, n, "i")
+	rows := b.withServe(name, storeURL, source{kind: l.kind}, r, func(base string) []row {
+		m, err := l.run(b.ctx, base, "i")
 		if err != nil {
 			return []row{b.fail(r, err)}
 		}
-		rate = float64(n) / elapsed.Seconds()
-		r.result, r.items = fmt.Sprintf("%s events/s", num(rate)), n
-		if floor > 0 {
-			r.verdict = verdict(rate >= floor)
+		rate = m.rate()
+		r.result, r.items = m.result(), m.n
+		if t.floor > 0 || t.p99 > 0 {
+			r.verdict = verdict(rate >= t.floor && (t.p99 == 0 || pct(m.lat, 0.99) < t.p99))
 		}
 		return []row{r}
 	})
-	if min > 0 {
-		b.judge(rows, rate, mean(before, b.nullRow("after")), min)
+	if !ref {
+		b.printAll(rows)
+		return
+	}
+	refRate := mean(before, b.nullRow("after", l))
+	if t.min > 0 {
+		b.judge(rows, rate, refRate, t.min)
+	} else {
+		for i := range rows {
+			rows[i].ratio, _ = b.ratio(rate, refRate, 0)
+		}
 	}
 	b.printAll(rows)
 }
@@ -345,7 +426,7 @@ func (b *bench) latencyRows() {
 	B := b.opt.backlog
 	r := row{measure: fmt.Sprintf("ingest→webhook latency at 1,000 ev/s, SQLite, %d-event backlog draining", B), target: "p99 < 20 ms"}
 	drain := row{measure: fmt.Sprintf("backlog drain, SQLite, %d events", B), target: "—", verdict: "info"}
-	b.printAll(b.withServe("latency-sqlite", b.sqlite("latency"), true, r, func(base string) []row {
+	b.printAll(b.withServe("latency-sqlite", b.sqlite("latency"), source{webhooks: true}, r, func(base string) []row {
 		b.rcv.reset()
 		c := newClient(base)
 		defer c.close()
@@ -391,8 +472,8 @@ func (b *bench) latencyRows() {
 
 // withServe starts serve on storeURL, runs fn, stops serve and returns
 // fn's rows with serve's peak RSS and CPU.
-func (b *bench) withServe(name, storeURL string, webhooks bool, r row, fn func(base string) []row) []row {
-	p, base, err := b.start(name, storeURL, webhooks, false)
+func (b *bench) withServe(name, storeURL string, src source, r row, fn func(base string) []row) []row {
+	p, base, err := b.start(name, storeURL, src, false)
 	if err != nil {
 		return []row{b.fail(r, err)}
 	}
@@ -418,16 +499,22 @@ func (b *bench) withServe(name, storeURL string, webhooks bool, r row, fn func(b
 	return rows
 }
 
+// source is how the config file sets up the one source.
+type source struct {
+	webhooks bool   // on, to the receiver
+	kind     string // the source's kind (issue 28); empty: none written, serve's default
+}
+
 // start runs serve (or the null collector) with a config file of one
 // source on a free loopback port and waits until it is ready.
-func (b *bench) start(name, storeURL string, webhooks, null bool) (*proc, string, error) {
+func (b *bench) start(name, storeURL string, src source, null bool) (*proc, string, error) {
 	quiet()
 	addr, err := freeAddr()
 	if err != nil {
 		return nil, "", err
 	}
 	file := filepath.Join(b.dir, name+".yaml")
-	if err := writeConfig(file, addr, storeURL, webhooks, b.rcv.url); err != nil {
+	if err := writeConfig(file, addr, storeURL, src, b.rcv.url); err != nil {
 		return nil, "", err
 	}
 	bin, args := b.opt.evfwd, []string{"serve", "--config", file}
@@ -470,7 +557,7 @@ func (b *bench) env() []string {
 	return append(env, "XDG_CONFIG_HOME="+b.dir, "XDG_STATE_HOME="+b.dir)
 }
 
-func writeConfig(file, addr, storeURL string, webhooks bool, endpoint string) error {
+func writeConfig(file, addr, storeURL string, src source, endpoint string) error {
 	type endpointConfig struct {
 		URL string `yaml:"url"`
 	}
@@ -479,16 +566,17 @@ func writeConfig(file, addr, storeURL string, webhooks bool, endpoint string) er
 		SharedSecret string           `yaml:"shared_secret"`
 		Endpoints    []endpointConfig `yaml:"endpoints"`
 	}
-	type source struct {
+	type sourceConfig struct {
 		Name     string         `yaml:"name"`
 		WriteKey string         `yaml:"write_key"`
+		Kind     string         `yaml:"kind,omitempty"`
 		Webhooks webhooksConfig `yaml:"webhooks"`
 	}
 	cfg := struct {
-		Addr    string   `yaml:"addr"`
-		Store   string   `yaml:"store,omitempty"`
-		Sources []source `yaml:"sources"`
-	}{addr, storeURL, []source{{"bench", writeKey, webhooksConfig{webhooks, secret, []endpointConfig{{endpoint}}}}}}
+		Addr    string         `yaml:"addr"`
+		Store   string         `yaml:"store,omitempty"`
+		Sources []sourceConfig `yaml:"sources"`
+	}{addr, storeURL, []sourceConfig{{"bench", writeKey, src.kind, webhooksConfig{src.webhooks, secret, []endpointConfig{{endpoint}}}}}}
 	out, err := yaml.Marshal(cfg)
 	if err != nil {
 		return err

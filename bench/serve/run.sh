@@ -2,7 +2,8 @@
 # Whole-process benchmark of evfwd serve against issue 17's targets, each a
 # ratio to a reference measured in the same run: forward (SQLite) over
 # `evfwd trigger` into the same receiver, ingest (SQLite, 8 clients,
-# durable) over a null collector, ingest→webhook latency at 1,000 ev/s
+# durable) over a null collector, single-event requests on 16 and 128
+# connections (a web source's browsers) over the null collector, ingest→webhook latency at 1,000 ev/s
 # while a backlog drains, PostgreSQL ingest and forward (1 node) when
 # EVFWD_BENCH_POSTGRES (or EVFWD_TEST_POSTGRES) holds a postgres:// URL,
 # and serve's peak RSS. serve runs as a subprocess; see bench/serve/main.go.
@@ -11,6 +12,7 @@
 #   bench/serve/run.sh
 #   EVFWD_BENCH_EVENTS=50000 EVFWD_BENCH_BACKLOG=200000 bench/serve/run.sh
 #   bench/serve/run.sh -cpuprofile /tmp/prof      # one profile per serve row
+#   bench/serve/run.sh -rows web -web-events 100000
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 tmp=$(mktemp -d)
