@@ -194,6 +194,11 @@ func serveConfig(opts *ServeOptions) (serve.Config, error) {
 	}
 	cfg.Addr, cfg.Store, cfg.Retention = opts.Addr, opts.Store, opts.Retention
 	cfg.TLSCert, cfg.TLSKey = opts.TLSCert, opts.TLSKey
+	v := opts.Config.Viper()
+	cfg.PublicURL, cfg.TrustedProxies = v.GetString("public_url"), v.GetStringSlice("trusted_proxies")
+	if u := opts.Getenv(cli.EnvPrefix + "PUBLIC_URL"); u != "" {
+		cfg.PublicURL = u
+	}
 	// The admin token is a secret: config file or environment, no flag.
 	cfg.AdminToken = opts.Config.Viper().GetString("admin_token")
 	if tok := opts.Getenv(admin.TokenEnv); tok != "" {

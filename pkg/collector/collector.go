@@ -1,15 +1,21 @@
 // Package collector is the collection API of `evfwd serve`: an http.Handler
 // that speaks the Segment HTTP Tracking API (DESIGN §2) — /v1/batch,
-// /v1/import and /v1/{identify,track,page,screen,group,alias} — checks and
-// completes each message, and answers 200 only once the store has committed
-// every message of the request.
+// /v1/import and /v1/{identify,track,page,screen,group,alias}, and the
+// short forms the web and mobile libraries post to, /v1/b and
+// /v1/{i,t,p,s,g,a} — checks and completes each message, and answers 200
+// only once the store has committed every message of the request. It also
+// serves those libraries' settings document (settings.go) and answers
+// browsers' CORS requests (cors.go).
 package collector
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
+	"net/netip"
+	"net/url"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -29,6 +35,11 @@ type Source struct {
 	// name the store keeps (store.DestinationWebhooks); a message gets a
 	// delivery for each one its integrations also enable.
 	Destinations []string
+	// Kind says what sends the events (see Kind); "" is KindServer.
+	Kind Kind
+	// AllowedOrigins, when set, are the only origins a browser may post
+	// from (exact, lower case; "*" any; CheckOrigin reads them).
+	AllowedOrigins []string
 }
 
 // Ingester is the part of the store the collector needs.
@@ -51,6 +62,13 @@ type Config struct {
 	// OnError, when set, is told about every request refused with a 5xx
 	// or a 429 (logging).
 	OnError func(status int, err error)
+	// TrustedProxies are the peers whose X-Forwarded-For is believed when
+	// the address of a web or mobile client is added (see ClientAddr).
+	TrustedProxies []netip.Prefix
+	// PublicURL, when set, is where clients reach the service (behind a
+	// proxy): the settings document points them there (see
+	// ParsePublicURL).
+	PublicURL string
 }
 
 // Handler serves the collection API.
@@ -59,6 +77,7 @@ type Handler struct {
 	keys     map[string]*Source
 	draining atomic.Bool
 	mux      *http.ServeMux
+	public   *url.URL // Config.PublicURL, parsed
 }
 
 // New checks cfg and returns a Handler.
@@ -73,21 +92,41 @@ func New(cfg Config) (*Handler, error) {
 		cfg.NewID = message.NewID
 	}
 	h := &Handler{cfg: cfg, keys: map[string]*Source{}, mux: http.NewServeMux()}
+	if cfg.PublicURL != "" {
+		u, err := ParsePublicURL(cfg.PublicURL)
+		if err != nil {
+			return nil, err
+		}
+		h.public = u
+	}
 	for i := range cfg.Sources {
 		s := &cfg.Sources[i]
 		if s.WriteKey == "" {
 			return nil, fmt.Errorf("collector: source %q has no write key", s.Name)
+		}
+		if s.Kind == "" {
+			s.Kind = KindServer
 		}
 		if other, ok := h.keys[s.WriteKey]; ok {
 			return nil, fmt.Errorf("collector: sources %q and %q share a write key", other.Name, s.Name)
 		}
 		h.keys[s.WriteKey] = s
 	}
-	h.mux.HandleFunc("POST /v1/batch", h.batch)
-	h.mux.HandleFunc("POST /v1/import", h.batch)
-	for _, t := range message.Types {
-		h.mux.HandleFunc("POST /v1/"+string(t), h.single(t))
+	// Each path answers its method and a browser's preflight.
+	route := func(method, path string, handler http.HandlerFunc) {
+		h.mux.HandleFunc(method+" "+path, handler)
+		h.mux.HandleFunc("OPTIONS "+path, preflight)
 	}
+	for _, path := range []string{"/v1/batch", "/v1/import", "/v1/b"} {
+		route("POST", path, h.batch)
+	}
+	for _, t := range message.Types {
+		route("POST", "/v1/"+string(t), h.single(t))
+		route("POST", "/v1/"+string(t)[:1], h.single(t))
+	}
+	route("POST", "/v1/m", metrics)
+	route("GET", "/v1/projects/{writeKey}/settings", h.settings)
+	route("GET", "/projects/{writeKey}/settings", h.settings)
 	return h, nil
 }
 
@@ -96,6 +135,7 @@ func (h *Handler) Drain() { h.draining.Store(true) }
 
 // ServeHTTP implements http.Handler.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	withOrigin(w, r)
 	if h.draining.Load() {
 		w.Header().Set("Connection", "close")
 		w.Header().Set("Retry-After", fmt.Sprint(RetryAfter))
@@ -105,12 +145,23 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h.mux.ServeHTTP(w, r)
 }
 
-// batch serves /v1/batch and /v1/import.
+// metrics takes what Analytics.js reports about itself (its own
+// counters, posted to /v1/m): read, and dropped.
+func metrics(w http.ResponseWriter, r *http.Request) {
+	if _, err := io.Copy(io.Discard, http.MaxBytesReader(w, r.Body, MaxBatchBytes)); tooLarge(err) {
+		writeError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("body is over the %d-byte limit", MaxBatchBytes), nil)
+		return
+	}
+	writeSuccess(w)
+}
+
+// batch serves /v1/batch, /v1/import and /v1/b.
 func (h *Handler) batch(w http.ResponseWriter, r *http.Request) {
 	h.collect(w, r, MaxBatchBytes, parseBatch, "")
 }
 
-// single serves /v1/{type}: one message whose type the path fixes.
+// single serves /v1/{type} and /v1/{t,i,...}: one message whose type the
+// path fixes.
 func (h *Handler) single(t message.Type) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		h.collect(w, r, MaxMessageBytes, parseSingle, t)
@@ -121,7 +172,7 @@ func (h *Handler) single(t message.Type) http.HandlerFunc {
 // bytes, parse, and store; t, when set, is the type the path fixes.
 func (h *Handler) collect(w http.ResponseWriter, r *http.Request, limit int64, parse func([]byte) (*batch, error), t message.Type) {
 	src, ok := h.headerSource(w, r)
-	if !ok {
+	if !ok || src != nil && !h.fromAllowed(w, r, src) {
 		return
 	}
 	body, ok := readBody(w, r, limit)
@@ -138,8 +189,24 @@ func (h *Handler) collect(w http.ResponseWriter, r *http.Request, limit int64, p
 			writeAuthError(w, b.writeKey != "")
 			return
 		}
+		if !h.fromAllowed(w, r, src) {
+			return
+		}
+	}
+	if src.Kind.onDevice() {
+		b.clientAddr = ClientAddr(r, h.cfg.TrustedProxies)
 	}
 	h.store(w, r, src, b, t)
+}
+
+// fromAllowed refuses, with a 403 the page can read, a browser request
+// from an origin src does not allow.
+func (h *Handler) fromAllowed(w http.ResponseWriter, r *http.Request, src *Source) bool {
+	if origin := r.Header.Get("Origin"); !src.allows(origin) {
+		refuseOrigin(w, src, origin)
+		return false
+	}
+	return true
 }
 
 // headerSource resolves Basic auth. It answers 401 itself for an unknown

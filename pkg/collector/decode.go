@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/netip"
 	"slices"
 	"strings"
 	"time"
@@ -107,6 +108,8 @@ type batch struct {
 	context      batchLevel
 	integrations batchLevel
 	writeKey     string
+	sentAt       time.Time  // the batch's, when it has one
+	clientAddr   netip.Addr // a web or mobile source's client, for context.ip
 }
 
 // element is one message of a request, not parsed yet (but for the body of
@@ -200,6 +203,9 @@ func (b *batch) scan(body []byte) (batchAt byte, err error) {
 			}
 		case "writeKey":
 			b.writeKey, _ = rawjson.StringValue(val, true)
+		case "sentAt":
+			s, _ := rawjson.StringValue(val, true)
+			b.sentAt, _ = message.ParseTime(s)
 		case "context":
 			b.context.set(val, spaced)
 		case "integrations":
@@ -268,6 +274,8 @@ func topKey(quoted []byte) string {
 		return "context"
 	case "integrations":
 		return "integrations"
+	case "sentAt":
+		return "sentAt"
 	}
 	return ""
 }
@@ -388,7 +396,8 @@ func (b *batch) message(obj *rawjson.Object, src *Source, pathType message.Type,
 			return store.Message{}, Detail{Field: "type", Reason: fmt.Sprintf("must be %q on /v1/%s", pathType, pathType)}, false
 		}
 	}
-	obj.Delete("writeKey") // a credential, never stored or forwarded
+	obj.Delete("writeKey")  // a credential, never stored or forwarded
+	obj.Delete("_metadata") // Analytics.js's notes to Segment on its bundled destinations
 	if err := merge(obj, "context", b.context); err != nil {
 		return store.Message{}, Detail{Field: "context", Reason: err.Error()}, false
 	}
@@ -402,6 +411,11 @@ func (b *batch) message(obj *rawjson.Object, src *Source, pathType message.Type,
 			return store.Message{}, Detail{Field: ve.Field, Reason: ve.Reason}, false
 		}
 		return store.Message{}, Detail{Reason: err.Error()}, false
+	}
+	if src.Kind.onDevice() {
+		if err := fromDevice(obj, b.sentAt, now, b.clientAddr); err != nil {
+			return store.Message{}, Detail{Field: "context", Reason: err.Error()}, false
+		}
 	}
 	raw.Fill(newID, clock)
 	m, err := webhook.StoredMessage(src.Name, obj, now, destinations(src, obj))

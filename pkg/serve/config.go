@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/evfwd/evfwd/pkg/collector"
 	"github.com/evfwd/evfwd/pkg/webhook"
 )
 
@@ -35,13 +36,25 @@ type Config struct {
 	// HTTPS only (tls.go), and Server.ReloadTLS reads them again.
 	TLSCert string `mapstructure:"tls_cert"`
 	TLSKey  string `mapstructure:"tls_key"`
+	// PublicURL is where clients reach serve when a proxy stands in front
+	// of it: the settings document that web and mobile libraries load
+	// sends them there. Empty: the host each request reached.
+	PublicURL string `mapstructure:"public_url"`
+	// TrustedProxies are the CIDRs (or addresses) of proxies whose
+	// X-Forwarded-For gives a web or mobile client's address.
+	TrustedProxies []string `mapstructure:"trusted_proxies"`
 }
 
 // Source is one source: its write key and its webhook destination.
 type Source struct {
-	Name     string   `mapstructure:"name"`
-	WriteKey string   `mapstructure:"write_key"`
-	Webhooks Webhooks `mapstructure:"webhooks"`
+	Name     string `mapstructure:"name"`
+	WriteKey string `mapstructure:"write_key"`
+	// Kind is server (default), web or mobile: see collector.Kind.
+	Kind string `mapstructure:"kind"`
+	// AllowedOrigins are the origins browsers may post from (default
+	// any).
+	AllowedOrigins []string `mapstructure:"allowed_origins"`
+	Webhooks       Webhooks `mapstructure:"webhooks"`
 }
 
 // Webhooks is a source's webhook destination settings.
@@ -59,6 +72,14 @@ func (c *Config) Validate() error {
 	}
 	if c.Retention < 0 {
 		errs = append(errs, fmt.Errorf("retention %s: want a duration of 0 (keep everything) or more", c.Retention))
+	}
+	if c.PublicURL != "" {
+		if _, err := collector.ParsePublicURL(c.PublicURL); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if _, err := collector.ParseTrustedProxies(c.TrustedProxies); err != nil {
+		errs = append(errs, err)
 	}
 	names, keys := map[string]int{}, map[string]int{}
 	for i, s := range c.Sources {
@@ -79,6 +100,14 @@ func (c *Config) Validate() error {
 				errs = append(errs, fmt.Errorf("%s: write_key already used by sources[%d]", where, j))
 			}
 			keys[s.WriteKey] = i
+		}
+		if _, err := collector.ParseKind(s.Kind); err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", where, err))
+		}
+		for _, o := range s.AllowedOrigins {
+			if _, err := collector.CheckOrigin(o); err != nil {
+				errs = append(errs, fmt.Errorf("%s: %w", where, err))
+			}
 		}
 		if s.Webhooks.Enabled {
 			if err := s.Webhooks.Destination.Validate(); err != nil {

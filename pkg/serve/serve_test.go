@@ -516,3 +516,34 @@ func TestConfigValidation(t *testing.T) {
 		}
 	}
 }
+
+func TestConfigValidationWebAndMobile(t *testing.T) {
+	cfg := serve.Config{
+		PublicURL:      "collect.example.com",
+		TrustedProxies: []string{"10.0.0.0/8", "proxy.internal"},
+		Sources: []serve.Source{
+			{Name: "site", WriteKey: "k1", Kind: "browser", AllowedOrigins: []string{"https://ok.example", "https://www.example.com/", "*.example.com"}},
+			{Name: "app", WriteKey: "k2", Kind: "mobile"},
+		},
+	}
+	err := cfg.Validate()
+	if err == nil {
+		t.Fatal("no error")
+	}
+	for _, want := range []string{
+		`public_url "collect.example.com": want http(s)://host`,
+		`trusted_proxies: "proxy.internal" is neither a CIDR`,
+		`source "site": kind "browser": want server, web or mobile`,
+		`source "site": allowed_origins: "https://www.example.com/" is not an origin`,
+		`source "site": allowed_origins: "*.example.com" is not an origin`,
+	} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error does not mention %q:\n%v", want, err)
+		}
+	}
+	for _, bad := range []string{"https://ok.example", `"app"`} {
+		if strings.Contains(err.Error(), bad) {
+			t.Errorf("error mentions %s, which is right:\n%v", bad, err)
+		}
+	}
+}

@@ -170,6 +170,11 @@ func (s *Server) build(ctx context.Context) error {
 	for _, src := range s.cfg.Sources {
 		s.metrics.source(src.Name)
 		cs := collector.Source{Name: src.Name, WriteKey: src.WriteKey}
+		cs.Kind, _ = collector.ParseKind(src.Kind) // validated
+		for _, o := range src.AllowedOrigins {
+			o, _ = collector.CheckOrigin(o)
+			cs.AllowedOrigins = append(cs.AllowedOrigins, o)
+		}
 		if src.Webhooks.Enabled {
 			d := src.Webhooks.Destination
 			dests[src.Name] = &d
@@ -187,8 +192,9 @@ func (s *Server) build(ctx context.Context) error {
 	}
 	// The forwarder stores what the collector takes, and sends at once
 	// what it has room for (forwarder.Ingest).
+	trusted, _ := collector.ParseTrustedProxies(s.cfg.TrustedProxies) // validated
 	s.collector, err = collector.New(collector.Config{
-		Sources: sources, Store: s.forwarder, Now: s.opts.Now,
+		Sources: sources, Store: s.forwarder, Now: s.opts.Now, TrustedProxies: trusted, PublicURL: s.cfg.PublicURL,
 		OnStored: func(source string, msgs []store.Message) { s.stored(source, len(msgs)) },
 		OnError:  func(status int, err error) { s.log.Warn("collect", "status", status, "err", err) },
 	})

@@ -1,0 +1,105 @@
+package collector
+
+import (
+	"fmt"
+	"net/http"
+	"net/url"
+	"slices"
+	"strings"
+)
+
+// CORS. Analytics.js posts from the page's origin with an Authorization
+// header, so the browser asks first (a preflight) and then lets the page
+// read only answers that name its origin. The collection API uses no
+// cookies, so answering any origin opens nothing a script could not
+// already do with the (public) write key; a source narrows it with
+// allowed_origins, checked once the write key says which source it is.
+
+// preflightMaxAge is how long a browser may keep a preflight's answer:
+// Chromium's cap, two hours.
+const preflightMaxAge = "7200"
+
+// allowHeaders are the request headers a page may send, beside those it
+// names in its preflight: what Analytics.js sends (X-Retry-Count on its
+// retries) and a gzip body.
+const allowHeaders = "Content-Type, Authorization, Content-Encoding, X-Retry-Count"
+
+// withOrigin lets the page at the request's origin read the answer,
+// errors included, and the Retry-After of a 429 or 503, which a
+// cross-origin script cannot see unless it is exposed.
+func withOrigin(w http.ResponseWriter, r *http.Request) {
+	origin := r.Header.Get("Origin")
+	if origin == "" {
+		return
+	}
+	h := w.Header()
+	h.Set("Access-Control-Allow-Origin", origin)
+	h.Add("Vary", "Origin")
+	h.Set("Access-Control-Expose-Headers", "Retry-After")
+}
+
+// preflight answers a browser's OPTIONS before its POST or GET.
+func preflight(w http.ResponseWriter, r *http.Request) {
+	h := w.Header()
+	h.Set("Access-Control-Allow-Methods", "GET, POST, OPTIONS")
+	h.Set("Access-Control-Allow-Headers", requestedHeaders(r.Header.Values("Access-Control-Request-Headers")))
+	h.Set("Access-Control-Max-Age", preflightMaxAge)
+	w.WriteHeader(http.StatusNoContent)
+}
+
+// requestedHeaders is allowHeaders plus the header names a preflight asks
+// for (a page may add its own through Analytics.js's headers setting);
+// only names, never anything else the request wrote there.
+func requestedHeaders(asked []string) string {
+	out := allowHeaders
+	for _, v := range asked {
+		for name := range strings.SplitSeq(v, ",") {
+			if name = strings.TrimSpace(name); isToken(name) && !strings.Contains(strings.ToLower(allowHeaders), strings.ToLower(name)) {
+				out += ", " + name
+			}
+		}
+	}
+	return out
+}
+
+func isToken(s string) bool {
+	if s == "" || len(s) > 64 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '_') {
+			return false
+		}
+	}
+	return true
+}
+
+// allows says whether a request from origin may reach src: always without
+// an Origin header (not a browser) or without a list.
+func (s *Source) allows(origin string) bool {
+	if origin == "" || len(s.AllowedOrigins) == 0 {
+		return true
+	}
+	return slices.Contains(s.AllowedOrigins, "*") || slices.Contains(s.AllowedOrigins, strings.ToLower(origin))
+}
+
+// refuseOrigin answers 403 to a page whose origin src does not allow.
+func refuseOrigin(w http.ResponseWriter, src *Source, origin string) {
+	writeError(w, http.StatusForbidden, fmt.Sprintf("origin %q is not allowed for source %q (allowed_origins)", origin, src.Name), nil)
+}
+
+// CheckOrigin reads one entry of allowed_origins: "*", or an origin as a
+// browser sends it, scheme://host[:port] with nothing after. It returns the
+// form requests are compared with (lower case).
+func CheckOrigin(s string) (string, error) {
+	if s == "*" {
+		return s, nil
+	}
+	u, err := url.Parse(s)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil ||
+		(u.Path != "" && u.Path != "/") || u.RawQuery != "" || u.Fragment != "" || strings.HasSuffix(s, "/") {
+		return "", fmt.Errorf("allowed_origins: %q is not an origin: want scheme://host[:port], such as https://www.example.com, or *", s)
+	}
+	return strings.ToLower(s), nil
+}
