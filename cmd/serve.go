@@ -18,6 +18,7 @@ import (
 	"github.com/evfwd/evfwd/internal/cli"
 	"github.com/evfwd/evfwd/pkg/admin"
 	"github.com/evfwd/evfwd/pkg/analytics"
+	"github.com/evfwd/evfwd/pkg/collector"
 	"github.com/evfwd/evfwd/pkg/forwarder"
 	"github.com/evfwd/evfwd/pkg/inspector"
 	"github.com/evfwd/evfwd/pkg/serve"
@@ -405,6 +406,20 @@ func printDev(opts *ServeOptions, log *slog.Logger, src serve.Source, endpoint s
 		fmt.Fprintf(w, "  webhooks off: events are stored; add --forward-to URL to deliver them\n")
 	}
 	writeExports(opts.IO, vars)
+	fmt.Fprintf(w, "  %s\n", st.Muted.Sprint("for a web page (Analytics.js 2.0, npm @segment/analytics-next), settings and events from here:"))
+	for _, line := range analyticsJS(src.WriteKey, endpoint) {
+		fmt.Fprintf(w, "  %s\n", st.Bold.Sprint(line))
+	}
+}
+
+// analyticsJS are the two lines that make a web page send its events to
+// serve at endpoint: Analytics.js loads its settings from there, and they
+// point it back at serve.
+func analyticsJS(writeKey, endpoint string) []string {
+	return []string{
+		"import { AnalyticsBrowser } from '@segment/analytics-next'",
+		fmt.Sprintf("export const analytics = AnalyticsBrowser.load({ writeKey: '%s', cdnURL: '%s' })", writeKey, endpoint),
+	}
 }
 
 // reloadOnHUP reads the TLS pair again on each SIGHUP (on hup, when a test
@@ -440,18 +455,21 @@ func reloadOnHUP(srv *serve.Server, hup chan os.Signal, done func(error)) (stop 
 // serveSettings is what `serve --check` prints: the effective settings,
 // secrets masked.
 type serveSettings struct {
-	Config    string           `json:"config"` // the file read, "" when none
-	Addr      string           `json:"addr"`
-	Store     string           `json:"store"`
-	Retention string           `json:"retention"`
-	LeaseTTL  string           `json:"leaseTtl"`
-	Grace     string           `json:"grace"`
-	LogFormat string           `json:"logFormat"`
-	LogLevel  string           `json:"logLevel"`
-	AdminAPI  bool             `json:"adminApi"`
-	UI        *uiSettings      `json:"ui,omitempty"`  // nil: no --ui
-	TLS       *tlsSettings     `json:"tls,omitempty"` // nil: plain HTTP
-	Sources   []sourceSettings `json:"sources"`
+	Config    string       `json:"config"` // the file read, "" when none
+	Addr      string       `json:"addr"`
+	Store     string       `json:"store"`
+	Retention string       `json:"retention"`
+	LeaseTTL  string       `json:"leaseTtl"`
+	Grace     string       `json:"grace"`
+	LogFormat string       `json:"logFormat"`
+	LogLevel  string       `json:"logLevel"`
+	AdminAPI  bool         `json:"adminApi"`
+	UI        *uiSettings  `json:"ui,omitempty"`  // nil: no --ui
+	TLS       *tlsSettings `json:"tls,omitempty"` // nil: plain HTTP
+	PublicURL string       `json:"publicUrl,omitempty"`
+	// TrustedProxies give web and mobile clients' addresses.
+	TrustedProxies []string         `json:"trustedProxies,omitempty"`
+	Sources        []sourceSettings `json:"sources"`
 }
 
 // uiSettings is where --ui serves the inspector.
@@ -466,9 +484,11 @@ type tlsSettings struct {
 }
 
 type sourceSettings struct {
-	Name     string `json:"name"`
-	WriteKey string `json:"writeKey"`
-	Webhooks struct {
+	Name           string   `json:"name"`
+	WriteKey       string   `json:"writeKey"`
+	Kind           string   `json:"kind"`
+	AllowedOrigins []string `json:"allowedOrigins,omitempty"` // none: any
+	Webhooks       struct {
 		Enabled      bool               `json:"enabled"`
 		SharedSecret string             `json:"sharedSecret"` // "" when webhooks go unsigned
 		Endpoints    []webhook.Endpoint `json:"endpoints"`
@@ -483,6 +503,7 @@ func serveCheck(opts *ServeOptions, cfg serve.Config) error {
 		Config: opts.Config.File, Addr: cfg.Addr, Store: cfg.Store, Retention: shortDuration(cfg.Retention),
 		LeaseTTL: shortDuration(opts.LeaseTTL), Grace: shortDuration(opts.Grace),
 		LogFormat: opts.LogFormat, LogLevel: opts.LogLevel, AdminAPI: cfg.AdminToken != "",
+		PublicURL: cfg.PublicURL, TrustedProxies: cfg.TrustedProxies,
 		Sources: make([]sourceSettings, len(cfg.Sources)),
 	}
 	if cfg.TLSCert != "" {
@@ -493,7 +514,9 @@ func serveCheck(opts *ServeOptions, cfg serve.Config) error {
 	}
 	for i, src := range cfg.Sources {
 		s := &st.Sources[i]
-		s.Name, s.WriteKey = src.Name, src.WriteKey
+		s.Name, s.WriteKey, s.AllowedOrigins = src.Name, src.WriteKey, src.AllowedOrigins
+		kind, _ := collector.ParseKind(src.Kind) // validated
+		s.Kind = string(kind)
 		s.Webhooks.Enabled, s.Webhooks.SharedSecret = src.Webhooks.Enabled, src.Webhooks.SharedSecret
 		s.Webhooks.Endpoints = append([]webhook.Endpoint{}, src.Webhooks.Endpoints...)
 	}
@@ -533,8 +556,20 @@ func writeSettings(w io.Writer, st serveSettings) {
 	if st.TLS != nil {
 		fmt.Fprintf(w, "%-10s cert %s, key %s\n", "tls", st.TLS.Cert, st.TLS.Key)
 	}
+	if st.PublicURL != "" {
+		fmt.Fprintf(w, "%-10s %s (in the settings document)\n", "public", st.PublicURL)
+	}
+	if len(st.TrustedProxies) > 0 {
+		fmt.Fprintf(w, "%-10s %s (X-Forwarded-For believed from these)\n", "proxies", strings.Join(st.TrustedProxies, ", "))
+	}
 	for _, s := range st.Sources {
 		fmt.Fprintf(w, "source %s\n  write_key  %s\n", s.Name, s.WriteKey)
+		if s.Kind != string(collector.KindServer) {
+			fmt.Fprintf(w, "  kind       %s: context.ip added, device clock skew corrected\n", s.Kind)
+		}
+		if len(s.AllowedOrigins) > 0 {
+			fmt.Fprintf(w, "  origins    %s\n", strings.Join(s.AllowedOrigins, ", "))
+		}
 		hooks := "disabled: messages are stored, none delivered"
 		switch {
 		case s.Webhooks.Enabled && s.Webhooks.SharedSecret != "":

@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/tls"
 	"encoding/json"
+	"fmt"
 	"maps"
 	"net"
 	"net/http"
@@ -223,9 +224,13 @@ const checkConfig = `addr: 127.0.0.1:9000
 store: postgres://evfwd:hunter2@db.internal:5432/evfwd?sslmode=disable
 admin_token: adm1n-t0ken
 retention: 72h
+public_url: https://collect.example.com
+trusted_proxies: [10.0.0.0/8]
 sources:
   - name: web
     write_key: wk_live_4f9a1c2e8b7d23
+    kind: web
+    allowed_origins: [https://www.example.com]
     webhooks:
       enabled: true
       shared_secret: s3cret
@@ -235,6 +240,7 @@ sources:
         - url: https://hooks.example.com/b
   - name: app
     write_key: wk_app
+    kind: mobile
     webhooks:
       enabled: true
       endpoints:
@@ -509,6 +515,9 @@ func TestServeDevSource(t *testing.T) {
 		}
 		if strings.Contains(stderr, "\x1b[") {
 			t.Errorf("escape codes on a pipe:\n%s", stderr)
+		}
+		if load := fmt.Sprintf("  export const analytics = AnalyticsBrowser.load({ writeKey: '%s', cdnURL: '%s' })\n", got["EVFWD_WRITE_KEY"], url); !strings.Contains(stderr, load) {
+			t.Errorf("no line for a web page (%q) in\n%s", load, stderr)
 		}
 		return got
 	}

@@ -46,10 +46,27 @@ retention: 168h
 # tls_cert: cert.pem
 # tls_key: key.pem
 
+# Behind a proxy: where clients reach serve. The settings document that web
+# and mobile libraries load points them there (default: the host each
+# request reached).
+# public_url: https://collect.example.com
+# Proxies whose X-Forwarded-For gives a web or mobile client's address.
+# trusted_proxies: [10.0.0.0/8]
+
 sources:
   - name: %s
     # What clients send as their write key (EVFWD_WRITE_KEY for evfwd track and send).
     write_key: %s
+    # server: timestamps kept as sent, as historical imports need. web
+    # (Analytics.js) or mobile (analytics-kotlin, analytics-swift), as Segment
+    # treats client-side libraries: context.ip is set from the request when
+    # the message has none, and the device clock's error is taken out:
+    # timestamp = receivedAt - (sentAt - timestamp), the device's own time
+    # kept as originalTimestamp. Point Analytics.js's cdnURL (the apps'
+    # cdnHost, serve's host/v1) here: its settings come from serve.
+    kind: server
+    # Browsers may post from these origins only (default: any, as on Segment).
+    # allowed_origins: [https://www.example.com]
     webhooks:
       enabled: true
       # X-Signature is the hex HMAC-SHA1 of each body with this secret
