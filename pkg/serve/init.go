@@ -63,7 +63,9 @@ sources:
     # the message has none, and the device clock's error is taken out:
     # timestamp = receivedAt - (sentAt - timestamp), the device's own time
     # kept as originalTimestamp. Point Analytics.js's cdnURL (the apps'
-    # cdnHost, serve's host/v1) here: its settings come from serve.
+    # cdnHost and apiHost: serve's host/v1) here: its settings come from
+    # serve. The app libraries always use https: give serve tls_cert and
+    # tls_key, or a TLS proxy and public_url.
     kind: server
     # Browsers may post from these origins only (default: any, as on Segment).
     # allowed_origins: [https://www.example.com]
