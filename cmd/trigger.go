@@ -34,6 +34,7 @@ type TriggerOptions struct {
 	Type        string
 	URLs        []string
 	Data        string // JSON, @file or "-"
+	From        string // the sample's kind of source: webhook.SampleSources
 	UserID      string
 	Event       string
 	Secret      cli.Secret
@@ -82,7 +83,10 @@ followed; an untrusted certificate is an error (--ca-file trusts a private CA).
 
 The message is a realistic sample of TYPE, or yours with --data (JSON, @FILE
 or - for stdin); --user-id and --event override fields, and a missing
-messageId or timestamp is filled in.
+messageId or timestamp is filled in. --from web or --from mobile makes the
+sample one from a web page (Analytics.js) or an app (analytics-kotlin) as
+serve forwards it: that library's context, the client's context.ip, and the
+device's clock kept as originalTimestamp beside the corrected timestamp.
 
 With --count N the message is sent N times (fresh messageId each, no retries)
 by --concurrency workers, and a latency histogram (p50/p90/p99), status counts
@@ -94,6 +98,7 @@ error, 130 interrupted.`,
   evfwd trigger identify --url https://hooks.example/a --url https://hooks.example/b --secret-file hook.secret
   evfwd trigger track --data @order.json --event "Order Refunded" --header 'Authorization: Bearer t0k'
   evfwd trigger page --url http://127.0.0.1:9000/ --count 10000 --concurrency 32
+  evfwd trigger screen --from mobile --url http://localhost:8080/hooks
   evfwd trigger delete --user-id u_42 --url https://hooks.example/gdpr -o json
   evfwd trigger track --url http://localhost:3000/webhooks/stripe --scheme stripe --secret-file whsec.txt`,
 		GroupID:   groupTools,
@@ -113,6 +118,8 @@ error, 130 interrupted.`,
 	fl := cmd.Flags()
 	fl.StringArrayVar(&opts.URLs, "url", nil, "webhook `URL` (http or https; repeat for up to 5, tried in order)")
 	fl.StringVar(&opts.Data, "data", "", "the message: JSON, @FILE, or - for stdin (default: a sample of TYPE)")
+	fl.StringVar(&opts.From, "from", "server", "the sample as sent from a server, web (Analytics.js) or mobile (analytics-kotlin) source")
+	cmd.RegisterFlagCompletionFunc("from", cobra.FixedCompletions(webhook.SampleSources, cobra.ShellCompDirectiveNoFileComp))
 	fl.StringVar(&opts.UserID, "user-id", "", "set the message's userId")
 	fl.StringVar(&opts.Event, "event", "", "set the event name (track)")
 	opts.Secret.AddFlags(cmd)
@@ -288,7 +295,19 @@ func (tr *trigger) message() (*rawjson.Object, error) {
 			return nil, err
 		}
 	}
-	msg, err := webhook.NewMessage(tr.typ, data, opts.Now(), uuid.NewString())
+	if !slices.Contains(webhook.SampleSources, opts.From) {
+		return nil, cli.UsageErrorf("--from %q: want server, web or mobile", opts.From)
+	}
+	var msg *rawjson.Object
+	var err error
+	switch {
+	case opts.From != "server" && data != nil:
+		return nil, cli.UsageErrorf("--from picks a sample; --data is your own message: give one")
+	case data == nil:
+		msg, err = webhook.SampleFrom(opts.From, tr.typ, opts.Now(), uuid.NewString())
+	default:
+		msg, err = webhook.NewMessage(tr.typ, data, opts.Now(), uuid.NewString())
+	}
 	var te *webhook.TypeError
 	switch {
 	case errors.As(err, &te):

@@ -26,7 +26,7 @@ import (
 )
 
 func TestTriggerFlags(t *testing.T) {
-	defaults := TriggerOptions{Scheme: "segment", RetryWindow: 30 * time.Second, Timeout: 5 * time.Second, Count: 1, Concurrency: 1, RetryInitial: time.Second}
+	defaults := TriggerOptions{Scheme: "segment", From: "server", RetryWindow: 30 * time.Second, Timeout: 5 * time.Second, Count: 1, Concurrency: 1, RetryInitial: time.Second}
 	with := func(change func(o *TriggerOptions)) TriggerOptions {
 		o := defaults
 		change(&o)
@@ -172,6 +172,32 @@ func TestTriggerDelivers(t *testing.T) {
 	json.Unmarshal(body, &summarized)
 	if diff := cmp.Diff(sent, summarized); diff != "" || sent["groupId"] != "g_acme" || sent["version"] != 1.0 {
 		t.Errorf("summary body vs sent body mismatch (-want +got):\n%s\nsent %s", diff, bodies[0])
+	}
+}
+
+// --from web and --from mobile send the sample as those libraries and
+// serve make it.
+func TestTriggerFromDevices(t *testing.T) {
+	for from, lib := range map[string]string{"web": "analytics.js", "mobile": "analytics-kotlin"} {
+		e := newEndpoint(t, 200)
+		r := execute(t, testFactory(t, "", false, nil), "trigger", "screen", "--from", from, "--url", e.URL, "--user-id", "u_7")
+		if r.Code != 0 {
+			t.Fatalf("%s: exit %d, stderr %q", from, r.Code, r.Stderr)
+		}
+		_, bodies := e.requests()
+		var sent struct {
+			UserID, OriginalTimestamp, Timestamp string
+			Context                              struct {
+				IP      string
+				Library struct{ Name string }
+			}
+		}
+		if len(bodies) != 1 || json.Unmarshal([]byte(bodies[0]), &sent) != nil {
+			t.Fatalf("%s: bodies %q", from, bodies)
+		}
+		if sent.UserID != "u_7" || sent.Context.Library.Name != lib || sent.Context.IP == "" || sent.OriginalTimestamp <= sent.Timestamp {
+			t.Errorf("%s: sent %s", from, bodies[0])
+		}
 	}
 }
 
@@ -330,6 +356,8 @@ func TestTriggerUsageErrors(t *testing.T) {
 		{"alias data without previousId", []string{"alias", "--url", "http://a.example", "--data", `{"userId":"u"}`}, `--data: previousId is required for alias`},
 		{"missing ca file", []string{"track", "--url", "https://a.example", "--ca-file", "/nonexistent/ca.pem"}, `--ca-file: CA file: open /nonexistent/ca.pem: no such file or directory`},
 		{"bad count", []string{"track", "--url", "http://a.example", "--count", "0"}, "--count must be at least 1"},
+		{"unknown --from", []string{"track", "--url", "http://a.example", "--from", "tv"}, `--from "tv": want server, web or mobile`},
+		{"--from with --data", []string{"track", "--url", "http://a.example", "--from", "web", "--data", "{}"}, "--from picks a sample; --data is your own message: give one"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -7,6 +7,7 @@ import (
 	"flag"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -179,5 +180,46 @@ func TestSampleBodies(t *testing.T) {
 			}
 			golden(t, filepath.Join("sample", string(typ)+".json"), append(got, '\n'))
 		})
+	}
+}
+
+func TestSampleFromDevices(t *testing.T) {
+	at := time.Date(2024, 5, 1, 12, 0, 0, 123_000_000, time.UTC)
+	for _, from := range SampleSources {
+		for _, typ := range Types {
+			msg, err := SampleFrom(from, typ, at, "00000000-0000-4000-8000-000000000042")
+			if err != nil {
+				t.Fatalf("%s %s: %v", from, typ, err)
+			}
+			body, err := Body(msg)
+			if err != nil {
+				t.Fatalf("%s %s: %v", from, typ, err)
+			}
+			if from == "server" || typ == TypeDelete {
+				server, _ := Sample(typ, at, "00000000-0000-4000-8000-000000000042")
+				if want, _ := Body(server); !bytes.Equal(body, want) {
+					t.Errorf("%s %s: %s, want the sample %s", from, typ, body, want)
+				}
+				continue
+			}
+			var got struct {
+				Timestamp, OriginalTimestamp, AnonymousID string
+				Context                                   struct {
+					IP      string
+					Library struct{ Name string }
+				}
+			}
+			if err := json.Unmarshal(body, &got); err != nil {
+				t.Fatal(err)
+			}
+			lib := map[string]string{"web": "analytics.js", "mobile": "analytics-kotlin"}[from]
+			if got.Context.Library.Name != lib || got.Context.IP == "" || got.AnonymousID == "" ||
+				got.Timestamp != "2024-05-01T12:00:00.123Z" || got.OriginalTimestamp != "2024-05-01T12:00:02.540Z" {
+				t.Errorf("%s %s: %s", from, typ, body)
+			}
+		}
+	}
+	if _, err := SampleFrom("desktop", "track", at, "m"); err == nil || !strings.Contains(err.Error(), `"desktop"`) {
+		t.Errorf("unknown source: %v", err)
 	}
 }
