@@ -27,14 +27,16 @@ const allowHeaders = "Content-Type, Authorization, Content-Encoding, X-Retry-Cou
 // withOrigin lets the page at the request's origin read the answer,
 // errors included, and the Retry-After of a 429 or 503, which a
 // cross-origin script cannot see unless it is exposed.
+// Every answer varies with the origin, so that a cache (of the settings
+// document) keeps one per page.
 func withOrigin(w http.ResponseWriter, r *http.Request) {
+	h := w.Header()
+	h.Set("Vary", "Origin")
 	origin := r.Header.Get("Origin")
 	if origin == "" {
 		return
 	}
-	h := w.Header()
 	h.Set("Access-Control-Allow-Origin", origin)
-	h.Add("Vary", "Origin")
 	h.Set("Access-Control-Expose-Headers", "Retry-After")
 }
 

@@ -55,7 +55,6 @@ type settingsMetric struct {
 // settings serves the document of the source whose write key the path
 // names.
 func (h *Handler) settings(w http.ResponseWriter, r *http.Request) {
-	w.Header().Add("Vary", "Origin")
 	src := h.keys[r.PathValue("writeKey")]
 	if src == nil {
 		writeError(w, http.StatusNotFound, "unknown write key", nil)

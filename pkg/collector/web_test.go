@@ -271,7 +271,7 @@ func TestSettingsDocument(t *testing.T) {
 		if !strings.Contains(path, seg.APIKey) {
 			t.Errorf("%s: apiKey %q", path, seg.APIKey)
 		}
-		if cc := h.Get("Cache-Control"); !strings.Contains(cc, "max-age=") || h.Get("Access-Control-Allow-Origin") != pageFrom {
+		if cc := h.Get("Cache-Control"); !strings.Contains(cc, "max-age=") || h.Get("Access-Control-Allow-Origin") != pageFrom || !cmp.Equal(h.Values("Vary"), []string{"Origin"}) {
 			t.Errorf("%s: headers %v", path, h)
 		}
 	}
