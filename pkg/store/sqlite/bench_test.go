@@ -63,6 +63,41 @@ func BenchmarkIngest(b *testing.B) {
 	b.ReportMetric(float64(b.N*100)/time.Since(start).Seconds(), "events/s")
 }
 
+// BenchmarkIngestSingles: 16 or 128 concurrent callers ingest one
+// message each call, committed before it returns, as the collector does
+// for a web source's single-event requests; with no destination (webhooks
+// off) and with one.
+func BenchmarkIngestSingles(b *testing.B) {
+	for _, callers := range []int{16, 128} {
+		for _, dest := range []string{"none", "webhooks"} {
+			b.Run(fmt.Sprintf("callers=%d/dest=%s", callers, dest), func(b *testing.B) {
+				s := openBench(b)
+				var next atomic.Int64
+				var wg sync.WaitGroup
+				b.ResetTimer()
+				start := time.Now()
+				for c := range callers {
+					wg.Go(func() {
+						for n := int(next.Add(1)) - 1; n < b.N; n = int(next.Add(1)) - 1 {
+							msgs := benchBatch(c, n, 1)
+							if dest == "none" {
+								msgs[0].Destinations = nil
+							}
+							if err := s.Ingest(context.Background(), msgs); err != nil {
+								b.Error(err)
+								return
+							}
+						}
+					})
+				}
+				wg.Wait()
+				b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "events/s")
+				b.ReportMetric(float64(b.N)/float64(sqlite.Commits(s)), "events/commit")
+			})
+		}
+	}
+}
+
 // BenchmarkLeaseComplete leases 64 deliveries of a backlog and records
 // their outcomes in one Complete, as the forwarder's completer groups
 // them, in a loop; it reports deliveries/s and the µs per delivery of

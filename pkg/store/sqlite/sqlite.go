@@ -73,6 +73,7 @@ type Store struct {
 	mu      sync.RWMutex // held for reading while queueing; Close takes it to stop queueing
 	closed  bool
 
+	commits      atomic.Int64  // group transactions run (benchmarks report ops per commit)
 	deletionStep int           // messages per deletion step (deletionPageSize; tests use less)
 	syncHook     synchook.Hook // SetSyncHook's
 }
@@ -387,6 +388,7 @@ func readsFirst(group []*op) int {
 // per op, so that only that op fails. A transaction that fails by itself
 // (BEGIN, COMMIT) fails every op, as it would with savepoints.
 func (s *Store) commit(group []*op) {
+	s.commits.Add(1)
 	errs := make([]error, len(group))
 	var err error
 	if again := !slices.ContainsFunc(group, func(o *op) bool { return !o.again }); !again {
