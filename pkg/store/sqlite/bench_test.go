@@ -75,7 +75,7 @@ func BenchmarkIngestSingles(b *testing.B) {
 				var next atomic.Int64
 				var wg sync.WaitGroup
 				b.ResetTimer()
-				start := time.Now()
+				start, cpu := time.Now(), cpuTime()
 				for c := range callers {
 					wg.Go(func() {
 						for n := int(next.Add(1)) - 1; n < b.N; n = int(next.Add(1)) - 1 {
@@ -93,6 +93,7 @@ func BenchmarkIngestSingles(b *testing.B) {
 				wg.Wait()
 				b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "events/s")
 				b.ReportMetric(float64(b.N)/float64(sqlite.Commits(s)), "events/commit")
+				b.ReportMetric(float64((cpuTime()-cpu).Microseconds())/float64(b.N), "cpu-µs/event")
 			})
 		}
 	}
