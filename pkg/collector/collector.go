@@ -60,7 +60,8 @@ type Config struct {
 	// source and the messages stored (metrics, waking the forwarder).
 	OnStored func(source string, msgs []store.Message)
 	// OnError, when set, is told about every request refused with a 5xx
-	// or a 429 (logging).
+	// or a 429, and about the first refusal of each page origin a source
+	// does not allow (logging: a page's 403 shows only in its browser).
 	OnError func(status int, err error)
 	// TrustedProxies are the peers whose X-Forwarded-For is believed when
 	// the address of a web or mobile client is added (see ClientAddr).
@@ -78,6 +79,7 @@ type Handler struct {
 	draining atomic.Bool
 	mux      *http.ServeMux
 	public   *url.URL // Config.PublicURL, parsed
+	refused  refusals
 }
 
 // New checks cfg and returns a Handler.
@@ -203,7 +205,10 @@ func (h *Handler) collect(w http.ResponseWriter, r *http.Request, limit int64, p
 // from an origin src does not allow.
 func (h *Handler) fromAllowed(w http.ResponseWriter, r *http.Request, src *Source) bool {
 	if origin := r.Header.Get("Origin"); !src.allows(origin) {
-		refuseOrigin(w, src, origin)
+		err := refuseOrigin(w, src, origin)
+		if h.refused.first(src.Name, origin) {
+			h.onError(http.StatusForbidden, err)
+		}
 		return false
 	}
 	return true

@@ -6,6 +6,7 @@ import (
 	"net/url"
 	"slices"
 	"strings"
+	"sync"
 )
 
 // CORS. Analytics.js posts from the page's origin with an Authorization
@@ -86,9 +87,38 @@ func (s *Source) allows(origin string) bool {
 	return slices.Contains(s.AllowedOrigins, "*") || slices.Contains(s.AllowedOrigins, strings.ToLower(origin))
 }
 
-// refuseOrigin answers 403 to a page whose origin src does not allow.
-func refuseOrigin(w http.ResponseWriter, src *Source, origin string) {
-	writeError(w, http.StatusForbidden, fmt.Sprintf("origin %q is not allowed for source %q (allowed_origins)", origin, src.Name), nil)
+// refuseOrigin answers 403 to a page whose origin src does not allow, and
+// returns what it said.
+func refuseOrigin(w http.ResponseWriter, src *Source, origin string) error {
+	err := fmt.Errorf("origin %q is not allowed for source %q (allowed_origins)", origin, src.Name)
+	writeError(w, http.StatusForbidden, err.Error(), nil)
+	return err
+}
+
+// maxRefusals bounds the origins refusals remembers: pages from more
+// origins than that are not logged one by one.
+const maxRefusals = 256
+
+// refusals remembers the (source, origin) pairs refused so far, so that a
+// page that keeps posting is reported once.
+type refusals struct {
+	mu   sync.Mutex
+	seen map[[2]string]bool
+}
+
+// first says whether source refusing origin is new.
+func (r *refusals) first(source, origin string) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	key := [2]string{source, origin}
+	if r.seen[key] || len(r.seen) >= maxRefusals {
+		return false
+	}
+	if r.seen == nil {
+		r.seen = map[[2]string]bool{}
+	}
+	r.seen[key] = true
+	return true
 }
 
 // CheckOrigin reads one entry of allowed_origins: "*", or an origin as a

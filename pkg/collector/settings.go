@@ -60,8 +60,7 @@ func (h *Handler) settings(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, "unknown write key", nil)
 		return
 	}
-	if origin := r.Header.Get("Origin"); !src.allows(origin) {
-		refuseOrigin(w, src, origin)
+	if !h.fromAllowed(w, r, src) {
 		return
 	}
 	host, protocol := h.apiHost(r)

@@ -5,11 +5,13 @@ import (
 	"compress/gzip"
 	"encoding/base64"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -171,7 +173,13 @@ func TestMetricsAcceptedNotStored(t *testing.T) {
 
 func TestCORS(t *testing.T) {
 	st := &memStore{}
-	srv := newWebServer(t, st, collector.Config{})
+	var mu sync.Mutex
+	var reported []string
+	srv := newWebServer(t, st, collector.Config{OnError: func(status int, err error) {
+		mu.Lock()
+		defer mu.Unlock()
+		reported = append(reported, fmt.Sprint(status, " ", err))
+	}})
 	t.Run("preflight", func(t *testing.T) {
 		for _, path := range []string{"/v1/t", "/v1/b", "/v1/batch", "/v1/identify", "/v1/m", "/v1/projects/" + siteKey + "/settings"} {
 			resp, _ := call{method: http.MethodOptions, path: path, header: http.Header{
@@ -231,6 +239,13 @@ func TestCORS(t *testing.T) {
 				t.Errorf("stored %d messages", stored)
 			}
 		})
+	}
+	// A page that keeps posting from a refused origin is logged once.
+	mu.Lock()
+	defer mu.Unlock()
+	want := []string{`403 origin "https://evil.example" is not allowed for source "site" (allowed_origins)`}
+	if diff := cmp.Diff(want, reported); diff != "" {
+		t.Errorf("reported (-want +got)\n%s", diff)
 	}
 }
 
