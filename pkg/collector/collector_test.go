@@ -43,10 +43,15 @@ func (m *memStore) Ingest(_ context.Context, msgs []store.Message) error {
 }
 
 func newHandler(t *testing.T, st *memStore) *collector.Handler {
+	return newHandlerKind(t, st, collector.KindServer)
+}
+
+// newHandlerKind is newHandler with source "web" of the given kind.
+func newHandlerKind(t *testing.T, st *memStore, kind collector.Kind) *collector.Handler {
 	t.Helper()
 	h, err := collector.New(collector.Config{
 		Sources: []collector.Source{
-			{Name: "web", WriteKey: "wk_web", Destinations: []string{store.DestinationWebhooks}},
+			{Name: "web", WriteKey: "wk_web", Kind: kind, Destinations: []string{store.DestinationWebhooks}},
 			{Name: "quiet", WriteKey: "wk_quiet"},
 		},
 		Store: st,
@@ -246,15 +251,21 @@ func TestStoreFull(t *testing.T) {
 // fails (5xx), stores only valid messages, and answers 413 exactly when the
 // JSON is over the endpoint's limit, never 200 then.
 func FuzzHandler(f *testing.F) {
-	f.Add([]byte(`{"batch":[{"type":"track","userId":"u","event":"E"}],"context":{"a":1},"integrations":{"All":false}}`), "/v1/batch", false)
-	f.Add([]byte(`{"userId":"u","event":"E","context":null}`), "/v1/track", false)
-	f.Add([]byte(`{"batch":[{"type":"alias","userId":"u","previousId":"p","context":{"x":[1,2]}}],"context":"s"}`), "/v1/import", false)
-	f.Add([]byte(`{"batch":[{"type":"group","userId":"u","groupId":"g","timestamp":1714561200}]}`), "/v1/batch", false)
-	f.Add([]byte(`{"sentAt":"2024-05-01T12:00:00.123456+00:00","batch":[]}`), "/v1/batch", true)
-	f.Add([]byte(`{"batch": [{"type": "track", "userId": "u", "event": "\u00e9"}], "writeKey": "wk_web"}`), "/v1/batch", true)
-	f.Fuzz(func(t *testing.T, body []byte, path string, gz bool) {
+	f.Add([]byte(`{"batch":[{"type":"track","userId":"u","event":"E"}],"context":{"a":1},"integrations":{"All":false}}`), "/v1/batch", false, false)
+	f.Add([]byte(`{"userId":"u","event":"E","context":null}`), "/v1/track", false, false)
+	f.Add([]byte(`{"batch":[{"type":"alias","userId":"u","previousId":"p","context":{"x":[1,2]}}],"context":"s"}`), "/v1/import", false, false)
+	f.Add([]byte(`{"batch":[{"type":"group","userId":"u","groupId":"g","timestamp":1714561200}]}`), "/v1/batch", false, false)
+	f.Add([]byte(`{"sentAt":"2024-05-01T12:00:00.123456+00:00","batch":[]}`), "/v1/batch", true, false)
+	f.Add([]byte(`{"batch": [{"type": "track", "userId": "u", "event": "\u00e9"}], "writeKey": "wk_web"}`), "/v1/batch", true, false)
+	f.Add([]byte(`{"batch":[{"type":"track","userId":"u","event":"E","timestamp":"2024-05-01T13:00:00Z","context":{"ip":null}}],"sentAt":"2024-05-01T13:00:05Z"}`), "/v1/b", false, true)
+	f.Add([]byte(`{"userId":"u","event":"E","timestamp":"2024-05-01","sentAt":1714561200,"originalTimestamp":"x"}`), "/v1/t", false, true)
+	f.Fuzz(func(t *testing.T, body []byte, path string, gz, device bool) {
 		st := &memStore{}
-		h := newHandler(t, st)
+		kind := collector.KindServer
+		if device {
+			kind = collector.KindMobile
+		}
+		h := newHandlerKind(t, st, kind)
 		if !strings.HasPrefix(path, "/") {
 			path = "/" + path
 		}
@@ -279,9 +290,9 @@ func FuzzHandler(f *testing.F) {
 		}
 		limit := -1
 		switch strings.TrimPrefix(path, "/v1/") {
-		case "batch", "import":
+		case "batch", "import", "b":
 			limit = collector.MaxBatchBytes
-		case "identify", "track", "page", "screen", "group", "alias":
+		case "identify", "track", "page", "screen", "group", "alias", "i", "t", "p", "s", "g", "a":
 			limit = collector.MaxMessageBytes
 		}
 		if limit >= 0 && len(body) > limit && w.Code != http.StatusRequestEntityTooLarge {
@@ -291,6 +302,11 @@ func FuzzHandler(f *testing.F) {
 			for _, m := range st.msgs {
 				if !json.Valid(m.Body) || m.MessageID == "" {
 					t.Fatalf("stored invalid message %q", m.Body)
+				}
+				var got struct{ Context struct{ IP any } }
+				json.Unmarshal(m.Body, &got)
+				if device && got.Context.IP == nil {
+					t.Fatalf("a device's message stored without context.ip: %s", m.Body)
 				}
 			}
 		}
