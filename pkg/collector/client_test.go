@@ -1,11 +1,15 @@
 package collector
 
 import (
+	"encoding/json"
 	"fmt"
 	"net/http/httptest"
 	"net/netip"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/evfwd/evfwd/pkg/rawjson"
 )
 
 func TestClientAddr(t *testing.T) {
@@ -112,4 +116,31 @@ func FuzzForwardedFor(f *testing.F) {
 			}
 		}
 	})
+}
+
+func TestFromDeviceAddsIP(t *testing.T) {
+	ip := netip.MustParseAddr("2001:db8::7")
+	for _, tt := range []struct{ msg, context string }{
+		{`{"type":"track"}`, `{"ip":"2001:db8::7"}`},
+		{`{"type":"track","context":null}`, `{"ip":"2001:db8::7"}`},
+		{`{"type":"track","context":{}}`, `{"ip":"2001:db8::7"}`},
+		{`{"type":"track","context":{ }}`, `{"ip":"2001:db8::7"}`},
+		{`{"type":"track","context":{"locale":"en-GB" }}`, `{"locale":"en-GB","ip":"2001:db8::7"}`},
+		{`{"type":"track","context":{"ip":"192.0.2.1"}}`, `{"ip":"192.0.2.1"}`},
+		{`{"type":"track","context":{"ip":""}}`, `{"ip":"2001:db8::7"}`},
+		{`{"type":"track","context":{"ip":null,"a":1}}`, `{"ip":"2001:db8::7","a":1}`},
+		{`{"type":"track","context":{"traits":{"ip":"x"}}}`, `{"traits":{"ip":"x"},"ip":"2001:db8::7"}`},
+	} {
+		obj, err := rawjson.ParseObject([]byte(tt.msg))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := fromDevice(obj, time.Time{}, time.Time{}, ip); err != nil {
+			t.Fatalf("%s: %v", tt.msg, err)
+		}
+		got, _ := obj.Get("context")
+		if string(got) != tt.context || !json.Valid(got) {
+			t.Errorf("%s: context %s, want %s", tt.msg, got, tt.context)
+		}
+	}
 }

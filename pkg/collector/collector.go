@@ -277,10 +277,17 @@ func (h *Handler) store(w http.ResponseWriter, r *http.Request, src *Source, b *
 	writeSuccess(w)
 }
 
+// Prebuilt, for the answer every single event gets: the header keys are
+// canonical already, so they are assigned without Set's canonicalising.
+var (
+	success     = []byte(`{"success":true}` + "\n")
+	contentJSON = []string{"application/json"}
+)
+
 func writeSuccess(w http.ResponseWriter) {
-	w.Header().Set("Content-Type", "application/json")
+	w.Header()["Content-Type"] = contentJSON
 	w.WriteHeader(http.StatusOK)
-	w.Write([]byte(`{"success":true}` + "\n"))
+	w.Write(success)
 }
 
 func (h *Handler) onError(status int, err error) {

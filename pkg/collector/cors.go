@@ -30,16 +30,22 @@ const allowHeaders = "Content-Type, Authorization, Content-Encoding, X-Retry-Cou
 // cross-origin script cannot see unless it is exposed.
 // Every answer varies with the origin, so that a cache (of the settings
 // document) keeps one per page.
+// The keys are canonical: assigned, not Set.
 func withOrigin(w http.ResponseWriter, r *http.Request) {
 	h := w.Header()
-	h.Set("Vary", "Origin")
-	origin := r.Header.Get("Origin")
-	if origin == "" {
+	h["Vary"] = varyOrigin
+	origin := r.Header["Origin"]
+	if len(origin) == 0 || origin[0] == "" {
 		return
 	}
-	h.Set("Access-Control-Allow-Origin", origin)
-	h.Set("Access-Control-Expose-Headers", "Retry-After")
+	h["Access-Control-Allow-Origin"] = origin[:1]
+	h["Access-Control-Expose-Headers"] = exposeHeaders
 }
+
+var (
+	varyOrigin    = []string{"Origin"}
+	exposeHeaders = []string{"Retry-After"}
+)
 
 // preflight answers a browser's OPTIONS before its POST or GET.
 func preflight(w http.ResponseWriter, r *http.Request) {
