@@ -70,6 +70,10 @@ func NewCmdServe(f *cli.Factory, runF func(*ServeOptions) error) *cobra.Command 
 		Short: "Run the event-collection service with durable webhook forwarding",
 		Long: `Collect events on the Segment HTTP Tracking API (/v1/batch, /v1/import,
 /v1/identify, /v1/track, ...) and forward each one as a signed webhook POST.
+Segment's browser and app libraries work too: serve answers the short paths
+they post to (/v1/b, /v1/t, ...) with CORS, and serves the settings document
+they load first (/v1/projects/WRITE_KEY/settings), which points them back at
+serve: set Analytics.js's cdnURL, or an app's cdnHost and apiHost, to serve.
 
 A 200 means the request's messages are committed to the store (SQLite, WAL,
 fsync); the forwarder then delivers them at least once, retrying failed
@@ -93,12 +97,21 @@ writes one to start from):
   sources:
     - name: web
       write_key: wk_live_123
+      kind: web                  # server (default), web or mobile
+      allowed_origins: [https://www.example.com]   # default: any
       webhooks:
         enabled: true
         shared_secret: s3cret
         endpoints:
           - url: https://hooks.example.com/a
             headers: { X-Env: prod }
+
+A web or mobile source's messages get context.ip from the request (from
+X-Forwarded-For only when the peer is one of trusted_proxies: CIDRs) and
+the device clock's error taken out: timestamp becomes receivedAt - (sentAt -
+timestamp), the device's own kept as originalTimestamp. A server source's
+timestamps stay as sent. Behind a proxy, public_url is the address the
+settings document gives clients.
 
 With store: postgres://user:pass@host/db (or EVFWD_STORE), several serve
 processes share one queue behind any load balancer: each leases due
