@@ -63,13 +63,16 @@ func requestedHeaders(asked []string) string {
 	out := allowHeaders
 	for _, v := range asked {
 		for name := range strings.SplitSeq(v, ",") {
-			if name = strings.TrimSpace(name); isToken(name) && !strings.Contains(strings.ToLower(allowHeaders), strings.ToLower(name)) {
+			if name = strings.TrimSpace(name); isToken(name) && !slices.Contains(allowed, strings.ToLower(name)) {
 				out += ", " + name
 			}
 		}
 	}
 	return out
 }
+
+// allowed are allowHeaders' names in lower case, as preflights send them.
+var allowed = strings.Split(strings.ToLower(strings.ReplaceAll(allowHeaders, " ", "")), ",")
 
 func isToken(s string) bool {
 	if s == "" || len(s) > 64 {
