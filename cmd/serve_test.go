@@ -696,3 +696,19 @@ func TestServeDevSourceOnATerminal(t *testing.T) {
 		t.Errorf("stderr on a terminal:\n%q", stderr)
 	}
 }
+
+// EVFWD_PUBLIC_URL overrides the file's public_url, and a bad one is a
+// config error (exit 2).
+func TestServePublicURLFromEnv(t *testing.T) {
+	cfg := writeFile(t, "evfwd.yaml", "public_url: https://file.example\nsources:\n  - name: web\n    write_key: wk\n    kind: web\n")
+	env := map[string]string{"EVFWD_PUBLIC_URL": "https://env.example/evfwd"}
+	res := execute(t, testFactory(t, "", false, env), "serve", "--check", "--config", cfg, "-o", "json")
+	if res.Code != 0 || !strings.Contains(res.Stdout, `"publicUrl":"https://env.example/evfwd"`) || !strings.Contains(res.Stdout, `"kind":"web"`) {
+		t.Errorf("code %d, stdout %s, stderr %s", res.Code, res.Stdout, res.Stderr)
+	}
+	env["EVFWD_PUBLIC_URL"] = "env.example"
+	res = execute(t, testFactory(t, "", false, env), "serve", "--check", "--config", cfg)
+	if res.Code != 2 || !strings.Contains(res.Stderr, `public_url "env.example": want http(s)://host`) {
+		t.Errorf("code %d, stderr %s", res.Code, res.Stderr)
+	}
+}
