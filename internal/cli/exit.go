@@ -57,6 +57,8 @@ func ExitCode(err error) int {
 }
 
 // Message returns what to print for err, or "" when nothing should be.
+// Errors often quote input (a path, a field, a server's answer), so the
+// text is made printable.
 func Message(err error) string {
 	var ee *ExitError
 	if errors.As(err, &ee) && ee.Err == nil {
@@ -65,7 +67,7 @@ func Message(err error) string {
 	if errors.Is(err, context.Canceled) {
 		return "interrupted"
 	}
-	return err.Error()
+	return PrintableText(err.Error())
 }
 
 // Args wraps a cobra argument check so that a wrong argument count exits 2.
