@@ -435,10 +435,17 @@ func serveInspector(opts *ListenOptions, insp *inspector.Listen, listenURL strin
 	if err != nil {
 		return nil, cli.UsageErrorf("--ui-addr %s: %v", opts.UIAddr, err)
 	}
+	// The limits serve's inspector has: a caller that trickles its
+	// headers or body, or idles, loses its connection. A replay (up to
+	// the receiver's 30 s forward timeout) fits in the write timeout; the
+	// event stream lifts it for itself.
 	srv := &http.Server{
 		Handler:           insp.Handler(ln.Addr().String()),
 		ReadHeaderTimeout: 10 * time.Second,
+		ReadTimeout:       60 * time.Second,
+		WriteTimeout:      60 * time.Second,
 		IdleTimeout:       2 * time.Minute,
+		MaxHeaderBytes:    64 << 10,
 	}
 	go srv.Serve(ln)
 	url := "http://" + inspector.DialAddr(ln.Addr().String()) + "/"

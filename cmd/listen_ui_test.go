@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"testing/synctest"
+	"time"
 
 	"github.com/evfwd/evfwd/internal/cli"
 	"github.com/evfwd/evfwd/pkg/signature"
@@ -126,4 +128,34 @@ func TestListenUIReplaysToItselfOverTLS(t *testing.T) {
 	if res.Status != 200 || !strings.HasPrefix(res.URL, "https://") {
 		t.Errorf("replay to itself: %+v", res)
 	}
+}
+
+// TestListenUIStalledBody: a caller of the inspector that stops sending a
+// body mid-way loses its connection once the read timeout passes (60 s,
+// as serve's inspector), rather than holding it for as long as it likes.
+// It runs in a bubble: the minute passes on its clock.
+func TestListenUIStalledBody(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ln := newPipeListener()
+		uiURL := make(chan string, 1)
+		startListenInBubble(t, testFactory(t, "", false, nil), func(o *ListenOptions) {
+			o.uiListener = ln
+			o.uiReady = func(url string) { uiURL <- url }
+		}, "--ui")
+		<-uiURL
+		c, err := ln.dial()
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		start := time.Now()
+		io.WriteString(c, "POST /api/replay HTTP/1.1\r\nHost: 127.0.0.1:1\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n{\"id\":")
+		c.SetReadDeadline(time.Now().Add(10 * time.Minute))
+		if _, err := io.Copy(io.Discard, c); err != nil {
+			t.Fatalf("the inspector kept a stalled connection open: %v", err)
+		}
+		if d := time.Since(start); d < 60*time.Second || d > 2*time.Minute {
+			t.Errorf("closed after %v, want the 60 s read timeout", d)
+		}
+	})
 }
