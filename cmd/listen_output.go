@@ -66,20 +66,22 @@ func (p *listenPrinter) line(b *strings.Builder, r *receiver.Request) {
 	sep := func() { b.WriteString("  ") }
 	b.WriteString(st.Muted.Sprint(r.ReceivedAt.Format("15:04:05.000")))
 	sep()
-	b.WriteString(st.Bold.Sprint(r.Method) + " " + r.Path)
+	// Every field that comes from the request goes through cli.Printable:
+	// anyone who reaches listen chooses them (the 401 line prints too).
+	b.WriteString(st.Bold.Sprint(cli.Printable(r.Method)) + " " + cli.Printable(r.Path))
 	if r.Query != "" {
-		b.WriteString("?" + r.Query)
+		b.WriteString("?" + cli.Printable(r.Query))
 	}
 	if r.Type != "" {
 		sep()
-		b.WriteString(st.Accent.Sprint(r.Type))
+		b.WriteString(st.Accent.Sprint(cli.Printable(r.Type)))
 		if r.Event != "" {
-			b.WriteString(" " + strconv.Quote(r.Event))
+			b.WriteString(" " + strconv.Quote(r.Event)) // escapes what Printable does
 		}
 	}
 	if r.UserID != "" {
 		sep()
-		b.WriteString("user=" + r.UserID)
+		b.WriteString("user=" + cli.Printable(r.UserID))
 	}
 	if r.Refused != receiver.RefusedPath {
 		sep()
@@ -101,7 +103,7 @@ func (p *listenPrinter) line(b *strings.Builder, r *receiver.Request) {
 		}
 		if !r.Shape.OK {
 			sep()
-			b.WriteString("shape " + st.Fail.Sprint(cli.SymFail+" "+r.Shape.Reason))
+			b.WriteString("shape " + st.Fail.Sprint(cli.SymFail+" "+cli.Printable(r.Shape.Reason)))
 		}
 	}
 	if r.Duplicate {
@@ -143,7 +145,7 @@ func (p *listenPrinter) status(code int) string {
 // body, and the app's answer.
 func (p *listenPrinter) details(b *strings.Builder, r *receiver.Request) {
 	if r.Signature.Verdict == receiver.SigInvalid {
-		b.WriteString("    " + p.st.Fail.Sprint("sig:") + " " + r.Signature.Message + "\n")
+		b.WriteString("    " + p.st.Fail.Sprint("sig:") + " " + cli.Printable(r.Signature.Message) + "\n")
 	}
 	keys := make([]string, 0, len(r.Header))
 	for k := range r.Header {
@@ -151,16 +153,16 @@ func (p *listenPrinter) details(b *strings.Builder, r *receiver.Request) {
 	}
 	slices.Sort(keys)
 	for _, k := range keys {
-		b.WriteString("    " + p.st.Muted.Sprint(k+":") + " " + strings.Join(r.Header[k], ", ") + "\n")
+		b.WriteString("    " + p.st.Muted.Sprint(cli.Printable(k)+":") + " " + cli.Printable(strings.Join(r.Header[k], ", ")) + "\n")
 	}
 	if len(r.Body) > 0 {
 		b.WriteString("\n" + indent(prettyBody(r.Body)) + "\n")
 	}
 	if fw := r.Forward; fw != nil {
 		if fw.Error != "" {
-			b.WriteString("    " + p.st.Fail.Sprint("forward to "+fw.URL+" failed: "+fw.Error) + "\n")
+			b.WriteString("    " + p.st.Fail.Sprint("forward to "+cli.Printable(fw.URL)+" failed: "+cli.Printable(fw.Error)) + "\n")
 		} else {
-			fmt.Fprintf(b, "    %s\n", p.st.Muted.Sprintf("app %s answered %d:", fw.URL, fw.Status))
+			fmt.Fprintf(b, "    %s\n", p.st.Muted.Sprintf("app %s answered %d:", cli.Printable(fw.URL), fw.Status))
 			if len(fw.Body) > 0 {
 				b.WriteString(indent(prettyBody(fw.Body)) + "\n")
 			}
@@ -169,12 +171,14 @@ func (p *listenPrinter) details(b *strings.Builder, r *receiver.Request) {
 	b.WriteByte('\n')
 }
 
+// prettyBody indents a JSON body, or shows another as text; either way
+// printable (json.Indent keeps a string's raw bidi runes and bytes).
 func prettyBody(body []byte) string {
 	var out bytes.Buffer
 	if json.Indent(&out, body, "", "  ") == nil {
-		return out.String()
+		return cli.PrintableText(out.String())
 	}
-	return strings.TrimRight(strings.ToValidUTF8(string(body), "\uFFFD"), "\n")
+	return strings.TrimRight(cli.PrintableText(string(body)), "\n")
 }
 
 func indent(s string) string {
@@ -247,7 +251,7 @@ func joinCounts(m map[string]int) string {
 	})
 	parts := make([]string, len(keys))
 	for i, k := range keys {
-		parts[i] = k + " " + strconv.Itoa(m[k])
+		parts[i] = cli.Printable(k) + " " + strconv.Itoa(m[k]) // a type is the sender's
 	}
 	return strings.Join(parts, ", ")
 }

@@ -1,0 +1,112 @@
+package cmd
+
+import (
+	"fmt"
+	"net/url"
+	"strings"
+	"testing"
+	"unicode/utf8"
+)
+
+// steer is one string a terminal acts on, fed through text outputs.
+type steer struct {
+	name string
+	s    string
+}
+
+// steering is every C0 control, DEL, every C1 control, the bidi controls
+// and bytes that are not UTF-8: what no text output may pass on from data.
+func steering() []steer {
+	var ss []steer
+	for c := 0; c < 0x20; c++ {
+		ss = append(ss, steer{fmt.Sprintf("C0 %#02x", c), string(rune(c))})
+	}
+	ss = append(ss, steer{"DEL", "\x7f"})
+	for r := rune(0x80); r <= 0x9f; r++ {
+		ss = append(ss, steer{fmt.Sprintf("C1 %U", r), string(r)})
+	}
+	for _, r := range []rune{0x202a, 0x202b, 0x202c, 0x202d, 0x202e, 0x2066, 0x2067, 0x2068, 0x2069, 0x200e, 0x200f, 0x061c} {
+		ss = append(ss, steer{fmt.Sprintf("bidi %U", r), string(r)})
+	}
+	ss = append(ss, steer{"OSC title", "\x1b]0;OWNED\a\x1b[2J"}, steer{"invalid UTF-8", "\xff\xc3"})
+	return ss
+}
+
+// jsonString is s as a JSON string's content: controls as \u escapes (a
+// raw one is not JSON), everything else raw, invalid bytes included.
+func jsonString(s string) string {
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
+		case c < 0x20:
+			fmt.Fprintf(&b, `\u%04x`, c)
+		case c == '"' || c == '\\':
+			b.WriteByte('\\')
+			b.WriteByte(c)
+		default:
+			b.WriteByte(c)
+		}
+	}
+	return b.String()
+}
+
+// pathSegment is s escaped for a URL path: the receiver sees s decoded.
+func pathSegment(s string) string { return url.PathEscape(s) }
+
+// assertNoSteering fails when out holds a rune a terminal acts on: a
+// control other than newline and tab, DEL, a C1 or bidi control, or a
+// byte that is not UTF-8.
+func assertNoSteering(t *testing.T, where, out string) {
+	t.Helper()
+	for i := 0; i < len(out); {
+		r, n := utf8.DecodeRuneInString(out[i:])
+		bad := false
+		switch {
+		case r == utf8.RuneError && n == 1:
+			bad = true
+		case r == '\n' || r == '\t':
+		case r < 0x20, r == 0x7f, r >= 0x80 && r <= 0x9f,
+			r >= 0x202a && r <= 0x202e, r >= 0x2066 && r <= 0x2069,
+			r == 0x200e, r == 0x200f, r == 0x061c:
+			bad = true
+		}
+		if bad {
+			lo, hi := max(0, i-40), min(len(out), i+40)
+			t.Errorf("%s: raw %q reached the output at %d: %q", where, out[i:i+n], i, out[lo:hi])
+			return
+		}
+		i += n
+	}
+}
+
+// listen's line and --verbose details print a request's path, type,
+// event, userId and body, chosen by whoever reaches the port: signed or
+// not (the 401 line prints too), none of it steers the terminal.
+func TestListenOutputPrintable(t *testing.T) {
+	for _, verbose := range []bool{false, true} {
+		t.Run(fmt.Sprintf("verbose=%v", verbose), func(t *testing.T) {
+			f := testFactory(t, "", true, nil)
+			args := []string{"--secret", listenSecret}
+			if verbose {
+				args = append(args, "--verbose")
+			}
+			l := startListen(t, f, args...)
+			for _, c := range steering() {
+				v := jsonString("x" + c.s + "y")
+				body := `{"type":"` + v + `","userId":"` + v + `","event":"` + v + `","messageId":"` + v + `"}`
+				l.post(t, "/hooks/"+pathSegment("p"+c.s+"q"), body, "")
+				body = `{"type":"track","userId":"` + v + `","event":"e","messageId":"m` + v + `","timestamp":"2024-05-01T12:00:05.000Z"}`
+				l.post(t, "/hooks", body, signHex(t, listenSecret, body))
+			}
+			res := l.interrupt(t)
+			if n := strings.Count(res.Stdout, "\n"); n < 2*len(steering()) {
+				t.Fatalf("%d lines printed, want one or more per request:\n%s", n, res.Stdout)
+			}
+			if !strings.Contains(res.Stdout, `user=x\x1b]0;OWNED\x07\x1b[2Jy`) {
+				t.Errorf("the OSC userId is not shown escaped:\n%s", res.Stdout)
+			}
+			assertNoSteering(t, "stdout", res.Stdout)
+			assertNoSteering(t, "stderr", res.Stderr)
+		})
+	}
+}
