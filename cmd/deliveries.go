@@ -160,7 +160,7 @@ func (o *DeliveriesOptions) open() (store.Store, error) {
 	if !o.Format.JSON() {
 		// Which store answered, since an empty table from the wrong one
 		// looks like an empty queue.
-		fmt.Fprintf(o.IO.ErrOut, "store: %s\n", st.Path())
+		fmt.Fprintf(o.IO.ErrOut, "store: %s\n", cli.Printable(st.Path()))
 	}
 	return st, nil
 }
@@ -203,7 +203,10 @@ func deliveriesList(o *DeliveriesOptions) error {
 		if d.Status == store.Pending {
 			next = admin.WireTime(d.NextAttempt)
 		}
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%d\t%s\t%s\n", d.ID, d.Status, d.Source, d.Type, d.MessageID, d.Attempts, next, d.LastError)
+		// Type and message id are the sender's, the error quotes the
+		// endpoint's answer: printable, one line and one column each.
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%d\t%s\t%s\n", d.ID, d.Status, cli.Printable(d.Source), cli.Printable(d.Type),
+			cli.Printable(d.MessageID), d.Attempts, next, cli.Printable(d.LastError))
 	}
 	return tw.Flush()
 }
@@ -237,8 +240,10 @@ func deliveriesShow(o *DeliveriesOptions, arg string) error {
 	}
 	w := io.Out
 	fmt.Fprintf(w, "delivery %d  %s\n", j.ID, j.Status)
-	fmt.Fprintf(w, "source      %s → %s\n", j.Source, j.Destination)
-	fmt.Fprintf(w, "message     %s %s (user %s)\n", j.Type, j.MessageID, j.UserID)
+	// What the sender chose (type, ids, body) and what endpoints answered
+	// is shown printable.
+	fmt.Fprintf(w, "source      %s → %s\n", cli.Printable(j.Source), cli.Printable(j.Destination))
+	fmt.Fprintf(w, "message     %s %s (user %s)\n", cli.Printable(j.Type), cli.Printable(j.MessageID), cli.Printable(j.UserID))
 	fmt.Fprintf(w, "attempts    %d", j.Attempts)
 	if j.FirstAttempt != "" {
 		fmt.Fprintf(w, ", first %s", j.FirstAttempt)
@@ -248,9 +253,9 @@ func deliveriesShow(o *DeliveriesOptions, arg string) error {
 	}
 	fmt.Fprintln(w)
 	if j.LastError != "" {
-		fmt.Fprintf(w, "last error  %s\n", j.LastError)
+		fmt.Fprintf(w, "last error  %s\n", cli.Printable(j.LastError))
 	}
-	fmt.Fprintf(w, "\n%s\n", admin.SentBody(d.Delivery))
+	fmt.Fprintf(w, "\n%s\n", cli.PrintableText(string(admin.SentBody(d.Delivery))))
 	if len(j.Records) > 0 {
 		fmt.Fprintln(w)
 		tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
@@ -263,7 +268,7 @@ func deliveriesShow(o *DeliveriesOptions, arg string) error {
 			if a.Error != "" {
 				result += " " + a.Error
 			}
-			fmt.Fprintf(tw, "%d.%d\t%s\t%s\t%s\t%dms\t%s\n", a.Delivery, a.Endpoint+1, a.Start, a.URL, result, a.LatencyMs, a.Outcome)
+			fmt.Fprintf(tw, "%d.%d\t%s\t%s\t%s\t%dms\t%s\n", a.Delivery, a.Endpoint+1, a.Start, cli.Printable(a.URL), cli.Printable(result), a.LatencyMs, a.Outcome)
 		}
 		tw.Flush()
 	}
@@ -367,7 +372,7 @@ func deliveriesEndpoints(o *DeliveriesOptions) error {
 		if !e.NextProbe.IsZero() {
 			next = admin.WireTime(e.NextProbe)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\t%s\n", e.Source, e.URL, e.State, admin.WireTime(e.Since), e.Failures, next, e.LastError)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\t%s\n", cli.Printable(e.Source), cli.Printable(e.URL), e.State, admin.WireTime(e.Since), e.Failures, next, cli.Printable(e.LastError))
 	}
 	return tw.Flush()
 }

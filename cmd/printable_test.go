@@ -1,11 +1,19 @@
 package cmd
 
 import (
+	"context"
 	"fmt"
 	"net/url"
+	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 	"unicode/utf8"
+
+	"github.com/evfwd/evfwd/pkg/store"
+	"github.com/evfwd/evfwd/pkg/store/sqlite"
+	"github.com/evfwd/evfwd/pkg/store/storetest"
 )
 
 // steer is one string a terminal acts on, fed through text outputs.
@@ -108,5 +116,65 @@ func TestListenOutputPrintable(t *testing.T) {
 			assertNoSteering(t, "stdout", res.Stdout)
 			assertNoSteering(t, "stderr", res.Stderr)
 		})
+	}
+}
+
+// deliveries list, show and endpoints print what senders chose (type,
+// message and user ids, the body) and what endpoints answered: a store
+// holding every control shows none of them raw.
+func TestDeliveriesOutputPrintable(t *testing.T) {
+	now := time.Date(2024, 5, 1, 12, 0, 0, 0, time.UTC)
+	path := filepath.Join(t.TempDir(), "evfwd.db")
+	ctx := context.Background()
+	st, err := sqlite.Open(ctx, path, sqlite.Options{Now: func() time.Time { return now }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ss := steering()
+	var msgs []store.Message
+	for i, c := range ss {
+		v := "x" + c.s + "y"
+		m := storetest.Msg("web", fmt.Sprintf("m%d%s", i, v), 0, true)
+		m.UserID, m.Type = v, v
+		m.Body = []byte(`{"type":"track","userId":"` + v + `","messageId":"` + jsonString(m.MessageID) + `"}`)
+		msgs = append(msgs, m)
+	}
+	if err := st.Ingest(ctx, msgs); err != nil {
+		t.Fatal(err)
+	}
+	ds, err := st.Lease(ctx, store.LeaseRequest{Owner: "o", Source: "web", Limit: len(ss), Now: now, TTL: time.Minute})
+	if err != nil || len(ds) != len(ss) {
+		t.Fatalf("Lease: %v, %d", err, len(ds))
+	}
+	var done []store.Completion
+	for i, d := range ds {
+		v := "x" + ss[i].s + "y"
+		done = append(done, store.Completion{ID: d.ID, Owner: "o", Status: store.Dead, Attempts: 1, LastError: "HTTP 500: " + v,
+			Records: []store.Attempt{{Delivery: 1, URL: "http://x/" + v, Start: now, Status: 500, Error: v, Class: "http_5xx", Outcome: "retryable", Excerpt: []byte(v)}}})
+	}
+	if err := st.Complete(ctx, done); err != nil {
+		t.Fatal(err)
+	}
+	for i := range ss {
+		v := "x" + ss[i].s + "y"
+		err = st.SaveEndpoint(ctx, store.EndpointState{Source: "web", URL: fmt.Sprintf("http://x/%d%s", i, v), State: store.EndpointOpen,
+			Failures: 5, Since: now, LastError: v, Node: "n1", UpdatedAt: now})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	st.Close()
+	env := map[string]string{"EVFWD_STORE": "sqlite://" + path}
+	runs := [][]string{{"list"}, {"endpoints"}}
+	for _, d := range ds {
+		runs = append(runs, []string{"show", strconv.FormatInt(d.ID, 10)})
+	}
+	for _, args := range runs {
+		res := execute(t, testFactory(t, "", true, env), append([]string{"deliveries"}, args...)...)
+		if res.Code != 0 {
+			t.Fatalf("%v: exit %d, stderr %q", args, res.Code, res.Stderr)
+		}
+		assertNoSteering(t, fmt.Sprint(args, " stdout"), res.Stdout)
+		assertNoSteering(t, fmt.Sprint(args, " stderr"), res.Stderr)
 	}
 }
