@@ -199,12 +199,16 @@ func New(cfg Config) (*Forwarder, error) {
 		if !cfg.Breaker.Disabled {
 			byURL := map[string]*breaker{}
 			for _, ep := range dest.Endpoints {
-				b := byURL[ep.URL]
+				// An endpoint is known by how it is shown, never by the
+				// credentials its URL may carry: in metrics, logs and the
+				// store's endpoint states (webhook.Endpoint.Display).
+				name := ep.Display()
+				b := byURL[name]
 				if b == nil {
-					b = newBreaker(source, ep.URL, cfg.Breaker)
-					byURL[ep.URL] = b
+					b = newBreaker(source, name, cfg.Breaker)
+					byURL[name] = b
 					if f.endpoints != nil {
-						f.endpoints.EndpointState(source, ep.URL, store.EndpointClosed)
+						f.endpoints.EndpointState(source, name, store.EndpointClosed)
 					}
 				}
 				l.breakers = append(l.breakers, b)

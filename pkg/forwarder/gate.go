@@ -157,7 +157,7 @@ func (f *Forwarder) hold(l *lane, d store.Delivery, c store.Completion, g *gate)
 	c.Attempts, c.FirstAttempt = d.Attempts, d.FirstAttempt
 	urls := make([]string, 0, len(l.dest.Endpoints))
 	for _, ep := range l.dest.Endpoints {
-		urls = append(urls, ep.URL)
+		urls = append(urls, ep.Display())
 	}
 	c.LastError = heldError + " (" + strings.Join(urls, ", ") + ")"
 	switch {

@@ -96,7 +96,7 @@ const ExcerptSize = 1 << 10
 type Attempt struct {
 	Delivery   int           // 1-based number of the delivery (1 for the first try of a message)
 	Endpoint   int           // index into Destination.Endpoints
-	URL        string        // the endpoint's URL
+	URL        string        // the endpoint as shown (Endpoint.Display), never its credentials
 	Start      time.Time     // when the request started
 	Latency    time.Duration // from start to the last byte read or the error
 	Status     int           // HTTP status; 0 when there was no answer

@@ -18,6 +18,10 @@ const MaxEndpoints = 5
 // Endpoint is one configured webhook: a URL and the static headers sent
 // with every request to it.
 type Endpoint struct {
+	// Name, when set, is how the endpoint is shown in metrics, logs,
+	// errors and the inspectors (Display) instead of its URL with the
+	// credentials masked: for a URL whose path is itself a secret.
+	Name    string            `json:"name,omitempty" mapstructure:"name" yaml:"name,omitempty"`
 	URL     string            `json:"url" mapstructure:"url" yaml:"url"`
 	Headers map[string]string `json:"headers,omitempty" mapstructure:"headers" yaml:"headers,omitempty"`
 	// Signing, when SigningStandard, adds Standard Webhooks headers
@@ -54,7 +58,8 @@ func (d *Destination) segment() bool { return d.Scheme == "" || d.Scheme == sign
 var ErrInvalidConfig = errors.New("invalid webhook destination")
 
 // ConfigError reports one problem with a destination. Index is the
-// endpoint's position (-1 for the destination as a whole), URL its URL.
+// endpoint's position (-1 for the destination as a whole), URL how it is
+// shown (Endpoint.Display: never its credentials).
 type ConfigError struct {
 	Index  int
 	URL    string
@@ -104,7 +109,18 @@ func (d *Destination) Validate() error {
 	standardHeaders := append(signature.Standard.Headers(), signature.HeaderSvixID, signature.HeaderSvixTime, signature.HeaderSvix)
 	for i, ep := range d.Endpoints {
 		bad := func(format string, a ...any) {
-			errs = append(errs, &ConfigError{Index: i, URL: ep.URL, Reason: fmt.Sprintf(format, a...)})
+			errs = append(errs, &ConfigError{Index: i, URL: ep.Display(), Reason: fmt.Sprintf(format, a...)})
+		}
+		if !validHeaderValue(ep.Name) || strings.TrimSpace(ep.Name) != ep.Name {
+			bad("name %q: no control characters or surrounding spaces", ep.Name)
+		}
+		// Metrics, the breaker's state and the attempt records know an
+		// endpoint by its Display: two endpoints must not share one.
+		for j, other := range d.Endpoints[:i] {
+			if other.Display() == ep.Display() && other.URL != ep.URL {
+				bad("shown as %q like endpoints[%d] (credentials are masked): give each a name", ep.Display(), j)
+				break
+			}
 		}
 		if err := checkURL(ep.URL); err != nil {
 			bad("%s", err)
@@ -182,7 +198,15 @@ func checkURL(raw string) error {
 	}
 	u, err := url.Parse(raw)
 	if err != nil {
-		return fmt.Errorf("not a URL: %v", errors.Unwrap(err))
+		// url.Parse quotes the part it refused, which may be a password
+		// (https://user:pass/): say what is wrong without it.
+		reason := errors.Unwrap(err).Error()
+		if i := strings.IndexByte(reason, '"'); i >= 0 {
+			if j := strings.LastIndexByte(reason, '"'); j > i {
+				reason = reason[:i] + Masked + reason[j+1:]
+			}
+		}
+		return fmt.Errorf("not a URL: %s", reason)
 	}
 	switch strings.ToLower(u.Scheme) {
 	case "http", "https":
@@ -195,7 +219,7 @@ func checkURL(raw string) error {
 		return errors.New("URL has no host")
 	}
 	if u.User != nil {
-		return errors.New("credentials in the URL are not supported; use a static Authorization header")
+		return errors.New("credentials in the URL (user:password@) are not supported; use a static Authorization header")
 	}
 	return nil
 }

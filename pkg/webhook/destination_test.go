@@ -28,7 +28,7 @@ func TestDestinationValidate(t *testing.T) {
 		{"relative", Destination{Endpoints: eps("hooks.example/in")}, "endpoints[0] (hooks.example/in): URL must be absolute, including http:// or https://"},
 		{"ftp", Destination{Endpoints: eps("https://ok.example", "ftp://files.example/")}, `endpoints[1] (ftp://files.example/): scheme "ftp": only http and https are supported`},
 		{"no host", Destination{Endpoints: eps("https:///path")}, "endpoints[0] (https:///path): URL has no host"},
-		{"credentials", Destination{Endpoints: eps("https://u:p@h.example/")}, "endpoints[0] (https://u:p@h.example/): credentials in the URL are not supported; use a static Authorization header"},
+		{"credentials", Destination{Endpoints: eps("https://u:p@h.example/")}, "endpoints[0] (https://****@h.example/): credentials in the URL (user:password@) are not supported; use a static Authorization header"},
 		{"empty", Destination{Endpoints: eps("")}, "endpoints[0]: URL is required"},
 		{"bad header name", Destination{Endpoints: []Endpoint{{URL: "https://h.example", Headers: map[string]string{"X Bad": "v"}}}}, `endpoints[0] (https://h.example): header "X Bad": not a valid header name`},
 		{"reserved header any case", Destination{Endpoints: []Endpoint{{URL: "http://a.example"}, {URL: "http://b.example"}, {URL: "https://h.example", Headers: map[string]string{"x-signature": "v", "content-TYPE": "text/plain", "Host": "h", "Content-Length": "1", "Authorization": "Bearer t"}}}},

@@ -58,7 +58,7 @@ type Sender struct {
 	timeout   time.Duration
 	now       func() time.Time
 
-	urls sync.Map // endpoint URL string -> *url.URL, parsed once
+	urls sync.Map // endpoint URL string -> parsedURL, parsed once
 	keys sync.Map // shared secret -> *signature.Keyed, keyed once
 }
 
@@ -188,9 +188,13 @@ func (s *Sender) deliver(ctx context.Context, dest *Destination, body []byte, id
 
 // post makes one attempt.
 func (s *Sender) post(ctx context.Context, ep *Endpoint, index int, body []byte, sig []string, ps *perAttempt) Attempt {
-	a := Attempt{Endpoint: index, URL: ep.URL, Start: s.now()}
+	pu, err := s.parse(ep.URL)
+	a := Attempt{Endpoint: index, URL: ep.Name, Start: s.now()}
+	if a.URL == "" {
+		a.URL = pu.display
+	}
 	start := time.Now() // monotonic, for latency, whatever the injected clock says
-	u, err := s.parse(ep.URL)
+	u := pu.u
 	if err != nil {
 		a.Class, a.Err, a.Outcome = ClassNetwork, err, Final
 		return a
@@ -274,21 +278,30 @@ func (s *Sender) key(secret string) *signature.Keyed {
 	return k.(*signature.Keyed)
 }
 
-// parse returns the parsed URL, cached: endpoints repeat across
-// deliveries and parsing showed up in profiles.
-func (s *Sender) parse(raw string) (*url.URL, error) {
-	if u, ok := s.urls.Load(raw); ok {
-		return u.(*url.URL), nil
+// parsedURL is an endpoint URL parsed, and how it is shown (RedactURL).
+type parsedURL struct {
+	u       *url.URL
+	display string
+}
+
+// parse returns the parsed URL and its display, cached: endpoints repeat
+// across deliveries and parsing showed up in profiles. The display is set
+// even when the URL is refused.
+func (s *Sender) parse(raw string) (parsedURL, error) {
+	if p, ok := s.urls.Load(raw); ok {
+		return p.(parsedURL), nil
 	}
+	p := parsedURL{display: RedactURL(raw)}
 	if err := checkURL(raw); err != nil {
-		return nil, err
+		return p, err
 	}
 	u, err := url.Parse(raw)
 	if err != nil {
-		return nil, err
+		return p, err
 	}
-	s.urls.Store(raw, u)
-	return u, nil
+	p.u = u
+	s.urls.Store(raw, p)
+	return p, nil
 }
 
 // drainLimit is how much of a long answer is read past the excerpt so the
