@@ -401,7 +401,7 @@ func printDev(opts *ServeOptions, log *slog.Logger, src serve.Source, endpoint s
 		if src.Webhooks.Enabled {
 			urls := make([]string, len(src.Webhooks.Endpoints))
 			for i, ep := range src.Webhooks.Endpoints {
-				urls[i] = ep.URL
+				urls[i] = ep.Display()
 			}
 			attrs = append(attrs, "forward_to", urls)
 		}
@@ -413,7 +413,7 @@ func printDev(opts *ServeOptions, log *slog.Logger, src serve.Source, endpoint s
 		st.Accent.Sprint(">"), st.Bold.Sprintf("%q", src.Name), keyFile)
 	if src.Webhooks.Enabled {
 		for _, ep := range src.Webhooks.Endpoints {
-			fmt.Fprintf(w, "  webhooks signed and sent to %s\n", ep.URL)
+			fmt.Fprintf(w, "  webhooks signed and sent to %s\n", ep.Display())
 		}
 	} else {
 		fmt.Fprintf(w, "  webhooks off: events are stored; add --forward-to URL to deliver them\n")
@@ -592,7 +592,11 @@ func writeSettings(w io.Writer, st serveSettings) {
 		}
 		fmt.Fprintf(w, "  webhooks   %s\n", hooks)
 		for j, ep := range s.Webhooks.Endpoints {
-			fmt.Fprintf(w, "  endpoint %d %s\n", j+1, ep.URL)
+			if ep.Name != "" {
+				fmt.Fprintf(w, "  endpoint %d %s (%s)\n", j+1, ep.Name, ep.URL)
+			} else {
+				fmt.Fprintf(w, "  endpoint %d %s\n", j+1, ep.URL)
+			}
 			if ep.Signing != "" {
 				fmt.Fprintf(w, "    also signed: %s (signing_secret %s)\n", ep.Signing, ep.SigningSecret)
 			}

@@ -28,9 +28,10 @@ func (c *Config) Check() error {
 const masked = "****"
 
 // Masked returns a copy of c fit to print: the admin token, shared and
-// signing secrets and every header value become "****", passwords in the store and
-// endpoint URLs too, and write keys keep only enough to tell them apart
-// (MaskWriteKey).
+// signing secrets and every header value become "****", passwords in the
+// store URL too, endpoint URLs keep only scheme, host, port, path and query
+// names (webhook.RedactURL), and write keys keep only enough to tell them
+// apart (MaskWriteKey).
 func (c Config) Masked() Config {
 	c.AdminToken = mask(c.AdminToken)
 	c.Store = MaskURL(c.Store)
@@ -42,7 +43,7 @@ func (c Config) Masked() Config {
 		s.Webhooks.Endpoints = append([]webhook.Endpoint(nil), s.Webhooks.Endpoints...)
 		for j := range s.Webhooks.Endpoints {
 			ep := &s.Webhooks.Endpoints[j]
-			ep.URL = MaskURL(ep.URL)
+			ep.URL = webhook.RedactURL(ep.URL)
 			ep.SigningSecret = mask(ep.SigningSecret)
 			ep.Headers = maps.Clone(ep.Headers)
 			for name, v := range ep.Headers {

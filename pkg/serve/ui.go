@@ -51,7 +51,7 @@ func (s *Server) listenUI() error {
 	for _, src := range s.cfg.Sources {
 		is := inspector.ServeSource{Name: src.Name, Webhooks: src.Webhooks.Enabled, Endpoints: []string{}}
 		for _, ep := range src.Webhooks.Endpoints {
-			is.Endpoints = append(is.Endpoints, ep.URL)
+			is.Endpoints = append(is.Endpoints, ep.Display()) // never the URL's credentials
 		}
 		cfg.Sources = append(cfg.Sources, is)
 	}
