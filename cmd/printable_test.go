@@ -3,6 +3,9 @@ package cmd
 import (
 	"context"
 	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"path/filepath"
 	"strconv"
@@ -176,5 +179,33 @@ func TestDeliveriesOutputPrintable(t *testing.T) {
 		}
 		assertNoSteering(t, fmt.Sprint(args, " stdout"), res.Stdout)
 		assertNoSteering(t, fmt.Sprint(args, " stderr"), res.Stderr)
+	}
+}
+
+// trigger prints the message it sends (its id, its body), each attempt's
+// URL and the endpoint's answer, and errors about its --data: none raw.
+func TestTriggerOutputPrintable(t *testing.T) {
+	for _, c := range steering() {
+		t.Run(c.name, func(t *testing.T) {
+			v := "x" + c.s + "y"
+			ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				w.WriteHeader(http.StatusBadRequest)
+				io.WriteString(w, "refused "+v)
+			}))
+			defer ts.Close()
+			data := `{"userId":"` + jsonString(v) + `","messageId":"` + jsonString(v) + `","event":"` + jsonString(v) + `"}`
+			for _, args := range [][]string{
+				{"trigger", "track", "--url", ts.URL + "/" + pathSegment(v), "--data", data, "--secret", "k"},
+				{"trigger", "track", "--url", ts.URL, "--data", `{"userId":"` + v + `"`}, // not JSON: an error quoting it
+				{"trigger", "track", "--url", ts.URL, "--data", `{"type":"` + jsonString(v) + `"}`},
+			} {
+				res := execute(t, testFactory(t, "", true, nil), args...)
+				if res.Code == 0 {
+					t.Errorf("%v: exit 0, want a failure", args[4:])
+				}
+				assertNoSteering(t, "stdout", res.Stdout)
+				assertNoSteering(t, "stderr", res.Stderr)
+			}
+		})
 	}
 }

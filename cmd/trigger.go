@@ -409,7 +409,7 @@ func (p *attemptPrinter) intro(t message.Type, msg *rawjson.Object, body []byte,
 		// One header a line, under the first.
 		signed = "signed " + p.st.Muted.Sprint(strings.Join(lines, "\n  "))
 	}
-	fmt.Fprintf(p.w, "%s %s  %d bytes  %s\n%s\n\n", p.st.Bold.Sprint(string(t)), p.st.Muted.Sprint(id), len(body), signed, body)
+	fmt.Fprintf(p.w, "%s %s  %d bytes  %s\n%s\n\n", p.st.Bold.Sprint(string(t)), p.st.Muted.Sprint(cli.Printable(id)), len(body), signed, cli.PrintableText(string(body)))
 }
 
 // attempt prints one attempt line, or one NDJSON record.
@@ -435,10 +435,10 @@ func (p *attemptPrinter) attempt(a webhook.Attempt, msg *rawjson.Object) {
 		answer = st.Fail.Sprint(string(a.Class))
 	}
 	fmt.Fprintf(p.w, "%s  #%d  %s  → %s  %s  %s\n",
-		st.Muted.Sprint(a.Start.Local().Format("15:04:05.000")), a.Delivery, a.URL, answer,
+		st.Muted.Sprint(a.Start.Local().Format("15:04:05.000")), a.Delivery, cli.Printable(a.URL), answer,
 		fmtLatency(a.Latency), p.next(a))
 	if a.Err != nil {
-		fmt.Fprintf(p.w, "    %s\n", st.Muted.Sprint(a.Err.Error()))
+		fmt.Fprintf(p.w, "    %s\n", st.Muted.Sprint(cli.Printable(a.Err.Error())))
 	} else if a.Outcome != webhook.Delivered && len(a.Body) > 0 {
 		fmt.Fprintf(p.w, "    %s\n", st.Muted.Sprint(excerptLine(a.Body)))
 	}
@@ -474,12 +474,14 @@ func (p *attemptPrinter) next(a webhook.Attempt) string {
 	return st.Fail.Sprint(why)
 }
 
+// excerptLine is the start of an endpoint's answer on one line, printable:
+// the endpoint chose it.
 func excerptLine(b []byte) string {
 	s := strings.Join(strings.Fields(string(b)), " ")
 	if len(s) > 120 {
 		s = s[:117] + "..."
 	}
-	return s
+	return cli.Printable(s)
 }
 
 func fmtLatency(d time.Duration) string {
@@ -529,7 +531,7 @@ func (p *attemptPrinter) verdict(res webhook.Result, deliveries, attempts int, m
 		}
 		switch res.Outcome {
 		case webhook.Delivered:
-			fmt.Fprintf(p.w, "\n%s delivered to %s (%s)\n", st.OK.Sprint(cli.SymOK), last.URL, tries)
+			fmt.Fprintf(p.w, "\n%s delivered to %s (%s)\n", st.OK.Sprint(cli.SymOK), cli.Printable(last.URL), tries)
 		case webhook.Interrupted:
 			fmt.Fprintf(p.w, "\n%s interrupted, not delivered (%s)\n", st.Warn.Sprint(cli.SymNone), tries)
 		default:
