@@ -14,6 +14,7 @@ import (
 	"github.com/evfwd/evfwd/pkg/serve"
 	"github.com/evfwd/evfwd/pkg/store"
 	"github.com/evfwd/evfwd/pkg/storeurl"
+	"github.com/evfwd/evfwd/pkg/webhook"
 	"github.com/spf13/cobra"
 )
 
@@ -372,7 +373,7 @@ func deliveriesEndpoints(o *DeliveriesOptions) error {
 		if !e.NextProbe.IsZero() {
 			next = admin.WireTime(e.NextProbe)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\t%s\n", cli.Printable(e.Source), cli.Printable(e.URL), e.State, admin.WireTime(e.Since), e.Failures, next, cli.Printable(e.LastError))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\t%s\n", cli.Printable(e.Source), cli.Printable(webhook.RedactURL(e.URL)), e.State, admin.WireTime(e.Since), e.Failures, next, cli.Printable(e.LastError))
 	}
 	return tw.Flush()
 }

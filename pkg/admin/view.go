@@ -87,7 +87,9 @@ func ViewDelivery(d store.Delivery) DeliveryView {
 func ViewDetail(d *store.Detail) DeliveryView {
 	j := ViewDelivery(d.Delivery)
 	for _, a := range d.Records {
-		j.Records = append(j.Records, AttemptView{Delivery: a.Delivery, Endpoint: a.Endpoint, URL: a.URL,
+		// A store written before endpoints were recorded by their display
+		// may hold a URL's credentials: they are never shown.
+		j.Records = append(j.Records, AttemptView{Delivery: a.Delivery, Endpoint: a.Endpoint, URL: webhook.RedactURL(a.URL),
 			Start: WireTime(a.Start), LatencyMs: a.Latency.Milliseconds(), Status: a.Status, Class: a.Class,
 			Error: a.Error, Outcome: a.Outcome, Excerpt: string(a.Excerpt)})
 	}
@@ -96,7 +98,7 @@ func ViewDetail(d *store.Detail) DeliveryView {
 
 // ViewEndpoint is e as EndpointView.
 func ViewEndpoint(e store.EndpointState) EndpointView {
-	return EndpointView{Source: e.Source, URL: e.URL, State: e.State, Failures: e.Failures,
+	return EndpointView{Source: e.Source, URL: webhook.RedactURL(e.URL), State: e.State, Failures: e.Failures,
 		Since: WireTime(e.Since), NextProbe: WireTime(e.NextProbe), LastError: e.LastError, Node: e.Node,
 		UpdatedAt: WireTime(e.UpdatedAt)}
 }
