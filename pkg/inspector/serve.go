@@ -1,11 +1,17 @@
 package inspector
 
 import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"net/http"
+	"net/url"
 	"slices"
 	"strconv"
 	"strings"
@@ -19,8 +25,13 @@ import (
 
 // The serve inspector's limits.
 const (
-	// SessionCookie holds the session id that POST /api/session gives.
-	SessionCookie = "evfwd_ui"
+	// SessionHeader carries the session id that POST /api/session
+	// answers. The page holds it (in the tab's sessionStorage) and sends it
+	// with every call: no cookie, so nothing the browser sends by itself to
+	// other ports of the host opens the inspector.
+	SessionHeader = "X-Evfwd-Session"
+	// DefaultSessionIdle is how long a session lives without a call.
+	DefaultSessionIdle = 12 * time.Hour
 	// DefaultPage and MaxPage bound GET /api/deliveries.
 	DefaultPage = 100
 	MaxPage     = 1000
@@ -29,6 +40,30 @@ const (
 	maxSessions = 64
 	// maxRetryIDs bounds the ids of one POST /api/retry.
 	maxRetryIDs = 1000
+	// legacyCookie is the session cookie of evfwd before sessions moved to
+	// SessionHeader; a browser that still holds one is told to drop it.
+	legacyCookie = "evfwd_ui"
+)
+
+// Login failures, LoginFailure's reasons.
+const (
+	// LoginWrongToken is a wrong admin token, at POST /api/session or as
+	// a Bearer token.
+	LoginWrongToken = "wrong_token"
+	// LoginRateLimited is an attempt refused (429) because its address
+	// failed too often.
+	LoginRateLimited = "rate_limited"
+)
+
+// The login rate limit: an address may fail freeFailures times; from then
+// on each failure locks it out for a delay that doubles from
+// lockFirst to lockMax. A success, or a day without failures, forgets it.
+const (
+	freeFailures  = 5
+	lockFirst     = time.Second
+	lockMax       = 5 * time.Minute
+	forgetAfter   = 24 * time.Hour
+	maxLoginAddrs = 4096
 )
 
 // ServeSource is a source as GET /api/session shows it.
@@ -54,9 +89,19 @@ type ServeConfig struct {
 	// URL is serve's collection URL, StoreName its store with any
 	// password masked, and Version evfwd's: shown by GET /api/session.
 	URL, StoreName, Version string
-	// Now is the clock of retries and of the per-minute stats (default
-	// time.Now).
+	// Now is the clock of retries, of the per-minute stats, of session
+	// expiry and of the login rate limit (default time.Now).
 	Now func() time.Time
+	// SessionIdle ends a session after this long without a call (default
+	// DefaultSessionIdle).
+	SessionIdle time.Duration
+	// SessionCheck is how often an open event stream of a session checks
+	// that the session is still alive, on the wall clock (default 1
+	// minute); a logout ends the stream at once.
+	SessionCheck time.Duration
+	// LoginFailure, when set, hears each failed login: reason is
+	// LoginWrongToken or LoginRateLimited (serve counts them in /metrics).
+	LoginFailure func(reason string)
 	// Wake, when set, tells the forwarder that source's deliveries may
 	// be due now (forwarder.Notify), after a retry.
 	Wake func(source string)
@@ -64,7 +109,8 @@ type ServeConfig struct {
 	// (forwarder.Health); without it GET /api/stats reads the states the
 	// store recorded.
 	Health func() []store.EndpointState
-	// Logger gets a line per retry and per login (default: none).
+	// Logger gets a line per retry, per login and per failed login
+	// (default: none).
 	Logger *slog.Logger
 }
 
@@ -74,14 +120,28 @@ type ServeConfig struct {
 type Serve struct {
 	cfg     ServeConfig
 	token   admin.Token
-	bearer  string // the CSRF token of Bearer callers, one per process
 	stats   *Stats
 	hub     *hub
 	handler http.Handler
 
 	mu       sync.Mutex
-	sessions map[string]string // session id → its CSRF token
-	logins   []string          // session ids, oldest first
+	sessions map[string]*uiSession // by sessionKey(id)
+	logins   []string              // session keys, oldest first
+	addrs    map[string]*loginAddr // failed logins by client address
+}
+
+// uiSession is one login's session.
+type uiSession struct {
+	used time.Time     // the last call with it
+	done chan struct{} // closed when it ends, to end its event streams
+}
+
+// loginAddr is the failed logins of one client address.
+type loginAddr struct {
+	failures int
+	last     time.Time // the last failure
+	until    time.Time // refused (429) until then
+	told     bool      // the lock-out until then is logged
 }
 
 // NewServe checks cfg and returns the inspector.
@@ -95,44 +155,52 @@ func NewServe(cfg ServeConfig) (*Serve, error) {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
+	if cfg.SessionIdle <= 0 {
+		cfg.SessionIdle = DefaultSessionIdle
+	}
+	if cfg.SessionCheck <= 0 {
+		cfg.SessionCheck = time.Minute
+	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
 	s := &Serve{
-		cfg: cfg, token: admin.NewToken(cfg.Token), bearer: newToken(),
-		stats: NewStats(cfg.Now), hub: newHub(), sessions: map[string]string{},
+		cfg: cfg, token: admin.NewToken(cfg.Token),
+		stats: NewStats(cfg.Now), hub: newHub(), sessions: map[string]*uiSession{}, addrs: map[string]*loginAddr{},
 	}
 	mux := http.NewServeMux()
 	mux.Handle("/", Assets())
 	mux.HandleFunc("GET /api/session", s.session)
 	mux.HandleFunc("POST /api/session", s.login)
+	mux.HandleFunc("DELETE /api/session", s.logout)
 	mux.HandleFunc("GET /api/deliveries", s.list)
 	mux.HandleFunc("GET /api/deliveries/{id}", s.detail)
 	mux.HandleFunc("POST /api/retry", s.retry)
 	mux.HandleFunc("GET /api/stats", s.statsHandler)
-	mux.HandleFunc("GET /api/events", s.hub.serve)
+	mux.HandleFunc("GET /api/events", s.events)
 	mux.HandleFunc("/api/", noAPI)
-	authed := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if strings.HasPrefix(r.URL.Path, "/api/") && r.URL.Path != "/api/session" {
-			if _, ok := s.caller(r); !ok {
-				w.Header().Set("WWW-Authenticate", `Bearer realm="evfwd inspector"`)
-				writeError(w, http.StatusUnauthorized, "log in with the admin token (POST /api/session) or send Authorization: Bearer TOKEN")
-				return
-			}
+	checked := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if c, err := r.Cookie(legacyCookie); err == nil && c.Value != "" {
+			http.SetCookie(w, &http.Cookie{Name: legacyCookie, Path: "/", MaxAge: -1, HttpOnly: true, SameSite: http.SameSiteStrictMode})
+		}
+		if o := r.Header.Get("Origin"); o != "" && !sameOrigin(o, r.Host) {
+			writeError(w, http.StatusForbidden, "cross-origin request refused (Origin "+quote(o)+")")
+			return
+		}
+		if strings.HasPrefix(r.URL.Path, "/api/") && r.URL.Path != "/api/session" && !s.authorize(w, r) {
+			return
+		}
+		if r.Method == http.MethodPost && !strings.HasPrefix(r.Header.Get("Content-Type"), "application/json") {
+			writeError(w, http.StatusUnsupportedMediaType, "send the body as Content-Type: application/json")
+			return
 		}
 		mux.ServeHTTP(w, r)
 	})
-	// A caller without the token gets its 401 rather than a CSRF 403;
-	// logging in needs no CSRF token (there is no session yet).
-	exempt := func(r *http.Request) bool {
-		if r.URL.Path == "/api/session" {
-			return true
-		}
-		_, ok := s.caller(r)
-		return !ok
-	}
-	csrf := func(r *http.Request) string { c, _ := s.caller(r); return c }
-	s.handler = guard(authed, newHostCheck(cfg.Addr), csrf, exempt)
+	// guard checks the Host and sets the security headers. No CSRF token:
+	// the credentials (SessionHeader, Authorization) are headers that a
+	// browser never adds by itself and that a page of another origin cannot
+	// set without a CORS preflight, which this API never grants.
+	s.handler = guard(checked, newHostCheck(cfg.Addr), nil, func(*http.Request) bool { return true })
 	return s, nil
 }
 
@@ -150,22 +218,199 @@ func (s *Serve) Close() { s.hub.close() }
 // Stats are the per-minute counts the observer feeds.
 func (s *Serve) Stats() *Stats { return s.stats }
 
-// caller says whether r carries the admin token, as a session cookie or
-// a bearer token, and with which CSRF token its POSTs must come: the
-// session's, or the process's one for bearer callers.
-func (s *Serve) caller(r *http.Request) (csrf string, ok bool) {
-	if c, err := r.Cookie(SessionCookie); err == nil && c.Value != "" {
-		s.mu.Lock()
-		csrf, ok = s.sessions[c.Value]
+// sameOrigin says whether the Origin header o names host (the request's
+// Host): a browser sends Origin on the page's own POSTs and DELETEs, and
+// on any cross-origin request.
+func sameOrigin(o, host string) bool {
+	u, err := url.Parse(o)
+	return err == nil && u.Scheme == "http" && u.Host != "" && strings.EqualFold(u.Host, host)
+}
+
+// newSessionID returns a fresh session id: 32 random bytes.
+func newSessionID() string {
+	b := make([]byte, 32)
+	rand.Read(b)
+	return base64.RawURLEncoding.EncodeToString(b)
+}
+
+// sessionKey is what the sessions are kept by: a hash of the id, so that
+// neither the map's lookup time nor a memory dump gives an id away.
+func sessionKey(id string) string {
+	sum := sha256.Sum256([]byte(id))
+	return string(sum[:])
+}
+
+// lookup finds the live session id names, ending it if it idled too long;
+// touch counts the call as use.
+func (s *Serve) lookup(id string, touch bool) (*uiSession, bool) {
+	if id == "" {
+		return nil, false
+	}
+	key, now := sessionKey(id), s.cfg.Now()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	ss, ok := s.sessions[key]
+	if !ok {
+		return nil, false
+	}
+	if now.Sub(ss.used) >= s.cfg.SessionIdle {
+		s.endLocked(key)
+		return nil, false
+	}
+	if touch && now.After(ss.used) {
+		ss.used = now
+	}
+	return ss, true
+}
+
+// endLocked ends the session of key; s.mu is held.
+func (s *Serve) endLocked(key string) {
+	ss, ok := s.sessions[key]
+	if !ok {
+		return
+	}
+	delete(s.sessions, key)
+	s.logins = slices.DeleteFunc(s.logins, func(k string) bool { return k == key })
+	close(ss.done)
+}
+
+// clientAddr is the address the login rate limit counts by: the
+// connection's IP (the inspector is served directly, not behind a proxy).
+func clientAddr(r *http.Request) string {
+	if host, _, err := net.SplitHostPort(r.RemoteAddr); err == nil {
+		return host
+	}
+	return r.RemoteAddr
+}
+
+// lockedOut says whether r's address is refused for now, and for how much
+// longer.
+func (s *Serve) lockedOut(r *http.Request) (time.Duration, bool) {
+	addr, now := clientAddr(r), s.cfg.Now()
+	s.mu.Lock()
+	a, ok := s.addrs[addr]
+	if !ok || !now.Before(a.until) {
 		s.mu.Unlock()
-		if ok {
-			return csrf, true
+		return 0, false
+	}
+	wait, tell := a.until.Sub(now), !a.told
+	a.told = true
+	s.mu.Unlock()
+	if tell {
+		s.cfg.Logger.Warn("inspector: login refused: too many wrong admin tokens from this address", "remote", r.RemoteAddr, "retryAfter", wait.String())
+	}
+	return wait, true
+}
+
+// refuse answers 429 for an address locked out for wait more.
+func (s *Serve) refuse(w http.ResponseWriter, wait time.Duration) {
+	if s.cfg.LoginFailure != nil {
+		s.cfg.LoginFailure(LoginRateLimited)
+	}
+	secs := int64((wait + time.Second - 1) / time.Second)
+	w.Header().Set("Retry-After", strconv.FormatInt(max(secs, 1), 10))
+	writeError(w, http.StatusTooManyRequests, fmt.Sprintf("too many wrong admin tokens from this address: try again in %ds", max(secs, 1)))
+}
+
+// failed counts a wrong admin token from r's address, locking the address
+// out once it has failed freeFailures times, and logs it (never the
+// token). via says where the token came: "login" or "bearer".
+func (s *Serve) failed(r *http.Request, via string) {
+	addr, now := clientAddr(r), s.cfg.Now()
+	s.mu.Lock()
+	a, ok := s.addrs[addr]
+	if ok && now.Sub(a.last) >= forgetAfter {
+		a, ok = nil, false
+	}
+	if !ok {
+		if len(s.addrs) >= maxLoginAddrs {
+			s.forgetLocked(now)
+		}
+		a = &loginAddr{}
+		s.addrs[addr] = a
+	}
+	a.failures++
+	a.last = now
+	var lock time.Duration
+	if n := a.failures - freeFailures; n >= 0 {
+		lock = lockMax
+		if n < 20 && lockFirst<<n < lockMax {
+			lock = lockFirst << n
+		}
+		a.until, a.told = now.Add(lock), false
+	}
+	failures := a.failures
+	s.mu.Unlock()
+	if s.cfg.LoginFailure != nil {
+		s.cfg.LoginFailure(LoginWrongToken)
+	}
+	args := []any{"remote", r.RemoteAddr, "via", via, "failures", failures}
+	if lock > 0 {
+		args = append(args, "lockedFor", lock.String())
+	}
+	s.cfg.Logger.Warn("inspector: wrong admin token", args...)
+}
+
+// forgetLocked makes room in s.addrs: it drops the addresses not locked
+// out now, or when every one is, the one that failed longest ago.
+func (s *Serve) forgetLocked(now time.Time) {
+	for k, a := range s.addrs {
+		if !now.Before(a.until) {
+			delete(s.addrs, k)
 		}
 	}
-	if tok, ok := admin.Bearer(r); ok && s.token.Matches(tok) {
-		return s.bearer, true
+	if len(s.addrs) < maxLoginAddrs {
+		return
 	}
-	return "", false
+	var oldest string
+	for k, a := range s.addrs {
+		if oldest == "" || a.last.Before(s.addrs[oldest].last) {
+			oldest = k
+		}
+	}
+	delete(s.addrs, oldest)
+}
+
+// succeeded forgets the failures of r's address.
+func (s *Serve) succeeded(r *http.Request) {
+	s.mu.Lock()
+	delete(s.addrs, clientAddr(r))
+	s.mu.Unlock()
+}
+
+// bearer checks r's Bearer token, if it has one, under the rate limit.
+// It answers (and returns handled) a 429 for a locked-out address; else
+// ok says whether the token is the admin token.
+func (s *Serve) bearer(w http.ResponseWriter, r *http.Request) (ok, handled bool) {
+	tok, has := admin.Bearer(r)
+	if !has {
+		return false, false
+	}
+	if wait, locked := s.lockedOut(r); locked {
+		s.refuse(w, wait)
+		return false, true
+	}
+	if !s.token.Matches(tok) {
+		s.failed(r, "bearer")
+		return false, false
+	}
+	s.succeeded(r)
+	return true, false
+}
+
+// authorize lets r through when it carries a live session or the admin
+// token, and otherwise answers 401 (or 429) itself.
+func (s *Serve) authorize(w http.ResponseWriter, r *http.Request) bool {
+	if _, ok := s.lookup(r.Header.Get(SessionHeader), true); ok {
+		return true
+	}
+	ok, handled := s.bearer(w, r)
+	if ok || handled {
+		return ok
+	}
+	w.Header().Set("WWW-Authenticate", `Bearer realm="evfwd inspector"`)
+	writeError(w, http.StatusUnauthorized, "log in with the admin token (POST /api/session, then send its session as "+SessionHeader+") or send Authorization: Bearer TOKEN")
+	return false
 }
 
 // sessionInfo is the serve part of GET /api/session.
@@ -176,7 +421,13 @@ type sessionInfo struct {
 }
 
 func (s *Serve) session(w http.ResponseWriter, r *http.Request) {
-	csrf, ok := s.caller(r)
+	_, ok := s.lookup(r.Header.Get(SessionHeader), true)
+	if !ok {
+		var handled bool
+		if ok, handled = s.bearer(w, r); handled {
+			return
+		}
+	}
 	if !ok {
 		writeJSON(w, http.StatusOK, map[string]any{"mode": "serve", "auth": false})
 		return
@@ -186,14 +437,18 @@ func (s *Serve) session(w http.ResponseWriter, r *http.Request) {
 		sources = []ServeSource{}
 	}
 	writeJSON(w, http.StatusOK, map[string]any{
-		"mode": "serve", "auth": true, "csrf": csrf, "version": s.cfg.Version,
+		"mode": "serve", "auth": true, "version": s.cfg.Version, "idleMs": s.cfg.SessionIdle.Milliseconds(),
 		"serve": sessionInfo{URL: s.cfg.URL, Store: s.cfg.StoreName, Sources: sources},
 	})
 }
 
-// login checks the admin token and starts a session: a cookie for this
-// address, and the session's CSRF token.
+// login checks the admin token, under the rate limit, and starts a
+// session: an id that the page sends back as SessionHeader.
 func (s *Serve) login(w http.ResponseWriter, r *http.Request) {
+	if wait, locked := s.lockedOut(r); locked {
+		s.refuse(w, wait)
+		return
+	}
 	var req struct {
 		Token string `json:"token"`
 	}
@@ -201,22 +456,75 @@ func (s *Serve) login(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if !s.token.Matches(req.Token) {
-		s.cfg.Logger.Warn("inspector: login with a wrong admin token", "remote", r.RemoteAddr)
+		s.failed(r, "login")
 		writeError(w, http.StatusForbidden, "wrong admin token")
 		return
 	}
-	id, csrf := newToken(), newToken()
+	s.succeeded(r)
+	id, now := newSessionID(), s.cfg.Now()
+	key := sessionKey(id)
 	s.mu.Lock()
-	if len(s.logins) >= maxSessions {
-		delete(s.sessions, s.logins[0])
-		s.logins = s.logins[1:]
+	for _, k := range slices.Clone(s.logins) {
+		if now.Sub(s.sessions[k].used) >= s.cfg.SessionIdle {
+			s.endLocked(k)
+		}
 	}
-	s.sessions[id] = csrf
-	s.logins = append(s.logins, id)
+	if len(s.logins) >= maxSessions {
+		s.endLocked(s.logins[0])
+	}
+	s.sessions[key] = &uiSession{used: now, done: make(chan struct{})}
+	s.logins = append(s.logins, key)
 	s.mu.Unlock()
-	http.SetCookie(w, &http.Cookie{Name: SessionCookie, Value: id, Path: "/", HttpOnly: true, SameSite: http.SameSiteStrictMode})
 	s.cfg.Logger.Info("inspector: logged in", "remote", r.RemoteAddr)
-	writeJSON(w, http.StatusOK, map[string]string{"csrf": csrf})
+	writeJSON(w, http.StatusOK, map[string]any{"session": id, "idleMs": s.cfg.SessionIdle.Milliseconds()})
+}
+
+// logout ends the session r names, if any; it is done either way (204).
+// Its event streams end with it.
+func (s *Serve) logout(w http.ResponseWriter, r *http.Request) {
+	if id := r.Header.Get(SessionHeader); id != "" {
+		s.mu.Lock()
+		_, had := s.sessions[sessionKey(id)]
+		s.endLocked(sessionKey(id))
+		s.mu.Unlock()
+		if had {
+			s.cfg.Logger.Info("inspector: logged out", "remote", r.RemoteAddr)
+		}
+	}
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(http.StatusNoContent)
+}
+
+// events streams events; a session's stream ends when the session does
+// (logged out at once, idled out at the next check).
+func (s *Serve) events(w http.ResponseWriter, r *http.Request) {
+	id := r.Header.Get(SessionHeader)
+	ss, ok := s.lookup(id, false)
+	if !ok { // a Bearer caller
+		s.hub.serve(w, r)
+		return
+	}
+	ctx, cancel := context.WithCancel(r.Context())
+	defer cancel()
+	go func() {
+		tick := time.NewTicker(s.cfg.SessionCheck)
+		defer tick.Stop()
+		for {
+			select {
+			case <-ss.done:
+				cancel()
+				return
+			case <-tick.C:
+				if _, ok := s.lookup(id, false); !ok {
+					cancel()
+					return
+				}
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
+	s.hub.serve(w, r.WithContext(ctx))
 }
 
 // list answers deliveries newest first, a page at a time.

@@ -3,6 +3,7 @@ package inspector_test
 import (
 	"bufio"
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -156,23 +157,33 @@ func (b *serveBench) bearerJSON(t *testing.T, path string, v any) {
 	}
 }
 
-// bearerCSRF is the CSRF token GET /api/session gives a bearer caller.
-func (b *serveBench) bearerCSRF(t *testing.T) string {
-	t.Helper()
-	var s struct{ CSRF string }
-	b.bearerJSON(t, "/api/session", &s)
-	if s.CSRF == "" {
-		t.Fatal("no csrf for a bearer caller")
-	}
-	return s.CSRF
-}
-
 // retry POSTs body to /api/retry as a bearer caller.
 func (b *serveBench) retry(t *testing.T, body string) (int, []byte) {
 	t.Helper()
-	code, out, _ := b.call(t, nil, "POST", "/api/retry", body, "Authorization", "Bearer "+adminToken,
-		"Content-Type", "application/json", inspector.CSRFHeader, b.bearerCSRF(t))
+	code, out, _ := b.call(t, nil, "POST", "/api/retry", body, "Authorization", "Bearer "+adminToken, "Content-Type", "application/json")
 	return code, out
+}
+
+// login logs in with the admin token and returns the session id.
+func (b *serveBench) login(t *testing.T) string {
+	t.Helper()
+	code, body, _ := b.call(t, nil, "POST", "/api/session", `{"token":"`+adminToken+`"}`, "Content-Type", "application/json")
+	var s struct{ Session string }
+	if err := json.Unmarshal(body, &s); code != 200 || err != nil || s.Session == "" {
+		t.Fatalf("login: %d %s", code, body)
+	}
+	return s.Session
+}
+
+// authed says whether a GET of /api/deliveries with headers is let in
+// (200) or not (401); anything else fails the test.
+func (b *serveBench) authed(t *testing.T, headers ...string) bool {
+	t.Helper()
+	code, body, _ := b.call(t, nil, "GET", "/api/deliveries", "", headers...)
+	if code != 200 && code != 401 {
+		t.Fatalf("GET /api/deliveries: %d %s", code, body)
+	}
+	return code == 200
 }
 
 // fill stores deliveries m1..m6 and finishes them as the forwarder would
@@ -247,8 +258,9 @@ func TestNewServeNeedsTheAdminToken(t *testing.T) {
 	}
 }
 
-// Logging in: a wrong token is a 403 and no cookie; the right one sets the
-// session cookie and gives its CSRF token, which the session then shows.
+// Logging in: a wrong token is a 403; the right one answers a session id
+// (32 random bytes) that the page sends back as a header, and sets no
+// cookie: nothing the browser sends by itself opens the inspector.
 func TestServeLogin(t *testing.T) {
 	b := newServeBench(t, nil)
 	jar, _ := cookiejar.New(nil)
@@ -263,15 +275,17 @@ func TestServeLogin(t *testing.T) {
 		t.Errorf("wrong token: %d %s, cookies %v; want 403 and none", code, body, resp.Cookies())
 	}
 	code, body, resp = b.call(t, page, "POST", "/api/session", `{"token":"`+adminToken+`"}`, "Content-Type", "application/json")
-	if code != 200 || len(resp.Cookies()) != 1 {
-		t.Fatalf("login: %d %s, cookies %v", code, body, resp.Cookies())
+	if code != 200 || len(resp.Cookies()) != 0 || resp.Header.Get("Set-Cookie") != "" {
+		t.Fatalf("login: %d %s, cookies %v; want 200 and no cookie", code, body, resp.Cookies())
 	}
-	c := resp.Cookies()[0]
-	if c.Name != inspector.SessionCookie || !c.HttpOnly || c.SameSite != http.SameSiteStrictMode || c.Path != "/" || c.Value == "" {
-		t.Errorf("cookie %+v", c)
+	var login struct {
+		Session string
+		IdleMs  int64
 	}
-	var login struct{ CSRF string }
 	json.Unmarshal(body, &login)
+	if raw, err := base64.RawURLEncoding.DecodeString(login.Session); err != nil || len(raw) != 32 || login.IdleMs != (12*time.Hour).Milliseconds() {
+		t.Errorf("login answer %s: want a session of 32 bytes, base64url, and idleMs of 12h", body)
+	}
 
 	var s struct {
 		Mode    string
@@ -284,76 +298,106 @@ func TestServeLogin(t *testing.T) {
 			Sources []inspector.ServeSource
 		}
 	}
-	code, body, _ = b.call(t, page, "GET", "/api/session", "")
+	// The cookie jar holds nothing: without the header, still signed out.
+	if code, body, _ = b.call(t, page, "GET", "/api/session", ""); !strings.Contains(string(body), `"auth":false`) {
+		t.Errorf("session without the header: %d %s", code, body)
+	}
+	code, body, _ = b.call(t, nil, "GET", "/api/session", "", inspector.SessionHeader, login.Session)
 	if err := json.Unmarshal(body, &s); code != 200 || err != nil {
 		t.Fatalf("session: %d %s", code, body)
 	}
-	if s.Mode != "serve" || !s.Auth || s.CSRF != login.CSRF || s.CSRF == "" || s.Version != "test" ||
+	if s.Mode != "serve" || !s.Auth || s.CSRF != "" || s.Version != "test" ||
 		s.Serve.URL != "http://127.0.0.1:8787" || s.Serve.Store != "sqlite:///tmp/evfwd.db" || len(s.Serve.Sources) != 3 ||
 		s.Serve.Sources[0].Name != "web" || !s.Serve.Sources[0].Webhooks || len(s.Serve.Sources[0].Endpoints) != 2 {
 		t.Errorf("session after login: %s", body)
 	}
-	// Another login is another session, with its own CSRF token.
-	_, body2, _ := b.call(t, nil, "POST", "/api/session", `{"token":"`+adminToken+`"}`, "Content-Type", "application/json")
-	if strings.Contains(string(body2), login.CSRF) {
-		t.Errorf("two logins share a CSRF token")
+	// Another login is another session.
+	if other := b.login(t); other == login.Session || !b.authed(t, inspector.SessionHeader, other) || !b.authed(t, inspector.SessionHeader, login.Session) {
+		t.Errorf("two logins: %q and %q, want two live sessions", login.Session, other)
+	}
+	// A session id is good only as the header: not as a cookie (the old
+	// one's name or any), not as a Bearer token.
+	for _, h := range [][]string{
+		{"Cookie", "evfwd_ui=" + login.Session},
+		{"Cookie", inspector.SessionHeader + "=" + login.Session},
+		{"Authorization", "Bearer " + login.Session},
+		{inspector.SessionHeader, login.Session + "x"},
+		{inspector.SessionHeader, adminToken},
+	} {
+		if b.authed(t, h...) {
+			t.Errorf("%s: %s opens the inspector", h[0], h[1])
+		}
+	}
+	// A browser that still has the old cookie is told to drop it.
+	_, _, resp = b.call(t, nil, "GET", "/", "", "Cookie", "evfwd_ui=old")
+	if c := resp.Cookies(); len(c) != 1 || c[0].Name != "evfwd_ui" || c[0].MaxAge >= 0 {
+		t.Errorf("page for a browser with the old cookie: Set-Cookie %v, want it expired", c)
 	}
 }
 
-// Every API call but the session's needs the token (401), every POST its
-// CSRF token (403), and every request the address served as its Host (421).
+// Every API call but the session's needs a session or the admin token
+// (401). No CSRF token: a POST with either is let in, the credential being
+// a header that no other origin can make a browser send; a POST that names
+// another Origin is refused (403), a body not sent as JSON too (415), and
+// every request must name the address served as its Host (421).
 func TestServeGuards(t *testing.T) {
 	b := newServeBench(t, nil)
 	b.fill(t)
-	jar, _ := cookiejar.New(nil)
-	page := &http.Client{Jar: jar}
-	_, body, _ := b.call(t, page, "POST", "/api/session", `{"token":"`+adminToken+`"}`, "Content-Type", "application/json")
-	var login struct{ CSRF string }
-	json.Unmarshal(body, &login)
-	bearer := b.bearerCSRF(t)
-	if bearer == login.CSRF {
-		t.Fatal("a bearer caller has the session's CSRF token")
-	}
+	sess := b.login(t)
+	port := b.ui.URL[strings.LastIndex(b.ui.URL, ":")+1:]
+	ctJSON := "application/json"
 	retry := `{"ids":[1]}`
 	for _, tt := range []struct {
 		name   string
-		client *http.Client
 		method string
 		path   string
 		hdr    []string
 		want   int
 	}{
-		{"list without token", nil, "GET", "/api/deliveries", nil, 401},
-		{"detail without token", nil, "GET", "/api/deliveries/1", nil, 401},
-		{"stats without token", nil, "GET", "/api/stats", nil, 401},
-		{"events without token", nil, "GET", "/api/events", nil, 401},
-		{"unknown path without token", nil, "GET", "/api/nothing", nil, 401},
-		{"wrong bearer", nil, "GET", "/api/deliveries", []string{"Authorization", "Bearer nope"}, 401},
-		{"retry without token", nil, "POST", "/api/retry", []string{"Content-Type", "application/json"}, 401},
-		{"retry with a CSRF token only", nil, "POST", "/api/retry", []string{"Content-Type", "application/json", inspector.CSRFHeader, login.CSRF}, 401},
-		{"page", nil, "GET", "/", nil, 200},
-		{"list with the cookie", page, "GET", "/api/deliveries", nil, 200},
-		{"list with bearer", nil, "GET", "/api/deliveries", []string{"Authorization", "bearer " + adminToken}, 200},
-		{"unknown path", page, "GET", "/api/nothing", nil, 404},
-		{"retry with the cookie, no CSRF", page, "POST", "/api/retry", []string{"Content-Type", "application/json"}, 403},
-		{"retry with the cookie, bearer CSRF", page, "POST", "/api/retry", []string{"Content-Type", "application/json", inspector.CSRFHeader, bearer}, 403},
-		{"retry with the cookie and CSRF", page, "POST", "/api/retry", []string{"Content-Type", "application/json", inspector.CSRFHeader, login.CSRF}, 200},
-		{"retry with bearer, no CSRF", nil, "POST", "/api/retry", []string{"Content-Type", "application/json", "Authorization", "Bearer " + adminToken}, 403},
-		{"retry with bearer, a session's CSRF", nil, "POST", "/api/retry", []string{"Content-Type", "application/json", "Authorization", "Bearer " + adminToken, inspector.CSRFHeader, login.CSRF}, 403},
-		{"retry with bearer and its CSRF", nil, "POST", "/api/retry", []string{"Content-Type", "application/json", "Authorization", "Bearer " + adminToken, inspector.CSRFHeader, bearer}, 200},
-		{"retry as text", page, "POST", "/api/retry", []string{"Content-Type", "text/plain", inspector.CSRFHeader, login.CSRF}, 415},
-		{"another Host", page, "GET", "/api/deliveries", []string{"Host", "evil.example:" + b.ui.URL[strings.LastIndex(b.ui.URL, ":")+1:]}, 421},
-		{"another Host, login", nil, "POST", "/api/session", []string{"Host", "evil.example", "Content-Type", "application/json"}, 421},
+		{"list without token", "GET", "/api/deliveries", nil, 401},
+		{"detail without token", "GET", "/api/deliveries/1", nil, 401},
+		{"stats without token", "GET", "/api/stats", nil, 401},
+		{"events without token", "GET", "/api/events", nil, 401},
+		{"unknown path without token", "GET", "/api/nothing", nil, 401},
+		{"wrong bearer", "GET", "/api/deliveries", []string{"Authorization", "Bearer nope"}, 401},
+		{"unknown session", "GET", "/api/deliveries", []string{inspector.SessionHeader, "nope"}, 401},
+		{"retry without token", "POST", "/api/retry", []string{"Content-Type", ctJSON}, 401},
+		{"retry with an old CSRF header only", "POST", "/api/retry", []string{"Content-Type", ctJSON, "X-CSRF-Token", "x"}, 401},
+		{"page", "GET", "/", nil, 200},
+		{"list with the session", "GET", "/api/deliveries", []string{inspector.SessionHeader, sess}, 200},
+		{"list with bearer", "GET", "/api/deliveries", []string{"Authorization", "bearer " + adminToken}, 200},
+		{"unknown path", "GET", "/api/nothing", []string{inspector.SessionHeader, sess}, 404},
+		{"retry with the session", "POST", "/api/retry", []string{"Content-Type", ctJSON, inspector.SessionHeader, sess}, 200},
+		{"retry with the session, from the page", "POST", "/api/retry", []string{"Content-Type", ctJSON, inspector.SessionHeader, sess, "Origin", "http://127.0.0.1:" + port}, 200},
+		{"retry with bearer", "POST", "/api/retry", []string{"Content-Type", ctJSON, "Authorization", "Bearer " + adminToken}, 200},
+		{"retry with bearer, an ignored CSRF header", "POST", "/api/retry", []string{"Content-Type", ctJSON, "Authorization", "Bearer " + adminToken, "X-CSRF-Token", "x"}, 200},
+		{"retry from another origin", "POST", "/api/retry", []string{"Content-Type", ctJSON, inspector.SessionHeader, sess, "Origin", "http://127.0.0.1:8788"}, 403},
+		{"retry from a null origin", "POST", "/api/retry", []string{"Content-Type", ctJSON, "Authorization", "Bearer " + adminToken, "Origin", "null"}, 403},
+		{"list from another origin", "GET", "/api/deliveries", []string{inspector.SessionHeader, sess, "Origin", "http://evil.example"}, 403},
+		{"login from another origin", "POST", "/api/session", []string{"Content-Type", ctJSON, "Origin", "http://127.0.0.1:8788"}, 403},
+		{"retry as text", "POST", "/api/retry", []string{"Content-Type", "text/plain", inspector.SessionHeader, sess}, 415},
+		{"login as text", "POST", "/api/session", []string{"Content-Type", "text/plain"}, 415},
+		{"login as a form", "POST", "/api/session", []string{"Content-Type", "application/x-www-form-urlencoded"}, 415},
+		{"another Host", "GET", "/api/deliveries", []string{inspector.SessionHeader, sess, "Host", "evil.example:" + port}, 421},
+		{"another Host, login", "POST", "/api/session", []string{"Host", "evil.example", "Content-Type", ctJSON}, 421},
 	} {
-		code, body, _ := b.call(t, tt.client, tt.method, tt.path, retry, tt.hdr...)
+		body := retry
 		if tt.method == "GET" {
-			code, body, _ = b.call(t, tt.client, tt.method, tt.path, "", tt.hdr...)
+			body = ""
 		}
+		code, out, resp := b.call(t, nil, tt.method, tt.path, body, tt.hdr...)
 		if code != tt.want {
-			t.Errorf("%s: %d %s, want %d", tt.name, code, body, tt.want)
+			t.Errorf("%s: %d %s, want %d", tt.name, code, out, tt.want)
 		}
-		if code >= 400 && !strings.HasPrefix(string(body), `{"error":`) {
-			t.Errorf("%s: error body %s, want JSON", tt.name, body)
+		if code >= 400 && !strings.HasPrefix(string(out), `{"error":`) {
+			t.Errorf("%s: error body %s, want JSON", tt.name, out)
+		}
+		if code == 401 && resp.Header.Get("WWW-Authenticate") == "" {
+			t.Errorf("%s: 401 without WWW-Authenticate", tt.name)
+		}
+		// Framing refused, nothing sniffed, on every answer.
+		if h := resp.Header; !strings.Contains(h.Get("Content-Security-Policy"), "frame-ancestors 'none'") || h.Get("X-Content-Type-Options") != "nosniff" {
+			t.Errorf("%s: headers %v", tt.name, h)
 		}
 	}
 }

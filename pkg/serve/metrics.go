@@ -218,3 +218,17 @@ func (c *storeCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 	ch <- prometheus.MustNewConstMetric(storeSizeDesc, prometheus.GaugeValue, float64(stats.SizeBytes))
 }
+
+// uiLoginFailures registers and returns the counter of failed logins at
+// the inspector (serve --ui), by reason (inspector.LoginWrongToken,
+// inspector.LoginRateLimited), each at zero from the start.
+func (m *Metrics) uiLoginFailures(reasons ...string) *prometheus.CounterVec {
+	c := prometheus.NewCounterVec(prometheus.CounterOpts{Name: "evfwd_ui_login_failures_total",
+		Help: "Failed logins at the inspector (serve --ui): wrong_token, a wrong admin token; rate_limited, refused (429) after too many."},
+		[]string{"reason"})
+	for _, r := range reasons {
+		c.WithLabelValues(r)
+	}
+	m.reg.MustRegister(c)
+	return c
+}

@@ -38,9 +38,11 @@ func (s *Server) listenUI() error {
 	if name == "" {
 		name = storeName(s.store)
 	}
+	failures := s.metrics.uiLoginFailures(inspector.LoginWrongToken, inspector.LoginRateLimited)
 	cfg := inspector.ServeConfig{
 		Addr: s.uiLn.Addr().String(), Token: s.cfg.AdminToken, Store: s.store,
 		StoreName: MaskURL(name), Version: s.opts.Version, Now: s.opts.Now, Logger: s.log,
+		LoginFailure: func(reason string) { failures.WithLabelValues(reason).Inc() },
 		// The forwarder is made after the inspector, and before either
 		// is used.
 		Wake: func(source string) { s.forwarder.Notify(source) },

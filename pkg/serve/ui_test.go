@@ -52,12 +52,12 @@ func recovering(t *testing.T, refusals int) (*hook, chan struct{}) {
 	return h, gate
 }
 
-// uiClient is the inspector's page: a cookie jar, and the CSRF token of
-// its session once logged in.
+// uiClient is the inspector's page: the session it holds once logged in,
+// sent as a header (and a cookie jar, that must stay of no use).
 type uiClient struct {
-	base string
-	http *http.Client
-	csrf string
+	base    string
+	http    *http.Client
+	session string
 }
 
 func (c *uiClient) do(t *testing.T, method, path, body string) (int, []byte) {
@@ -70,8 +70,8 @@ func (c *uiClient) do(t *testing.T, method, path, body string) (int, []byte) {
 	if body != "" {
 		req.Header.Set("Content-Type", "application/json")
 	}
-	if c.csrf != "" && method == http.MethodPost {
-		req.Header.Set(inspector.CSRFHeader, c.csrf)
+	if c.session != "" {
+		req.Header.Set(inspector.SessionHeader, c.session)
 	}
 	resp, err := c.http.Do(req)
 	if err != nil {
@@ -124,9 +124,9 @@ func TestUIRetriesFailedDeliveries(t *testing.T) {
 	if code, body := page.do(t, "POST", "/api/session", `{"token":"nope"}`); code != 403 {
 		t.Errorf("login with a wrong token: %d %s", code, body)
 	}
-	var login struct{ CSRF string }
+	var login struct{ Session string }
 	page.json(t, "POST", "/api/session", `{"token":"`+adminToken+`"}`, &login)
-	page.csrf = login.CSRF
+	page.session = login.Session
 	var session struct {
 		Auth  bool
 		Serve struct {

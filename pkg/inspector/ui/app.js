@@ -140,6 +140,34 @@ const guarded = fn => (...args) => Promise.resolve().then(() => fn(...args)).cat
 let session = null;
 let onUnauthorized = null;
 
+// The serve inspector's session: an id that POST /api/session answers,
+// held by this tab (sessionStorage is per origin, port included, and per
+// tab) and sent as a header with every call. No cookie: nothing that the
+// browser sends by itself to other ports of this host opens the inspector.
+const SESSION_KEY = 'evfwd-session';
+const SESSION_HEADER = 'X-Evfwd-Session';
+let memorySession = ''; // when the browser refuses sessionStorage
+
+function sessionID() {
+  try { return sessionStorage.getItem(SESSION_KEY) || ''; } catch (e) { return ''; }
+}
+
+function keepSession(id) {
+  try {
+    if (id) sessionStorage.setItem(SESSION_KEY, id);
+    else sessionStorage.removeItem(SESSION_KEY);
+  } catch (e) { /* storage refused: the session lives until the page is left */ }
+  memorySession = id || '';
+}
+
+// authHeaders are the headers that carry the session, when there is one.
+function authHeaders(headers) {
+  const out = Object.assign({}, headers || {});
+  const id = sessionID() || memorySession;
+  if (id) out[SESSION_HEADER] = id;
+  return out;
+}
+
 class ApiError extends Error {
   constructor(status, message) { super(message); this.status = status; }
 }
@@ -150,8 +178,8 @@ async function api(path, opts) {
   opts = opts || {};
   let res;
   try {
-    res = await fetch(path, {method: opts.method || 'GET', headers: opts.headers, body: opts.body,
-      credentials: 'same-origin', cache: 'no-store'});
+    res = await fetch(path, {method: opts.method || 'GET', headers: authHeaders(opts.headers), body: opts.body,
+      credentials: 'omit', cache: 'no-store'});
   } catch (e) {
     throw new ApiError(0, 'cannot reach evfwd (' + e.message + '): is it still running?');
   }
@@ -188,11 +216,71 @@ async function post(path, body, noCSRF) {
 
 // ---------------------------------------------------------------- live events
 
+// StreamSource reads a server-sent event stream with fetch, so that the
+// request carries authHeaders (EventSource cannot send headers). It offers
+// what connectEvents uses of EventSource: onopen, onerror, readyState,
+// addEventListener and close. A dropped stream or an HTTP error closes it
+// (connectEvents then reconnects); a 401 signs the page out.
+class StreamSource {
+  constructor(url) {
+    this.readyState = 0; // CONNECTING
+    this.onopen = null;
+    this.onerror = null;
+    this.listeners = {};
+    this.ctl = new AbortController();
+    this.run(url).catch(() => this.fail());
+  }
+  addEventListener(name, fn) { (this.listeners[name] = this.listeners[name] || []).push(fn); }
+  close() { this.readyState = 2; this.ctl.abort(); }
+  fail() {
+    if (this.readyState === 2) return;
+    this.readyState = 2; // CLOSED
+    if (this.onerror) this.onerror(new Event('error'));
+  }
+  async run(url) {
+    const res = await fetch(url, {headers: authHeaders({Accept: 'text/event-stream'}), credentials: 'omit',
+      cache: 'no-store', signal: this.ctl.signal});
+    if (!res.ok || !res.body) {
+      if (res.status === 401 && onUnauthorized) onUnauthorized();
+      this.fail();
+      return;
+    }
+    this.readyState = 1; // OPEN
+    if (this.onopen) this.onopen(new Event('open'));
+    const reader = res.body.pipeThrough(new TextDecoderStream()).getReader();
+    let buf = '', name = '', data = [];
+    for (;;) {
+      const {value, done} = await reader.read();
+      if (done) break;
+      buf += value;
+      let nl;
+      while ((nl = buf.search(/\r\n|\n|\r/)) >= 0) {
+        const line = buf.slice(0, nl);
+        buf = buf.slice(nl + (buf.startsWith('\r\n', nl) ? 2 : 1));
+        if (line === '') {
+          if (data.length) for (const fn of this.listeners[name || 'message'] || []) fn({type: name || 'message', data: data.join('\n')});
+          name = ''; data = [];
+          continue;
+        }
+        if (line.startsWith(':')) continue;
+        const colon = line.indexOf(':');
+        const field = colon < 0 ? line : line.slice(0, colon);
+        let v = colon < 0 ? '' : line.slice(colon + 1);
+        if (v.startsWith(' ')) v = v.slice(1);
+        if (field === 'event') name = v;
+        else if (field === 'data') data.push(v);
+      }
+    }
+    this.fail();
+  }
+}
+
 // connectEvents subscribes to /api/events and keeps #live honest. onOpen
 // runs on every (re)connection, so that the page reloads what it missed.
 // EventSource retries by itself after a dropped stream, but gives up after
 // an HTTP error; then we retry with a growing delay.
-function connectEvents(names, onEvent, onOpen) {
+function connectEvents(names, onEvent, onOpen, Source) {
+  Source = Source || EventSource;
   const live = $('#live');
   let es = null, delay = 1000, stopped = false;
   function state(s, text, title) {
@@ -202,7 +290,7 @@ function connectEvents(names, onEvent, onOpen) {
   }
   function open() {
     if (stopped) return;
-    es = new EventSource('/api/events');
+    es = new Source('/api/events');
     es.onopen = () => {
       delay = 1000;
       state('open', 'live', 'Connected: new events appear as they happen');
@@ -1077,12 +1165,12 @@ function startServe() {
   document.body.classList.add('mode-serve');
   $('#mode-name').textContent = 'serve inspector';
   onUnauthorized = () => {
-    // Signed out: stop what the signed-in page ran; a login starts it anew.
-    if (S.events) { S.events.stop(); S.events = null; }
-    clearInterval(S.tick);
-    showLogin('The session has ended: enter the admin token again.');
+    // Signed out (idle too long, logged out elsewhere, serve restarted):
+    // stop what the signed-in page ran; a login starts it anew.
+    signedOut('The session has ended: enter the admin token again.');
   };
-  if (!session.auth) { showLogin(); return; }
+  if (!session.auth) { showLogin(sessionID() ? 'The session has ended: enter the admin token again.' : ''); keepSession(''); return; }
+  logoutButton().hidden = false;
   const s = session.serve || {};
   replace($('#summary'),
     summaryItem('serving', s.url),
@@ -1102,7 +1190,7 @@ function startServe() {
     // delivery's event, after.
     const id = name === 'delivery' ? ev.id : ev.delivery;
     if (id === S.open) refreshOpen();
-  }, () => { refresh(); refreshOpen(); });
+  }, () => { refresh(); refreshOpen(); }, StreamSource);
   loadDeliveries(false).catch(report);
   loadStats().catch(report);
   // The chart's window moves on even when nothing happens.
@@ -1110,7 +1198,36 @@ function startServe() {
   S.tick = setInterval(() => loadStats().catch(report), 30000);
 }
 
+// signedOut stops what the signed-in page ran and asks for the token.
+function signedOut(note) {
+  keepSession('');
+  if (S.events) { S.events.stop(); S.events = null; }
+  clearInterval(S.tick);
+  showLogin(note);
+}
+
+// logoutButton is the header's "Log out", made once.
+function logoutButton() {
+  let b = $('#logout');
+  if (!b) {
+    b = h('button', {type: 'button', id: 'logout', hidden: true, title: 'End this session: the page asks for the admin token again',
+      text: 'Log out', onclick: guarded(logout)});
+    $('#live').after(b);
+  }
+  return b;
+}
+
+// logout ends the session on the server (DELETE /api/session), then here.
+async function logout() {
+  try {
+    await api('/api/session', {method: 'DELETE', as: 'text'});
+  } finally {
+    signedOut('Logged out.');
+  }
+}
+
 function showLogin(note) {
+  if ($('#logout')) $('#logout').hidden = true;
   const live = $('#live');
   live.dataset.state = 'closed';
   live.textContent = 'signed out';
@@ -1119,7 +1236,7 @@ function showLogin(note) {
   const err = h('p', {id: 'login-error', class: 'error', role: 'alert'});
   const form = h('form', {class: 'login', 'aria-labelledby': 'login-title'},
     h('h1', {id: 'login-title', text: 'Admin token'}),
-    h('p', {id: 'login-help', class: 'muted', text: note || 'evfwd serve asks for its admin token once; the page keeps a session cookie for this address.'}),
+    h('p', {id: 'login-help', class: 'muted', text: note || 'evfwd serve asks for its admin token. The session stays in this tab only, and ends on Log out, after ' + idleText() + ' without use, or when serve restarts.'}),
     // Password managers want a user name beside a password.
     h('input', {type: 'text', name: 'username', autocomplete: 'username', value: 'evfwd admin', hidden: true, tabindex: '-1', 'aria-hidden': 'true'}),
     h('label', {class: 'ctl-block'}, h('span', {text: 'Token'}), token),
@@ -1133,18 +1250,23 @@ function showLogin(note) {
   token.focus();
 }
 
+function idleText() {
+  const h = Math.round(((session && session.idleMs) || 12 * 3600 * 1000) / 3600000);
+  return h === 1 ? 'an hour' : h + ' hours';
+}
+
 async function login(token, err) {
   err.textContent = '';
   try {
     const res = await post('/api/session', {token}, true);
-    session = Object.assign({}, session, {csrf: res.csrf});
+    keepSession(res.session);
   } catch (e) {
     err.textContent = e.status === 403 ? 'That is not the admin token.' : e.message;
     $('#token').select();
     return;
   }
   session = await api('/api/session');
-  if (!session.auth) { err.textContent = 'Signed in, but the session was not kept: does the browser accept cookies for this address?'; return; }
+  if (!session.auth) { err.textContent = 'Signed in, but the session was not kept.'; return; }
   document.body.classList.remove('mode-serve');
   startServe();
 }
