@@ -180,8 +180,13 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 		if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
 			return nil, fmt.Errorf("store %s: %w", path, fs.ErrNotExist)
 		}
-	} else if dir := filepath.Dir(path); dir != "" {
-		if err := os.MkdirAll(dir, 0o700); err != nil {
+	} else {
+		if dir := filepath.Dir(path); dir != "" {
+			if err := os.MkdirAll(dir, 0o700); err != nil {
+				return nil, fmt.Errorf("store %s: %w", path, err)
+			}
+		}
+		if err := createPrivate(path); err != nil {
 			return nil, fmt.Errorf("store %s: %w", path, err)
 		}
 	}
@@ -254,6 +259,23 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 		return nil, fmt.Errorf("store %s: %w", path, err)
 	}
 	return s, nil
+}
+
+// createPrivate creates the database file, when missing, empty (SQLite
+// takes an empty file for an empty database) and readable by its owner
+// alone. SQLite would create it 0644 less the umask, and it gives the
+// -wal and -shm files it makes the mode of the database file (then fixes
+// it against the umask): so all three hold the events for the owner only,
+// whatever the umask. A file that exists keeps the mode it has.
+func createPrivate(path string) error {
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
+	if errors.Is(err, fs.ErrExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	return f.Close()
 }
 
 // Path is the database file.
