@@ -209,3 +209,34 @@ func TestTriggerOutputPrintable(t *testing.T) {
 		})
 	}
 }
+
+// verify's verdicts and diagnostics name what the checked request held
+// (a record's path and type, a malformed signature header, an unreadable
+// record line): none of it raw.
+func TestVerifyOutputPrintable(t *testing.T) {
+	var rec strings.Builder
+	for _, c := range steering() {
+		v := jsonString("x" + c.s + "y")
+		fmt.Fprintf(&rec, `{"receivedAt":"2024-05-01T12:00:05Z","method":"POST","path":"/h/%s","headers":{"X-Signature":"%s"},"size":2,"type":"%s","status":401,"body":{}}`+"\n", v, v, v)
+		rec.WriteString(`{"receivedAt":` + v + "\n") // unreadable
+	}
+	file := writeFile(t, "rec.ndjson", rec.String())
+	body := writeFile(t, "body.json", "{}")
+	runs := [][]string{{"verify", "--record", file, "--secret", "k"}}
+	for _, c := range steering() {
+		v := "x" + c.s + "y"
+		runs = append(runs,
+			[]string{"verify", "--secret", "k", "--header", "X-Signature: " + v, body},
+			[]string{"verify", "--secret", "k", "--scheme", "stripe", "--header", "Stripe-Signature: t=" + v + ",v1=" + v, body},
+			[]string{"verify", "--secret", "k", "--scheme", "standard", "--header", "webhook-id: " + v, "--header", "webhook-timestamp: " + v, "--header", "webhook-signature: v1," + v, body},
+		)
+	}
+	for _, args := range runs {
+		res := execute(t, testFactory(t, "", true, nil), args...)
+		if res.Code == 0 {
+			t.Errorf("%q: exit 0, want a failure", args)
+		}
+		assertNoSteering(t, fmt.Sprintf("%q stdout", args), res.Stdout)
+		assertNoSteering(t, fmt.Sprintf("%q stderr", args), res.Stderr)
+	}
+}

@@ -278,12 +278,12 @@ func verifyRequest(ios *cli.IOStreams, setup *verifySetup, path string) (Verdict
 }
 
 // line is a verdict in a sentence, with its scheme unless it is the
-// default one.
+// default one; printable, since the message may quote a header's value.
 func (v Verdict) line() string {
 	if v.Scheme == signature.Segment {
-		return v.Message
+		return cli.Printable(v.Message)
 	}
-	return string(v.Scheme) + ": " + v.Message
+	return string(v.Scheme) + ": " + cli.Printable(v.Message)
 }
 
 func printVerdict(opts *VerifyOptions, v Verdict) error {

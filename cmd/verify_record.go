@@ -39,7 +39,7 @@ func verifyRecordRun(opts *VerifyOptions) error {
 	for rec, err := range receiver.ReadRecords(in) {
 		if err != nil {
 			unreadable++
-			fmt.Fprintf(opts.IO.ErrOut, "%s:%v\n", name, err)
+			fmt.Fprintf(opts.IO.ErrOut, "%s:%s\n", cli.Printable(name), cli.Printable(err.Error()))
 			continue
 		}
 		v, err := verdictOfRecord(setup, rec)
@@ -61,11 +61,12 @@ func verifyRecordRun(opts *VerifyOptions) error {
 		if !v.Valid {
 			mark = st.Fail.Sprint(cli.SymFail)
 		}
+		// The record holds what a sender chose: printable.
 		what := rec.Method + " " + rec.Path
 		if rec.Type != "" {
 			what += " " + rec.Type
 		}
-		fmt.Fprintf(opts.IO.Out, "%s:%d  %s  %s  %s\n", name, rec.Line, mark, what, v.line())
+		fmt.Fprintf(opts.IO.Out, "%s:%d  %s  %s  %s\n", cli.Printable(name), rec.Line, mark, cli.Printable(what), v.line())
 	}
 	if !opts.Format.JSON() {
 		fmt.Fprintf(opts.IO.ErrOut, "%d valid, %d invalid%s\n", valid, invalid, unreadableNote(unreadable))
