@@ -2,6 +2,7 @@ package cmd
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -238,5 +239,31 @@ func TestVerifyOutputPrintable(t *testing.T) {
 		}
 		assertNoSteering(t, fmt.Sprintf("%q stdout", args), res.Stdout)
 		assertNoSteering(t, fmt.Sprintf("%q stderr", args), res.Stderr)
+	}
+}
+
+// send's error lines quote input lines and the collection API's answer,
+// and its summary names the files: none of it raw.
+func TestSendOutputPrintable(t *testing.T) {
+	for _, c := range steering() {
+		t.Run(c.name, func(t *testing.T) {
+			v := "x" + c.s + "y"
+			srv := newCollectServer(t, func(i int, _ []map[string]json.RawMessage, w http.ResponseWriter) {
+				w.WriteHeader(400)
+				w.Write([]byte(`{"error":"` + jsonString(v) + `"}`))
+			})
+			name := "in" + strings.ReplaceAll(v, "\x00", "") + ".ndjson"
+			in := `{"type":"track","userId":"u1","event":"` + jsonString(v) + `"}` + "\n" +
+				`{"type":"` + jsonString(v) + `","userId":"u2"}` + "\n" +
+				`{"type":"page","userId":"u3","timestamp":"` + jsonString(v) + `"}` + "\n" +
+				`{"type":"track","userId":"` + v + "\n"
+			file := writeFile(t, name, in)
+			res := execute(t, clientFactory(t, "", srv), "send", file, "--batch-size", "1")
+			if res.Code != 1 {
+				t.Errorf("exit %d, want 1; stderr %q", res.Code, res.Stderr)
+			}
+			assertNoSteering(t, "stdout", res.Stdout)
+			assertNoSteering(t, "stderr", res.Stderr)
+		})
 	}
 }

@@ -159,7 +159,7 @@ func sendRun(opts *SendOptions) error {
 		Client: cfg, Workers: opts.Workers, Rate: opts.Rate, KeepLines: errorsOut != nil,
 		Skip: opts.Skip, Resume: resume,
 		OnLineError: func(e *importer.LineError) {
-			console.line(e.Error())
+			console.line(cli.Printable(e.Error())) // it quotes the line
 			if errorsOut != nil && e.Bytes != nil {
 				errorsMu.Lock()
 				errorsOut.Write(e.Bytes)
@@ -167,7 +167,7 @@ func sendRun(opts *SendOptions) error {
 				errorsMu.Unlock()
 			}
 		},
-		OnReadError: func(err error) { console.line("error: " + err.Error()) },
+		OnReadError: func(err error) { console.line("error: " + cli.Printable(err.Error())) },
 	})
 	if err != nil {
 		var ce *analytics.ConfigError
@@ -208,7 +208,7 @@ func sendRun(opts *SendOptions) error {
 	console.stopProgress()
 	if errorsOut != nil {
 		if err := errorsOut.Flush(); err != nil {
-			console.line("error: --errors-file: " + err.Error())
+			console.line("error: --errors-file: " + cli.Printable(err.Error()))
 		}
 	}
 	interrupted := readCtx.Err() != nil

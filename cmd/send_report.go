@@ -98,7 +98,9 @@ func printSendSummary(opts *SendOptions, sum sendSummary) error {
 		head = st.Fail.Sprint(cli.SymFail) + " sent with errors"
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "%s: %s from %s in %s\n", head, plural(sum.Lines, "line", "lines"), strings.Join(sum.Files, ", "),
+	// File names are printed printable, as everything that could come
+	// from outside the command line.
+	fmt.Fprintf(&b, "%s: %s from %s in %s\n", head, plural(sum.Lines, "line", "lines"), cli.Printable(strings.Join(sum.Files, ", ")),
 		time.Duration(sum.Seconds*float64(time.Second)).Round(time.Millisecond))
 	row := func(label, value, note string) {
 		if note != "" {
@@ -129,7 +131,7 @@ func printSendSummary(opts *SendOptions, sum sendSummary) error {
 	if last == "" {
 		last = "none"
 	}
-	row("last accepted", last, "every line up to here is accepted or rejected")
+	row("last accepted", cli.Printable(last), "every line up to here is accepted or rejected")
 	if sum.stoppedEarly() {
 		if sum.Resume != "" {
 			// The position is absolute, so it replaces --skip (the two exclude each other).
@@ -137,7 +139,7 @@ func printSendSummary(opts *SendOptions, sum sendSummary) error {
 			if opts.Skip > 0 {
 				instead = " instead of --skip"
 			}
-			fmt.Fprintf(&b, "to send the rest, run the same command with --resume %s%s\n", shellArg(sum.Resume), instead)
+			fmt.Fprintf(&b, "to send the rest, run the same command with --resume %s%s\n", cli.Printable(shellArg(sum.Resume)), instead)
 		} else {
 			b.WriteString("nothing was settled: run the same command again to send the rest\n")
 		}
