@@ -23,6 +23,8 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+
+	"github.com/evfwd/evfwd/internal/hostcheck"
 )
 
 //go:embed ui
@@ -75,26 +77,17 @@ const CSRFHeader = "X-CSRF-Token"
 // net.Listener.Addr().String() gives it): the same port, and for host an
 // IP address, localhost, or addr's own host. A DNS name other than those
 // is what a rebinding attack sends (a page of evil.example whose name
-// now points at 127.0.0.1), so it is refused.
-type hostCheck struct{ host, port string }
+// now points at 127.0.0.1), so it is refused. The logic is
+// internal/hostcheck's, which serve's /metrics, /healthz and admin API use
+// too.
+type hostCheck struct{ hostcheck.Check }
 
 func newHostCheck(addr string) hostCheck {
-	host, port, _ := net.SplitHostPort(addr)
-	return hostCheck{strings.ToLower(host), port}
+	// No port in the Host: the scheme's, which for this plain-HTTP server is 80.
+	return hostCheck{hostcheck.New(addr, "80")}
 }
 
-func (c hostCheck) allows(hostport string) bool {
-	host, port, err := net.SplitHostPort(hostport)
-	if err != nil {
-		// No port: the scheme's, which for this plain-HTTP server is 80.
-		host, port = strings.Trim(hostport, "[]"), "80"
-	}
-	if port != c.port {
-		return false
-	}
-	host = strings.ToLower(host)
-	return host == c.host || host == "localhost" || net.ParseIP(host) != nil
-}
+func (c hostCheck) allows(hostport string) bool { return c.Allows(hostport) }
 
 // DialAddr is where a browser on this host reaches a listener at addr:
 // loopback when it listens on every address (0.0.0.0 or ::).
