@@ -101,7 +101,16 @@ type Options struct {
 	MaxBodyBytes int64
 	// Now is the clock (default time.Now); tests inject one.
 	Now func() time.Time
+	// RedactHeaders names headers (any case) whose values are replaced
+	// with Redacted in the report handed to OnRequest and in the record,
+	// so that they are kept nowhere. The signature is checked, and a
+	// ForwardTo request relayed, with the values that came.
+	RedactHeaders []string
 }
+
+// Redacted stands for the value of a header named in
+// Options.RedactHeaders.
+const Redacted = "[redacted]"
 
 // Handler is the receiver; build it with New and Close it when done.
 type Handler struct {
@@ -116,6 +125,7 @@ type Handler struct {
 	secrets [][]byte
 	scheme  signature.Scheme
 	macs    []*signature.Keyed // per secret, segment's keyed MAC (fastSegment)
+	redact  []string           // Options.RedactHeaders, canonical
 }
 
 // ErrConfig is matched by every configuration error from New.
@@ -174,6 +184,12 @@ func New(opts Options) (*Handler, error) {
 	}
 	if opts.Record != nil {
 		h.record = NewLineWriter(opts.Record)
+	}
+	for _, name := range opts.RedactHeaders {
+		if name = strings.TrimSpace(name); name == "" || strings.ContainsAny(name, " \t:") {
+			return nil, &configError{"RedactHeaders", fmt.Sprintf("%q is not a header name", name)}
+		}
+		h.redact = append(h.redact, http.CanonicalHeaderKey(name))
 	}
 	return h, nil
 }
@@ -411,6 +427,7 @@ func cannedAnswer(status int) *canned {
 // finish completes the report, records it and hands it on.
 func (h *Handler) finish(req *Request, status int) {
 	req.Status = status
+	req.Header = h.redacted(req.Header)
 	req.Latency = h.now().Sub(req.ReceivedAt)
 	if h.record != nil {
 		h.record.WriteLine(req.Line())
@@ -419,4 +436,24 @@ func (h *Handler) finish(req *Request, status int) {
 		h.opts.OnRequest(req)
 	}
 	req.releaseLine()
+}
+
+// redacted returns hdr with the values of the RedactHeaders replaced by
+// Redacted: a copy when it has any of them (hdr is the request's, which
+// the relay has sent as it came), else hdr itself.
+func (h *Handler) redacted(hdr http.Header) http.Header {
+	var out http.Header
+	for _, name := range h.redact {
+		if _, ok := hdr[name]; !ok {
+			continue
+		}
+		if out == nil {
+			out = hdr.Clone()
+		}
+		out[name] = []string{Redacted}
+	}
+	if out == nil {
+		return hdr
+	}
+	return out
 }
