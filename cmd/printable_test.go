@@ -3,8 +3,10 @@ package cmd
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -266,4 +268,24 @@ func TestSendOutputPrintable(t *testing.T) {
 			assertNoSteering(t, "stderr", res.Stderr)
 		})
 	}
+}
+
+// serve's text log quotes a value that is not plain printable text (the
+// slog TextHandler does, with strconv.Quote), so an error naming a
+// sender's data steers nothing; this pins it should the handler change.
+func TestServeTextLogPrintable(t *testing.T) {
+	var b strings.Builder
+	log, err := newLogger(&b, "text", "debug")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range steering() {
+		v := "x" + c.s + "y"
+		log.Error("delivery failed: "+v, "userId", v, "messageId", []byte(v), "err", errors.New("HTTP 500: "+v),
+			slog.Group("req", "path", "/"+v), slog.Any("headers", map[string]string{v: v}))
+	}
+	if n := strings.Count(b.String(), "\n"); n != len(steering()) {
+		t.Errorf("%d log lines, want %d:\n%s", n, len(steering()), b.String())
+	}
+	assertNoSteering(t, "log", b.String())
 }

@@ -210,6 +210,7 @@ func serveConfig(opts *ServeOptions) (serve.Config, error) {
 	cfg.TLSCert, cfg.TLSKey = opts.TLSCert, opts.TLSKey
 	v := opts.Config.Viper()
 	cfg.PublicURL, cfg.TrustedProxies = v.GetString("public_url"), v.GetStringSlice("trusted_proxies")
+	cfg.AllowedHosts = v.GetStringSlice("allowed_hosts")
 	if u := opts.Getenv(cli.EnvPrefix + "PUBLIC_URL"); u != "" {
 		cfg.PublicURL = u
 	}
@@ -254,6 +255,9 @@ func newLogger(w io.Writer, format, level string) (*slog.Logger, error) {
 	ho := &slog.HandlerOptions{Level: lvl}
 	switch format {
 	case "text":
+		// Log values can carry a sender's data (ids, paths, errors
+		// quoting answers): a terminal reading the log must not act on it.
+		ho.ReplaceAttr = cli.PrintableAttr
 		return slog.New(slog.NewTextHandler(w, ho)), nil
 	case "json":
 		return slog.New(slog.NewJSONHandler(w, ho)), nil
@@ -481,8 +485,11 @@ type serveSettings struct {
 	TLS       *tlsSettings `json:"tls,omitempty"` // nil: plain HTTP
 	PublicURL string       `json:"publicUrl,omitempty"`
 	// TrustedProxies give web and mobile clients' addresses.
-	TrustedProxies []string         `json:"trustedProxies,omitempty"`
-	Sources        []sourceSettings `json:"sources"`
+	TrustedProxies []string `json:"trustedProxies,omitempty"`
+	// AllowedHosts are the names /metrics, /healthz and the admin API
+	// answer besides serve's address, localhost and IP addresses.
+	AllowedHosts []string         `json:"allowedHosts,omitempty"`
+	Sources      []sourceSettings `json:"sources"`
 }
 
 // uiSettings is where --ui serves the inspector.
@@ -516,7 +523,7 @@ func serveCheck(opts *ServeOptions, cfg serve.Config) error {
 		Config: opts.Config.File, Addr: cfg.Addr, Store: cfg.Store, Retention: shortDuration(cfg.Retention),
 		LeaseTTL: shortDuration(opts.LeaseTTL), Grace: shortDuration(opts.Grace),
 		LogFormat: opts.LogFormat, LogLevel: opts.LogLevel, AdminAPI: cfg.AdminToken != "",
-		PublicURL: cfg.PublicURL, TrustedProxies: cfg.TrustedProxies,
+		PublicURL: cfg.PublicURL, TrustedProxies: cfg.TrustedProxies, AllowedHosts: cfg.AllowedHosts,
 		Sources: make([]sourceSettings, len(cfg.Sources)),
 	}
 	if cfg.TLSCert != "" {
@@ -574,6 +581,9 @@ func writeSettings(w io.Writer, st serveSettings) {
 	}
 	if len(st.TrustedProxies) > 0 {
 		fmt.Fprintf(w, "%-10s %s (X-Forwarded-For believed from these)\n", "proxies", strings.Join(st.TrustedProxies, ", "))
+	}
+	if len(st.AllowedHosts) > 0 {
+		fmt.Fprintf(w, "%-10s %s (as Host on /metrics, /healthz, /admin/)\n", "hosts", strings.Join(st.AllowedHosts, ", "))
 	}
 	for _, s := range st.Sources {
 		fmt.Fprintf(w, "source %s\n  write_key  %s\n", s.Name, s.WriteKey)

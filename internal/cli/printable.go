@@ -1,6 +1,9 @@
 package cli
 
 import (
+	"encoding"
+	"fmt"
+	"log/slog"
 	"strings"
 	"unicode/utf8"
 )
@@ -107,4 +110,37 @@ func escape(s string, i int, lines bool) string {
 		i += n
 	}
 	return b.String()
+}
+
+// PrintableAttr is a slog ReplaceAttr for text logs: string values, and
+// errors and other values as the handler would print them, made
+// Printable. slog's TextHandler quotes most of what Printable escapes,
+// but not DEL, and values quoted or not stay one line each.
+func PrintableAttr(_ []string, a slog.Attr) slog.Attr {
+	var s string
+	switch v := a.Value; v.Kind() {
+	case slog.KindString:
+		s = v.String()
+	case slog.KindAny:
+		switch x := v.Any().(type) {
+		case []byte:
+			return a // the handler quotes a byte slice whole
+		case error:
+			s = x.Error()
+		case encoding.TextMarshaler:
+			b, err := x.MarshalText()
+			if err != nil {
+				return a
+			}
+			s = string(b)
+		default:
+			s = fmt.Sprintf("%+v", x)
+		}
+	default:
+		return a
+	}
+	if p := Printable(s); p != s {
+		a.Value = slog.StringValue(p)
+	}
+	return a
 }

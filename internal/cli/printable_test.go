@@ -1,7 +1,9 @@
 package cli
 
 import (
+	"errors"
 	"fmt"
+	"log/slog"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -136,5 +138,23 @@ func BenchmarkPrintable(b *testing.B) {
 				Printable(bb.s)
 			}
 		})
+	}
+}
+
+func TestPrintableAttr(t *testing.T) {
+	var b strings.Builder
+	log := slog.New(slog.NewTextHandler(&b, &slog.HandlerOptions{ReplaceAttr: func(g []string, a slog.Attr) slog.Attr {
+		if a.Key == slog.TimeKey {
+			return slog.Attr{}
+		}
+		return PrintableAttr(g, a)
+	}}))
+	log.Info("plain", "user", "Zoë", "n", 3, "err", errors.New("HTTP 500"), "b", []byte("\x1b"))
+	log.Info("m\x7f", "user", "x\x7fy", "err", errors.New("a\u202eb"), "any", map[string]string{"k": "\x1b"})
+	want := `level=INFO msg=plain user=Zoë n=3 err="HTTP 500" b="\x1b"
+level=INFO msg=m\x7f user=x\x7fy err=a\u202eb any=map[k:\x1b]
+`
+	if diff := cmp.Diff(want, b.String()); diff != "" {
+		t.Errorf("mismatch (-want +got):\n%s", diff)
 	}
 }
