@@ -9,7 +9,9 @@ package serve
 import (
 	"errors"
 	"fmt"
+	"net"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/evfwd/evfwd/pkg/collector"
@@ -43,6 +45,12 @@ type Config struct {
 	// TrustedProxies are the CIDRs (or addresses) of proxies whose
 	// X-Forwarded-For gives a web or mobile client's address.
 	TrustedProxies []string `mapstructure:"trusted_proxies"`
+	// AllowedHosts are the names, besides the address served, localhost
+	// and IP addresses, that requests to /metrics, /healthz and the admin
+	// API may give as their Host: serve's name behind a proxy or in a
+	// cluster. Any other name is refused (421), as a DNS-rebinding page
+	// would send one. The collection API answers any Host.
+	AllowedHosts []string `mapstructure:"allowed_hosts"`
 }
 
 // Source is one source: its write key and its webhook destination.
@@ -81,6 +89,11 @@ func (c *Config) Validate() error {
 	if _, err := collector.ParseTrustedProxies(c.TrustedProxies); err != nil {
 		errs = append(errs, err)
 	}
+	for _, h := range c.AllowedHosts {
+		if err := checkAllowedHost(h); err != nil {
+			errs = append(errs, err)
+		}
+	}
 	names, keys := map[string]int{}, map[string]int{}
 	for i, s := range c.Sources {
 		where := fmt.Sprintf("sources[%d]", i)
@@ -118,6 +131,25 @@ func (c *Config) Validate() error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// checkAllowedHost refuses an allowed_hosts entry that is not a bare host
+// name: a URL, a port or a path there would never match a Host.
+func checkAllowedHost(h string) error {
+	bad := func(why string) error { return fmt.Errorf("allowed_hosts %q: %s", h, why) }
+	switch {
+	case h == "":
+		return bad("empty")
+	case strings.Contains(h, "://"):
+		return bad("a host name, not a URL: drop the scheme")
+	case strings.ContainsAny(h, "/?#@ \t"):
+		return bad("a host name, such as evfwd.internal, without path or spaces")
+	case strings.Contains(h, ":") && net.ParseIP(h) == nil:
+		return bad("a host name without a port: a name listed is allowed on any port")
+	case net.ParseIP(h) != nil:
+		return bad("IP addresses are allowed already: list names only")
+	}
+	return nil
 }
 
 func unjoin(err error) []error {

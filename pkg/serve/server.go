@@ -4,15 +4,18 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net"
 	"net/http"
 	"os"
+	"strconv"
 	"sync/atomic"
 	"time"
 
+	"github.com/evfwd/evfwd/internal/hostcheck"
 	"github.com/evfwd/evfwd/internal/tlscert"
 	"github.com/evfwd/evfwd/pkg/admin"
 	"github.com/evfwd/evfwd/pkg/collector"
@@ -255,10 +258,13 @@ func (s *Server) URL() string {
 // opened it.
 func (s *Server) Store() store.Store { return s.store }
 
-// Handler serves the collection API, /healthz and /metrics.
+// Handler serves the collection API, /healthz and /metrics, and the admin
+// API. /healthz, /metrics and the admin API answer only requests whose
+// Host names serve (see hostGuard); the collection API answers any.
 func (s *Server) Handler() http.Handler {
 	mux := http.NewServeMux()
-	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
+	guard := s.hostGuard()
+	mux.Handle("GET /healthz", guard(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		if s.draining.Load() {
 			w.WriteHeader(http.StatusServiceUnavailable)
@@ -266,11 +272,39 @@ func (s *Server) Handler() http.Handler {
 			return
 		}
 		w.Write([]byte(`{"status":"ok"}` + "\n"))
-	})
-	mux.Handle("GET /metrics", s.metrics.Handler(s.store, s.opts.Now, s.log))
-	mux.Handle("/admin/", s.admin)
+	})))
+	mux.Handle("GET /metrics", guard(s.metrics.Handler(s.store, s.opts.Now, s.log)))
+	mux.Handle("/admin/", guard(s.admin))
 	mux.Handle("/", s.collector)
 	return mux
+}
+
+// hostGuard refuses, with 421, a request whose Host is a DNS name other
+// than serve's own host, localhost or a name in allowed_hosts (an IP
+// address is fine): what a DNS-rebinding page sends to read /metrics or
+// call the admin API as its own origin. The check is the inspectors'
+// (internal/hostcheck). A request with no Host at all (HTTP/1.0, some
+// load balancers' health checks) comes from no browser and is answered.
+func (s *Server) hostGuard() func(http.Handler) http.Handler {
+	port := "80"
+	if s.tls != nil {
+		port = "443"
+	}
+	check := hostcheck.New(s.Addr(), port, s.cfg.AllowedHosts...)
+	return func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.Host != "" && !check.Allows(r.Host) {
+				w.Header().Set("Content-Type", "application/json")
+				w.Header().Set("X-Content-Type-Options", "nosniff")
+				w.WriteHeader(http.StatusMisdirectedRequest)
+				b, _ := json.Marshal(map[string]string{"error": "unexpected Host " + strconv.Quote(r.Host) +
+					": " + r.URL.Path + " answers the address serve listens on, localhost, an IP address or a name in allowed_hosts"})
+				w.Write(append(b, '\n'))
+				return
+			}
+			next.ServeHTTP(w, r)
+		})
+	}
 }
 
 // Run serves until ctx ends, then drains: new requests get 503, requests
