@@ -237,7 +237,7 @@ func printCallResult(opts *CallOptions, r callResult) error {
 	if r.Status == "stub" {
 		note = "(stub: nothing sent)"
 	}
-	_, err := fmt.Fprintf(opts.IO.Out, "%s %s %s %s %s\n", st.OK.Sprint(cli.SymOK), opts.Type, r.MessageID, r.Status, st.Muted.Sprint(note))
+	_, err := fmt.Fprintf(opts.IO.Out, "%s %s %s %s %s\n", st.OK.Sprint(cli.SymOK), opts.Type, cli.Printable(r.MessageID), cli.Printable(r.Status), st.Muted.Sprint(note))
 	return err
 }
 

@@ -78,7 +78,7 @@ func deleteRun(opts *DeleteOptions) error {
 }
 
 func printDeletion(w io.Writer, d *admin.Deletion) error {
-	fmt.Fprintf(w, "deletion %s  user %s  %s\n", d.ID, d.UserID, d.CreatedAt)
+	fmt.Fprintf(w, "deletion %s  user %s  %s\n", cli.Printable(d.ID), cli.Printable(d.UserID), d.CreatedAt)
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "SOURCE\tNOTIFICATION\tDELIVERY\tCANCELLED\tPURGED")
 	for _, s := range d.Sources {
@@ -86,7 +86,7 @@ func printDeletion(w io.Writer, d *admin.Deletion) error {
 		if s.Notified {
 			status, delivery = string(s.Status), fmt.Sprint(s.Delivery)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\n", s.Source, status, delivery, s.Cancelled, s.Purged)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\n", cli.Printable(s.Source), status, delivery, s.Cancelled, s.Purged)
 	}
 	return tw.Flush()
 }

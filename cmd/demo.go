@@ -113,9 +113,9 @@ func demoRun(o *DemoOptions) error {
 			if what != "" {
 				what = fmt.Sprintf("%q", what)
 			}
-			fmt.Fprintf(out, "  webhook  %-8s %-22s user=%-10s %s → %d\n", r.Type, what, r.UserID, sig, r.Status)
+			fmt.Fprintf(out, "  webhook  %-8s %-22s user=%-10s %s → %d\n", cli.Printable(r.Type), what, cli.Printable(r.UserID), sig, r.Status)
 		},
-		OnError: func(status int, msg string) { fmt.Fprintf(errOut, "rejected: %d %s\n", status, msg) },
+		OnError: func(status int, msg string) { fmt.Fprintf(errOut, "rejected: %d %s\n", status, cli.Printable(msg)) },
 	})
 	if err != nil {
 		return err
