@@ -66,13 +66,20 @@ type Listen struct {
 type entry struct {
 	id      int64
 	line    []byte // the record, with "id", no newline; without the body when raw holds it
+	shown   []byte // line with its sensitive headers' values hidden (line itself when none)
 	raw     []byte // the body's bytes when line is without them
 	typ     string
 	verdict string
 }
 
 // size is what e costs to keep.
-func (e *entry) size() int { return len(e.line) + len(e.raw) }
+func (e *entry) size() int {
+	n := len(e.line) + len(e.raw)
+	if len(e.shown) > 0 && &e.shown[0] != &e.line[0] {
+		n += len(e.shown)
+	}
+	return n
+}
 
 // NewListen returns the inspector for the listen cfg describes.
 func NewListen(cfg ListenConfig) *Listen {
@@ -99,7 +106,79 @@ func NewListen(cfg ListenConfig) *Listen {
 // Add keeps r and shows it to the pages watching. It is an
 // receiver.Options.OnRequest hook: r's record line and body are copied.
 func (l *Listen) Add(r *receiver.Request) {
-	l.add(r.Line(), r.Body, r.Type, string(r.Signature.Verdict))
+	var sensitive []string
+	for _, name := range SensitiveHeaders {
+		if v, ok := r.Header[name]; ok && !(len(v) == 1 && v[0] == receiver.Redacted) {
+			sensitive = append(sensitive, name)
+		}
+	}
+	l.add(r.Line(), r.Body, r.Type, string(r.Signature.Verdict), sensitive)
+}
+
+// SensitiveHeaders are the request headers that carry credentials: the
+// inspector shows their values only when asked (GET
+// /api/requests/ID/headers, a click on the page), never in the list, the
+// event stream or a request's detail. listen --redact-header keeps a
+// value out of everything.
+var SensitiveHeaders = []string{"Authorization", "Cookie", "Proxy-Authorization", "X-Api-Key"}
+
+// Hidden stands for a sensitive header's value in what the inspector shows.
+const Hidden = "[hidden]"
+
+// sensitiveOf lists the sensitive headers of a record's headers that carry
+// a value (a redacted one has none left to hide).
+func sensitiveOf(headers map[string]string) []string {
+	var names []string
+	for _, name := range SensitiveHeaders {
+		if v, ok := headers[name]; ok && v != receiver.Redacted {
+			names = append(names, name)
+		}
+	}
+	return names
+}
+
+// hide returns the record line with the values of the
+// sensitive headers replaced by Hidden and their names listed in
+// "sensitive", the rest of the line as it was, or line when that fails.
+func hide(line []byte, sensitive []string) []byte {
+	dec := json.NewDecoder(bytes.NewReader(line))
+	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
+		return line
+	}
+	for dec.More() {
+		key, err := dec.Token()
+		if err != nil {
+			return line
+		}
+		var raw json.RawMessage
+		if err := dec.Decode(&raw); err != nil {
+			return line
+		}
+		if key != "headers" {
+			continue
+		}
+		end := int(dec.InputOffset())
+		start := end - len(raw)
+		var headers map[string]string
+		if json.Unmarshal(raw, &headers) != nil {
+			return line
+		}
+		for _, name := range sensitive {
+			if _, ok := headers[name]; ok {
+				headers[name] = Hidden
+			}
+		}
+		masked, _ := json.Marshal(headers)
+		names, _ := json.Marshal(sensitive)
+		b := make([]byte, 0, len(line)+len(names)+16)
+		b = append(b, `{"sensitive":`...)
+		b = append(b, names...)
+		b = append(b, ',')
+		b = append(b, line[1:start]...)
+		b = append(b, masked...)
+		return append(b, line[end:]...)
+	}
+	return line
 }
 
 // Load keeps the last records of a --record file (as many as Keep and
@@ -134,7 +213,7 @@ func (l *Listen) Load(r io.Reader) error {
 			// An older evfwd's snake_case keys: the page reads today's.
 			line, _ = json.Marshal(rec)
 		}
-		l.add(line, nil, rec.Type, string(rec.Signature.Verdict))
+		l.add(line, nil, rec.Type, string(rec.Signature.Verdict), sensitiveOf(rec.Headers))
 	}
 	return nil
 }
@@ -187,8 +266,9 @@ func eachLine(r io.Reader, limit int, fn func([]byte)) error {
 
 // add keeps one record line (a JSON object) and publishes it. body is the
 // request's body when the caller has it (else it is read from the line,
-// should the line be too large to list).
-func (l *Listen) add(line, body []byte, typ, verdict string) {
+// should the line be too large to list). sensitive names the
+// SensitiveHeaders it carries.
+func (l *Listen) add(line, body []byte, typ, verdict string, sensitive []string) {
 	line = bytes.TrimRight(line, "\n")
 	l.mu.Lock()
 	l.lastID++
@@ -208,6 +288,10 @@ func (l *Listen) add(line, body []byte, typ, verdict string) {
 			e.raw = []byte{}
 		}
 	}
+	e.shown = e.line
+	if len(sensitive) > 0 {
+		e.shown = hide(e.line, sensitive)
+	}
 	l.entries = append(l.entries, e)
 	l.bytes += e.size()
 	for len(l.entries) > Keep || l.bytes > KeepBytes && len(l.entries) > 1 {
@@ -216,7 +300,7 @@ func (l *Listen) add(line, body []byte, typ, verdict string) {
 		l.entries = l.entries[1:]
 	}
 	l.mu.Unlock()
-	l.hub.publish("request", e.line)
+	l.hub.publish("request", e.shown)
 }
 
 // withID returns the record object line with "id" as its first key.
@@ -262,6 +346,7 @@ func (l *Listen) Handler(addr string) http.Handler {
 	mux.HandleFunc("GET /api/requests", l.list)
 	mux.HandleFunc("GET /api/requests/{id}", l.detail)
 	mux.HandleFunc("GET /api/requests/{id}/body", l.body)
+	mux.HandleFunc("GET /api/requests/{id}/headers", l.headers)
 	mux.HandleFunc("GET /api/requests/{id}/request", l.requestFile)
 	mux.HandleFunc("GET /api/requests/{id}/curl", l.curl)
 	mux.HandleFunc("POST /api/replay", l.replay)
@@ -318,10 +403,10 @@ func (l *Listen) list(w http.ResponseWriter, r *http.Request) {
 			continue
 		case verdict != "" && e.verdict != verdict:
 			continue
-		case text != "" && !containsFold(e.line, text):
+		case text != "" && !containsFold(e.shown, text):
 			continue
 		}
-		out = append(out, e.line)
+		out = append(out, e.shown)
 	}
 	l.mu.Unlock()
 	var b bytes.Buffer
@@ -381,7 +466,7 @@ func (l *Listen) detail(w http.ResponseWriter, r *http.Request) {
 	check, _ := json.Marshal(l.explain(rec))
 	var b bytes.Buffer
 	b.WriteString(`{"request":`)
-	b.Write(e.line)
+	b.Write(e.shown)
 	b.WriteString(`,"check":`)
 	b.Write(check)
 	b.WriteString("}\n")
@@ -396,4 +481,18 @@ func (l *Listen) body(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "application/octet-stream")
 	w.Header().Set("X-Content-Type-Options", "nosniff")
 	w.Write(rec.RawBody())
+}
+
+// headers answers a request's headers with the values of the sensitive
+// ones: the page asks for them when its user clicks to see one.
+func (l *Listen) headers(w http.ResponseWriter, r *http.Request) {
+	rec, _ := l.find(w, r)
+	if rec == nil {
+		return
+	}
+	headers := rec.Headers
+	if headers == nil {
+		headers = map[string]string{}
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"headers": headers})
 }

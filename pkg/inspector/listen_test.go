@@ -607,3 +607,88 @@ func TestMain(m *testing.M) {
 	os.Unsetenv("http_proxy")
 	os.Exit(m.Run())
 }
+
+// TestSensitiveHeadersHidden: the values of Cookie, Authorization and the
+// like never appear in the list, the event stream, a search, or a
+// request's detail (which names them in "sensitive"), whether the request
+// arrived now, has a large body, or was loaded from a record file; GET
+// /api/requests/ID/headers shows them, and a replay sends them.
+func TestSensitiveHeadersHidden(t *testing.T) {
+	const cookie, auth, key = "evfwd_ui=COOKIE-SENTINEL", "Bearer AUTH-SENTINEL", "KEY-SENTINEL"
+	b := newBench(t)
+	resp, err := http.Get(b.ui.URL + "/api/events")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	rd := bufio.NewReader(resp.Body)
+	rd.ReadString('\n')
+	rd.ReadString('\n')
+	b.send(t, track, "Cookie", cookie, "Authorization", auth, "X-Api-Key", key)
+	b.send(t, `{"pad":"`+strings.Repeat("x", inspector.ListBytes)+`"}`, "Cookie", cookie)
+	b.send(t, identify)
+	var file bytes.Buffer
+	r := &receiver.Request{ReceivedAt: time.Unix(1, 0), Method: "POST", Path: "/", Body: []byte(track), Type: "track",
+		Header: http.Header{"Cookie": {cookie}, "Proxy-Authorization": {auth}}, Signature: receiver.Signature{Verdict: receiver.SigUnchecked}, Status: 200}
+	file.Write(r.AppendJSON(nil))
+	loaded := inspector.NewListen(inspector.ListenConfig{})
+	defer loaded.Close()
+	if err := loaded.Load(&file); err != nil {
+		t.Fatal(err)
+	}
+	lb := serveOnly(t, loaded)
+
+	var shown []string
+	for range 3 {
+		rd.ReadString('\n')
+		data, _ := rd.ReadString('\n')
+		rd.ReadString('\n')
+		shown = append(shown, "event "+data)
+	}
+	for _, p := range []string{"/api/requests", "/api/requests/1", "/api/requests/2", "/api/requests/3"} {
+		_, body := b.get(t, p)
+		shown = append(shown, p+" "+string(body))
+	}
+	for _, p := range []string{"/api/requests", "/api/requests/1"} {
+		_, body := lb.get(t, p)
+		shown = append(shown, "loaded "+p+" "+string(body))
+	}
+	for _, s := range shown {
+		if strings.Contains(s, "SENTINEL") {
+			t.Errorf("a sensitive value is shown: %.300s", s)
+		}
+	}
+	var d struct {
+		Request struct {
+			Sensitive []string
+			Headers   map[string]string
+		}
+	}
+	b.getJSON(t, "/api/requests/1", &d)
+	if want := []string{"Authorization", "Cookie", "X-Api-Key"}; !cmp.Equal(d.Request.Sensitive, want) || d.Request.Headers["Cookie"] != inspector.Hidden {
+		t.Errorf("detail: sensitive %v, Cookie %q; want %v, %q", d.Request.Sensitive, d.Request.Headers["Cookie"], want, inspector.Hidden)
+	}
+	lb.getJSON(t, "/api/requests/1", &d)
+	if want := []string{"Cookie", "Proxy-Authorization"}; !cmp.Equal(d.Request.Sensitive, want) {
+		t.Errorf("loaded detail: sensitive %v, want %v", d.Request.Sensitive, want)
+	}
+	if got := ids(b.list(t, "?q=cookie-sentinel")); len(got) != 0 {
+		t.Errorf("a search for a hidden value finds %v", got)
+	}
+
+	var hs struct{ Headers map[string]string }
+	b.getJSON(t, "/api/requests/1/headers", &hs)
+	if hs.Headers["Cookie"] != cookie || hs.Headers["Authorization"] != auth || hs.Headers["X-Api-Key"] != key {
+		t.Errorf("headers on request: %v", hs.Headers)
+	}
+	lb.getJSON(t, "/api/requests/1/headers", &hs)
+	if hs.Headers["Proxy-Authorization"] != auth {
+		t.Errorf("loaded headers on request: %v", hs.Headers)
+	}
+	if code, res := b.replay(t, `{"id":1}`); code != 200 || res.Status != 200 {
+		t.Fatalf("replay: %d %+v", code, res)
+	}
+	if r := <-b.received; r.Header.Get("Cookie") != cookie || r.Header.Get("Authorization") != auth {
+		t.Errorf("replayed with Cookie %q, Authorization %q", r.Header.Get("Cookie"), r.Header.Get("Authorization"))
+	}
+}
