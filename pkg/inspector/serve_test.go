@@ -8,10 +8,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/cookiejar"
 	"net/http/httptest"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -75,6 +77,12 @@ type serveBench struct {
 
 func newServeBench(t *testing.T, health []store.EndpointState) *serveBench {
 	t.Helper()
+	return newServeBenchWith(t, health, nil)
+}
+
+// newServeBenchWith is newServeBench with set changing the config first.
+func newServeBenchWith(t *testing.T, health []store.EndpointState, set func(*inspector.ServeConfig)) *serveBench {
+	t.Helper()
 	st, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "evfwd.db"), sqlite.Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -97,6 +105,9 @@ func newServeBench(t *testing.T, health []store.EndpointState) *serveBench {
 	}
 	if health != nil {
 		cfg.Health = func() []store.EndpointState { return b.health }
+	}
+	if set != nil {
+		set(&cfg)
 	}
 	if b.insp, err = inspector.NewServe(cfg); err != nil {
 		t.Fatal(err)
@@ -644,4 +655,316 @@ func TestServeEvents(t *testing.T) {
 	if _, err := io.ReadAll(rd); err != nil {
 		t.Errorf("after Close: %v", err)
 	}
+}
+
+// A session ends after 12 hours without a call, on the inspector's clock;
+// each call starts the 12 hours again. Then the page is asked to log in.
+func TestServeSessionExpiresWhenIdle(t *testing.T) {
+	b := newServeBench(t, nil)
+	sess := b.login(t)
+	hdr := []string{inspector.SessionHeader, sess}
+	b.clock.add(12*time.Hour - time.Second)
+	if !b.authed(t, hdr...) {
+		t.Fatal("a session used 12h-1s after login: refused")
+	}
+	b.clock.add(12*time.Hour - time.Second) // 24h after login, 12h-1s after its last use
+	if !b.authed(t, hdr...) {
+		t.Fatal("a session used 12h-1s after its last use: refused")
+	}
+	b.clock.add(12 * time.Hour)
+	if b.authed(t, hdr...) {
+		t.Fatal("a session idle for 12h: still let in")
+	}
+	// Gone for good: a call after it does not bring it back.
+	b.clock.add(-time.Hour)
+	if b.authed(t, hdr...) {
+		t.Error("an expired session came back")
+	}
+	if _, body, _ := b.call(t, nil, "GET", "/api/session", "", hdr...); !strings.Contains(string(body), `"auth":false`) {
+		t.Errorf("session of an expired session: %s, want auth false", body)
+	}
+
+	// Another idle time.
+	b2 := newServeBenchWith(t, nil, func(c *inspector.ServeConfig) { c.SessionIdle = time.Minute })
+	sess = b2.login(t)
+	b2.clock.add(time.Minute)
+	if b2.authed(t, inspector.SessionHeader, sess) {
+		t.Error("SessionIdle 1m: a session idle for a minute is let in")
+	}
+}
+
+// streamOpen opens the event stream with headers and reads its first
+// lines; the returned reader ends when the server ends the stream.
+func (b *serveBench) streamOpen(t *testing.T, headers ...string) io.Reader {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	t.Cleanup(cancel)
+	req, _ := http.NewRequestWithContext(ctx, "GET", b.ui.URL+"/api/events", nil)
+	for i := 0; i+1 < len(headers); i += 2 {
+		req.Header.Set(headers[i], headers[i+1])
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { resp.Body.Close() })
+	if resp.StatusCode != 200 {
+		t.Fatalf("events: %d", resp.StatusCode)
+	}
+	rd := bufio.NewReader(resp.Body)
+	if line, _ := rd.ReadString('\n'); line != "retry: 1000\n" {
+		t.Fatalf("first line %q", line)
+	}
+	rd.ReadString('\n')
+	return rd
+}
+
+// ended fails the test unless the stream rd ends cleanly (the test's
+// deadline is the stream's).
+func ended(t *testing.T, what string, rd io.Reader) {
+	t.Helper()
+	if _, err := io.ReadAll(rd); err != nil {
+		t.Errorf("%s: the stream ended with %v, want its end", what, err)
+	}
+}
+
+// DELETE /api/session ends the session at once, with its event streams;
+// the other sessions and Bearer callers go on.
+func TestServeLogout(t *testing.T) {
+	b := newServeBench(t, nil)
+	sess, other := b.login(t), b.login(t)
+	stream := b.streamOpen(t, inspector.SessionHeader, sess)
+	otherStream := b.streamOpen(t, inspector.SessionHeader, other)
+	code, body, resp := b.call(t, nil, "DELETE", "/api/session", "", inspector.SessionHeader, sess)
+	if code != 204 || len(body) != 0 || resp.Header.Get("Cache-Control") != "no-store" {
+		t.Errorf("logout: %d %q", code, body)
+	}
+	ended(t, "the logged-out session's stream", stream)
+	if b.authed(t, inspector.SessionHeader, sess) {
+		t.Error("a logged-out session is let in")
+	}
+	if !b.authed(t, inspector.SessionHeader, other) || !b.authed(t, "Authorization", "Bearer "+adminToken) {
+		t.Error("another session, or the admin token, refused after a logout")
+	}
+	// The other session's stream still carries events.
+	b.insp.Stored("web", 1)
+	if line, _ := otherStream.(*bufio.Reader).ReadString('\n'); line != "event: stored\n" {
+		t.Errorf("the other session's stream after a logout: %q", line)
+	}
+	// Again, or with no session: done either way.
+	for _, hdr := range [][]string{{inspector.SessionHeader, sess}, nil, {"Origin", "http://127.0.0.1:8788"}} {
+		code, body, _ := b.call(t, nil, "DELETE", "/api/session", "", hdr...)
+		if want := 204 - 0; len(hdr) == 2 && hdr[0] == "Origin" {
+			want = 403
+			if code != want {
+				t.Errorf("logout from another origin: %d %s, want 403", code, body)
+			}
+		} else if code != want {
+			t.Errorf("logout %v: %d %s, want 204", hdr, code, body)
+		}
+	}
+	// A session idle too long loses its stream too, at the next check.
+	b2 := newServeBenchWith(t, nil, func(c *inspector.ServeConfig) { c.SessionCheck = 5 * time.Millisecond })
+	sess = b2.login(t)
+	stream = b2.streamOpen(t, inspector.SessionHeader, sess)
+	bearer := b2.streamOpen(t, "Authorization", "Bearer "+adminToken)
+	b2.clock.add(inspector.DefaultSessionIdle)
+	ended(t, "an idle session's stream", stream)
+	b2.insp.Stored("web", 1)
+	if line, _ := bearer.(*bufio.Reader).ReadString('\n'); line != "event: stored\n" {
+		t.Errorf("a Bearer caller's stream after a session idled out: %q", line)
+	}
+}
+
+// Sessions live in the process: another inspector (serve restarted) knows
+// none of them. At most 64 are kept; a login beyond ends the oldest.
+func TestServeRestartLogsOut(t *testing.T) {
+	b := newServeBench(t, nil)
+	first := b.login(t)
+	restarted, err := inspector.NewServe(inspector.ServeConfig{Addr: b.ui.Listener.Addr().String(), Token: adminToken, Store: b.st, Now: b.clock.now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer restarted.Close()
+	req := httptest.NewRequest("GET", "http://"+b.ui.Listener.Addr().String()+"/api/session", nil)
+	req.Header.Set(inspector.SessionHeader, first)
+	w := httptest.NewRecorder()
+	restarted.ServeHTTP(w, req)
+	if w.Code != 200 || strings.TrimSpace(w.Body.String()) != `{"auth":false,"mode":"serve"}` {
+		t.Errorf("a session of the process before, after a restart: %d %s", w.Code, w.Body)
+	}
+
+	for range 63 {
+		b.login(t)
+	}
+	if !b.authed(t, inspector.SessionHeader, first) {
+		t.Fatal("the first of 64 sessions refused")
+	}
+	last := b.login(t)
+	if b.authed(t, inspector.SessionHeader, first) || !b.authed(t, inspector.SessionHeader, last) {
+		t.Error("the 65th login: want the oldest session ended, the newest live")
+	}
+}
+
+// loginFrom POSTs a login with token as if from the client address addr,
+// and returns the status and Retry-After.
+func (b *serveBench) loginFrom(t *testing.T, addr, token string) (int, string) {
+	t.Helper()
+	req := httptest.NewRequest("POST", "http://"+b.ui.Listener.Addr().String()+"/api/session", strings.NewReader(`{"token":`+strconv.Quote(token)+`}`))
+	req.RemoteAddr = addr
+	req.Header.Set("Content-Type", "application/json")
+	w := httptest.NewRecorder()
+	b.insp.ServeHTTP(w, req)
+	if w.Code == 429 && !strings.Contains(w.Body.String(), "try again in "+w.Header().Get("Retry-After")+"s") {
+		t.Errorf("429 %s, Retry-After %s: want the error to say when", w.Body, w.Header().Get("Retry-After"))
+	}
+	return w.Code, w.Header().Get("Retry-After")
+}
+
+// bearerFrom GETs the deliveries with a Bearer token from addr.
+func (b *serveBench) bearerFrom(addr, token string) (int, string) {
+	req := httptest.NewRequest("GET", "http://"+b.ui.Listener.Addr().String()+"/api/deliveries", nil)
+	req.RemoteAddr = addr
+	req.Header.Set("Authorization", "Bearer "+token)
+	w := httptest.NewRecorder()
+	b.insp.ServeHTTP(w, req)
+	return w.Code, w.Header().Get("Retry-After")
+}
+
+// After 5 wrong tokens from one address, its logins are refused with 429
+// and Retry-After, for 1 s, then 2, 4, ... up to 5 minutes after each
+// further failure, the right token too; other addresses go on. A success
+// forgets the failures, and so does a day without any. Wrong Bearer tokens
+// count the same. Each failure is logged, without the token, and counted.
+func TestServeLoginRateLimit(t *testing.T) {
+	var logs strings.Builder
+	var mu sync.Mutex
+	counts := map[string]int{}
+	b := newServeBenchWith(t, nil, func(c *inspector.ServeConfig) {
+		c.Logger = slog.New(slog.NewTextHandler(&lockedWriter{mu: &mu, w: &logs}, nil))
+		c.LoginFailure = func(reason string) { mu.Lock(); counts[reason]++; mu.Unlock() }
+	})
+	const a, other = "192.0.2.1:4000", "192.0.2.2:4000"
+	guess := func(i int) string { return fmt.Sprintf("GUESS-%d-sentinel", i) }
+	n, wrongs, refused := 0, 0, 0
+	tally := func(code int, retry string) (int, string) {
+		switch code {
+		case 401, 403:
+			wrongs++
+		case 429:
+			refused++
+		}
+		return code, retry
+	}
+	login := func(addr, token string) (int, string) { return tally(b.loginFrom(t, addr, token)) }
+	bearer := func(addr, token string) (int, string) { return tally(b.bearerFrom(addr, token)) }
+	wrong := func(addr string) (int, string) { n++; return login(addr, guess(n)) }
+	expect := func(what string, code int, retry string, want int, wantRetry string) {
+		t.Helper()
+		if code != want || retry != wantRetry {
+			t.Errorf("%s: %d, Retry-After %q; want %d, %q", what, code, retry, want, wantRetry)
+		}
+	}
+	for i := 1; i <= 5; i++ {
+		code, retry := wrong(a)
+		expect(fmt.Sprintf("wrong token %d", i), code, retry, 403, "")
+	}
+	code, retry := wrong(a)
+	expect("a 6th wrong token at once", code, retry, 429, "1")
+	code, retry = login(a, adminToken)
+	expect("the right token while locked out", code, retry, 429, "1")
+	code, retry = bearer(a, adminToken)
+	expect("the admin token as Bearer while locked out", code, retry, 429, "1")
+	code, retry = login(other, adminToken)
+	expect("another address", code, retry, 200, "")
+
+	// Growing delays: each failure after the lock-out doubles it.
+	b.clock.add(time.Second)
+	code, retry = wrong(a)
+	expect("a wrong token once the lock-out is over", code, retry, 403, "")
+	code, retry = wrong(a)
+	expect("at once after the 6th failure", code, retry, 429, "2")
+	b.clock.add(time.Second)
+	code, retry = wrong(a)
+	expect("a second later", code, retry, 429, "1")
+	b.clock.add(time.Second)
+	wrong(a) // the 7th failure: 4 s
+	code, retry = wrong(a)
+	expect("after the 7th failure", code, retry, 429, "4")
+	b.clock.add(500 * time.Millisecond)
+	code, retry = wrong(a)
+	expect("3.5 s before the end", code, retry, 429, "4") // rounded up
+	for i, want := range []string{"8", "16", "32", "64", "128", "256", "300", "300"} {
+		b.clock.add(5 * time.Minute)
+		wrong(a)
+		code, retry = wrong(a)
+		expect(fmt.Sprintf("after failure %d", 8+i), code, retry, 429, want)
+	}
+	b.clock.add(5 * time.Minute)
+	code, retry = login(a, adminToken)
+	expect("the right token after the lock-out", code, retry, 200, "")
+	for i := 1; i <= 5; i++ {
+		code, retry = wrong(a)
+		expect(fmt.Sprintf("after a success, wrong token %d", i), code, retry, 403, "")
+	}
+	code, retry = wrong(a)
+	expect("after a success, a 6th", code, retry, 429, "1")
+
+	// A day without failures forgets them.
+	b.clock.add(24 * time.Hour)
+	for i := 1; i <= 5; i++ {
+		code, retry = wrong(a)
+		expect(fmt.Sprintf("a day later, wrong token %d", i), code, retry, 403, "")
+	}
+
+	// Wrong Bearer tokens count as failures too.
+	const c = "[2001:db8::1]:4000"
+	for i := 1; i <= 5; i++ {
+		n++
+		code, retry = bearer(c, guess(n))
+		expect(fmt.Sprintf("wrong Bearer %d", i), code, retry, 401, "")
+	}
+	code, retry = bearer(c, adminToken)
+	expect("the admin token as Bearer after 5 wrong", code, retry, 429, "1")
+	code, retry = login(c, adminToken)
+	expect("a login after 5 wrong Bearer tokens", code, retry, 429, "1")
+
+	mu.Lock()
+	defer mu.Unlock()
+	out := logs.String()
+	if counts[inspector.LoginWrongToken] != wrongs || counts[inspector.LoginRateLimited] != refused || refused == 0 {
+		t.Errorf("LoginFailure heard %v; want %d wrong tokens and %d refusals", counts, wrongs, refused)
+	}
+	if got := strings.Count(out, "wrong admin token\" remote="); got != wrongs {
+		t.Errorf("%d log lines of a wrong admin token, want %d:\n%s", got, wrongs, out)
+	}
+	if strings.Contains(out, "GUESS-") || strings.Contains(out, adminToken) {
+		t.Errorf("a token in the log:\n%s", out)
+	}
+	if !strings.Contains(out, "too many wrong admin tokens") || !strings.Contains(out, "lockedFor=") {
+		t.Errorf("the log does not say an address is locked out:\n%s", out)
+	}
+}
+
+// The addresses remembered are bounded.
+func TestServeLoginRateLimitBounded(t *testing.T) {
+	b := newServeBench(t, nil)
+	for i := range inspector.MaxLoginAddrs + 100 {
+		b.loginFrom(t, fmt.Sprintf("10.%d.%d.1:1", i/256, i%256), "wrong")
+	}
+	if n := inspector.LoginAddrs(b.insp); n > inspector.MaxLoginAddrs {
+		t.Errorf("%d addresses kept, want at most %d", n, inspector.MaxLoginAddrs)
+	}
+}
+
+// lockedWriter serializes writes to w.
+type lockedWriter struct {
+	mu *sync.Mutex
+	w  io.Writer
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
 }
