@@ -16,7 +16,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 )
 
-const adminToken = "adm_t0ken"
+const adminToken = "adm_t0ken_0123456789"
 
 // adminPolicy is the retry schedule of the admin tests' service: a failed
 // delivery waits an hour, on the test's clock, for its retry, so none is

@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/evfwd/evfwd/pkg/collector"
 	"github.com/evfwd/evfwd/pkg/webhook"
@@ -78,6 +79,9 @@ func (c *Config) Validate() error {
 	if len(c.Sources) == 0 {
 		errs = append(errs, errors.New("no sources configured (sources: [{name, write_key, webhooks}])"))
 	}
+	if err := CheckAdminToken(c.AdminToken); err != nil {
+		errs = append(errs, err)
+	}
 	if c.Retention < 0 {
 		errs = append(errs, fmt.Errorf("retention %s: want a duration of 0 (keep everything) or more", c.Retention))
 	}
@@ -131,6 +135,26 @@ func (c *Config) Validate() error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// MinAdminTokenLen is the fewest characters an admin token may have.
+const MinAdminTokenLen = 16
+
+// CheckAdminToken refuses an admin token that is set but weak: under
+// MinAdminTokenLen characters, or with nothing but spaces (issue 29: an
+// admin API protected by one character). Empty is fine: the admin API and
+// the inspector are off.
+func CheckAdminToken(tok string) error {
+	switch {
+	case tok == "":
+		return nil
+	case strings.TrimSpace(tok) == "":
+		return errors.New("admin_token: only whitespace; use a random token of at least 16 characters (evfwd serve init writes one; or openssl rand -hex 32)")
+	case utf8.RuneCountInString(tok) < MinAdminTokenLen:
+		return fmt.Errorf("admin_token: %d characters, at least %d are required; use a random token (evfwd serve init writes one; or openssl rand -hex 32)",
+			utf8.RuneCountInString(tok), MinAdminTokenLen)
+	}
+	return nil
 }
 
 // checkAllowedHost refuses an allowed_hosts entry that is not a bare host

@@ -80,7 +80,9 @@ func TestRetentionPrunesFinishedOnly(t *testing.T) {
 		t.Fatalf("Prune after delivery = %+v, %v; want w1 with its delivery and attempt", n, err)
 	}
 	rec := httptest.NewRecorder()
-	srv.Handler().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/metrics", nil))
+	req := httptest.NewRequest(http.MethodGet, "/metrics", nil)
+	req.Host = "localhost:" + srv.Addr()[strings.LastIndex(srv.Addr(), ":")+1:] // /metrics answers its own Host only
+	srv.Handler().ServeHTTP(rec, req)
 	if !strings.Contains(rec.Body.String(), "\nevfwd_pruned_messages_total 2\n") {
 		t.Errorf("metrics do not count 2 pruned messages:\n%s", rec.Body)
 	}

@@ -13,7 +13,7 @@ func TestMasked(t *testing.T) {
 		Sources: []Source{
 			{Name: "web", WriteKey: "wk_live_4f9a1c2e8b7d23", Webhooks: Webhooks{Enabled: true, Destination: webhook.Destination{
 				SharedSecret: "s3cret",
-				Endpoints: []webhook.Endpoint{{URL: "https://hooks.example.com/a", Headers: map[string]string{"X-Env": "prod"}},
+				Endpoints: []webhook.Endpoint{{URL: "https://hooks.example.com/a?token=SENTINEL", Headers: map[string]string{"X-Env": "prod"}},
 					{URL: "https://hooks.example.com/b", Signing: webhook.SigningStandard, SigningSecret: "whsec_c2VjcmV0"}},
 			}}},
 			{Name: "app", WriteKey: "wk_app"},
@@ -25,7 +25,7 @@ func TestMasked(t *testing.T) {
 		Sources: []Source{
 			{Name: "web", WriteKey: "wk_l…23", Webhooks: Webhooks{Enabled: true, Destination: webhook.Destination{
 				SharedSecret: "****",
-				Endpoints: []webhook.Endpoint{{URL: "https://hooks.example.com/a", Headers: map[string]string{"X-Env": "****"}},
+				Endpoints: []webhook.Endpoint{{URL: "https://hooks.example.com/a?token=****", Headers: map[string]string{"X-Env": "****"}},
 					{URL: "https://hooks.example.com/b", Signing: webhook.SigningStandard, SigningSecret: "****"}},
 			}}},
 			{Name: "app", WriteKey: "****"},
