@@ -54,6 +54,7 @@ type ListenOptions struct {
 	TLSKey        string
 	UI            bool
 	UIAddr        string
+	RedactHeaders []string
 	Version       string
 
 	scheme signature.Scheme // Scheme, parsed by check
@@ -106,8 +107,12 @@ accepted, and --timeout exits 1 if they have not arrived in time. A line
 port is open. Ctrl-C prints a summary and exits 0 (130 before --count).
 
 -o json prints one NDJSON record per request on stdout; --record FILE appends
-the same records to FILE, body bytes kept exactly, so that
-"evfwd verify --record FILE" can re-check every signature.
+the same records to FILE (created 0600), body bytes kept exactly, so that
+"evfwd verify --record FILE" can re-check every signature. --redact-header
+NAME (repeatable, any case) replaces that header's value with "[redacted]"
+in the records, the output and the inspector, after the signature check
+and --forward-to have used it: e.g. --redact-header Cookie --redact-header
+Authorization.
 
 --ui serves an inspector page on --ui-addr (loopback unless the address says
 otherwise): requests appear live, each with its headers, body, signature
@@ -115,6 +120,8 @@ check step by step and shape findings; compare two, replay one (re-signed or
 as captured) to --forward-to or any URL, copy it as curl or as a file for
 "evfwd verify --request". It keeps the last 1000 requests; with --record the
 file is the source of truth, and a restarted listen shows its last 1000.
+The values of Authorization, Cookie, Proxy-Authorization and X-Api-Key are
+hidden on the page until clicked.
 
 A body over 5 MB is answered 413, and one that has not arrived 30 s after
 its request began 408; both close the connection and are recorded without
@@ -165,6 +172,7 @@ Exit status: 0 stopped or --count reached, 1 --timeout passed first,
 	fl.StringVar(&opts.TLSKey, "tls-key", "", "private key `FILE` (PEM) for --tls-cert")
 	fl.BoolVar(&opts.UI, "ui", false, "serve an inspector page in the browser on --ui-addr")
 	fl.StringVar(&opts.UIAddr, "ui-addr", "127.0.0.1:8789", "`HOST:PORT` of the --ui inspector (port 0 picks a free one)")
+	fl.StringArrayVar(&opts.RedactHeaders, "redact-header", nil, "keep this header's value (`NAME`, any case) out of the records, output and inspector (repeatable)")
 	return cmd
 }
 
@@ -194,6 +202,11 @@ func (o *ListenOptions) check() error {
 		return cli.UsageErrorf("--status and --respond: give one, not both")
 	case o.ForwardTo != "" && (o.Status != 0 || len(o.Respond) > 0):
 		return cli.UsageErrorf("--forward-to answers with the app's status: drop --status/--respond")
+	}
+	for _, name := range o.RedactHeaders {
+		if name == "" || strings.ContainsAny(name, " \t:") {
+			return cli.UsageErrorf("--redact-header %q: want a header name, such as Cookie", name)
+		}
 	}
 	return nil
 }
@@ -263,9 +276,10 @@ func listenRun(opts *ListenOptions) error {
 			Status: opts.Status, Respond: opts.Respond, Delay: opts.Delay,
 			FailRate: opts.FailRate, Rand: opts.rand,
 		},
-		ForwardTo:    opts.ForwardTo,
-		MaxBodyBytes: opts.maxBody,
-		Now:          opts.Now,
+		ForwardTo:     opts.ForwardTo,
+		MaxBodyBytes:  opts.maxBody,
+		Now:           opts.Now,
+		RedactHeaders: opts.RedactHeaders,
 		OnRequest: func(r *receiver.Request) {
 			out.print(r)
 			tally.add(r)

@@ -24,6 +24,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -246,6 +247,10 @@ func TestListenFlags(t *testing.T) {
 			[]string{"--ui", "--ui-addr", "127.0.0.1:0"},
 			ListenOptions{UI: true, UIAddr: "127.0.0.1:0"},
 		},
+		{
+			[]string{"--redact-header", "cookie", "--redact-header", "X-Api-Key"},
+			ListenOptions{RedactHeaders: []string{"cookie", "X-Api-Key"}},
+		},
 	}
 	for _, tt := range tests {
 		f := testFactory(t, "", false, nil)
@@ -298,6 +303,8 @@ func TestListenUsageErrors(t *testing.T) {
 		{"--scheme", "standard", "--secret", "whsec_c2VjcmV0", "--secret", "plain"},
 		{"--tolerance", "-1s"},
 		{"--ui", "--ui-addr", "256.0.0.1:1"},
+		{"--redact-header", "X Bad"},
+		{"--redact-header", ""},
 	}
 	for _, args := range tests {
 		f := testFactory(t, "", false, nil)
@@ -1013,4 +1020,24 @@ func TestListenDelayOutlastsReadTimeout(t *testing.T) {
 			t.Errorf("answered after %v, want at least 1m", got)
 		}
 	})
+}
+
+// TestListenRecordFileIsPrivate: a record file listen creates is the
+// owner's alone (0600) even under umask 000: it holds whole requests,
+// headers included. The umask is the process's: this test is not
+// parallel, and restores it.
+func TestListenRecordFileIsPrivate(t *testing.T) {
+	old := syscall.Umask(0)
+	t.Cleanup(func() { syscall.Umask(old) })
+	record := filepath.Join(t.TempDir(), "hooks.ndjson")
+	l := startListen(t, testFactory(t, "", false, nil), "--record", record)
+	l.post(t, "/", trackMsg, "")
+	l.interrupt(t)
+	fi, err := os.Stat(record)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := fi.Mode().Perm(); got != 0o600 {
+		t.Errorf("record file mode %#o, want 0600", got)
+	}
 }

@@ -6,6 +6,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -158,4 +159,48 @@ func TestListenUIStalledBody(t *testing.T) {
 			t.Errorf("closed after %v, want the 60 s read timeout", d)
 		}
 	})
+}
+
+// TestListenRedactHeader: --redact-header keeps a header's value out of
+// the record file, -o json, the text output and the inspector, in any
+// case of its name; the inspector hides the values of the other
+// sensitive headers everywhere but GET /api/requests/ID/headers.
+func TestListenRedactHeader(t *testing.T) {
+	const cookie, auth = "evfwd_ui=COOKIE-SENTINEL", "Bearer AUTH-SENTINEL"
+	record := filepath.Join(t.TempDir(), "hooks.ndjson")
+	f := testFactory(t, "", false, nil)
+	f.Format = cli.FormatJSON
+	l, uiURL := startListenUI(t, f, "--record", record, "--redact-header", "cookie", "-v")
+	l.postFields(t, "/", trackMsg, []signature.Field{{Name: "Cookie", Value: cookie}, {Name: "Authorization", Value: auth}})
+	get := func(path string) string {
+		resp, err := http.Get(uiURL + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return string(b)
+	}
+	for _, p := range []string{"api/requests", "api/requests/1"} {
+		if got := get(p); strings.Contains(got, "SENTINEL") || !strings.Contains(got, `"Cookie":"[redacted]"`) {
+			t.Errorf("%s: %s", p, got)
+		}
+	}
+	if got := get("api/requests/1/headers"); strings.Contains(got, "COOKIE-SENTINEL") || !strings.Contains(got, auth) {
+		t.Errorf("headers on request: %s", got)
+	}
+	res := l.interrupt(t)
+	file, err := os.ReadFile(record)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for what, s := range map[string]string{"record file": string(file), "stdout": res.Stdout, "stderr": res.Stderr} {
+		if strings.Contains(s, "COOKIE-SENTINEL") {
+			t.Errorf("%s holds the redacted Cookie: %s", what, s)
+		}
+	}
+	recs := listenJSONLines(t, res.Stdout)
+	if len(recs) != 1 || recs[0].Header("Cookie") != "[redacted]" || recs[0].Header("Authorization") != auth {
+		t.Errorf("-o json: %+v", recs)
+	}
 }
