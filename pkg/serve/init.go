@@ -38,9 +38,10 @@ addr: %s
 # Finished messages are kept this long, then pruned; 0 keeps everything.
 retention: 168h
 
-# The admin API (deletions, audience and trait syncs) is on when a token is
-# set; prefer EVFWD_ADMIN_TOKEN to writing it here.
-# admin_token: change-me
+# The admin API (deletions, audience and trait syncs) and the inspector
+# (--ui) are on when a token is set: at least 16 characters. This one is
+# fresh, 32 random bytes; uncomment it, or give it as EVFWD_ADMIN_TOKEN.
+# admin_token: %s
 
 # HTTPS only, with a PEM pair (kill -HUP reloads it).
 # tls_cert: cert.pem
@@ -84,8 +85,11 @@ sources:
           # one is fresh):
           # signing: standard
           # signing_secret: %s
-`, DefaultAddr, src.Name, src.WriteKey, src.Webhooks.SharedSecret, src.Webhooks.Endpoints[0].URL, standardSecret())
+`, DefaultAddr, AdminToken(), src.Name, src.WriteKey, src.Webhooks.SharedSecret, src.Webhooks.Endpoints[0].URL, standardSecret())
 }
+
+// AdminToken is a fresh admin token: the hex of 32 random bytes.
+func AdminToken() string { return randomHex(32) }
 
 // standardSecret is a fresh Standard Webhooks secret: whsec_ and the
 // base64 of 24 random bytes.

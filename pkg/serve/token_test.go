@@ -1,6 +1,7 @@
 package serve_test
 
 import (
+	"regexp"
 	"strings"
 	"testing"
 
@@ -30,5 +31,26 @@ func TestAdminTokenStrength(t *testing.T) {
 		case err != nil && len(tc.token) > 4 && strings.TrimSpace(tc.token) != "" && strings.Contains(err.Error(), tc.token):
 			t.Errorf("the error shows the token: %v", err)
 		}
+	}
+}
+
+// serve init writes a fresh admin token of 32 random bytes, commented: the
+// admin API stays off until it is uncommented, and then passes Validate.
+func TestInitConfigAdminToken(t *testing.T) {
+	token := func() string {
+		_, config := serve.InitConfig()
+		m := regexp.MustCompile(`(?m)^# admin_token: ([0-9a-f]+)$`).FindSubmatch(config)
+		if m == nil {
+			t.Fatalf("no commented admin_token in\n%s", config)
+		}
+		return string(m[1])
+	}
+	a, b := token(), token()
+	if len(a) != 64 || a == b {
+		t.Errorf("tokens %q, %q: want 64 hex digits, fresh each time", a, b)
+	}
+	cfg := serve.Config{Sources: []serve.Source{{Name: "web", WriteKey: "wk_web"}}, AdminToken: a}
+	if err := cfg.Validate(); err != nil {
+		t.Error(err)
 	}
 }
