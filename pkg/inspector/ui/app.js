@@ -1010,11 +1010,33 @@ function renderDetail(panel, r, check) {
       h('span', {id: 'body-note', class: 'muted'})),
     bodyPre);
 
-  const headersSect = section('Headers (' + Object.keys(r.headers || {}).length + ')', true, kvTable(r.headers, 'Request headers'));
+  const headersSect = section('Headers (' + Object.keys(r.headers || {}).length + ')', true, headersTable(r));
 
   panel.dataset.id = id;
   replace(panel, detailHeader(id, r), actions, copyHost,
     h('div', {class: 'panel-body'}, overview, checkSect, bodySect, headersSect, shapeSect, fwdSect, replaySection(r)));
+}
+
+// headersTable is a request's headers: the value of a sensitive one
+// (Cookie, Authorization...) is fetched and shown only on a click, so that
+// it is not on screen, in the list or in the page's memory until asked for.
+function headersTable(r) {
+  const sensitive = new Set(r.sensitive || []);
+  if (!sensitive.size) return kvTable(r.headers, 'Request headers');
+  const keys = Object.keys(r.headers || {}).sort((a, b) => a.localeCompare(b));
+  return h('table', {class: 'kv', 'aria-label': 'Request headers'},
+    h('tbody', null, keys.map(k => h('tr', null, h('th', {scope: 'row', text: k}),
+      h('td', null, sensitive.has(k) ? revealButton(r.id, k) : r.headers[k])))));
+}
+
+function revealButton(id, name) {
+  const btn = h('button', {type: 'button', class: 'reveal', 'aria-label': 'Show the value of ' + name,
+    title: 'A credential: shown only when asked for', text: 'show',
+    onclick: guarded(async () => {
+      const res = await api('/api/requests/' + id + '/headers');
+      btn.replaceWith(document.createTextNode(res.headers[name] || ''));
+    })});
+  return btn;
 }
 
 // loadBody fetches the exact bytes once: the pretty view is built from
