@@ -54,12 +54,14 @@ type ServeOptions struct {
 	UI     bool
 	UIAddr string
 
-	dev      bool // serving the dev source: no config file
-	ctx      context.Context
-	ready    func(url string) // tests: called once the port is open
-	uiReady  func(url string) // tests: called with the inspector's URL, with --ui
-	hup      chan os.Signal   // tests: stands for SIGHUP
-	reloaded func(err error)  // tests: called after each reload of the TLS pair
+	dev bool // serving the dev source: no config file
+	// devTokenFile holds the admin token generated for --ui in dev mode.
+	devTokenFile string
+	ctx          context.Context
+	ready        func(url string) // tests: called once the port is open
+	uiReady      func(url string) // tests: called with the inspector's URL, with --ui
+	hup          chan os.Signal   // tests: stands for SIGHUP
+	reloaded     func(err error)  // tests: called after each reload of the TLS pair
 }
 
 // NewCmdServe builds `evfwd serve`; runF replaces serveRun in tests.
@@ -223,6 +225,17 @@ func serveConfig(opts *ServeOptions) (serve.Config, error) {
 		cfg.Store = "sqlite://" + serve.DefaultStorePath(opts.Getenv)
 	}
 	if opts.UI {
+		if cfg.AdminToken == "" && opts.Config.File == "" {
+			// Dev mode: the inspector gets a generated token, kept in the
+			// state dir for the page to log in with (printDev says where).
+			path := serve.DevAdminTokenPath(serve.StateDir(opts.Getenv))
+			if _, err := os.Stat(path); opts.Check && err != nil {
+				cfg.AdminToken = serve.AdminToken() // --check writes nothing; masked anyway
+			} else if cfg.AdminToken, err = serve.DevAdminToken(serve.StateDir(opts.Getenv)); err != nil {
+				return cfg, err
+			}
+			opts.devTokenFile = path
+		}
 		if cfg.AdminToken == "" {
 			return cfg, cli.UsageErrorf("--ui needs the admin token, which the page asks for: set admin_token in the config or %s", admin.TokenEnv)
 		}
@@ -409,6 +422,9 @@ func printDev(opts *ServeOptions, log *slog.Logger, src serve.Source, endpoint s
 			}
 			attrs = append(attrs, "forward_to", urls)
 		}
+		if opts.devTokenFile != "" {
+			attrs = append(attrs, "admin_token_file", opts.devTokenFile)
+		}
 		log.Info("dev source: no config file", attrs...)
 		return
 	}
@@ -421,6 +437,11 @@ func printDev(opts *ServeOptions, log *slog.Logger, src serve.Source, endpoint s
 		}
 	} else {
 		fmt.Fprintf(w, "  webhooks off: events are stored; add --forward-to URL to deliver them\n")
+	}
+	if opts.devTokenFile != "" {
+		// The token itself stays out of the output: logs are kept and shared.
+		fmt.Fprintf(w, "  inspector: log in with the admin token generated in %s (cat it; admin_token or %s replaces it)\n",
+			opts.devTokenFile, admin.TokenEnv)
 	}
 	writeExports(opts.IO, vars)
 	fmt.Fprintf(w, "  %s\n", st.Muted.Sprint("for a web page (Analytics.js 2.0, npm @segment/analytics-next), settings and events from here:"))

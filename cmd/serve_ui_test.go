@@ -13,7 +13,7 @@ import (
 // inspector would be.
 func TestServeUIFlags(t *testing.T) {
 	minimal := writeFile(t, "evfwd.yaml", "sources:\n  - name: web\n    write_key: wk\n")
-	token := map[string]string{"EVFWD_ADMIN_TOKEN": "adm1n"}
+	token := map[string]string{"EVFWD_ADMIN_TOKEN": "adm1n-0123456789abcdef"}
 	for _, tt := range []struct {
 		name   string
 		env    map[string]string
@@ -46,7 +46,7 @@ func TestServeUIFlags(t *testing.T) {
 
 // serve --ui serves the inspector beside the API, and logs where.
 func TestServeUIServes(t *testing.T) {
-	env := map[string]string{"EVFWD_ADMIN_TOKEN": "adm1n", "XDG_STATE_HOME": t.TempDir()}
+	env := map[string]string{"EVFWD_ADMIN_TOKEN": "adm1n-0123456789abcdef", "XDG_STATE_HOME": t.TempDir()}
 	f := testFactory(t, "", false, env)
 	uiURL := make(chan string, 1)
 	url, stop := runServe(t, f, func(o *ServeOptions) { o.uiReady = func(u string) { uiURL <- u } },
@@ -75,7 +75,7 @@ func TestServeUIServes(t *testing.T) {
 	if s := get(""); s["mode"] != "serve" || s["auth"] != false {
 		t.Errorf("session without the token: %v", s)
 	}
-	s := get("adm1n")
+	s := get("adm1n-0123456789abcdef")
 	if serve, _ := s["serve"].(map[string]any); s["auth"] != true || serve["url"] != url {
 		t.Errorf("session with the token: %v", s)
 	}

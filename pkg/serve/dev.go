@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/evfwd/evfwd/pkg/webhook"
 )
@@ -99,4 +100,53 @@ func randomHex(n int) string {
 	b := make([]byte, n)
 	rand.Read(b)
 	return hex.EncodeToString(b)
+}
+
+// devTokenFile holds the admin token serve makes for its inspector (--ui)
+// in dev mode, beside the dev source's keys.
+const devTokenFile = "dev-admin-token"
+
+// DevAdminTokenPath is where DevAdminToken keeps the token.
+func DevAdminTokenPath(stateDir string) string { return filepath.Join(stateDir, devTokenFile) }
+
+// DevAdminToken returns the admin token of `serve --ui` in dev mode (no
+// config file, no token given): AdminToken generated on first use and kept
+// in stateDir (mode 0600), so that a restart keeps the page's login. Two
+// processes starting together agree on one: the file appears whole, by a
+// link, or not at all. A file that holds a weak token is an error.
+func DevAdminToken(stateDir string) (string, error) {
+	path := DevAdminTokenPath(stateDir)
+	read := func() (string, error) {
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return "", err
+		}
+		tok := strings.TrimSpace(string(b))
+		if err := CheckAdminToken(tok); err != nil || tok == "" {
+			return "", fmt.Errorf("dev admin token %s: not a token of at least %d characters (remove it to get a new one)", path, MinAdminTokenLen)
+		}
+		return tok, nil
+	}
+	tok, err := read()
+	if !errors.Is(err, os.ErrNotExist) {
+		return tok, err
+	}
+	if err := os.MkdirAll(stateDir, 0o700); err != nil {
+		return "", fmt.Errorf("dev admin token: %w", err)
+	}
+	tmp, err := os.CreateTemp(stateDir, devTokenFile+".*") // 0600
+	if err != nil {
+		return "", fmt.Errorf("dev admin token: %w", err)
+	}
+	defer os.Remove(tmp.Name())
+	tok = AdminToken()
+	if err := writeClose(tmp, []byte(tok+"\n")); err != nil {
+		return "", fmt.Errorf("dev admin token: %w", err)
+	}
+	if err := os.Link(tmp.Name(), path); errors.Is(err, os.ErrExist) {
+		return read() // another serve made it first
+	} else if err != nil {
+		return "", fmt.Errorf("dev admin token: %w", err)
+	}
+	return tok, nil
 }
