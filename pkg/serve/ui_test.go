@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/http/cookiejar"
@@ -296,4 +297,49 @@ func TestUINeedsTheAdminToken(t *testing.T) {
 		t.Fatal(err)
 	}
 	srv.Close()
+}
+
+// Failed logins at the inspector are counted in /metrics, by reason, and
+// logged without the token.
+func TestUILoginFailuresInMetrics(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var logs syncBuffer
+	logger := slog.New(slog.NewTextHandler(&logs, nil))
+	h, _ := startAdminOpts(t, serve.Options{UIListener: ln, Logger: logger}, adminToken, newHook(t), newHook(t))
+	failures := func() (wrong, limited float64) {
+		mf := scrape(t, h.url)["evfwd_ui_login_failures_total"]
+		if mf == nil {
+			t.Fatal("no evfwd_ui_login_failures_total in /metrics")
+		}
+		for _, m := range mf.GetMetric() {
+			switch m.GetLabel()[0].GetValue() {
+			case inspector.LoginWrongToken:
+				wrong = m.GetCounter().GetValue()
+			case inspector.LoginRateLimited:
+				limited = m.GetCounter().GetValue()
+			}
+		}
+		return wrong, limited
+	}
+	if w, l := failures(); w != 0 || l != 0 {
+		t.Errorf("before any login: %v wrong, %v refused; want both series at 0", w, l)
+	}
+	page := &uiClient{base: strings.TrimSuffix(h.srv.UIURL(), "/"), http: http.DefaultClient}
+	const guess = "not-the-token-SENTINEL"
+	for i := 1; i <= 6; i++ {
+		code, body := page.do(t, "POST", "/api/session", `{"token":"`+guess+`"}`)
+		if want := map[bool]int{true: 403, false: 429}[i <= 5]; code != want {
+			t.Errorf("login %d with a wrong token: %d %s, want %d", i, code, body, want)
+		}
+	}
+	if w, l := failures(); w != 5 || l != 1 {
+		t.Errorf("after 5 wrong tokens and a 429: %v wrong, %v refused", w, l)
+	}
+	out := logs.String()
+	if strings.Count(out, `msg="inspector: wrong admin token"`) != 5 || strings.Contains(out, guess) || strings.Contains(out, adminToken) {
+		t.Errorf("log of the failed logins (5 lines, no token):\n%s", out)
+	}
 }
