@@ -6,8 +6,10 @@
 //
 // The page (ui/) is embedded in the binary and loads nothing from the
 // network. The API trusts nobody it need not: every request must name the
-// address served as its Host (no DNS rebinding), and every POST must carry
-// the session's CSRF token, which only a page of this origin can read.
+// address served as its Host (no DNS rebinding). listen's POSTs carry a
+// CSRF token that only a page of its origin can read; serve's calls carry
+// a session (or the admin token) as a header, never a cookie, which no
+// page of another origin, nor of another port, can make a browser send.
 package inspector
 
 import (
