@@ -8,7 +8,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
+	"net/netip"
 	"strconv"
 	"strings"
 	"sync"
@@ -46,6 +48,17 @@ type ListenConfig struct {
 	// with --tls-cert, listen's own, so that a replay to itself verifies.
 	RootCAs *x509.CertPool
 	Now     func() time.Time
+	// Token, when set, is needed by every API call but GET /api/session:
+	// as the header Authorization: Bearer TOKEN, or, for GET /api/events
+	// (which a browser's EventSource sends without headers), as the query
+	// parameter token. listen sets it when the inspector is reachable
+	// beyond loopback.
+	Token string
+	// NoLoopbackReplay refuses replays to this machine's loopback
+	// addresses (127.0.0.0/8, ::1, 0.0.0.0, ::, localhost), other than to
+	// the origins of URL and ForwardTo, which listen's user configured. A
+	// name is judged by the address connected to, with the default Client.
+	NoLoopbackReplay bool
 }
 
 // Listen is the inspector of one `evfwd listen`: feed it each request with
@@ -94,9 +107,15 @@ func NewListen(cfg ListenConfig) *Listen {
 			Timeout:       receiver.DefaultForwardTimeout,
 			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 		}
-		if cfg.RootCAs != nil {
+		if cfg.RootCAs != nil || cfg.NoLoopbackReplay {
 			tr := http.DefaultTransport.(*http.Transport).Clone()
-			tr.TLSClientConfig = &tls.Config{RootCAs: cfg.RootCAs}
+			if cfg.RootCAs != nil {
+				tr.TLSClientConfig = &tls.Config{RootCAs: cfg.RootCAs}
+			}
+			if cfg.NoLoopbackReplay {
+				d := &net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second, ControlContext: refuseLoopback}
+				tr.DialContext = d.DialContext
+			}
 			cfg.Client.Transport = tr
 		}
 	}
@@ -352,10 +371,109 @@ func (l *Listen) Handler(addr string) http.Handler {
 	mux.HandleFunc("POST /api/replay", l.replay)
 	mux.HandleFunc("GET /api/events", l.hub.serve)
 	mux.HandleFunc("/api/", noAPI)
-	return guard(mux, newHostCheck(addr), func(*http.Request) string { return l.csrf }, nil)
+	var h http.Handler = mux
+	var exempt func(*http.Request) bool
+	if l.cfg.Token != "" {
+		h = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if strings.HasPrefix(r.URL.Path, "/api/") && r.URL.Path != "/api/session" && !l.authorized(r) {
+				w.Header().Set("WWW-Authenticate", `Bearer realm="evfwd listen inspector"`)
+				writeError(w, http.StatusUnauthorized, "send the inspector's token (listen --ui-token, or the one listen printed) as Authorization: Bearer TOKEN")
+				return
+			}
+			mux.ServeHTTP(w, r)
+		})
+		// A caller without the token gets its 401, not a CSRF 403.
+		exempt = func(r *http.Request) bool { return !l.authorized(r) }
+	}
+	g := guard(h, newHostCheck(addr), func(*http.Request) string { return l.csrf }, exempt)
+	if IsLoopback(addr) {
+		return g
+	}
+	return servedIPsOnly(addr, g)
+}
+
+// authorized reports whether r carries the Token (true when there is none).
+func (l *Listen) authorized(r *http.Request) bool {
+	if l.cfg.Token == "" {
+		return true
+	}
+	if auth := r.Header.Get("Authorization"); len(auth) > 7 && strings.EqualFold(auth[:7], "Bearer ") {
+		return sameToken(strings.TrimSpace(auth[7:]), l.cfg.Token)
+	}
+	if r.Method == http.MethodGet && r.URL.Path == "/api/events" {
+		return sameToken(r.URL.Query().Get("token"), l.cfg.Token)
+	}
+	return false
+}
+
+// IsLoopback reports whether a listener at addr (host:port, as
+// net.Listener.Addr().String() gives it) is reachable from this machine
+// only: its host is a loopback address or localhost. An address on every
+// interface (0.0.0.0, ::, no host) is not.
+func IsLoopback(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		host = addr
+	}
+	if isLocalhost(host) {
+		return true
+	}
+	ip, err := netip.ParseAddr(host)
+	return err == nil && ip.Unmap().IsLoopback()
+}
+
+// isLocalhost reports whether host is localhost or a name under it
+// (RFC 6761: they resolve to loopback).
+func isLocalhost(host string) bool {
+	host = strings.TrimSuffix(strings.ToLower(host), ".")
+	return host == "localhost" || strings.HasSuffix(host, ".localhost")
+}
+
+// servedIPsOnly is the Host check of an inspector reachable beyond
+// loopback: on top of guard's, a Host that is an IP address must be one
+// the listener at addr answers on (for 0.0.0.0 or ::, the machine's
+// interfaces' addresses), not any.
+func servedIPsOnly(addr string, next http.Handler) http.Handler {
+	host, _, _ := net.SplitHostPort(addr)
+	bound, err := netip.ParseAddr(host)
+	everywhere := host == "" || err == nil && bound.IsUnspecified()
+	served := func(ip netip.Addr) bool {
+		if !everywhere {
+			return ip == bound.Unmap()
+		}
+		addrs, err := net.InterfaceAddrs()
+		if err != nil {
+			return false
+		}
+		for _, a := range addrs {
+			if p, ok := a.(*net.IPNet); ok {
+				if own, ok := netip.AddrFromSlice(p.IP); ok && own.Unmap() == ip {
+					return true
+				}
+			}
+		}
+		return false
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h, _, err := net.SplitHostPort(r.Host)
+		if err != nil {
+			h = strings.Trim(r.Host, "[]")
+		}
+		if ip, err := netip.ParseAddr(h); err == nil && !served(ip.WithZone("").Unmap()) {
+			w.Header().Set("X-Content-Type-Options", "nosniff")
+			w.Header().Set("Content-Security-Policy", csp)
+			writeError(w, http.StatusMisdirectedRequest, "unexpected Host "+quote(r.Host)+": the inspector does not listen on that address")
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
 }
 
 func (l *Listen) session(w http.ResponseWriter, r *http.Request) {
+	if !l.authorized(r) {
+		writeJSON(w, http.StatusOK, map[string]any{"mode": "listen", "auth": false})
+		return
+	}
 	tol := "no limit"
 	if l.cfg.Tolerance >= 0 {
 		d := l.cfg.Tolerance
@@ -365,7 +483,7 @@ func (l *Listen) session(w http.ResponseWriter, r *http.Request) {
 		tol = d.String()
 	}
 	writeJSON(w, http.StatusOK, map[string]any{
-		"mode": "listen", "csrf": l.csrf, "version": l.cfg.Version, "started": l.started.UTC().Format(timeMillis),
+		"mode": "listen", "auth": true, "csrf": l.csrf, "version": l.cfg.Version, "started": l.started.UTC().Format(timeMillis),
 		"listen": map[string]any{
 			"url": l.cfg.URL, "forwardTo": l.cfg.ForwardTo, "scheme": l.cfg.Scheme,
 			"secrets": len(l.cfg.Secrets), "tolerance": tol, "record": l.cfg.Record, "keep": Keep,

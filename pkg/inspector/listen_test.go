@@ -29,17 +29,26 @@ type bench struct {
 	hook     *httptest.Server // the receiver, where webhooks go
 	ui       *httptest.Server // the inspector
 	csrf     string
+	token    string // sent as Authorization: Bearer, when set
 	received chan *receiver.Request
 }
 
 func newBench(t *testing.T, secrets ...string) *bench {
 	t.Helper()
+	return newBenchWith(t, inspector.ListenConfig{}, secrets...)
+}
+
+// newBenchWith is newBench with the inspector configured as cfg (its
+// Secrets and Version set here).
+func newBenchWith(t *testing.T, cfg inspector.ListenConfig, secrets ...string) *bench {
+	t.Helper()
 	var keys [][]byte
 	for _, s := range secrets {
 		keys = append(keys, []byte(s))
 	}
-	b := &bench{received: make(chan *receiver.Request, 100)}
-	b.insp = inspector.NewListen(inspector.ListenConfig{Secrets: keys, Version: "test"})
+	b := &bench{received: make(chan *receiver.Request, 100), token: cfg.Token}
+	cfg.Secrets, cfg.Version = keys, "test"
+	b.insp = inspector.NewListen(cfg)
 	h, err := receiver.New(receiver.Options{Secrets: keys, OnRequest: func(r *receiver.Request) {
 		b.insp.Add(r)
 		b.received <- r
@@ -83,7 +92,11 @@ func (b *bench) send(t *testing.T, body string, headers ...string) {
 
 func (b *bench) get(t *testing.T, path string) (int, []byte) {
 	t.Helper()
-	resp, err := http.Get(b.ui.URL + path)
+	req, _ := http.NewRequest("GET", b.ui.URL+path, nil)
+	if b.token != "" {
+		req.Header.Set("Authorization", "Bearer "+b.token)
+	}
+	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -106,6 +119,9 @@ func (b *bench) getJSON(t *testing.T, path string, v any) {
 func (b *bench) post(t *testing.T, path, body string, headers ...string) (int, []byte) {
 	t.Helper()
 	req, _ := http.NewRequest("POST", b.ui.URL+path, strings.NewReader(body))
+	if b.token != "" {
+		req.Header.Set("Authorization", "Bearer "+b.token)
+	}
 	for i := 0; i+1 < len(headers); i += 2 {
 		req.Header.Set(headers[i], headers[i+1])
 	}
@@ -690,5 +706,121 @@ func TestSensitiveHeadersHidden(t *testing.T) {
 	}
 	if r := <-b.received; r.Header.Get("Cookie") != cookie || r.Header.Get("Authorization") != auth {
 		t.Errorf("replayed with Cookie %q, Authorization %q", r.Header.Get("Cookie"), r.Header.Get("Authorization"))
+	}
+}
+
+// TestToken: with a Token, every API call but GET /api/session needs it
+// (401 without, also for a POST); the event stream takes it as ?token=,
+// since a browser's EventSource sends no headers; the page itself loads
+// without it.
+func TestToken(t *testing.T) {
+	const token = "0123456789abcdef0123456789abcdef"
+	b := newBenchWith(t, inspector.ListenConfig{Token: token})
+	b.send(t, track)
+	anon := &bench{ui: b.ui}
+	wrong := &bench{ui: b.ui, token: otherToken(token)}
+	for _, c := range []*bench{anon, wrong} {
+		for _, p := range []string{"/api/requests", "/api/requests/1", "/api/requests/1/headers", "/api/requests/1/curl", "/api/events", "/api/events?token=" + otherToken(token)} {
+			if code, body := c.get(t, p); code != 401 {
+				t.Errorf("GET %s with token %q: %d %s, want 401", p, c.token, code, body)
+			}
+		}
+		if code, body := c.post(t, "/api/replay", `{"id":1}`, "Content-Type", "application/json", inspector.CSRFHeader, b.csrf); code != 401 {
+			t.Errorf("POST /api/replay with token %q: %d %s, want 401", c.token, code, body)
+		}
+		var s map[string]any
+		c.getJSON(t, "/api/session", &s)
+		if s["auth"] != false || s["csrf"] != nil || s["listen"] != nil {
+			t.Errorf("session with token %q: %v", c.token, s)
+		}
+	}
+	if code, _ := anon.get(t, "/"); code != 200 {
+		t.Errorf("page without the token: %d", code)
+	}
+	if b.csrf == "" {
+		t.Fatal("no CSRF token with the token")
+	}
+	if rs := b.list(t, ""); len(rs) != 1 {
+		t.Errorf("with the token: %v", rs)
+	}
+	if code, res := b.replay(t, `{"id":1}`); code != 200 || res.Status != 200 {
+		t.Errorf("replay with the token: %d %+v", code, res)
+	}
+	<-b.received
+	resp, err := http.Get(b.ui.URL + "/api/events?token=" + token)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 200 {
+		t.Errorf("events with ?token=: %d", resp.StatusCode)
+	}
+}
+
+// TestNoLoopbackReplay: an inspector reachable beyond loopback replays to
+// listen's own URL and --forward-to, but not to another loopback address,
+// by IP or by name.
+func TestNoLoopbackReplay(t *testing.T) {
+	app := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
+	defer app.Close()
+	fwd := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
+	defer fwd.Close()
+	b := newBenchWith(t, inspector.ListenConfig{NoLoopbackReplay: true, ForwardTo: fwd.URL + "/in"})
+	b.send(t, track)
+	port := app.URL[strings.LastIndex(app.URL, ":")+1:]
+	for _, target := range []string{app.URL, "http://localhost:" + port, "http://LocalHost.:" + port, "http://app.localhost:" + port,
+		"http://[::1]:" + port, "http://[::ffff:127.0.0.1]:" + port, "http://127.1.2.3:" + port, "http://0.0.0.0:" + port} {
+		code, res := b.replay(t, fmt.Sprintf(`{"id":1,"url":%q}`, target))
+		if code != 400 || !strings.Contains(res.Error, "--allow-replay-local") {
+			t.Errorf("replay to %s: %d %+v, want 400 naming --allow-replay-local", target, code, res)
+		}
+	}
+	if code, res := b.replay(t, fmt.Sprintf(`{"id":1,"url":%q}`, fwd.URL+"/other")); code != 200 || res.Status != 200 {
+		t.Errorf("replay to --forward-to's origin: %d %+v", code, res)
+	}
+	b.insp.SetURL(b.hook.URL)
+	if code, res := b.replay(t, fmt.Sprintf(`{"id":1,"url":%q}`, b.hook.URL+"/again")); code != 200 || res.Status != 200 {
+		t.Errorf("replay to listen itself: %d %+v", code, res)
+	}
+	<-b.received
+
+	// Without NoLoopbackReplay, loopback is fine.
+	open := newBench(t)
+	open.send(t, track)
+	if code, res := open.replay(t, fmt.Sprintf(`{"id":1,"url":%q}`, "http://localhost:"+port)); code != 200 || res.Status != 200 {
+		t.Errorf("replay to localhost on loopback: %d %+v", code, res)
+	}
+}
+
+// TestHostBeyondLoopback: an inspector listening beyond loopback takes
+// as Host only the IP addresses it answers on (and localhost), not any
+// IP; one on loopback keeps taking any IP (a rebinding page cannot send
+// one).
+func TestHostBeyondLoopback(t *testing.T) {
+	insp := inspector.NewListen(inspector.ListenConfig{})
+	defer insp.Close()
+	for _, tc := range []struct {
+		addr, host string
+		want       int
+	}{
+		{"127.0.0.1:8789", "10.255.255.254:8789", 200},
+		{"127.0.0.1:8789", "evil.example:8789", 421},
+		{"0.0.0.0:8789", "127.0.0.1:8789", 200}, // lo is one of the interfaces
+		{"0.0.0.0:8789", "localhost:8789", 200},
+		{"0.0.0.0:8789", "192.0.2.7:8789", 421}, // TEST-NET-1: on no interface
+		{"0.0.0.0:8789", "evil.example:8789", 421},
+		{"192.0.2.7:8789", "192.0.2.7:8789", 200},
+		{"192.0.2.7:8789", "127.0.0.1:8789", 421},
+		{"192.0.2.7:8789", "10.0.0.1:8789", 421},
+		{"192.0.2.7:8789", "localhost:8789", 200},
+		{"192.0.2.7:8789", "192.0.2.7:8790", 421},
+	} {
+		req := httptest.NewRequest("GET", "/api/session", nil)
+		req.Host = tc.host
+		w := httptest.NewRecorder()
+		insp.Handler(tc.addr).ServeHTTP(w, req)
+		if w.Code != tc.want {
+			t.Errorf("listening on %s, Host %s: %d, want %d", tc.addr, tc.host, w.Code, tc.want)
+		}
 	}
 }

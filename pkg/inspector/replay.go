@@ -2,14 +2,19 @@ package inspector
 
 import (
 	"bytes"
+	"context"
 	"encoding/base64"
+	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
+	"net/netip"
 	"net/url"
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"unicode/utf8"
 
 	"github.com/evfwd/evfwd/pkg/receiver"
@@ -85,12 +90,21 @@ func (l *Listen) replay(w http.ResponseWriter, r *http.Request) {
 	if target == "" {
 		target = l.target(rec)
 	}
-	if u, err := url.Parse(target); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+	u, err := url.Parse(target)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		writeError(w, http.StatusBadRequest, "url "+quote(target)+": want an http(s) URL")
 		return
 	}
+	ctx := r.Context()
+	if l.cfg.NoLoopbackReplay && !l.configured(u) {
+		if loopbackHost(u.Hostname()) {
+			writeError(w, http.StatusBadRequest, "url "+quote(target)+": "+errLoopbackReplay.Error())
+			return
+		}
+		ctx = context.WithValue(ctx, refuseLoopbackKey{}, true)
+	}
 	body := rec.RawBody()
-	out, err := http.NewRequestWithContext(r.Context(), rec.Method, target, bytes.NewReader(body))
+	out, err := http.NewRequestWithContext(ctx, rec.Method, target, bytes.NewReader(body))
 	if err != nil {
 		writeError(w, http.StatusBadRequest, err.Error())
 		return
@@ -107,6 +121,10 @@ func (l *Listen) replay(w http.ResponseWriter, r *http.Request) {
 	}
 	start := l.cfg.Now()
 	resp, err := l.cfg.Client.Do(out)
+	if errors.Is(err, errLoopbackReplay) {
+		writeError(w, http.StatusBadRequest, "url "+quote(target)+": "+errLoopbackReplay.Error())
+		return
+	}
 	if err != nil {
 		res.LatencyMS = millis(l.cfg.Now().Sub(start).Seconds())
 		res.Error = err.Error()
@@ -126,6 +144,74 @@ func (l *Listen) replay(w http.ResponseWriter, r *http.Request) {
 	}
 	res.Body = strings.ToValidUTF8(string(excerpt), "\uFFFD")
 	writeJSON(w, http.StatusOK, res)
+}
+
+// errLoopbackReplay refuses a replay, under ListenConfig.NoLoopbackReplay,
+// that would reach this machine's loopback addresses.
+var errLoopbackReplay = errors.New("replays to this machine's loopback addresses are refused while the inspector is reachable beyond loopback (listen --allow-replay-local allows them)")
+
+// refuseLoopbackKey marks, in a replay's context, a replay that may not
+// connect to a loopback address.
+type refuseLoopbackKey struct{}
+
+// refuseLoopback is the replay client's dial check: a replay marked so is
+// refused a connection to a loopback or unspecified address, whatever name
+// led there.
+func refuseLoopback(ctx context.Context, network, address string, _ syscall.RawConn) error {
+	if ctx.Value(refuseLoopbackKey{}) == nil {
+		return nil
+	}
+	host, _, err := net.SplitHostPort(address)
+	if err != nil {
+		return err
+	}
+	if loopbackHost(host) {
+		return errLoopbackReplay
+	}
+	return nil
+}
+
+// loopbackHost reports whether host (a URL's, or an address dialled) names
+// this machine by loopback: localhost, 127.0.0.0/8, ::1, or the
+// unspecified address (a connection to 0.0.0.0 reaches this machine).
+func loopbackHost(host string) bool {
+	if isLocalhost(host) {
+		return true
+	}
+	ip, err := netip.ParseAddr(strings.Trim(host, "[]"))
+	if err != nil {
+		return false
+	}
+	ip = ip.WithZone("").Unmap()
+	return ip.IsLoopback() || ip.IsUnspecified()
+}
+
+// configured reports whether u is at the origin of listen's URL or of
+// --forward-to: targets listen's user chose, which a replay may reach
+// wherever they are.
+func (l *Listen) configured(u *url.URL) bool {
+	for _, c := range []string{l.cfg.URL, l.cfg.ForwardTo} {
+		if c == "" {
+			continue
+		}
+		if cu, err := url.Parse(c); err == nil && sameURLOrigin(cu, u) {
+			return true
+		}
+	}
+	return false
+}
+
+func sameURLOrigin(a, b *url.URL) bool {
+	port := func(u *url.URL) string {
+		if p := u.Port(); p != "" {
+			return p
+		}
+		if u.Scheme == "https" {
+			return "443"
+		}
+		return "80"
+	}
+	return strings.EqualFold(a.Scheme, b.Scheme) && strings.EqualFold(a.Hostname(), b.Hostname()) && port(a) == port(b)
 }
 
 func millis(seconds float64) float64 { return float64(int64(seconds*1e6)) / 1e3 }
