@@ -75,7 +75,7 @@ type Config struct {
 // Handler serves the collection API.
 type Handler struct {
 	cfg      Config
-	keys     map[string]*Source
+	keys     keyIndex // sources by write key (keys.go)
 	draining atomic.Bool
 	mux      *http.ServeMux
 	public   *url.URL // Config.PublicURL, parsed
@@ -93,7 +93,7 @@ func New(cfg Config) (*Handler, error) {
 	if cfg.NewID == nil {
 		cfg.NewID = message.NewID
 	}
-	h := &Handler{cfg: cfg, keys: map[string]*Source{}, mux: http.NewServeMux()}
+	h := &Handler{cfg: cfg, keys: keyIndex{}, mux: http.NewServeMux()}
 	if cfg.PublicURL != "" {
 		u, err := ParsePublicURL(cfg.PublicURL)
 		if err != nil {
@@ -109,10 +109,9 @@ func New(cfg Config) (*Handler, error) {
 		if s.Kind == "" {
 			s.Kind = KindServer
 		}
-		if other, ok := h.keys[s.WriteKey]; ok {
+		if other, dup := h.keys.add(s); dup {
 			return nil, fmt.Errorf("collector: sources %q and %q share a write key", other.Name, s.Name)
 		}
-		h.keys[s.WriteKey] = s
 	}
 	// Each path answers its method and a browser's preflight.
 	route := func(method, path string, handler http.HandlerFunc) {
@@ -187,7 +186,7 @@ func (h *Handler) collect(w http.ResponseWriter, r *http.Request, limit int64, p
 		return
 	}
 	if src == nil {
-		if src = h.keys[b.writeKey]; src == nil {
+		if src = h.keys.source(b.writeKey); src == nil {
 			writeAuthError(w, b.writeKey != "")
 			return
 		}
@@ -223,7 +222,7 @@ func (h *Handler) headerSource(w http.ResponseWriter, r *http.Request) (*Source,
 	}
 	key, _, ok := r.BasicAuth()
 	if ok {
-		if src := h.keys[key]; src != nil {
+		if src := h.keys.source(key); src != nil {
 			return src, true
 		}
 	}

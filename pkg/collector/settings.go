@@ -55,7 +55,7 @@ type settingsMetric struct {
 // settings serves the document of the source whose write key the path
 // names.
 func (h *Handler) settings(w http.ResponseWriter, r *http.Request) {
-	src := h.keys[r.PathValue("writeKey")]
+	src := h.keys.source(r.PathValue("writeKey"))
 	if src == nil {
 		writeError(w, http.StatusNotFound, "unknown write key", nil)
 		return
