@@ -2,8 +2,10 @@ package cmd
 
 import (
 	"context"
+	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -54,10 +56,13 @@ type ListenOptions struct {
 	TLSKey        string
 	UI            bool
 	UIAddr        string
+	UIToken       string
+	AllowReplay   bool // --allow-replay-local
 	RedactHeaders []string
 	Version       string
 
-	scheme signature.Scheme // Scheme, parsed by check
+	scheme      signature.Scheme // Scheme, parsed by check
+	uiTokenFlag bool             // --ui-token was given (not EVFWD_UI_TOKEN)
 
 	ctx   context.Context
 	ready func(url string) // tests: called once the port is open
@@ -121,7 +126,13 @@ as captured) to --forward-to or any URL, copy it as curl or as a file for
 "evfwd verify --request". It keeps the last 1000 requests; with --record the
 file is the source of truth, and a restarted listen shows its last 1000.
 The values of Authorization, Cookie, Proxy-Authorization and X-Api-Key are
-hidden on the page until clicked.
+hidden on the page until clicked. Anyone who can reach --ui-addr can use the
+inspector, unless --ui-token (or EVFWD_UI_TOKEN) gives a token of 16
+characters or more that it then needs. On an address beyond loopback (such as
+0.0.0.0) it always needs one: without --ui-token, listen makes one and prints
+it, once, in the inspector's address (after #token=); and a replay may reach
+this machine's loopback addresses only at listen's own URL and --forward-to,
+unless --allow-replay-local.
 
 A body over 5 MB is answered 413, and one that has not arrived 30 s after
 its request began 408; both close the connection and are recorded without
@@ -142,6 +153,10 @@ Exit status: 0 stopped or --count reached, 1 --timeout passed first,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts.IO, opts.Format, opts.Now = f.IO, f.Format, f.Now
 			opts.Getenv, opts.Version = f.Getenv, f.Version
+			opts.uiTokenFlag = cmd.Flags().Changed("ui-token")
+			if !opts.uiTokenFlag {
+				opts.UIToken = f.Getenv(uiTokenEnv)
+			}
 			opts.Secret.Lookup(f.Getenv, f.Config)
 			opts.ctx = cmd.Context()
 			if runF != nil {
@@ -172,6 +187,8 @@ Exit status: 0 stopped or --count reached, 1 --timeout passed first,
 	fl.StringVar(&opts.TLSKey, "tls-key", "", "private key `FILE` (PEM) for --tls-cert")
 	fl.BoolVar(&opts.UI, "ui", false, "serve an inspector page in the browser on --ui-addr")
 	fl.StringVar(&opts.UIAddr, "ui-addr", "127.0.0.1:8789", "`HOST:PORT` of the --ui inspector (port 0 picks a free one)")
+	fl.StringVar(&opts.UIToken, "ui-token", "", "the --ui inspector's API needs this `TOKEN` (16+ characters; default EVFWD_UI_TOKEN, else one made up beyond loopback)")
+	fl.BoolVar(&opts.AllowReplay, "allow-replay-local", false, "let an inspector reachable beyond loopback replay to this machine's loopback addresses")
 	fl.StringArrayVar(&opts.RedactHeaders, "redact-header", nil, "keep this header's value (`NAME`, any case) out of the records, output and inspector (repeatable)")
 	return cmd
 }
@@ -202,6 +219,12 @@ func (o *ListenOptions) check() error {
 		return cli.UsageErrorf("--status and --respond: give one, not both")
 	case o.ForwardTo != "" && (o.Status != 0 || len(o.Respond) > 0):
 		return cli.UsageErrorf("--forward-to answers with the app's status: drop --status/--respond")
+	}
+	if !o.UI && (o.UIToken != "" && o.uiTokenFlag || o.AllowReplay) {
+		return cli.UsageErrorf("--ui-token and --allow-replay-local are for the inspector: give --ui too")
+	}
+	if o.UIToken != "" && len(strings.TrimSpace(o.UIToken)) < 16 {
+		return cli.UsageErrorf("--ui-token: want at least 16 characters, not all spaces (or leave it out: beyond loopback listen makes one)")
 	}
 	for _, name := range o.RedactHeaders {
 		if name == "" || strings.ContainsAny(name, " \t:") {
@@ -253,14 +276,20 @@ func listenRun(opts *ListenOptions) error {
 	out := newListenPrinter(opts.IO, opts.Format, opts.Verbose)
 	tally := newTally(opts.Count, opts.Type)
 	var insp *inspector.Listen
+	var ui uiAccess
 	if opts.UI {
 		cas, err := trustOwnCert(opts.TLSCert)
 		if err != nil {
 			return err
 		}
+		if ui, err = listenUI(opts); err != nil {
+			return err
+		}
+		defer ui.ln.Close() // when listen stops before serving it
 		insp = inspector.NewListen(inspector.ListenConfig{
 			ForwardTo: opts.ForwardTo, Scheme: opts.scheme, Secrets: secrets, Tolerance: tolerance,
 			Record: opts.Record, Version: opts.Version, Now: opts.Now, RootCAs: cas,
+			Token: ui.token, NoLoopbackReplay: ui.beyond && !opts.AllowReplay,
 		})
 		if err := loadRecord(insp, opts.Record); err != nil {
 			return err
@@ -310,13 +339,9 @@ func listenRun(opts *ListenOptions) error {
 	go func() { served <- srv.Serve(ln) }()
 
 	url := scheme + "://" + ln.Addr().String() + opts.Path
-	var ui *http.Server
+	var uiSrv *http.Server
 	if insp != nil {
-		if ui, err = serveInspector(opts, insp, url); err != nil {
-			srv.Close()
-			h.Close()
-			return err
-		}
+		uiSrv = serveInspector(opts, insp, ui, url)
 	}
 	if err := announce(opts, url, len(secrets)); err != nil {
 		srv.Close()
@@ -354,10 +379,10 @@ func listenRun(opts *ListenOptions) error {
 	if err := srv.Shutdown(sctx); err != nil {
 		srv.Close()
 	}
-	if ui != nil {
+	if uiSrv != nil {
 		insp.Close() // ends the pages' event streams, which Shutdown would wait on
-		if err := ui.Shutdown(sctx); err != nil {
-			ui.Close()
+		if err := uiSrv.Shutdown(sctx); err != nil {
+			uiSrv.Close()
 		}
 	}
 	if err := h.Close(); err != nil && result == nil {
@@ -435,20 +460,44 @@ func trustOwnCert(certFile string) (*x509.CertPool, error) {
 	return pool, nil
 }
 
-// serveInspector opens --ui-addr and serves the inspector there, saying
-// where on stderr.
-func serveInspector(opts *ListenOptions, insp *inspector.Listen, listenURL string) (*http.Server, error) {
-	insp.SetURL(listenURL)
+// uiTokenEnv gives --ui-token when the flag is not.
+const uiTokenEnv = "EVFWD_UI_TOKEN"
+
+// uiAccess is the inspector's port and who may use it.
+type uiAccess struct {
+	ln        net.Listener
+	beyond    bool   // reachable beyond loopback
+	token     string // what the API needs ("" nothing)
+	generated bool   // token was made up here, and is printed once
+}
+
+// listenUI opens --ui-addr and decides the inspector's token: --ui-token,
+// else, beyond loopback, 32 random bytes.
+func listenUI(opts *ListenOptions) (uiAccess, error) {
 	ln, err := opts.uiListener, error(nil)
 	if ln == nil {
 		ln, err = net.Listen("tcp", opts.UIAddr)
 	}
 	if errors.Is(err, syscall.EADDRINUSE) {
-		return nil, fmt.Errorf("--ui-addr %s: port in use (another evfwd listen --ui? try --ui-addr 127.0.0.1:0)", opts.UIAddr)
+		return uiAccess{}, fmt.Errorf("--ui-addr %s: port in use (another evfwd listen --ui? try --ui-addr 127.0.0.1:0)", opts.UIAddr)
 	}
 	if err != nil {
-		return nil, cli.UsageErrorf("--ui-addr %s: %v", opts.UIAddr, err)
+		return uiAccess{}, cli.UsageErrorf("--ui-addr %s: %v", opts.UIAddr, err)
 	}
+	a := uiAccess{ln: ln, beyond: !inspector.IsLoopback(ln.Addr().String()), token: opts.UIToken}
+	if a.token == "" && a.beyond {
+		b := make([]byte, 32)
+		rand.Read(b)
+		a.token, a.generated = base64.RawURLEncoding.EncodeToString(b), true
+	}
+	return a, nil
+}
+
+// serveInspector serves the inspector on the port listenUI opened, saying
+// where on stderr, and warning when it is reachable beyond loopback.
+func serveInspector(opts *ListenOptions, insp *inspector.Listen, a uiAccess, listenURL string) *http.Server {
+	insp.SetURL(listenURL)
+	ln := a.ln
 	// The limits serve's inspector has: a caller that trickles its
 	// headers or body, or idles, loses its connection. A replay (up to
 	// the receiver's 30 s forward timeout) fits in the write timeout; the
@@ -464,11 +513,24 @@ func serveInspector(opts *ListenOptions, insp *inspector.Listen, listenURL strin
 	go srv.Serve(ln)
 	url := "http://" + inspector.DialAddr(ln.Addr().String()) + "/"
 	st := opts.IO.ErrStyles()
-	fmt.Fprintf(opts.IO.ErrOut, "inspector on %s\n", st.Bold.Sprint(url))
+	if a.beyond {
+		replays := "replays to this machine's loopback addresses go only to listen itself and --forward-to (--allow-replay-local lifts that)"
+		if opts.AllowReplay {
+			replays = "replays may reach this machine's loopback addresses (--allow-replay-local)"
+		}
+		fmt.Fprintf(opts.IO.ErrOut, "%s the inspector listens on %s, beyond loopback: its API needs the token; %s\n",
+			st.Warn.Sprint("warning:"), ln.Addr(), replays)
+	}
+	shown := url
+	if a.generated {
+		// The fragment stays in the browser, which the page reads it from.
+		shown += "#token=" + a.token
+	}
+	fmt.Fprintf(opts.IO.ErrOut, "inspector on %s\n", st.Bold.Sprint(shown))
 	if opts.uiReady != nil {
 		opts.uiReady(url)
 	}
-	return srv, nil
+	return srv
 }
 
 // announce prints the readiness line and writes --ready-file.

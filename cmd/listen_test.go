@@ -251,6 +251,10 @@ func TestListenFlags(t *testing.T) {
 			[]string{"--redact-header", "cookie", "--redact-header", "X-Api-Key"},
 			ListenOptions{RedactHeaders: []string{"cookie", "X-Api-Key"}},
 		},
+		{
+			[]string{"--ui", "--ui-token", "0123456789abcdef", "--allow-replay-local"},
+			ListenOptions{UI: true, UIToken: "0123456789abcdef", AllowReplay: true},
+		},
 	}
 	for _, tt := range tests {
 		f := testFactory(t, "", false, nil)
@@ -304,6 +308,10 @@ func TestListenUsageErrors(t *testing.T) {
 		{"--tolerance", "-1s"},
 		{"--ui", "--ui-addr", "256.0.0.1:1"},
 		{"--redact-header", "X Bad"},
+		{"--ui", "--ui-token", "short"},
+		{"--ui", "--ui-token", "                    "},
+		{"--ui-token", "0123456789abcdef"},
+		{"--allow-replay-local"},
 		{"--redact-header", ""},
 	}
 	for _, args := range tests {

@@ -3,11 +3,14 @@ package cmd
 import (
 	"crypto/tls"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"testing/synctest"
@@ -202,5 +205,104 @@ func TestListenRedactHeader(t *testing.T) {
 	recs := listenJSONLines(t, res.Stdout)
 	if len(recs) != 1 || recs[0].Header("Cookie") != "[redacted]" || recs[0].Header("Authorization") != auth {
 		t.Errorf("-o json: %+v", recs)
+	}
+}
+
+// uiCall calls the inspector at uiURL with token as Bearer ("" none).
+func uiCall(t *testing.T, method, url, token, body string, headers ...string) (int, string) {
+	t.Helper()
+	req, _ := http.NewRequest(method, url, strings.NewReader(body))
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	for i := 0; i+1 < len(headers); i += 2 {
+		req.Header.Set(headers[i], headers[i+1])
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
+
+var tokenRE = regexp.MustCompile(`#token=([A-Za-z0-9_-]+)`)
+
+// TestListenUIBeyondLoopback: an inspector on 0.0.0.0 warns at start,
+// prints the token it made up once, in its address, needs it for its API,
+// and refuses replays to loopback but to listen itself, unless
+// --allow-replay-local.
+func TestListenUIBeyondLoopback(t *testing.T) {
+	app := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
+	defer app.Close()
+	for _, allow := range []bool{false, true} {
+		f := testFactory(t, "", false, nil)
+		args := []string{"--ui-addr", "0.0.0.0:0"}
+		if allow {
+			args = append(args, "--allow-replay-local")
+		}
+		l, uiURL := startListenUI(t, f, args...)
+		stderr := f.IO.ErrOut.(interface{ String() string }).String()
+		m := tokenRE.FindStringSubmatch(stderr)
+		if m == nil || len(m[1]) < 40 || strings.Count(stderr, m[1]) != 1 {
+			t.Fatalf("allow %v: no token printed once in %q", allow, stderr)
+		}
+		token := m[1]
+		if !strings.Contains(stderr, "warning: the inspector listens on ") || !strings.Contains(stderr, "beyond loopback: its API needs the token") || !strings.Contains(stderr, "inspector on "+uiURL+"#token="+token) {
+			t.Errorf("allow %v: stderr %q", allow, stderr)
+		}
+		if strings.Contains(stderr, "--allow-replay-local)") != allow || strings.Contains(stderr, "lifts that") == allow {
+			t.Errorf("allow %v: the warning does not say what replays may reach: %q", allow, stderr)
+		}
+		l.post(t, "/", trackMsg, "")
+		if code, body := uiCall(t, "GET", uiURL+"api/requests", "", ""); code != 401 {
+			t.Errorf("allow %v: without the token: %d %s", allow, code, body)
+		}
+		code, body := uiCall(t, "GET", uiURL+"api/session", token, "")
+		var s struct{ CSRF string }
+		json.Unmarshal([]byte(body), &s)
+		if code != 200 || s.CSRF == "" {
+			t.Fatalf("allow %v: session with the token: %d %s", allow, code, body)
+		}
+		replay := func(target string) (int, string) {
+			return uiCall(t, "POST", uiURL+"api/replay", token, fmt.Sprintf(`{"id":1,"url":%q}`, target),
+				"Content-Type", "application/json", "X-CSRF-Token", s.CSRF)
+		}
+		code, body = replay(app.URL)
+		if allow && (code != 200 || !strings.Contains(body, `"status":200`)) || !allow && (code != 400 || !strings.Contains(body, "--allow-replay-local")) {
+			t.Errorf("allow %v: replay to another loopback port: %d %s", allow, code, body)
+		}
+		if code, body := replay(l.URL); code != 200 || !strings.Contains(body, `"status":200`) {
+			t.Errorf("allow %v: replay to listen itself: %d %s", allow, code, body)
+		}
+		l.interrupt(t)
+	}
+}
+
+// TestListenUIToken: --ui-token (or EVFWD_UI_TOKEN) guards a loopback
+// inspector too, and is not printed.
+func TestListenUIToken(t *testing.T) {
+	const token = "a-token-of-24-characters"
+	for _, env := range []bool{false, true} {
+		var f *cli.Factory
+		args := []string{}
+		if env {
+			f = testFactory(t, "", false, map[string]string{"EVFWD_UI_TOKEN": token})
+		} else {
+			f = testFactory(t, "", false, nil)
+			args = append(args, "--ui-token", token)
+		}
+		l, uiURL := startListenUI(t, f, args...)
+		if stderr := f.IO.ErrOut.(interface{ String() string }).String(); strings.Contains(stderr, token) || strings.Contains(stderr, "warning") {
+			t.Errorf("env %v: stderr %q", env, stderr)
+		}
+		if code, _ := uiCall(t, "GET", uiURL+"api/requests", "", ""); code != 401 {
+			t.Errorf("env %v: without the token: %d", env, code)
+		}
+		if code, _ := uiCall(t, "GET", uiURL+"api/requests", token, ""); code != 200 {
+			t.Errorf("env %v: with the token: %d", env, code)
+		}
+		l.interrupt(t)
 	}
 }
