@@ -43,6 +43,7 @@ import (
 	"github.com/evfwd/evfwd/pkg/message"
 	"github.com/evfwd/evfwd/pkg/rawjson"
 	"github.com/evfwd/evfwd/pkg/signature"
+	"github.com/evfwd/evfwd/pkg/webhook"
 )
 
 // DefaultMaxBodyBytes bounds a request body: far above the 32 KB message
@@ -156,7 +157,7 @@ func New(opts Options) (*Handler, error) {
 		}
 		u, err := url.Parse(opts.ForwardTo)
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			return nil, &configError{"ForwardTo", fmt.Sprintf("%q is not an http(s) URL", opts.ForwardTo)}
+			return nil, &configError{"ForwardTo", fmt.Sprintf("%q is not an http(s) URL", webhook.RedactURL(opts.ForwardTo))} // never its credentials
 		}
 		h.forward = u
 		h.client = opts.Client
