@@ -48,11 +48,11 @@ type ListenConfig struct {
 	// with --tls-cert, listen's own, so that a replay to itself verifies.
 	RootCAs *x509.CertPool
 	Now     func() time.Time
-	// Token, when set, is needed by every API call but GET /api/session:
-	// as the header Authorization: Bearer TOKEN, or, for GET /api/events
-	// (which a browser's EventSource sends without headers), as the query
-	// parameter token. listen sets it when the inspector is reachable
-	// beyond loopback.
+	// Token, when set, is needed by every API call but GET /api/session,
+	// as the header Authorization: Bearer TOKEN (never in a URL, where
+	// logs and histories keep it; the page reads the event stream with
+	// fetch to send it). listen sets it when the inspector is reachable
+	// beyond loopback, or when given --ui-token.
 	Token string
 	// NoLoopbackReplay refuses replays to this machine's loopback
 	// addresses (127.0.0.0/8, ::1, 0.0.0.0, ::, localhost), other than to
@@ -397,13 +397,8 @@ func (l *Listen) authorized(r *http.Request) bool {
 	if l.cfg.Token == "" {
 		return true
 	}
-	if auth := r.Header.Get("Authorization"); len(auth) > 7 && strings.EqualFold(auth[:7], "Bearer ") {
-		return sameToken(strings.TrimSpace(auth[7:]), l.cfg.Token)
-	}
-	if r.Method == http.MethodGet && r.URL.Path == "/api/events" {
-		return sameToken(r.URL.Query().Get("token"), l.cfg.Token)
-	}
-	return false
+	auth := r.Header.Get("Authorization")
+	return len(auth) > 7 && strings.EqualFold(auth[:7], "Bearer ") && sameToken(strings.TrimSpace(auth[7:]), l.cfg.Token)
 }
 
 // IsLoopback reports whether a listener at addr (host:port, as

@@ -710,9 +710,8 @@ func TestSensitiveHeadersHidden(t *testing.T) {
 }
 
 // TestToken: with a Token, every API call but GET /api/session needs it
-// (401 without, also for a POST); the event stream takes it as ?token=,
-// since a browser's EventSource sends no headers; the page itself loads
-// without it.
+// as a Bearer header (401 without, also for a POST; never in the URL);
+// the page itself loads without it.
 func TestToken(t *testing.T) {
 	const token = "0123456789abcdef0123456789abcdef"
 	b := newBenchWith(t, inspector.ListenConfig{Token: token})
@@ -747,13 +746,18 @@ func TestToken(t *testing.T) {
 		t.Errorf("replay with the token: %d %+v", code, res)
 	}
 	<-b.received
-	resp, err := http.Get(b.ui.URL + "/api/events?token=" + token)
+	if code, _ := anon.get(t, "/api/events?token="+token); code != 401 {
+		t.Errorf("events with ?token=: %d, want 401", code)
+	}
+	req, _ := http.NewRequest("GET", b.ui.URL+"/api/events", nil)
+	req.Header.Set("Authorization", "Bearer "+token)
+	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
 	resp.Body.Close()
 	if resp.StatusCode != 200 {
-		t.Errorf("events with ?token=: %d", resp.StatusCode)
+		t.Errorf("events with the token: %d", resp.StatusCode)
 	}
 }
 

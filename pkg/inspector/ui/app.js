@@ -165,7 +165,31 @@ function authHeaders(headers) {
   const out = Object.assign({}, headers || {});
   const id = sessionID() || memorySession;
   if (id) out[SESSION_HEADER] = id;
+  if (listenToken) out.Authorization = 'Bearer ' + listenToken;
   return out;
+}
+
+// listenToken is the token a listen inspector needs (listen --ui-token, or
+// the one listen made up and printed, beyond loopback): from the address's
+// #token=, which takeListenToken then removes from it, or typed in; kept
+// by this tab like serve's session.
+const LISTEN_TOKEN_KEY = 'evfwd-listen-token';
+let listenToken = '';
+try { listenToken = sessionStorage.getItem(LISTEN_TOKEN_KEY) || ''; } catch (e) { /* storage refused */ }
+
+function keepListenToken(token) {
+  listenToken = token || '';
+  try {
+    if (token) sessionStorage.setItem(LISTEN_TOKEN_KEY, token);
+    else sessionStorage.removeItem(LISTEN_TOKEN_KEY);
+  } catch (e) { /* storage refused: it lives until the page is left */ }
+}
+
+function takeListenToken() {
+  const m = /^#token=([A-Za-z0-9._~-]+)$/.exec(location.hash);
+  if (!m) return;
+  keepListenToken(decodeURIComponent(m[1]));
+  history.replaceState(null, '', location.pathname + location.search);
 }
 
 class ApiError extends Error {
@@ -604,6 +628,8 @@ function verdictTitle(sig) {
 function startListen() {
   document.body.classList.add('mode-listen');
   $('#mode-name').textContent = 'listen inspector';
+  if (session.auth === false) { showListenLogin(listenToken ? 'That token is not this listen\'s.' : ''); return; }
+  onUnauthorized = () => { if (L.events) L.events.stop(); showListenLogin('listen wants its token again (was it restarted with another?).'); };
   const s = session.listen || {};
   replace($('#summary'),
     summaryItem('listening', s.url),
@@ -615,7 +641,9 @@ function startListen() {
     summaryItem('version', session.version));
   buildListenLayout();
   loadRequests().catch(report);
-  connectEvents(['request'], (name, r) => { if (L.loading) L.fresh.push(r); addRequest(r); }, async () => {
+  if (L.events) L.events.stop();
+  // With a token, the stream is read by fetch, which sends it.
+  L.events = connectEvents(['request'], (name, r) => { if (L.loading) L.fresh.push(r); addRequest(r); }, async () => {
     // A new stream: what arrived on the old one is in the list it reloads.
     L.fresh = [];
     try {
@@ -625,7 +653,48 @@ function startListen() {
       if (s.started !== session.started) { session = s; forgetRequests(); }
     } catch (e) { report(e); }
     loadRequests().catch(report);
+  }, listenToken ? StreamSource : undefined);
+}
+
+// showListenLogin asks for the token of a listen inspector that needs one.
+function showListenLogin(note) {
+  const live = $('#live');
+  live.dataset.state = 'closed';
+  live.textContent = 'signed out';
+  clear($('#summary'));
+  const token = h('input', {id: 'listen-token', type: 'password', autocomplete: 'off', required: true, 'aria-describedby': 'login-help'});
+  const err = h('p', {id: 'login-error', class: 'error', role: 'alert', text: note || ''});
+  const form = h('form', {class: 'login', 'aria-labelledby': 'login-title'},
+    h('h1', {id: 'login-title', text: 'Inspector token'}),
+    h('p', {id: 'login-help', class: 'muted', text: 'This listen inspector needs its token: the one given with --ui-token, or the one listen printed after #token= in the inspector\'s address. It stays in this tab only.'}),
+    h('label', {class: 'ctl-block'}, h('span', {text: 'Token'}), token),
+    h('button', {type: 'submit', id: 'login', class: 'primary', text: 'Open'}),
+    err);
+  form.addEventListener('submit', ev => {
+    ev.preventDefault();
+    keepListenToken(token.value.trim());
+    guarded(async () => { session = await api('/api/session'); startListen(); })();
   });
+  replace($('#app'), form);
+  token.focus();
+}
+
+// downloadWithToken saves what an <a download> links to, fetched with the
+// token (a link cannot send it); without one the link does it.
+function downloadWithToken(ev) {
+  if (!listenToken) return;
+  ev.preventDefault();
+  guarded(saveLink)(ev.currentTarget);
+}
+
+async function saveLink(a) {
+  const bytes = await api(a.getAttribute('href'), {as: 'bytes'});
+  const url = URL.createObjectURL(new Blob([bytes]));
+  const tmp = h('a', {href: url, download: a.getAttribute('download'), hidden: true});
+  document.body.append(tmp);
+  tmp.click();
+  tmp.remove();
+  setTimeout(() => URL.revokeObjectURL(url), 10000);
 }
 
 function buildListenLayout() {
@@ -955,7 +1024,7 @@ function renderDetail(panel, r, check) {
   const actions = h('div', {class: 'actions'},
     h('button', {type: 'button', id: 'copy-curl', title: 'A curl command that sends this request again', text: 'Copy as curl',
       onclick: guarded(async () => copyText(await api('/api/requests/' + id + '/curl', {as: 'text'}), copyHost, 'curl command'))}),
-    h('a', {id: 'download-request', class: 'btn', href: '/api/requests/' + id + '/request', download: 'request-' + id + '.http',
+    h('a', {id: 'download-request', class: 'btn', href: '/api/requests/' + id + '/request', download: 'request-' + id + '.http', onclick: downloadWithToken,
       title: 'The request as an HTTP message, for evfwd verify --request FILE', text: 'Download for verify --request'}),
     h('button', {type: 'button', class: 'compare-with', title: 'Then choose the other request in the list', text: 'Compare with…',
       onclick: () => { setPick(id); const row = L.rows.get(id); if (row) focusRow($('#requests tbody'), row); }}),
@@ -1655,6 +1724,7 @@ function niceMax(v) {
 // ================================================================ start
 
 async function start() {
+  takeListenToken();
   try {
     session = await api('/api/session');
   } catch (e) {
