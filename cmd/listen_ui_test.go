@@ -16,6 +16,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/chromedp/chromedp"
 	"github.com/evfwd/evfwd/internal/cli"
 	"github.com/evfwd/evfwd/pkg/signature"
 )
@@ -305,4 +306,54 @@ func TestListenUIToken(t *testing.T) {
 		}
 		l.interrupt(t)
 	}
+}
+
+// TestBrowserListenTokenAndSensitiveHeaders: the page of an inspector on
+// 0.0.0.0 opens at the address listen printed, takes the token from it
+// (and drops it from the address), lists and streams with it; a page
+// without it asks for it. A request's Cookie and Authorization are on
+// the page only once their "show" is clicked.
+func TestBrowserListenTokenAndSensitiveHeaders(t *testing.T) {
+	const cookie, auth = "evfwd_ui=COOKIE-SENTINEL", "Bearer AUTH-SENTINEL"
+	f := testFactory(t, "", false, nil)
+	l, ui := startListenUI(t, f, "--ui-addr", "0.0.0.0:0")
+	m := tokenRE.FindStringSubmatch(f.IO.ErrOut.(interface{ String() string }).String())
+	if m == nil {
+		t.Fatal("no token printed")
+	}
+	token := m[1]
+	l.postFields(t, "/", trackMsg, []signature.Field{{Name: "Cookie", Value: cookie}, {Name: "Authorization", Value: auth}})
+
+	p := newPage(t)
+	p.open(ui + "#token=" + token)
+	p.waitFor("the first request", `document.querySelector(`+jsString(row(1))+`)`)
+	if hash := eval[string](p, `location.hash`); hash != "" {
+		t.Errorf("the token stays in the address: %q", hash)
+	}
+	l.post(t, "/", identifyMsg, "")
+	p.waitFor("the second request, streamed", `document.querySelector(`+jsString(row(2))+`)`)
+	p.click(row(1))
+	p.waitFor("request 1's detail", detailOpen(1))
+	if n := p.count("#detail button.reveal"); n != 2 {
+		t.Errorf("%d show buttons, want 2 (Authorization, Cookie)", n)
+	}
+	if body := eval[string](p, `document.body.innerText`); strings.Contains(body, "SENTINEL") {
+		t.Errorf("a sensitive value is on the page before a click")
+	}
+	p.click(`#detail button.reveal[aria-label="Show the value of Cookie"]`)
+	p.waitFor("the Cookie shown", `document.querySelector('#detail').innerText.includes(`+jsString(cookie)+`)`)
+	if body := eval[string](p, `document.body.innerText`); strings.Contains(body, "AUTH-SENTINEL") {
+		t.Errorf("Authorization shown with the Cookie")
+	}
+	p.assertQuiet()
+
+	// Another tab, without the token: it asks, then shows the list.
+	q := newPage(t)
+	q.do("open without the token", chromedp.Navigate(ui))
+	q.waitFor("the token form", `document.querySelector('#listen-token')`)
+	q.typeInto("#listen-token", token)
+	q.click("#login")
+	q.waitFor("the list", `document.querySelector(`+jsString(row(2))+`)`)
+	q.waitFor("the live stream", `document.querySelector('#live')?.dataset.state === 'open'`)
+	q.assertQuiet()
 }
