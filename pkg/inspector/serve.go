@@ -500,8 +500,13 @@ func (s *Serve) logout(w http.ResponseWriter, r *http.Request) {
 func (s *Serve) events(w http.ResponseWriter, r *http.Request) {
 	id := r.Header.Get(SessionHeader)
 	ss, ok := s.lookup(id, false)
-	if !ok { // a Bearer caller
-		s.hub.serve(w, r)
+	if !ok {
+		if tok, has := admin.Bearer(r); !has || !s.token.Matches(tok) {
+			// The session ended since authorize let it in.
+			writeError(w, http.StatusUnauthorized, "the session has ended")
+			return
+		}
+		s.hub.serve(w, r) // a Bearer caller
 		return
 	}
 	ctx, cancel := context.WithCancel(r.Context())
