@@ -18,7 +18,7 @@ import (
 	"github.com/evfwd/evfwd/pkg/webhook"
 )
 
-const testAdminToken = "adm_secret"
+const testAdminToken = "adm_secret_0123456789"
 
 // startAdminServe runs serve in-process with the admin API on: source
 // "web" forwards to a receiver that records the bodies, "quiet" has no

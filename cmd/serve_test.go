@@ -222,10 +222,11 @@ func TestServeConfigTypos(t *testing.T) {
 // the other commands'.
 const checkConfig = `addr: 127.0.0.1:9000
 store: postgres://evfwd:hunter2@db.internal:5432/evfwd?sslmode=disable
-admin_token: adm1n-t0ken
+admin_token: adm1n-t0ken-0123456789
 retention: 72h
 public_url: https://collect.example.com
 trusted_proxies: [10.0.0.0/8]
+allowed_hosts: [evfwd.internal]
 sources:
   - name: web
     write_key: wk_live_4f9a1c2e8b7d23
@@ -235,9 +236,10 @@ sources:
       enabled: true
       shared_secret: s3cret
       endpoints:
-        - url: https://hooks.example.com/a
+        - url: https://hooks.example.com/a?token=hunter3
           headers: { X-Env: prod, Authorization: Bearer abc123 }
         - url: https://hooks.example.com/b
+          name: billing
   - name: app
     write_key: wk_app
     kind: mobile
@@ -264,7 +266,7 @@ func TestServeCheck(t *testing.T) {
 			if res.Code != 0 {
 				t.Fatalf("code %d, stderr %s", res.Code, res.Stderr)
 			}
-			for _, secret := range []string{"hunter2", "adm1n", "s3cret", "prod", "abc123", "4f9a1c2e8b7d", "wk_app", "wk_batch"} {
+			for _, secret := range []string{"hunter2", "hunter3", "adm1n", "s3cret", "prod", "abc123", "4f9a1c2e8b7d", "wk_app", "wk_batch"} {
 				if strings.Contains(res.Stdout+res.Stderr, secret) {
 					t.Errorf("%q printed", secret)
 				}
@@ -612,7 +614,7 @@ func initKey(t *testing.T, config []byte, key string) string {
 // the hint: no dev source on a production address, no keys in its logs.
 func TestServeConfigFileWithoutSources(t *testing.T) {
 	state := t.TempDir()
-	cfg := writeFile(t, "prod.yaml", "addr: 127.0.0.1:0\nadmin_token: t0ken\n")
+	cfg := writeFile(t, "prod.yaml", "addr: 127.0.0.1:0\nadmin_token: t0ken-0123456789abcdef\n")
 	for _, tt := range []struct {
 		name string
 		args []string
