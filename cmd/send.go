@@ -146,7 +146,8 @@ func sendRun(opts *SendOptions) error {
 	}
 	var errorsOut *bufio.Writer
 	if opts.ErrorsFile != "" {
-		ef, err := os.Create(opts.ErrorsFile)
+		// It holds events as read: readable by its owner only.
+		ef, err := os.OpenFile(opts.ErrorsFile, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
 		if err != nil {
 			return cli.UsageErrorf("--errors-file: %v", err)
 		}
