@@ -134,12 +134,12 @@ func printSync(w io.Writer, r *admin.SyncReport) error {
 	if r.First {
 		first = " (first sync)"
 	}
-	fmt.Fprintf(w, "%s %q → trait %s%s\n", r.Kind, r.Name, r.Trait, first)
+	fmt.Fprintf(w, "%s %q → trait %s%s\n", r.Kind, r.Name, cli.Printable(r.Trait), first)
 	counts := fmt.Sprintf("added %d, removed %d", r.Added, r.Removed)
 	if r.Kind == store.KindTrait {
 		counts += fmt.Sprintf(", changed %d", r.Changed)
 	}
-	sources := strings.Join(r.Sources, ", ")
+	sources := cli.Printable(strings.Join(r.Sources, ", "))
 	if sources == "" {
 		sources = "no source with webhooks enabled"
 	}

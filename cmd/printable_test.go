@@ -289,3 +289,43 @@ func TestServeTextLogPrintable(t *testing.T) {
 	}
 	assertNoSteering(t, "log", b.String())
 }
+
+// serve --check prints the config's own strings: a source's name comes
+// out printable too, as does the error for an endpoint's.
+func TestServeCheckPrintable(t *testing.T) {
+	yamlEscaped := func(s string) string {
+		var b strings.Builder
+		for _, r := range s {
+			fmt.Fprintf(&b, `\u%04x`, r)
+		}
+		return b.String()
+	}
+	for _, c := range steering() {
+		if !utf8.ValidString(c.s) {
+			continue // YAML cannot hold it
+		}
+		name := yamlEscaped("s" + c.s)
+		cfg := writeFile(t, "evfwd.yaml", fmt.Sprintf(`sources:
+  - name: "%s"
+    write_key: wk_0123456789abcdef
+    webhooks:
+      enabled: true
+      endpoints:
+        - url: https://hooks.example.com/a
+          name: "%s"
+`, name, name))
+		// An endpoint's name may not hold controls: the error naming it
+		// is printable as well.
+		res := execute(t, testFactory(t, "", false, nil), "serve", "--check", "--config", cfg)
+		if res.Code != 0 && res.Code != 2 {
+			t.Fatalf("%s: exit %d: %s", c.name, res.Code, res.Stderr)
+		}
+		assertNoSteering(t, c.name, res.Stdout+res.Stderr)
+		res = execute(t, testFactory(t, "", false, nil), "serve", "--check", "--config",
+			writeFile(t, "evfwd.yaml", fmt.Sprintf("sources:\n  - name: \"%s\"\n    write_key: wk_0123456789abcdef\n", name)))
+		if res.Code != 0 || !strings.Contains(res.Stdout, "source s") {
+			t.Fatalf("%s: exit %d: %s", c.name, res.Code, res.Stderr)
+		}
+		assertNoSteering(t, c.name, res.Stdout+res.Stderr)
+	}
+}

@@ -430,10 +430,10 @@ func printDev(opts *ServeOptions, log *slog.Logger, src serve.Source, endpoint s
 	}
 	w, st := opts.IO.ErrOut, opts.IO.ErrStyles()
 	fmt.Fprintf(w, "%s no config file: running source %s for local development (keys kept in %s)\n",
-		st.Accent.Sprint(">"), st.Bold.Sprintf("%q", src.Name), keyFile)
+		st.Accent.Sprint(">"), st.Bold.Sprintf("%q", src.Name), cli.Printable(keyFile))
 	if src.Webhooks.Enabled {
 		for _, ep := range src.Webhooks.Endpoints {
-			fmt.Fprintf(w, "  webhooks signed and sent to %s\n", ep.Display())
+			fmt.Fprintf(w, "  webhooks signed and sent to %s\n", cli.Printable(ep.Display()))
 		}
 	} else {
 		fmt.Fprintf(w, "  webhooks off: events are stored; add --forward-to URL to deliver them\n")
@@ -592,10 +592,10 @@ func writeSettings(w io.Writer, st serveSettings) {
 		{"lease-ttl", st.LeaseTTL}, {"grace", st.Grace}, {"log", st.LogFormat + ", " + st.LogLevel}, {"admin API", admin},
 		{"inspector", ui},
 	} {
-		fmt.Fprintf(w, "%-10s %s\n", row[0], row[1])
+		fmt.Fprintf(w, "%-10s %s\n", row[0], cli.Printable(row[1]))
 	}
 	if st.TLS != nil {
-		fmt.Fprintf(w, "%-10s cert %s, key %s\n", "tls", st.TLS.Cert, st.TLS.Key)
+		fmt.Fprintf(w, "%-10s cert %s, key %s\n", "tls", cli.Printable(st.TLS.Cert), cli.Printable(st.TLS.Key))
 	}
 	if st.PublicURL != "" {
 		fmt.Fprintf(w, "%-10s %s (in the settings document)\n", "public", st.PublicURL)
@@ -607,12 +607,12 @@ func writeSettings(w io.Writer, st serveSettings) {
 		fmt.Fprintf(w, "%-10s %s (as Host on /metrics, /healthz, /admin/)\n", "hosts", strings.Join(st.AllowedHosts, ", "))
 	}
 	for _, s := range st.Sources {
-		fmt.Fprintf(w, "source %s\n  write_key  %s\n", s.Name, s.WriteKey)
+		fmt.Fprintf(w, "source %s\n  write_key  %s\n", cli.Printable(s.Name), cli.Printable(s.WriteKey))
 		if s.Kind != string(collector.KindServer) {
 			fmt.Fprintf(w, "  kind       %s: context.ip added, device clock skew corrected\n", s.Kind)
 		}
 		if len(s.AllowedOrigins) > 0 {
-			fmt.Fprintf(w, "  origins    %s\n", strings.Join(s.AllowedOrigins, ", "))
+			fmt.Fprintf(w, "  origins    %s\n", cli.Printable(strings.Join(s.AllowedOrigins, ", ")))
 		}
 		hooks := "disabled: messages are stored, none delivered"
 		switch {
@@ -624,15 +624,15 @@ func writeSettings(w io.Writer, st serveSettings) {
 		fmt.Fprintf(w, "  webhooks   %s\n", hooks)
 		for j, ep := range s.Webhooks.Endpoints {
 			if ep.Name != "" {
-				fmt.Fprintf(w, "  endpoint %d %s (%s)\n", j+1, ep.Name, ep.URL)
+				fmt.Fprintf(w, "  endpoint %d %s (%s)\n", j+1, cli.Printable(ep.Name), cli.Printable(ep.URL))
 			} else {
-				fmt.Fprintf(w, "  endpoint %d %s\n", j+1, ep.URL)
+				fmt.Fprintf(w, "  endpoint %d %s\n", j+1, cli.Printable(ep.URL))
 			}
 			if ep.Signing != "" {
 				fmt.Fprintf(w, "    also signed: %s (signing_secret %s)\n", ep.Signing, ep.SigningSecret)
 			}
 			for _, name := range slices.Sorted(maps.Keys(ep.Headers)) {
-				fmt.Fprintf(w, "    %s: %s\n", name, ep.Headers[name])
+				fmt.Fprintf(w, "    %s: %s\n", cli.Printable(name), cli.Printable(ep.Headers[name]))
 			}
 		}
 	}
