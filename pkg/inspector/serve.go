@@ -9,7 +9,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net"
 	"net/http"
 	"net/url"
 	"slices"
@@ -18,6 +17,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/evfwd/evfwd/internal/lockout"
 	"github.com/evfwd/evfwd/pkg/admin"
 	"github.com/evfwd/evfwd/pkg/store"
 	"github.com/evfwd/evfwd/pkg/webhook"
@@ -53,17 +53,6 @@ const (
 	// LoginRateLimited is an attempt refused (429) because its address
 	// failed too often.
 	LoginRateLimited = "rate_limited"
-)
-
-// The login rate limit: an address may fail freeFailures times; from then
-// on each failure locks it out for a delay that doubles from
-// lockFirst to lockMax. A success, or a day without failures, forgets it.
-const (
-	freeFailures  = 5
-	lockFirst     = time.Second
-	lockMax       = 5 * time.Minute
-	forgetAfter   = 24 * time.Hour
-	maxLoginAddrs = 4096
 )
 
 // ServeSource is a source as GET /api/session shows it.
@@ -127,21 +116,16 @@ type Serve struct {
 	mu       sync.Mutex
 	sessions map[string]*uiSession // by sessionKey(id)
 	logins   []string              // session keys, oldest first
-	addrs    map[string]*loginAddr // failed logins by client address
+
+	// limit counts wrong admin tokens by client address (the login rate
+	// limit).
+	limit *lockout.Limiter
 }
 
 // uiSession is one login's session.
 type uiSession struct {
 	used time.Time     // the last call with it
 	done chan struct{} // closed when it ends, to end its event streams
-}
-
-// loginAddr is the failed logins of one client address.
-type loginAddr struct {
-	failures int
-	last     time.Time // the last failure
-	until    time.Time // refused (429) until then
-	told     bool      // the lock-out until then is logged
 }
 
 // NewServe checks cfg and returns the inspector.
@@ -166,7 +150,7 @@ func NewServe(cfg ServeConfig) (*Serve, error) {
 	}
 	s := &Serve{
 		cfg: cfg, token: admin.NewToken(cfg.Token),
-		stats: NewStats(cfg.Now), hub: newHub(), sessions: map[string]*uiSession{}, addrs: map[string]*loginAddr{},
+		stats: NewStats(cfg.Now), hub: newHub(), sessions: map[string]*uiSession{}, limit: lockout.New(cfg.Now),
 	}
 	mux := http.NewServeMux()
 	mux.Handle("/", Assets())
@@ -274,29 +258,14 @@ func (s *Serve) endLocked(key string) {
 	close(ss.done)
 }
 
-// clientAddr is the address the login rate limit counts by: the
-// connection's IP (the inspector is served directly, not behind a proxy).
-func clientAddr(r *http.Request) string {
-	if host, _, err := net.SplitHostPort(r.RemoteAddr); err == nil {
-		return host
-	}
-	return r.RemoteAddr
-}
-
 // lockedOut says whether r's address is refused for now, and for how much
-// longer.
+// longer (see package lockout), and logs the first refusal of a lock-out.
 func (s *Serve) lockedOut(r *http.Request) (time.Duration, bool) {
-	addr, now := clientAddr(r), s.cfg.Now()
-	s.mu.Lock()
-	a, ok := s.addrs[addr]
-	if !ok || !now.Before(a.until) {
-		s.mu.Unlock()
+	wait, first := s.limit.Locked(lockout.ClientAddr(r))
+	if wait <= 0 {
 		return 0, false
 	}
-	wait, tell := a.until.Sub(now), !a.told
-	a.told = true
-	s.mu.Unlock()
-	if tell {
+	if first {
 		s.cfg.Logger.Warn("inspector: login refused: too many wrong admin tokens from this address", "remote", r.RemoteAddr, "retryAfter", wait.String())
 	}
 	return wait, true
@@ -307,40 +276,15 @@ func (s *Serve) refuse(w http.ResponseWriter, wait time.Duration) {
 	if s.cfg.LoginFailure != nil {
 		s.cfg.LoginFailure(LoginRateLimited)
 	}
-	secs := int64((wait + time.Second - 1) / time.Second)
-	w.Header().Set("Retry-After", strconv.FormatInt(max(secs, 1), 10))
-	writeError(w, http.StatusTooManyRequests, fmt.Sprintf("too many wrong admin tokens from this address: try again in %ds", max(secs, 1)))
+	w.Header().Set("Retry-After", strconv.FormatInt(lockout.RetryAfter(wait), 10))
+	writeError(w, http.StatusTooManyRequests, lockout.Message(wait))
 }
 
 // failed counts a wrong admin token from r's address, locking the address
-// out once it has failed freeFailures times, and logs it (never the
+// out once it has failed lockout.Free times, and logs it (never the
 // token). via says where the token came: "login" or "bearer".
 func (s *Serve) failed(r *http.Request, via string) {
-	addr, now := clientAddr(r), s.cfg.Now()
-	s.mu.Lock()
-	a, ok := s.addrs[addr]
-	if ok && now.Sub(a.last) >= forgetAfter {
-		a, ok = nil, false
-	}
-	if !ok {
-		if len(s.addrs) >= maxLoginAddrs {
-			s.forgetLocked(now)
-		}
-		a = &loginAddr{}
-		s.addrs[addr] = a
-	}
-	a.failures++
-	a.last = now
-	var lock time.Duration
-	if n := a.failures - freeFailures; n >= 0 {
-		lock = lockMax
-		if n < 20 && lockFirst<<n < lockMax {
-			lock = lockFirst << n
-		}
-		a.until, a.told = now.Add(lock), false
-	}
-	failures := a.failures
-	s.mu.Unlock()
+	failures, lock := s.limit.Failed(lockout.ClientAddr(r))
 	if s.cfg.LoginFailure != nil {
 		s.cfg.LoginFailure(LoginWrongToken)
 	}
@@ -351,32 +295,8 @@ func (s *Serve) failed(r *http.Request, via string) {
 	s.cfg.Logger.Warn("inspector: wrong admin token", args...)
 }
 
-// forgetLocked makes room in s.addrs: it drops the addresses not locked
-// out now, or when every one is, the one that failed longest ago.
-func (s *Serve) forgetLocked(now time.Time) {
-	for k, a := range s.addrs {
-		if !now.Before(a.until) {
-			delete(s.addrs, k)
-		}
-	}
-	if len(s.addrs) < maxLoginAddrs {
-		return
-	}
-	var oldest string
-	for k, a := range s.addrs {
-		if oldest == "" || a.last.Before(s.addrs[oldest].last) {
-			oldest = k
-		}
-	}
-	delete(s.addrs, oldest)
-}
-
 // succeeded forgets the failures of r's address.
-func (s *Serve) succeeded(r *http.Request) {
-	s.mu.Lock()
-	delete(s.addrs, clientAddr(r))
-	s.mu.Unlock()
-}
+func (s *Serve) succeeded(r *http.Request) { s.limit.Forgive(lockout.ClientAddr(r)) }
 
 // bearer checks r's Bearer token, if it has one, under the rate limit.
 // It answers (and returns handled) a 429 for a locked-out address; else

@@ -1,12 +1,11 @@
 package inspector
 
+import "github.com/evfwd/evfwd/internal/lockout"
+
 // LoginAddrs is how many client addresses s keeps failed logins of, for
 // the tests of package inspector_test.
-func LoginAddrs(s *Serve) int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return len(s.addrs)
-}
+func LoginAddrs(s *Serve) int { return s.limit.Len() }
 
-// MaxLoginAddrs is maxLoginAddrs, for the tests of package inspector_test.
-const MaxLoginAddrs = maxLoginAddrs
+// MaxLoginAddrs is the bound of LoginAddrs, for the tests of package
+// inspector_test.
+const MaxLoginAddrs = lockout.MaxAddrs
