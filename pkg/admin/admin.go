@@ -11,7 +11,10 @@
 // Syncs take ?source=NAME (repeatable) to pick the sources whose webhook
 // destination gets the identify messages; by default every source with
 // webhooks enabled. Errors are JSON, {"error": "..."}, as the collector's.
-// (DESIGN §5, spec 1A and 6.)
+// A wrong token counts against the client address: after 5, the address
+// is answered 429 with Retry-After, whatever its token, for a delay that
+// grows with each failure (package internal/lockout); a right token
+// forgives it. (DESIGN §5, spec 1A and 6.)
 package admin
 
 import (
@@ -23,10 +26,12 @@ import (
 	"log/slog"
 	"net/http"
 	"slices"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"time"
 
+	"github.com/evfwd/evfwd/internal/lockout"
 	"github.com/evfwd/evfwd/pkg/audience"
 	"github.com/evfwd/evfwd/pkg/message"
 	"github.com/evfwd/evfwd/pkg/store"
@@ -64,7 +69,8 @@ type Config struct {
 	Store store.Store
 	// Sources are the service's sources, in config order.
 	Sources []Source
-	// Now is the clock of deletion requests and syncs (default time.Now).
+	// Now is the clock of deletion requests, syncs and the rate limit of
+	// wrong tokens (default time.Now).
 	Now func() time.Time
 	// Logger gets a line per request and the API's state (default: none).
 	Logger *slog.Logger
@@ -72,7 +78,20 @@ type Config struct {
 	// queue, n for source, once they are durable: the service counts them
 	// and wakes its forwarder.
 	Queued func(source string, n int)
+	// AuthFailure, when set, hears each request refused for its token:
+	// reason is AuthWrongToken or AuthRateLimited (serve counts them in
+	// /metrics). A request without a token is not a failure.
+	AuthFailure func(reason string)
 }
+
+// Refused tokens, AuthFailure's reasons.
+const (
+	// AuthWrongToken is a wrong Bearer token (403).
+	AuthWrongToken = "wrong_token"
+	// AuthRateLimited is a request refused (429) because its address sent
+	// too many wrong tokens (see package internal/lockout).
+	AuthRateLimited = "rate_limited"
+)
 
 // Handler serves /admin/.
 type Handler struct {
@@ -81,6 +100,7 @@ type Handler struct {
 	off      string // why the API is off, "" when on
 	offAt    int    // the status that says so
 	store    store.Admin
+	limit    *lockout.Limiter // wrong tokens by client address
 	mux      *http.ServeMux
 	draining atomic.Bool
 }
@@ -99,7 +119,10 @@ func New(cfg Config) (*Handler, error) {
 	if cfg.Queued == nil {
 		cfg.Queued = func(string, int) {}
 	}
-	a := &Handler{cfg: cfg, mux: http.NewServeMux()}
+	if cfg.AuthFailure == nil {
+		cfg.AuthFailure = func(string) {}
+	}
+	a := &Handler{cfg: cfg, mux: http.NewServeMux(), limit: lockout.New(cfg.Now)}
 	switch st, ok := cfg.Store.(store.Admin); {
 	case cfg.Token == "":
 		a.off, a.offAt = "admin API is disabled: set admin_token in the config or "+TokenEnv, http.StatusNotFound
@@ -201,10 +224,28 @@ func (a *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusUnauthorized, "missing admin token (Authorization: Bearer ...)")
 		return
 	}
+	addr := lockout.ClientAddr(r)
+	if wait, first := a.limit.Locked(addr); wait > 0 {
+		if first {
+			a.cfg.Logger.Warn("admin API: refused: too many wrong admin tokens from this address", "remote", r.RemoteAddr, "retryAfter", wait.String())
+		}
+		a.cfg.AuthFailure(AuthRateLimited)
+		w.Header().Set("Retry-After", strconv.FormatInt(lockout.RetryAfter(wait), 10))
+		writeError(w, http.StatusTooManyRequests, lockout.Message(wait))
+		return
+	}
 	if !a.token.Matches(given) {
+		failures, lock := a.limit.Failed(addr)
+		a.cfg.AuthFailure(AuthWrongToken)
+		args := []any{"remote", r.RemoteAddr, "failures", failures}
+		if lock > 0 {
+			args = append(args, "lockedFor", lock.String())
+		}
+		a.cfg.Logger.Warn("admin API: wrong admin token", args...) // never the token
 		writeError(w, http.StatusForbidden, "wrong admin token")
 		return
 	}
+	a.limit.Forgive(addr)
 	if a.draining.Load() {
 		writeError(w, http.StatusServiceUnavailable, "server is shutting down")
 		return
