@@ -44,6 +44,10 @@ func adminErr(err error, input string) error {
 		return nil
 	case !errors.As(err, &ae):
 		return err
+	case ae.RateLimited():
+		// Not retried: every request before the wait is over is refused
+		// again, and makes it no shorter.
+		return fmt.Errorf("admin API: %s; check --admin-token or %s", ae.Message, cli.EnvName("admin-token"))
 	case ae.Auth():
 		return fmt.Errorf("the admin API refused the token (%d %s: %s): check --admin-token or %s",
 			ae.Status, http.StatusText(ae.Status), ae.Message, cli.EnvName("admin-token"))

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -134,6 +135,35 @@ func TestAdminCommandErrors(t *testing.T) {
 				t.Errorf("got %+v, want exit %d and %q", r, tt.code, tt.stderr)
 			}
 		})
+	}
+}
+
+// A 429 (too many wrong admin tokens from this address) is an error that
+// says how long to wait, after one request: the commands do not retry it.
+func TestAdminCommandsRateLimited(t *testing.T) {
+	var requests atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		requests.Add(1)
+		io.Copy(io.Discard, r.Body)
+		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set("Retry-After", "7")
+		w.WriteHeader(http.StatusTooManyRequests)
+		io.WriteString(w, `{"error":"too many wrong admin tokens from this address: try again in 7s"}`+"\n")
+	}))
+	t.Cleanup(srv.Close)
+	env := map[string]string{"EVFWD_ENDPOINT": srv.URL, "EVFWD_ADMIN_TOKEN": testAdminToken}
+	list := writeFile(t, "members.txt", "a\n")
+	scores := writeFile(t, "scores.ndjson", `{"userId":"a","value":1}`+"\n")
+	for _, args := range [][]string{{"delete", "--user-id", "u"}, {"audience", "sync", "VIP", list}, {"trait", "sync", "Score", scores}} {
+		requests.Store(0)
+		r := execute(t, testFactory(t, "", false, env), args...)
+		want := "admin API: too many wrong admin tokens from this address: try again in 7s; check --admin-token or EVFWD_ADMIN_TOKEN"
+		if r.Code != 1 || !strings.Contains(r.Stderr, want) || r.Stdout != "" {
+			t.Errorf("%v: %+v, want exit 1 and %q", args, r, want)
+		}
+		if n := requests.Load(); n != 1 {
+			t.Errorf("%v: %d requests, want 1 (a 429 is not retried)", args, n)
+		}
 	}
 }
 

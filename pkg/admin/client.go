@@ -9,7 +9,9 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
+	"time"
 
 	"github.com/evfwd/evfwd/pkg/store"
 )
@@ -23,15 +25,27 @@ type Client struct {
 	HTTPClient *http.Client // default http.DefaultClient
 }
 
-// Error is an answer other than 2xx; Message is the API's "error".
+// Error is an answer other than 2xx; Message is the API's "error". The
+// Client does not retry any of them: a 429 (RateLimited) says how long to
+// wait, and another request before then is refused again.
 type Error struct {
 	Status  int
 	Message string
+	// RetryAfter is a 429's Retry-After (0 when it has none).
+	RetryAfter time.Duration
 }
 
 func (e *Error) Error() string {
+	if e.RateLimited() && e.Message != "" {
+		return e.Message // "too many wrong admin tokens from this address: try again in 4s"
+	}
 	return fmt.Sprintf("%d %s: %s", e.Status, http.StatusText(e.Status), e.Message)
 }
+
+// RateLimited reports whether the server refused the request (429)
+// because this address sent too many wrong admin tokens; RetryAfter says
+// for how much longer.
+func (e *Error) RateLimited() bool { return e.Status == http.StatusTooManyRequests }
 
 // Auth reports whether the token was missing or refused (401, 403).
 func (e *Error) Auth() bool {
@@ -112,7 +126,13 @@ func (c *Client) do(ctx context.Context, method, path, ctype string, body io.Rea
 				e.Error = e.Error[:200] + "..."
 			}
 		}
-		return &Error{Status: resp.StatusCode, Message: e.Error}
+		ae := &Error{Status: resp.StatusCode, Message: e.Error}
+		if ae.RateLimited() {
+			if secs, err := strconv.ParseInt(resp.Header.Get("Retry-After"), 10, 64); err == nil && secs > 0 {
+				ae.RetryAfter = time.Duration(min(secs, 1<<30)) * time.Second
+			}
+		}
+		return ae
 	}
 	if err := json.Unmarshal(data, out); err != nil {
 		return errors.New("unexpected answer from " + req.URL.Host + ": " + err.Error())
