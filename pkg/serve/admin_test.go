@@ -3,6 +3,8 @@ package serve_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"log/slog"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -247,5 +249,60 @@ func TestTraitSyncValueChange(t *testing.T) {
 	}
 	if n := len(app.received()); n != 0 {
 		t.Errorf("app got %d requests; --source web should leave it out", n)
+	}
+}
+
+// Wrong admin tokens at the admin API are counted in /metrics, by reason,
+// and logged without the token; after 5, the address is refused (429)
+// until the lock-out ends on the service's clock.
+func TestAdminAuthFailuresInMetrics(t *testing.T) {
+	c := newClock(time.Date(2024, 5, 1, 12, 0, 0, 0, time.UTC))
+	var logs syncBuffer
+	h, good := startAdminOpts(t, serve.Options{Now: c.now, Logger: slog.New(slog.NewTextHandler(&logs, nil))}, adminToken, newHook(t), newHook(t))
+	failures := func() (wrong, limited float64) {
+		t.Helper()
+		mf := scrape(t, h.url)["evfwd_admin_auth_failures_total"]
+		if mf == nil {
+			t.Fatal("no evfwd_admin_auth_failures_total in /metrics")
+		}
+		for _, m := range mf.GetMetric() {
+			switch m.GetLabel()[0].GetValue() {
+			case admin.AuthWrongToken:
+				wrong = m.GetCounter().GetValue()
+			case admin.AuthRateLimited:
+				limited = m.GetCounter().GetValue()
+			}
+		}
+		return wrong, limited
+	}
+	if w, l := failures(); w != 0 || l != 0 {
+		t.Errorf("before any request: %v wrong, %v refused; want both series at 0", w, l)
+	}
+	ctx := context.Background()
+	const guess = "not-the-token-SENTINEL"
+	bad := &admin.Client{Endpoint: h.url, Token: guess}
+	for i := 1; i <= 6; i++ {
+		_, err := bad.Deletion(ctx, "x")
+		var ae *admin.Error
+		if want := map[bool]int{true: 403, false: 429}[i <= 5]; !errors.As(err, &ae) || ae.Status != want {
+			t.Errorf("request %d with a wrong token: %v, want %d", i, err, want)
+		}
+	}
+	_, err := good.Deletion(ctx, "x")
+	var ae *admin.Error
+	if !errors.As(err, &ae) || !ae.RateLimited() || ae.RetryAfter != time.Second {
+		t.Errorf("the right token while locked out: %v, want 429 with Retry-After 1", err)
+	}
+	if w, l := failures(); w != 5 || l != 2 {
+		t.Errorf("after 5 wrong tokens and two 429s: %v wrong, %v refused", w, l)
+	}
+	c.add(time.Second)
+	if _, err := good.Deletion(ctx, "x"); !errors.As(err, &ae) || ae.Status != 404 {
+		t.Errorf("the right token after the lock-out: %v, want 404", err)
+	}
+	out := logs.String()
+	if strings.Count(out, `msg="admin API: wrong admin token"`) != 5 || strings.Count(out, "too many wrong admin tokens") != 1 ||
+		strings.Contains(out, guess) || strings.Contains(out, adminToken) {
+		t.Errorf("log of the refused tokens (5 lines, one lock-out, no token):\n%s", out)
 	}
 }

@@ -232,3 +232,17 @@ func (m *Metrics) uiLoginFailures(reasons ...string) *prometheus.CounterVec {
 	m.reg.MustRegister(c)
 	return c
 }
+
+// adminAuthFailures registers and returns the counter of requests the
+// admin API refused for their token, by reason (admin.AuthWrongToken,
+// admin.AuthRateLimited), each at zero from the start.
+func (m *Metrics) adminAuthFailures(reasons ...string) *prometheus.CounterVec {
+	c := prometheus.NewCounterVec(prometheus.CounterOpts{Name: "evfwd_admin_auth_failures_total",
+		Help: "Admin API requests refused for their token: wrong_token, a wrong admin token; rate_limited, refused (429) after too many."},
+		[]string{"reason"})
+	for _, r := range reasons {
+		c.WithLabelValues(r)
+	}
+	m.reg.MustRegister(c)
+	return c
+}

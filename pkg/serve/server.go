@@ -204,8 +204,10 @@ func (s *Server) build(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	authFailures := s.metrics.adminAuthFailures(admin.AuthWrongToken, admin.AuthRateLimited)
 	if s.admin, err = admin.New(admin.Config{
 		Token: s.cfg.AdminToken, Store: s.store, Sources: adminSources, Now: s.opts.Now, Logger: s.log, Queued: s.queued,
+		AuthFailure: func(reason string) { authFailures.WithLabelValues(reason).Inc() },
 	}); err != nil {
 		return err
 	}
