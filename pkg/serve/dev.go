@@ -76,24 +76,38 @@ func readDevKeys(path string) (devKeys, error) {
 
 func createDevKeys(dir, path string) (devKeys, error) {
 	k := devKeys{WriteKey: "wk_dev_" + randomHex(16), SharedSecret: "whsec_dev_" + randomHex(24)}
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return k, fmt.Errorf("dev source: %w", err)
-	}
 	b, _ := json.MarshalIndent(k, "", "  ")
-	tmp, err := os.CreateTemp(dir, devFile+".*") // 0600
+	made, err := createOnce(dir, devFile, append(b, '\n'))
 	if err != nil {
 		return k, fmt.Errorf("dev source: %w", err)
 	}
-	defer os.Remove(tmp.Name())
-	if err := writeClose(tmp, append(b, '\n')); err != nil {
-		return k, fmt.Errorf("dev source: %w", err)
-	}
-	if err := os.Link(tmp.Name(), path); errors.Is(err, os.ErrExist) {
+	if !made {
 		return readDevKeys(path) // another serve made it first
-	} else if err != nil {
-		return k, fmt.Errorf("dev source: %w", err)
 	}
 	return k, nil
+}
+
+// createOnce writes data to dir/name, readable by its owner only, unless
+// that file exists: made is false then. Two processes starting together
+// agree on one content: the file appears whole, by a link, or not at all.
+func createOnce(dir, name string, data []byte) (made bool, err error) {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return false, err
+	}
+	tmp, err := os.CreateTemp(dir, name+".*") // 0600
+	if err != nil {
+		return false, err
+	}
+	defer os.Remove(tmp.Name())
+	if err := writeClose(tmp, data); err != nil {
+		return false, err
+	}
+	if err := os.Link(tmp.Name(), filepath.Join(dir, name)); errors.Is(err, os.ErrExist) {
+		return false, nil
+	} else if err != nil {
+		return false, err
+	}
+	return true, nil
 }
 
 func randomHex(n int) string {
@@ -131,22 +145,13 @@ func DevAdminToken(stateDir string) (string, error) {
 	if !errors.Is(err, os.ErrNotExist) {
 		return tok, err
 	}
-	if err := os.MkdirAll(stateDir, 0o700); err != nil {
-		return "", fmt.Errorf("dev admin token: %w", err)
-	}
-	tmp, err := os.CreateTemp(stateDir, devTokenFile+".*") // 0600
+	tok = AdminToken()
+	made, err := createOnce(stateDir, devTokenFile, []byte(tok+"\n"))
 	if err != nil {
 		return "", fmt.Errorf("dev admin token: %w", err)
 	}
-	defer os.Remove(tmp.Name())
-	tok = AdminToken()
-	if err := writeClose(tmp, []byte(tok+"\n")); err != nil {
-		return "", fmt.Errorf("dev admin token: %w", err)
-	}
-	if err := os.Link(tmp.Name(), path); errors.Is(err, os.ErrExist) {
+	if !made {
 		return read() // another serve made it first
-	} else if err != nil {
-		return "", fmt.Errorf("dev admin token: %w", err)
 	}
 	return tok, nil
 }

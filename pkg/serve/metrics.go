@@ -221,25 +221,24 @@ func (c *storeCollector) Collect(ch chan<- prometheus.Metric) {
 
 // uiLoginFailures registers and returns the counter of failed logins at
 // the inspector (serve --ui), by reason (inspector.LoginWrongToken,
-// inspector.LoginRateLimited), each at zero from the start.
+// inspector.LoginRateLimited).
 func (m *Metrics) uiLoginFailures(reasons ...string) *prometheus.CounterVec {
-	c := prometheus.NewCounterVec(prometheus.CounterOpts{Name: "evfwd_ui_login_failures_total",
-		Help: "Failed logins at the inspector (serve --ui): wrong_token, a wrong admin token; rate_limited, refused (429) after too many."},
-		[]string{"reason"})
-	for _, r := range reasons {
-		c.WithLabelValues(r)
-	}
-	m.reg.MustRegister(c)
-	return c
+	return m.byReason("evfwd_ui_login_failures_total",
+		"Failed logins at the inspector (serve --ui): wrong_token, a wrong admin token; rate_limited, refused (429) after too many.", reasons)
 }
 
 // adminAuthFailures registers and returns the counter of requests the
 // admin API refused for their token, by reason (admin.AuthWrongToken,
-// admin.AuthRateLimited), each at zero from the start.
+// admin.AuthRateLimited).
 func (m *Metrics) adminAuthFailures(reasons ...string) *prometheus.CounterVec {
-	c := prometheus.NewCounterVec(prometheus.CounterOpts{Name: "evfwd_admin_auth_failures_total",
-		Help: "Admin API requests refused for their token: wrong_token, a wrong admin token; rate_limited, refused (429) after too many."},
-		[]string{"reason"})
+	return m.byReason("evfwd_admin_auth_failures_total",
+		"Admin API requests refused for their token: wrong_token, a wrong admin token; rate_limited, refused (429) after too many.", reasons)
+}
+
+// byReason registers a counter labelled by reason, each of reasons at
+// zero from the start, so that a scrape shows them before the first.
+func (m *Metrics) byReason(name, help string, reasons []string) *prometheus.CounterVec {
+	c := prometheus.NewCounterVec(prometheus.CounterOpts{Name: name, Help: help}, []string{"reason"})
 	for _, r := range reasons {
 		c.WithLabelValues(r)
 	}
