@@ -9,8 +9,8 @@ import (
 	"github.com/evfwd/evfwd/pkg/message"
 	"github.com/evfwd/evfwd/pkg/rawjson"
 	"github.com/evfwd/evfwd/pkg/store"
+	"github.com/evfwd/evfwd/pkg/stored"
 	"github.com/evfwd/evfwd/pkg/storeurl"
-	"github.com/evfwd/evfwd/pkg/webhook"
 )
 
 // preload stores n forwarded track events of the bench source in the store
@@ -39,7 +39,7 @@ func preload(ctx context.Context, url string, n int) error {
 		if err != nil {
 			return err
 		}
-		m, err := webhook.StoredMessage("bench", obj, now, []string{store.DestinationWebhooks})
+		m, err := stored.New("bench", obj, now, []string{store.DestinationWebhooks})
 		if err != nil {
 			return fmt.Errorf("preload: %w", err)
 		}

@@ -17,6 +17,7 @@ import (
 	"github.com/evfwd/evfwd/pkg/message"
 	"github.com/evfwd/evfwd/pkg/rawjson"
 	"github.com/evfwd/evfwd/pkg/store"
+	"github.com/evfwd/evfwd/pkg/stored"
 	"github.com/evfwd/evfwd/pkg/webhook"
 )
 
@@ -441,7 +442,7 @@ func (b *batch) message(obj *rawjson.Object, src *Source, pathType message.Type,
 		}
 	}
 	raw.Fill(newID, clock)
-	m, err := webhook.StoredMessage(src.Name, obj, now, destinations(src, obj))
+	m, err := stored.New(src.Name, obj, now, destinations(src, obj))
 	if err != nil {
 		var me *webhook.MessageError
 		if errors.As(err, &me) {

@@ -33,6 +33,7 @@ import (
 	"time"
 
 	"github.com/evfwd/evfwd/pkg/store"
+	"github.com/evfwd/evfwd/pkg/stored"
 	"github.com/evfwd/evfwd/pkg/webhook"
 )
 
@@ -597,7 +598,7 @@ func (f *Forwarder) deliver(ctx context.Context, l *lane, d store.Delivery, prob
 		c.FirstAttempt = f.cfg.Now()
 	}
 	// Signed per send by the Sender; a wire body is sent as stored.
-	body, err := webhook.StoredBody(d.Body, d.Form)
+	body, err := stored.Body(d.Body, d.Form)
 	if err != nil {
 		// Not something a later attempt can fix.
 		c.Status, c.LastError = store.Failed, err.Error()

@@ -61,7 +61,7 @@ const (
 	// and their rows keep it: the zero value, as their column's default.
 	FormCollected Form = iota
 	// FormWire is the exact webhook body, built once on ingest
-	// (webhook.StoredMessage) and sent as it is.
+	// (stored.New) and sent as it is.
 	FormWire
 )
 
