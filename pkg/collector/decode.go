@@ -384,7 +384,7 @@ func integrationsKey(destination string) string {
 func (b *batch) messages(src *Source, pathType message.Type, now time.Time, newID func() string) (msgs []store.Message, details []Detail, tooLarge bool) {
 	msgs = make([]store.Message, 0, len(b.elems))
 	clock := func() time.Time { return now }
-	var scratch rawjson.Object // each element's members, once StoredMessage has copied them out
+	var scratch rawjson.Object // each element's members, once stored.New has copied them out
 	for i, e := range b.elems {
 		if e.size > MaxMessageBytes {
 			details = append(details, Detail{Index: i, Reason: (&message.SizeError{Size: e.size, Limit: MaxMessageBytes}).Error()})
