@@ -84,6 +84,7 @@ export function diffTable(result, leftLabel, rightLabel) {
   return grid;
 }
 
+// pathSummary lists what differs by path, the first 40.
 export function pathSummary(paths) {
   if (!paths.length) return h('p', {class: 'muted', text: 'Identical.'});
   const words = {chg: 'changed', add: 'added', del: 'removed'};

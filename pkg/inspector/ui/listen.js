@@ -31,7 +31,7 @@ function verdictTitle(sig) {
 export class ListenApp {
   constructor(client) {
     this.client = client;
-    this.keep = 1000;         // the requests kept, as the server keeps them
+    this.keep = 0;            // the requests kept: as many as the server keeps
     this.all = [];            // requests, newest first
     this.byId = new Map();
     this.hay = new Map();     // id → lower-case JSON, for the text filter
@@ -63,7 +63,7 @@ export class ListenApp {
     if (this.client.session.auth === false) { this.showLogin(this.client.listenToken ? 'That token is not this listen\'s.' : ''); return; }
     this.client.onUnauthorized = () => { if (this.events) this.events.stop(); this.showLogin('listen wants its token again (was it restarted with another?).'); };
     const s = this.client.session.listen || {};
-    if (s.keep) this.keep = s.keep;
+    this.keep = s.keep;
     replace($('#summary'),
       summaryItem('listening', s.url),
       summaryItem('forward', s.forwardTo),
@@ -72,7 +72,7 @@ export class ListenApp {
       summaryItem('tolerance', s.tolerance),
       summaryItem('record', s.record || 'memory only', s.record ? 'The record file is the source of truth' : 'Kept in memory while listen runs'),
       summaryItem('version', this.client.session.version));
-    this.buildListenLayout();
+    this.buildLayout();
     this.loadRequests().catch(report);
     if (this.events) this.events.stop();
     // With a token, the stream is read by fetch, which sends it.
@@ -119,7 +119,7 @@ export class ListenApp {
     setTimeout(() => URL.revokeObjectURL(url), 10000);
   }
 
-  buildListenLayout() {
+  buildLayout() {
     const app = clear($('#app'));
     const onFilter = () => {
       this.filter.type = $('#filter-type').value;
@@ -169,11 +169,11 @@ export class ListenApp {
     keyList(tbody, id => this.openOrPick(Number(id)), follow);
     if (!this.keys) { // once: the layout is built again after each login
       this.keys = true;
-      document.addEventListener('keydown', ev => this.listenKeys(ev));
+      document.addEventListener('keydown', ev => this.onKey(ev));
     }
   }
 
-  listenKeys(ev) {
+  onKey(ev) {
     if (!$('#requests')) return; // signed out
     if (ev.key === 'Escape') {
       if (!$('#diff').hidden) this.closeDiff();

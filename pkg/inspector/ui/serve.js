@@ -40,7 +40,7 @@ export class ServeApp {
       summaryItem('store', s.store),
       summaryItem('sources', String((s.sources || []).length), (s.sources || []).map(x => x.name).join(', ')),
       summaryItem('version', this.client.session.version));
-    this.buildServeLayout();
+    this.buildLayout();
     const refresh = throttle(() => { this.loadDeliveries(true).catch(report); this.loadStats().catch(report); }, 1000);
     const refreshStats = throttle(() => this.loadStats().catch(report), 1000);
     const refreshOpen = throttle(() => { if (this.open != null) this.openDelivery(this.open, true).catch(report); }, 1000);
@@ -128,7 +128,7 @@ export class ServeApp {
     return [...set];
   }
 
-  buildServeLayout() {
+  buildLayout() {
     const sources = (this.client.session.serve && this.client.session.serve.sources) || [];
     const meta = this.client.meta;
     const onFilter = () => {
