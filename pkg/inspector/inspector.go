@@ -23,6 +23,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"path"
 	"strconv"
 	"strings"
 
@@ -52,12 +53,31 @@ func Assets() http.Handler {
 		r2 := *r
 		r2.URL = new(*r.URL)
 		r2.URL.Path = strings.TrimPrefix(r.URL.Path, "/assets")
+		if t := assetType(r2.URL.Path); t != "" {
+			h.Set("Content-Type", t)
+		}
 		files.ServeHTTP(w, &r2)
 	})
 }
 
-// csp lets the page run only its own script and style, and be framed by no
-// one; on the API's answers it keeps a browser from running any of them.
+// assetType is the Content-Type of a file of the page, by its extension:
+// set here, not looked up in the system's MIME table, which may give .js
+// another type or none, since a browser runs a module script only when
+// its type is JavaScript's (and nosniff forbids guessing).
+func assetType(name string) string {
+	switch path.Ext(name) {
+	case ".js":
+		return "text/javascript; charset=utf-8"
+	case ".css":
+		return "text/css; charset=utf-8"
+	case ".svg":
+		return "image/svg+xml"
+	}
+	return ""
+}
+
+// csp lets the page run only its own script and style (its ES modules,
+// loaded and imported from this origin), and be framed by no one; on the API's answers it keeps a browser from running any of them.
 const csp = "default-src 'self'; img-src 'self' data:; frame-ancestors 'none'; base-uri 'none'; form-action 'none'"
 
 // newToken returns a fresh random token for CSRF and sessions.

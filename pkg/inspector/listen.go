@@ -292,7 +292,7 @@ func (l *Listen) add(line, body []byte, typ, verdict string, sensitive []string)
 	l.mu.Lock()
 	l.lastID++
 	if typ == "" {
-		typ = "none" // as the type filter names it
+		typ = noType
 	}
 	e := &entry{id: l.lastID, typ: typ, verdict: verdict}
 	e.line = withID(e.id, line)
@@ -319,7 +319,7 @@ func (l *Listen) add(line, body []byte, typ, verdict string, sensitive []string)
 		l.entries = l.entries[1:]
 	}
 	l.mu.Unlock()
-	l.hub.publish("request", e.shown)
+	l.hub.publish(eventRequest, e.shown)
 }
 
 // withID returns the record object line with "id" as its first key.
@@ -483,6 +483,7 @@ func (l *Listen) session(w http.ResponseWriter, r *http.Request) {
 			"url": l.cfg.URL, "forwardTo": l.cfg.ForwardTo, "scheme": l.cfg.Scheme,
 			"secrets": len(l.cfg.Secrets), "tolerance": tol, "record": l.cfg.Record, "keep": Keep,
 		},
+		"meta": newListenMeta(),
 	})
 }
 

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/evfwd/evfwd/pkg/inspector"
+	"github.com/evfwd/evfwd/pkg/message"
 	"github.com/evfwd/evfwd/pkg/receiver"
 	"github.com/evfwd/evfwd/pkg/signature"
 	"github.com/google/go-cmp/cmp"
@@ -826,5 +827,46 @@ func TestHostBeyondLoopback(t *testing.T) {
 		if w.Code != tc.want {
 			t.Errorf("listening on %s, Host %s: %d, want %d", tc.addr, tc.host, w.Code, tc.want)
 		}
+	}
+}
+
+// The lists the page filters by come from the server (GET /api/session's
+// "meta"), and they are the ones GET /api/requests goes by.
+func TestListenSessionMeta(t *testing.T) {
+	b := newBench(t, secret)
+	b.send(t, track, signature.Header, signature.Sign([]byte(secret), []byte(track)))
+	b.send(t, identify, signature.Header, signature.Sign([]byte("wrong"), []byte(identify)))
+	b.send(t, "not json")
+	var s struct {
+		Meta struct {
+			Verdicts []receiver.SigVerdict
+			Types    []message.Type
+			NoType   string
+			Events   []string
+		}
+	}
+	b.getJSON(t, "/api/session", &s)
+	m := s.Meta
+	if diff := cmp.Diff([]receiver.SigVerdict{receiver.SigValid, receiver.SigInvalid, receiver.SigUnchecked}, m.Verdicts); diff != "" {
+		t.Errorf("verdicts:\n%s", diff)
+	}
+	if diff := cmp.Diff(message.Types, m.Types); diff != "" {
+		t.Errorf("types, -message.Types +served:\n%s", diff)
+	}
+	// Each verdict finds its requests: unchecked where listen has no secret.
+	unchecked := newBench(t)
+	unchecked.send(t, track)
+	found := map[receiver.SigVerdict]int{}
+	for _, v := range m.Verdicts {
+		found[v] = len(b.list(t, "?verdict="+string(v))) + len(unchecked.list(t, "?verdict="+string(v)))
+	}
+	if diff := cmp.Diff(map[receiver.SigVerdict]int{receiver.SigValid: 1, receiver.SigInvalid: 2, receiver.SigUnchecked: 1}, found); diff != "" {
+		t.Errorf("requests found by each verdict served:\n%s", diff)
+	}
+	if got := ids(b.list(t, "?type="+m.NoType)); m.NoType == "" || len(got) != 1 || got[0] != 3 {
+		t.Errorf("?type=%s (noType): %v, want the request without a type, [3]", m.NoType, got)
+	}
+	if diff := cmp.Diff([]string{"request"}, m.Events); diff != "" {
+		t.Errorf("events (TestEventsStreamEachRequest reads them):\n%s", diff)
 	}
 }

@@ -358,7 +358,7 @@ func (s *Serve) session(w http.ResponseWriter, r *http.Request) {
 	}
 	writeJSON(w, http.StatusOK, map[string]any{
 		"mode": "serve", "auth": true, "version": s.cfg.Version, "idleMs": s.cfg.SessionIdle.Milliseconds(),
-		"serve": sessionInfo{URL: s.cfg.URL, Store: s.cfg.StoreName, Sources: sources},
+		"serve": sessionInfo{URL: s.cfg.URL, Store: s.cfg.StoreName, Sources: sources}, "meta": newServeMeta(),
 	})
 }
 
@@ -534,7 +534,7 @@ func (s *Serve) retry(w http.ResponseWriter, r *http.Request) {
 	case len(req.IDs) > maxRetryIDs:
 		writeError(w, http.StatusBadRequest, fmt.Sprintf("%d ids: at most %d at a time", len(req.IDs), maxRetryIDs))
 		return
-	case req.Status != "" && req.Status != store.Failed && req.Status != store.Dead:
+	case req.Status != "" && !slices.Contains(retryable(), req.Status):
 		writeError(w, http.StatusBadRequest, fmt.Sprintf("status %q: only failed or dead deliveries are retried", req.Status))
 		return
 	case len(req.IDs) > 0 && (req.Source != "" || req.Endpoint != ""):
@@ -663,7 +663,7 @@ func (s *Serve) Attempt(source string, delivery int64, a webhook.Attempt) {
 	if a.Then == webhook.ThenRetry {
 		ev.RetryAt = admin.WireTime(a.RetryAt)
 	}
-	s.publish("attempt", ev)
+	s.publish(eventAttempt, ev)
 }
 
 // Stored tells the pages that n messages of source were stored, so that
@@ -671,7 +671,7 @@ func (s *Serve) Attempt(source string, delivery int64, a webhook.Attempt) {
 // later in the queue) show up too.
 func (s *Serve) Stored(source string, n int) {
 	if s.hub.watched() {
-		s.publish("stored", map[string]any{"source": source, "messages": n})
+		s.publish(eventStored, map[string]any{"source": source, "messages": n})
 	}
 }
 
@@ -679,7 +679,7 @@ func (s *Serve) Stored(source string, n int) {
 // record, so the pages read it now (an attempt's event comes before).
 func (s *Serve) Finished(source string, delivery int64, status store.Status, _ bool) {
 	if s.hub.watched() {
-		s.publish("delivery", DeliveryEvent{ID: delivery, Source: source, Status: status})
+		s.publish(eventDelivery, DeliveryEvent{ID: delivery, Source: source, Status: status})
 	}
 }
 
@@ -693,7 +693,7 @@ type DeliveryEvent struct {
 // EndpointState implements forwarder.EndpointObserver.
 func (s *Serve) EndpointState(source, url string, state store.Health) {
 	if s.hub.watched() {
-		s.publish("endpoint", EndpointEvent{source, url, state})
+		s.publish(eventEndpoint, EndpointEvent{source, url, state})
 	}
 }
 

@@ -13,6 +13,7 @@ import (
 	"net/http/cookiejar"
 	"net/http/httptest"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -967,4 +968,76 @@ func (l *lockedWriter) Write(p []byte) (int, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.w.Write(p)
+}
+
+// The lists the page shows come from the server (GET /api/session's
+// "meta"), and they are the ones the API goes by: the statuses of
+// ?status=, the statuses POST /api/retry takes, the counts of a minute of
+// GET /api/stats.
+func TestServeSessionMeta(t *testing.T) {
+	b := newServeBench(t, nil)
+	var s struct {
+		Meta struct {
+			Statuses, Retryable []store.Status
+			Series, Events      []string
+		}
+	}
+	b.bearerJSON(t, "/api/session", &s)
+	m := s.Meta
+	if diff := cmp.Diff(store.Statuses, m.Statuses); diff != "" {
+		t.Errorf("statuses, -store.Statuses +served:\n%s", diff)
+	}
+	for _, st := range m.Statuses {
+		if code, body, _ := b.call(t, nil, "GET", "/api/deliveries?status="+string(st), "", "Authorization", "Bearer "+adminToken); code != 200 {
+			t.Errorf("GET /api/deliveries?status=%s: %d %s", st, code, body)
+		}
+		code, body := b.retry(t, `{"status":"`+string(st)+`"}`)
+		if retries := slices.Contains(m.Retryable, st); retries != (code == 200) {
+			t.Errorf("POST /api/retry status %s: %d %s; served as retryable: %v", st, code, body, retries)
+		}
+	}
+	if len(m.Retryable) == 0 {
+		t.Error("no retryable status served")
+	}
+
+	var stats struct {
+		Endpoints []struct{ Minutes []map[string]any }
+	}
+	b.bearerJSON(t, "/api/stats", &stats)
+	minute := stats.Endpoints[0].Minutes[0]
+	counts := []string{}
+	for k, v := range minute {
+		if _, ok := v.(float64); ok {
+			counts = append(counts, k)
+		}
+	}
+	slices.Sort(counts)
+	if diff := cmp.Diff(counts, slices.Sorted(slices.Values(m.Series))); diff != "" {
+		t.Errorf("series, -a minute's counts +served:\n%s", diff)
+	}
+	// The events are those the observer's calls send.
+	rd := b.streamOpen(t, "Authorization", "Bearer "+adminToken).(*bufio.Reader)
+	b.insp.Attempt("web", 1, webhook.Attempt{URL: okURL, Start: serveT0, Status: 200, Outcome: webhook.Delivered})
+	b.insp.Finished("web", 1, store.Delivered, false)
+	b.insp.EndpointState("web", okURL, store.EndpointClosed)
+	b.insp.Stored("web", 1)
+	var sent []string
+	for len(sent) < 4 {
+		line, err := rd.ReadString('\n')
+		if err != nil {
+			t.Fatalf("events: %v after %q", err, sent)
+		}
+		if name, ok := strings.CutPrefix(line, "event: "); ok {
+			sent = append(sent, strings.TrimSpace(name))
+		}
+	}
+	if diff := cmp.Diff(sent, m.Events); diff != "" {
+		t.Errorf("events, -sent +served:\n%s", diff)
+	}
+
+	// Without a session or the token, no meta: the page asks for the
+	// token first.
+	if _, body, _ := b.call(t, nil, "GET", "/api/session", ""); strings.Contains(string(body), "meta") {
+		t.Errorf("session signed out: %s", body)
+	}
 }

@@ -136,6 +136,10 @@ type Minute struct {
 	Latency   Latency `json:"latencyMs"`
 }
 
+// minuteSeries are the JSON names of Minute's counts, in the order the page
+// stacks them, from the bottom.
+func minuteSeries() []string { return []string{"delivered", "retried", "failed"} }
+
 // Latency is the attempts' latency in a minute, in milliseconds; zero
 // when there were none.
 type Latency struct {

@@ -1,0 +1,366 @@
+// serve's delivery log: deliveries with their attempts, retries, and a
+// per-minute chart per endpoint. The statuses, the filters, the chart's
+// series and the events are the server's, from GET /api/session's "meta".
+
+import {$, h, replace, isEditable, throttle, debounce, toast, report, guarded} from './dom.js';
+import {fmtStamp, fmtMs, statusClass, jsonBlock} from './format.js';
+import {keyList, focusRow, ensureRoving, field, section, select, summaryItem} from './widgets.js';
+import {renderChart, markEndpoint} from './chart.js';
+import {connectEvents} from './sse.js';
+import {showLogin} from './login.js';
+
+export class ServeApp {
+  constructor(client) {
+    this.client = client;
+    this.deliveries = [];
+    this.next = null;
+    this.filter = {source: '', status: '', endpoint: ''};
+    this.open = null;
+    this.seq = 0;
+    this.detailSeq = 0;
+    this.events = null;
+    this.tick = null;       // the chart's refresh timer
+    this.keys = false;      // the page's keys are bound
+    this.rowCache = null;
+  }
+
+  start() {
+    document.body.classList.add('mode-serve');
+    $('#mode-name').textContent = 'serve inspector';
+    this.client.onUnauthorized = () => {
+      // Signed out (idle too long, logged out elsewhere, serve restarted):
+      // stop what the signed-in page ran; a login starts it anew.
+      this.signedOut('The session has ended: enter the admin token again.');
+    };
+    if (!this.client.session.auth) { this.showLogin(this.client.sessionID() ? 'The session has ended: enter the admin token again.' : ''); this.client.keepSession(''); return; }
+    this.logoutButton().hidden = false;
+    const s = this.client.session.serve || {};
+    replace($('#summary'),
+      summaryItem('serving', s.url),
+      summaryItem('store', s.store),
+      summaryItem('sources', String((s.sources || []).length), (s.sources || []).map(x => x.name).join(', ')),
+      summaryItem('version', this.client.session.version));
+    this.buildLayout();
+    const refresh = throttle(() => { this.loadDeliveries(true).catch(report); this.loadStats().catch(report); }, 1000);
+    const refreshStats = throttle(() => this.loadStats().catch(report), 1000);
+    const refreshOpen = throttle(() => { if (this.open != null) this.openDelivery(this.open, true).catch(report); }, 1000);
+    this.events = connectEvents(this.client, this.client.meta.events, (name, ev) => {
+      if (name === 'endpoint') { markEndpoint(ev); refreshStats(); return; }
+      if (name === 'stored') { refresh(); return; }
+      refresh();
+      // Only the delivery on screen is re-read, so a reader is not disturbed.
+      // An attempt's event comes before its outcome is on record; the
+      // delivery's event, after.
+      const id = name === 'delivery' ? ev.id : ev.delivery;
+      if (id === this.open) refreshOpen();
+    }, () => { refresh(); refreshOpen(); }, true);
+    this.loadDeliveries(false).catch(report);
+    this.loadStats().catch(report);
+    // The chart's window moves on even when nothing happens.
+    clearInterval(this.tick);
+    this.tick = setInterval(() => this.loadStats().catch(report), 30000);
+  }
+
+  // signedOut stops what the signed-in page ran and asks for the token.
+  signedOut(note) {
+    this.client.keepSession('');
+    if (this.events) { this.events.stop(); this.events = null; }
+    clearInterval(this.tick);
+    this.showLogin(note);
+  }
+
+  // logoutButton is the header's "Log out", made once.
+  logoutButton() {
+    let b = $('#logout');
+    if (!b) {
+      b = h('button', {type: 'button', id: 'logout', hidden: true, title: 'End this session: the page asks for the admin token again',
+        text: 'Log out', onclick: guarded(() => this.logout())});
+      $('#live').after(b);
+    }
+    return b;
+  }
+
+  // logout ends the session on the server (DELETE /api/session), then here.
+  async logout() {
+    try {
+      await this.client.api('/api/session', {method: 'DELETE', as: 'text'});
+    } finally {
+      this.signedOut('Logged out.');
+    }
+  }
+
+  showLogin(note) {
+    if ($('#logout')) $('#logout').hidden = true;
+    showLogin({
+      title: 'Admin token', inputId: 'token', autocomplete: 'current-password', button: 'Sign in',
+      help: note || 'evfwd serve asks for its admin token. The session stays in this tab only, and ends on Log out, after ' + this.idleText() + ' without use, or when serve restarts.',
+      // Password managers want a user name beside a password.
+      extra: h('input', {type: 'text', name: 'username', autocomplete: 'username', value: 'evfwd admin', hidden: true, tabindex: '-1', 'aria-hidden': 'true'}),
+      onSubmit: (token, err) => this.login(token, err).catch(report),
+    });
+  }
+
+  idleText() {
+    // Before a login, the session answer says nothing: serve's default.
+    const hours = Math.round((this.client.session.idleMs || 12 * 3600 * 1000) / 3600000);
+    return hours === 1 ? 'an hour' : hours + ' hours';
+  }
+
+  async login(token, err) {
+    err.textContent = '';
+    try {
+      const res = await this.client.post('/api/session', {token}, true);
+      this.client.keepSession(res.session);
+    } catch (e) {
+      err.textContent = e.status === 403 ? 'That is not the admin token.' : e.message;
+      $('#token').select();
+      return;
+    }
+    await this.client.loadSession();
+    if (!this.client.session.auth) { err.textContent = 'Signed in, but the session was not kept.'; return; }
+    document.body.classList.remove('mode-serve');
+    this.start();
+  }
+
+  allEndpoints() {
+    const set = new Set();
+    for (const s of (this.client.session.serve && this.client.session.serve.sources) || []) for (const e of s.endpoints || []) set.add(e);
+    return [...set];
+  }
+
+  buildLayout() {
+    const sources = (this.client.session.serve && this.client.session.serve.sources) || [];
+    const meta = this.client.meta;
+    const onFilter = () => {
+      this.filter.source = $('#filter-source').value;
+      this.filter.status = $('#filter-status').value;
+      this.filter.endpoint = $('#filter-endpoint').value;
+      this.updateRetryButtons();
+      this.loadDeliveries(false).catch(report);
+    };
+    const chart = h('section', {id: 'chart', class: 'chart', 'aria-label': 'Endpoints: attempts per minute and latency, last hour'},
+      h('p', {class: 'muted pad', text: 'Loading the chart…'}));
+    const toolbar = h('div', {class: 'toolbar', role: 'search'},
+      select('filter-source', 'Source', [['', 'All sources']].concat(sources.map(s => [s.name, s.name])), '', onFilter),
+      select('filter-status', 'Status', [['', 'All statuses']].concat(meta.statuses.map(s => [s, s])), '', onFilter),
+      select('filter-endpoint', 'Endpoint', [['', 'All endpoints']].concat(this.allEndpoints().map(u => [u, u])), '', onFilter),
+      h('span', {id: 'count', class: 'muted', 'aria-live': 'polite'}),
+      h('span', {class: 'spacer'}),
+      meta.retryable.map(st => h('button', {type: 'button', id: 'retry-' + st, onclick: guarded(() => this.retryAll(st))})),
+      h('button', {type: 'button', id: 'refresh', title: 'Reload the list and the chart', text: 'Refresh',
+        onclick: () => { this.loadDeliveries(true).catch(report); this.loadStats().catch(report); }}));
+    const thead = h('thead', null, h('tr', null,
+      ['ID', 'Created', 'Source', 'Type', 'Message ID', 'Status', 'Attempts', 'Last error'].map(t =>
+        h('th', {scope: 'col', class: 'c-' + t.toLowerCase().replace(/ /g, ''), text: t}))));
+    const tbody = h('tbody');
+    const table = h('table', {id: 'deliveries', class: 'grid', 'aria-label': 'Deliveries, newest first'}, thead, tbody);
+    const more = h('button', {type: 'button', id: 'load-more', hidden: true, text: 'Load more', onclick: guarded(() => this.loadMore())});
+    const detail = h('aside', {id: 'delivery', class: 'panel', 'aria-label': 'Delivery detail', hidden: true, tabindex: '-1'});
+    replace($('#app'),
+      h('details', {class: 'chart-wrap', open: true}, h('summary', {text: 'Endpoints, last hour'}), chart),
+      toolbar,
+      h('div', {class: 'split'}, h('div', {class: 'list', id: 'list'}, table, h('div', {id: 'empty', class: 'empty', hidden: true}), h('div', {class: 'more'}, more)), detail));
+    this.updateRetryButtons();
+    tbody.addEventListener('click', ev => {
+      const row = ev.target.closest('tr[data-id]');
+      if (row) this.openDelivery(Number(row.dataset.id)).catch(report);
+    });
+    keyList(tbody, id => this.openDelivery(Number(id)).catch(report),
+      debounce(id => { if (this.open != null) this.openDelivery(Number(id)).catch(report); }, 150));
+    if (!this.keys) { // once: the layout is built again after each login
+      this.keys = true;
+      document.addEventListener('keydown', ev => {
+        if (!$('#delivery')) return;
+        if (ev.key === 'Escape' && this.open != null && !$('#delivery').hidden) { ev.preventDefault(); this.closeDelivery(); return; }
+        if (isEditable(ev.target) || ev.ctrlKey || ev.metaKey || ev.altKey) return;
+        if (ev.key === '/') { ev.preventDefault(); $('#filter-source').focus(); }
+      });
+    }
+  }
+
+  // updateRetryButtons says what "Retry all" of each status the server
+  // retries would send again under the filters.
+  updateRetryButtons() {
+    const {source, endpoint} = this.filter;
+    const narrow = [source, endpoint && hostOf(endpoint)].filter(Boolean).join(', ');
+    const of = (source ? ' of source ' + source : '') + (endpoint ? ' tried at ' + endpoint : '');
+    for (const st of this.client.meta.retryable) {
+      const b = $('#retry-' + st);
+      b.textContent = 'Retry all ' + st + (narrow ? ' (' + narrow + ')' : '');
+      b.title = 'Send every ' + st + ' delivery' + of + ' again';
+    }
+  }
+
+  deliveriesQuery(extra) {
+    const q = new URLSearchParams();
+    for (const k of ['source', 'status', 'endpoint']) if (this.filter[k]) q.set(k, this.filter[k]);
+    for (const k in extra || {}) q.set(k, extra[k]);
+    const s = q.toString();
+    return '/api/deliveries' + (s ? '?' + s : '');
+  }
+
+  // loadDeliveries reloads the first page; keep=true (a live refresh) asks
+  // for as many as are shown, so that "load more" pages are not lost.
+  async loadDeliveries(keep) {
+    const seq = ++this.seq;
+    const limit = keep ? Math.min(1000, Math.max(100, this.deliveries.length)) : 100;
+    const data = await this.client.api(this.deliveriesQuery({limit}));
+    if (seq !== this.seq) return;
+    this.deliveries = data.deliveries || [];
+    this.next = data.next != null ? data.next : null;
+    this.renderDeliveries();
+  }
+
+  async loadMore() {
+    if (this.next == null) return;
+    const seq = ++this.seq;
+    const data = await this.client.api(this.deliveriesQuery({before: this.next, limit: 100}));
+    if (seq !== this.seq) return;
+    const have = new Set(this.deliveries.map(d => d.id));
+    this.deliveries = this.deliveries.concat((data.deliveries || []).filter(d => !have.has(d.id)));
+    this.next = data.next != null ? data.next : null;
+    this.renderDeliveries();
+  }
+
+  renderDeliveries() {
+    const tbody = $('#deliveries tbody');
+    const focused = document.activeElement && document.activeElement.closest && document.activeElement.closest('#deliveries tr[data-id]');
+    const keep = focused ? focused.dataset.id : (tbody.querySelector('tr[tabindex="0"]') || {dataset: {}}).dataset.id;
+    // A live refresh keeps the rows that did not change, and the DOM is
+    // not touched when none did: a click pressed on a row while the list
+    // is redrawn would reach no row.
+    const rows = this.deliveries.map(d => this.reuseRow(d));
+    if (rows.length !== tbody.children.length || rows.some((r, i) => tbody.children[i] !== r)) replace(tbody, rows);
+    this.rowCache = new Map(rows.map(r => [Number(r.dataset.id), r]));
+    ensureRoving(tbody, keep);
+    if (focused) { const row = tbody.querySelector('tr[data-id="' + keep + '"]'); if (row) row.focus(); }
+    $('#load-more').hidden = this.next == null;
+    const n = this.deliveries.length;
+    $('#count').textContent = n + (n === 1 ? ' delivery' : ' deliveries') + (this.next != null ? ' (more below)' : '');
+    const empty = $('#empty');
+    empty.hidden = n > 0;
+    if (!n) replace(empty, h('p', {text: this.filter.source || this.filter.status || this.filter.endpoint ? 'No delivery matches the filters.' : 'No deliveries yet.'}));
+  }
+
+  // reuseRow returns d's row as drawn before when d is unchanged, else a new
+  // one. (Which row is open is marked on the rows in place.)
+  reuseRow(d) {
+    const key = JSON.stringify(d);
+    const old = this.rowCache && this.rowCache.get(d.id);
+    if (old && old.rowKey === key) return old;
+    const row = this.deliveryRow(d);
+    row.rowKey = key;
+    return row;
+  }
+
+  deliveryRow(d) {
+    return h('tr', {tabindex: '-1', class: this.open === d.id ? 'open' : null, 'aria-current': this.open === d.id ? 'true' : null,
+      data: {id: d.id, status: d.status}},
+      h('td', {class: 'c-id num', text: d.id}),
+      h('td', {class: 'c-created', title: d.createdAt, text: fmtStamp(d.createdAt)}),
+      h('td', {class: 'c-source', text: d.source}),
+      h('td', {class: 'c-type', text: d.type || ''}),
+      h('td', {class: 'c-messageid mono', title: d.messageId, text: d.messageId}),
+      h('td', {class: 'c-status'}, h('span', {class: 'badge st-' + d.status, text: d.status})),
+      h('td', {class: 'c-attempts num', text: d.attempts}),
+      h('td', {class: 'c-lasterror', title: d.lastError || '', text: d.lastError || ''}));
+  }
+
+  closeDelivery() {
+    const id = this.open;
+    this.open = null;
+    $('#delivery').hidden = true;
+    document.body.classList.remove('detail-open');
+    for (const r of $('#deliveries tbody').querySelectorAll('tr.open')) { r.classList.remove('open'); r.removeAttribute('aria-current'); }
+    const row = $('#deliveries tbody tr[data-id="' + id + '"]');
+    if (row) focusRow($('#deliveries tbody'), row);
+  }
+
+  async openDelivery(id, quiet) {
+    const seq = ++this.detailSeq;
+    this.open = id;
+    for (const r of $('#deliveries tbody').querySelectorAll('tr[data-id]')) {
+      const on = Number(r.dataset.id) === id;
+      r.classList.toggle('open', on);
+      if (on) r.setAttribute('aria-current', 'true'); else r.removeAttribute('aria-current');
+    }
+    const panel = $('#delivery');
+    panel.hidden = false;
+    document.body.classList.add('detail-open');
+    if (!quiet) replace(panel, this.deliveryHead(id), h('p', {class: 'muted pad', text: 'Loading…'}));
+    let d;
+    try {
+      d = await this.client.api('/api/deliveries/' + id);
+    } catch (e) {
+      if (seq === this.detailSeq) replace(panel, this.deliveryHead(id), h('p', {class: 'error pad', text: e.message}));
+      throw e;
+    }
+    if (seq !== this.detailSeq) return;
+    const top = panel.scrollTop;
+    this.renderDelivery(panel, d);
+    if (quiet) panel.scrollTop = top;
+  }
+
+  deliveryHead(id, d) {
+    return h('div', {class: 'panel-head'},
+      h('h2', null, 'Delivery ', h('span', {class: 'muted', text: '#' + id}), d ? [' ', h('span', {class: 'badge st-' + d.status, text: d.status})] : null),
+      h('button', {type: 'button', class: 'icon', 'aria-label': 'Close detail (Esc)', title: 'Close (Esc)', text: '×', onclick: () => this.closeDelivery()}));
+  }
+
+  renderDelivery(panel, d) {
+    const retryable = this.client.meta.retryable;
+    const canRetry = retryable.includes(d.status);
+    const which = retryable.join(' or ');
+    const focusedRetry = document.activeElement && document.activeElement.id === 'retry';
+    const retry = h('button', {type: 'button', id: 'retry', class: 'primary', disabled: !canRetry,
+      title: canRetry ? 'Send this delivery again now' : 'Only ' + which + ' deliveries can be retried', text: 'Retry',
+      onclick: guarded(async () => {
+        const res = await this.client.post('/api/retry', {ids: [d.id]});
+        toast(res.retried + ' retried');
+        await Promise.all([this.loadDeliveries(true), this.openDelivery(d.id, true)]);
+      })});
+    const attempts = (d.attemptRecords || []).map((a, i) => h('li', {class: 'attempt', data: {status: a.status || 0, outcome: a.outcome || ''}},
+      h('div', {class: 'attempt-line'},
+        h('span', {class: 'muted', text: (i + 1) + '.'}), ' ',
+        h('span', {class: 'mono', title: a.start, text: fmtStamp(a.start)}), ' ',
+        h('strong', {class: statusClass(a.status), text: a.status ? String(a.status) : '–'}), ' ',
+        h('span', {text: fmtMs(a.latencyMs)}), ' ',
+        h('span', {class: 'tag', text: a.class}), ' ',
+        h('span', {class: 'tag outcome-' + a.outcome, text: a.outcome})),
+      h('div', {class: 'mono small', text: a.url}),
+      a.error ? h('div', {class: 'error small', text: a.error}) : null,
+      a.bodyExcerpt ? jsonBlock(a.bodyExcerpt, 'excerpt') : null));
+    replace(panel, this.deliveryHead(d.id, d),
+      h('div', {class: 'actions'}, retry, canRetry ? null : h('span', {class: 'muted', text: 'Retry applies to ' + which + ' deliveries.'})),
+      h('div', {class: 'panel-body'},
+        h('dl', {class: 'fields'},
+          field('Source', d.source), field('Destination', d.destination), field('Type', d.type), field('User', d.userId),
+          field('Message', d.messageId, 'mono'), field('Attempts', String(d.attempts)),
+          field('Created', fmtStamp(d.createdAt), 'mono'), field('First attempt', fmtStamp(d.firstAttempt), 'mono'),
+          field('Next attempt', fmtStamp(d.nextAttempt), 'mono'), field('Updated', fmtStamp(d.updatedAt), 'mono'),
+          field('Last error', d.lastError, 'error')),
+        section('Attempts (' + attempts.length + ')', true, attempts.length ? h('ol', {id: 'attempts', class: 'attempts'}, attempts) : [h('ol', {id: 'attempts', class: 'attempts'}), h('p', {class: 'muted', text: 'No attempt yet.'})]),
+        section('Message', true, d.message != null ? jsonBlock(d.message) : h('p', {class: 'muted', text: 'No message body.'}))));
+    if (focusedRetry) $('#retry').focus();
+  }
+
+  async retryAll(status) {
+    const body = {status};
+    if (this.filter.source) body.source = this.filter.source;
+    if (this.filter.endpoint) body.endpoint = this.filter.endpoint;
+    const res = await this.client.post('/api/retry', body);
+    const of = [body.source && 'of ' + body.source, body.endpoint && 'to ' + body.endpoint].filter(Boolean).join(' ');
+    toast(res.retried + ' retried' + (res.retried ? '' : ': no ' + status + ' delivery' + (of ? ' ' + of : '')));
+    await this.loadDeliveries(true);
+    if (this.open != null) await this.openDelivery(this.open, true);
+  }
+
+  async loadStats() {
+    const data = await this.client.api('/api/stats');
+    renderChart(data.endpoints || [], this.client.meta.series);
+  }
+}
+
+function hostOf(url) {
+  try { return new URL(url).host; } catch (e) { return url; }
+}
