@@ -602,13 +602,28 @@ func (f *Forwarder) deliver(ctx context.Context, l *lane, d store.Delivery, prob
 		// message later.
 		res.Outcome = webhook.Retryable
 	}
+	c, retry := f.outcome(d, c, res)
+	if reportLater {
+		if retry {
+			undecided.Then, undecided.RetryAt = webhook.ThenRetry, c.NextAttempt
+		} else {
+			undecided.Then = webhook.ThenGiveUp
+		}
+		f.cfg.Observer.Attempt(l.source, d.ID, undecided)
+	}
+	f.complete(l, c, retry, g.closes)
+}
+
+// outcome completes c, d's completion, from res: its attempts' records,
+// the last error, and what follows, by the retry policy; retry is true
+// when another attempt is scheduled.
+func (f *Forwarder) outcome(d store.Delivery, c store.Completion, res webhook.Result) (_ store.Completion, retry bool) {
 	for _, a := range res.Attempts {
 		c.Records = append(c.Records, record(c.Attempts, a))
 	}
 	if last := res.Last(); last != nil && !res.Delivered() {
 		c.LastError = describe(last)
 	}
-	retry := false
 	switch res.Outcome {
 	case webhook.Delivered:
 		c.Status = store.Delivered
@@ -627,15 +642,7 @@ func (f *Forwarder) deliver(ctx context.Context, l *lane, d store.Delivery, prob
 			c.Status = store.Failed
 		}
 	}
-	if reportLater {
-		if retry {
-			undecided.Then, undecided.RetryAt = webhook.ThenRetry, c.NextAttempt
-		} else {
-			undecided.Then = webhook.ThenGiveUp
-		}
-		f.cfg.Observer.Attempt(l.source, d.ID, undecided)
-	}
-	f.complete(l, c, retry, g.closes)
+	return c, retry
 }
 
 // deliveryLog is the key-value list of a finished delivery's log line. A
