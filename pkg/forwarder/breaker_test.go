@@ -374,8 +374,7 @@ func drained(t *testing.T, r *running, source string) {
 	t.Helper()
 	l := r.lanes[source]
 	await(t, &r.tracer.changed, "no delivery of "+source+" in flight", func() bool {
-		l.mu.Lock()
-		defer l.mu.Unlock()
-		return l.inflight == 0
+		_, _, busy := l.inflight.look()
+		return !busy
 	})
 }

@@ -96,8 +96,9 @@ type Config struct {
 type Forwarder struct {
 	cfg   Config
 	lanes map[string]*lane
-	sem   chan struct{} // a token per delivery in flight
-	wg    sync.WaitGroup
+	// tokens bound the deliveries in flight in the process; every lane's
+	// inflight shares them, and Run waits for them all back.
+	tokens tokens
 	// workers run the deliveries, on goroutines kept between them.
 	workers *workers
 
@@ -114,8 +115,8 @@ type Forwarder struct {
 	endpoints EndpointObserver // cfg.Observer when it is one
 
 	// running is Run's delivery context while Run accepts fresh
-	// deliveries, nil before and after; mu guards it so that no claim adds
-	// to wg once Run waits on it.
+	// deliveries, nil before and after; mu guards it so that no claim
+	// takes a token once Run waits for them all.
 	mu      sync.Mutex
 	running context.Context
 
@@ -150,14 +151,10 @@ type lane struct {
 	source string
 	dest   *webhook.Destination
 	// breakers[i] is endpoint i's health (nil with the breaker off); two
-	// endpoints with one URL share one. held are the prefixes of the last
-	// error of deliveries that waited on them (see release).
+	// endpoints with one URL share one.
 	breakers []*breaker
 	wake     chan struct{}
-	mu       sync.Mutex
-	inflight int              // leased by the lane, in flight
-	ready    []store.Delivery // leased by the lane ahead, waiting for a slot
-	fresh    int              // claimed by Ingest, in flight
+	inflight inflight // what the lane holds, and its share of the tokens
 }
 
 // New checks cfg and returns a Forwarder.
@@ -193,10 +190,11 @@ func New(cfg Config) (*Forwarder, error) {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
 	cfg.Breaker = cfg.Breaker.withDefaults(cfg.Policy)
-	f := &Forwarder{cfg: cfg, lanes: map[string]*lane{}, sem: make(chan struct{}, cfg.MaxInFlight), workers: newWorkers(workerIdle)}
+	f := &Forwarder{cfg: cfg, lanes: map[string]*lane{}, tokens: make(tokens, cfg.MaxInFlight), workers: newWorkers(workerIdle)}
 	f.endpoints, _ = cfg.Observer.(EndpointObserver)
 	for source, dest := range cfg.Destinations {
-		l := &lane{source: source, dest: dest, wake: make(chan struct{}, 1)}
+		l := &lane{source: source, dest: dest, wake: make(chan struct{}, 1),
+			inflight: inflight{tokens: f.tokens, perSource: cfg.PerSource}}
 		if !cfg.Breaker.Disabled {
 			byURL := map[string]*breaker{}
 			for _, ep := range dest.Endpoints {
@@ -267,7 +265,7 @@ func (f *Forwarder) Run(ctx context.Context) error {
 	f.running = nil
 	f.mu.Unlock()
 	done := make(chan struct{})
-	go func() { f.wg.Wait(); close(done) }()
+	go func() { f.tokens.waitIdle(); close(done) }()
 	after := f.after
 	if after == nil {
 		after = time.After
@@ -280,7 +278,7 @@ func (f *Forwarder) Run(ctx context.Context) error {
 		<-done
 	}
 	for _, l := range f.lanes {
-		f.unready(l)
+		f.giveBackAhead(l)
 	}
 	close(f.completions)
 	<-recorded
@@ -318,79 +316,77 @@ func (f *Forwarder) runLane(ctx, deliverCtx context.Context, l *lane) {
 // for and starts them. It reports whether it started any and whether it
 // got all it asked for.
 func (f *Forwarder) fill(ctx, deliverCtx context.Context, l *lane) (got, full bool) {
-	l.mu.Lock()
-	room, queued, busy := f.cfg.PerSource-l.inflight, len(l.ready), l.inflight > 0
-	l.mu.Unlock()
-	// A busy lane leases ahead (l.ready), so that a slot that frees takes
-	// its next delivery at once instead of waiting for a Lease round trip
-	// (on PostgreSQL a third of a delivery's time).
-	extra := 0
-	if busy {
-		extra = max(0, f.readAhead()-queued)
-	}
-	// Endpoints' health: when every one is open, lease nothing until a
-	// probe is due, and then one delivery, to make it.
-	var probe *breaker
-	switch m, b := l.mode(f.cfg.Now()); m {
-	case modeNone:
-		f.unready(l)
-		return false, false
-	case modeProbe:
-		f.unready(l)
-		probe, room, extra = b, min(room, 1), 0
-	}
-	room = max(room, 0)
-	// A busy lane waits until it can lease a group: a Lease costs about
-	// as much for one delivery as for many.
-	if room+extra == 0 || busy && room+extra < f.leaseMin() {
+	p, probe := f.plan(l)
+	if p.slots+p.ahead == 0 {
 		return false, false
 	}
-	tokens := 0
-	if room > 0 {
-		select {
-		case f.sem <- struct{}{}:
-			tokens = 1
-		default:
-			if extra > 0 {
-				break // lease ahead only
-			}
-			// Wait for the first token rather than sleep a whole Poll:
-			// another lane may hold them only for its Lease and hand them
-			// back unused, which wakes no one. Say so first (to a test).
-			f.tell(l, laneStarved, 0)
-			select {
-			case f.sem <- struct{}{}:
-				tokens = 1
-			case <-ctx.Done():
-				return false, false
-			}
-		}
-	}
-	if probe != nil {
-		// Admitted now, so the next pass does not lease a second probe.
-		if ok, _, changed := probe.admit(f.cfg.Now()); !ok {
-			<-f.sem
-			return false, false
-		} else if changed {
-			f.transition(l, probe)
-		}
-	}
-	for tokens > 0 && tokens < room {
-		select {
-		case f.sem <- struct{}{}:
-			tokens++
-			continue
-		default:
-		}
-		break
+	n, ok := f.takeTokens(ctx, l, p)
+	if !ok || probe != nil && !f.admitProbe(l, probe, n) {
+		return false, false
 	}
 	// Deliveries leased ahead go first.
-	var ds []store.Delivery
-	l.mu.Lock()
-	n := min(tokens, len(l.ready))
-	ds, l.ready = append(ds, l.ready[:n]...), l.ready[n:]
-	l.mu.Unlock()
-	limit := tokens - len(ds) + extra
+	first := l.inflight.takeAhead(n)
+	limit := n - len(first) + p.ahead
+	leased := f.lease(ctx, l, limit)
+	if probe != nil && len(leased) == 0 {
+		f.noProbeDue(ctx, l, probe)
+	}
+	for _, d := range l.inflight.start(n, first, leased) {
+		f.workers.run(func() { f.send(ctx, deliverCtx, l, d, probe) })
+	}
+	return len(leased) > 0, len(leased) == limit
+}
+
+// plan decides what a pass of l leases (planLease), from what l holds and
+// its endpoints' health. When every endpoint is open, what l leased ahead
+// goes back: what it leases next is a probe, or nothing.
+func (f *Forwarder) plan(l *lane) (leasePlan, *breaker) {
+	room, queued, busy := l.inflight.look()
+	m, probe := l.mode(f.cfg.Now())
+	if m != modeAll {
+		f.giveBackAhead(l)
+	}
+	return planLease(m, room, queued, busy, f.readAhead(), f.leaseMin()), probe
+}
+
+// takeTokens takes a process token for each of p's slots that one is free
+// for, and reports false when ctx ended first. With none free, a pass
+// that also leases ahead does only that; one that does not waits for the
+// first token rather than sleep a whole Poll: another lane may hold them
+// only for its Lease and hand them back unused, which wakes no one.
+func (f *Forwarder) takeTokens(ctx context.Context, l *lane, p leasePlan) (int, bool) {
+	if p.slots == 0 {
+		return 0, true
+	}
+	if !f.tokens.tryTake() {
+		if p.ahead > 0 {
+			return 0, true
+		}
+		f.tell(l, laneStarved, 0) // say so first (to a test)
+		if !f.tokens.take(ctx) {
+			return 0, false
+		}
+	}
+	return 1 + f.tokens.takeUpTo(p.slots-1), true
+}
+
+// admitProbe admits the pass's probe before its Lease, so that the next
+// pass does not lease a second. When the probe is no longer due, the
+// pass's tokens go back and it leases nothing.
+func (f *Forwarder) admitProbe(l *lane, probe *breaker, tokens int) bool {
+	ok, _, changed := probe.admit(f.cfg.Now())
+	if !ok {
+		f.tokens.handBack(tokens)
+		return false
+	}
+	if changed {
+		f.transition(l, probe)
+	}
+	return true
+}
+
+// lease leases up to limit due deliveries of l's source.
+func (f *Forwarder) lease(ctx context.Context, l *lane, limit int) []store.Delivery {
 	leased, err := f.cfg.Store.Lease(ctx, store.LeaseRequest{
 		Owner: f.cfg.Owner, Source: l.source, Limit: limit, Now: f.cfg.Now(), TTL: f.cfg.LeaseTTL,
 	})
@@ -398,38 +394,26 @@ func (f *Forwarder) fill(ctx, deliverCtx context.Context, l *lane) (got, full bo
 		f.cfg.Logger.Error("lease deliveries", "source", l.source, "err", err)
 	}
 	f.tell(l, laneLeased, len(leased))
-	if probe != nil && len(leased) == 0 {
-		// Nothing is due to make the probe with. Held deliveries wait for
-		// one: make them due, and the next pass takes one. With none, the
-		// probe waits a step (each failed delivery's own next attempt is
-		// due by then or later, and probes it).
-		now := f.cfg.Now()
-		probe.unused(now)
-		n, err := f.cfg.Store.Release(ctx, l.source, []string{heldError}, now)
-		if err != nil && ctx.Err() == nil {
-			f.cfg.Logger.Error("release held deliveries", "source", l.source, "err", err)
-		}
-		if n == 0 {
-			probe.postpone(now)
-		} else {
-			l.poke()
-		}
-		f.transition(l, probe)
+	return leased
+}
+
+// noProbeDue handles a probe's Lease that found nothing due to make the
+// probe with. Held deliveries wait for one: they are made due, and the
+// next pass takes one. With none, the probe waits a step (each failed
+// delivery's own next attempt is due by then or later, and probes it).
+func (f *Forwarder) noProbeDue(ctx context.Context, l *lane, probe *breaker) {
+	now := f.cfg.Now()
+	probe.unused(now)
+	n, err := f.cfg.Store.Release(ctx, l.source, []string{heldError}, now)
+	if err != nil && ctx.Err() == nil {
+		f.cfg.Logger.Error("release held deliveries", "source", l.source, "err", err)
 	}
-	n = min(tokens-len(ds), len(leased))
-	ds = append(ds, leased[:n]...)
-	for range tokens - len(ds) {
-		<-f.sem
+	if n == 0 {
+		probe.postpone(now)
+	} else {
+		l.poke()
 	}
-	l.mu.Lock()
-	l.ready = append(l.ready, leased[n:]...)
-	l.inflight += len(ds)
-	l.mu.Unlock()
-	for _, d := range ds {
-		f.wg.Add(1)
-		f.workers.run(func() { f.send(ctx, deliverCtx, l, d, probe) })
-	}
-	return len(leased) > 0, len(leased) == limit
+	f.transition(l, probe)
 }
 
 // send delivers d and then, while the lane runs, those leased ahead, in
@@ -438,37 +422,34 @@ func (f *Forwarder) send(ctx, deliverCtx context.Context, l *lane, d store.Deliv
 	for {
 		f.deliver(deliverCtx, l, d, probe)
 		probe = nil
-		l.mu.Lock()
-		if len(l.ready) == 0 || ctx.Err() != nil {
-			l.mu.Unlock()
-			f.finished(l, &l.inflight, 1)
+		next, left, ok := l.inflight.next(ctx.Err() != nil)
+		if !ok {
+			f.roomMade()
 			return
 		}
-		d, l.ready = l.ready[0], l.ready[1:]
-		low := len(l.ready) < f.readAhead()/2
-		l.mu.Unlock()
-		if low {
+		if left < f.readAhead()/2 {
 			l.poke()
 		}
+		d = next
 	}
 }
 
 // readAhead is how many deliveries a busy lane keeps leased ahead.
 func (f *Forwarder) readAhead() int { return f.cfg.PerSource / 2 }
 
-// unready gives back what l leased ahead: due again now, its attempts as
-// they were. The lane stops (its leases would run out unsent), or its
-// endpoints are open (what it leases next is a probe).
-func (f *Forwarder) unready(l *lane) {
-	l.mu.Lock()
-	ready := l.ready
-	l.ready = nil
-	l.mu.Unlock()
-	if len(ready) == 0 {
+// leaseMin is the group a busy lane waits to have room for.
+func (f *Forwarder) leaseMin() int { return max(1, f.cfg.PerSource/8) }
+
+// giveBackAhead gives back what l leased ahead: due again now, its
+// attempts as they were. The lane stops (its leases would run out
+// unsent), or its endpoints are open (what it leases next is a probe).
+func (f *Forwarder) giveBackAhead(l *lane) {
+	ahead := l.inflight.dropAhead()
+	if len(ahead) == 0 {
 		return
 	}
-	cs := make([]store.Completion, len(ready))
-	for i, d := range ready {
+	cs := make([]store.Completion, len(ahead))
+	for i, d := range ahead {
 		cs[i] = store.Completion{ID: d.ID, Owner: f.cfg.Owner, Status: store.Pending, Attempts: d.Attempts,
 			FirstAttempt: d.FirstAttempt, NextAttempt: f.cfg.Now(), LastError: d.LastError}
 	}
@@ -478,25 +459,22 @@ func (f *Forwarder) unready(l *lane) {
 	}
 }
 
-// leaseMin is the group a busy lane waits to have room for.
-func (f *Forwarder) leaseMin() int { return max(1, f.cfg.PerSource/8) }
+// roomMade wakes every lane after deliveries gave back their room, in
+// their lane and in the process (tokens).
+func (f *Forwarder) roomMade() {
+	for _, l := range f.lanes {
+		l.poke()
+	}
+}
 
-// finished gives back n tokens and n of l's slots counted by slot, and
-// wakes the lanes: room was made, in this lane and in the process.
-func (f *Forwarder) finished(l *lane, slot *int, n int) {
+// endFresh frees the room of n of l's fresh deliveries and wakes the
+// lanes.
+func (f *Forwarder) endFresh(l *lane, n int) {
 	if n == 0 {
 		return
 	}
-	for range n {
-		<-f.sem
-	}
-	l.mu.Lock()
-	*slot -= n
-	l.mu.Unlock()
-	f.wg.Add(-n)
-	for _, other := range f.lanes {
-		other.poke()
-	}
+	l.inflight.endFresh(n)
+	f.roomMade()
 }
 
 // Ingest stores msgs, as store.Store.Ingest does, and sends at once the
@@ -510,7 +488,7 @@ func (f *Forwarder) Ingest(ctx context.Context, msgs []store.Message) error {
 	})
 	if err != nil {
 		if l != nil {
-			f.finished(l, &l.fresh, n)
+			f.endFresh(l, n)
 		}
 		return err
 	}
@@ -524,11 +502,11 @@ func (f *Forwarder) Ingest(ctx context.Context, msgs []store.Message) error {
 		f.cfg.Logger.Error("store leased more than asked", "source", l.source, "asked", n, "leased", len(ds))
 		ds = ds[:n]
 	}
-	f.finished(l, &l.fresh, n-len(ds))
+	f.endFresh(l, n-len(ds))
 	for _, d := range ds {
 		f.workers.run(func() {
 			f.deliver(deliverCtx, l, d, nil)
-			f.finished(l, &l.fresh, 1)
+			f.endFresh(l, 1)
 		})
 	}
 	if len(ds) < n || n < deliveries(msgs) {
@@ -563,22 +541,7 @@ func (f *Forwarder) claim(msgs []store.Message) (*lane, context.Context, int) {
 	if m, _ := l.mode(f.cfg.Now()); m != modeAll {
 		return l, nil, 0
 	}
-	l.mu.Lock()
-	want := min(deliveries(msgs), f.cfg.PerSource-l.fresh)
-	n := 0
-	for n < want {
-		select {
-		case f.sem <- struct{}{}:
-			n++
-			continue
-		default:
-		}
-		break
-	}
-	l.fresh += n
-	l.mu.Unlock()
-	f.wg.Add(n)
-	return l, f.running, n
+	return l, f.running, l.inflight.claimFresh(deliveries(msgs))
 }
 
 // deliveries counts the deliveries msgs ask for.
@@ -606,7 +569,7 @@ func (f *Forwarder) deliver(ctx context.Context, l *lane, d store.Delivery, prob
 		return
 	}
 	g := f.gate(l, probe)
-	if g.held() {
+	if g.allSkipped() {
 		f.hold(l, d, c, g)
 		return
 	}
@@ -618,15 +581,15 @@ func (f *Forwarder) deliver(ctx context.Context, l *lane, d store.Delivery, prob
 	// Webhooks way: the same at every attempt, as receivers dedupe on it.
 	// The observer hears of each attempt as it ends, except the last of a
 	// failed delivery, whose Then the policy below decides.
-	// (Held by value: keeping &a would move every attempt to the heap.)
+	// (Kept by value: keeping &a would move every attempt to the heap.)
 	var undecided webhook.Attempt
-	held := false
+	reportLater := false
 	res := f.cfg.Sender.DeliverMessage(ctx, dest, body, d.MessageID, func(a webhook.Attempt) {
 		g.remap(&a)
 		switch {
 		case f.cfg.Observer == nil:
 		case a.Then == webhook.ThenUndecided:
-			undecided, held = a, true
+			undecided, reportLater = a, true
 		default:
 			f.cfg.Observer.Attempt(l.source, d.ID, a)
 		}
@@ -640,13 +603,28 @@ func (f *Forwarder) deliver(ctx context.Context, l *lane, d store.Delivery, prob
 		// message later.
 		res.Outcome = webhook.Retryable
 	}
+	c, retry := f.outcome(d, c, res)
+	if reportLater {
+		if retry {
+			undecided.Then, undecided.RetryAt = webhook.ThenRetry, c.NextAttempt
+		} else {
+			undecided.Then = webhook.ThenGiveUp
+		}
+		f.cfg.Observer.Attempt(l.source, d.ID, undecided)
+	}
+	f.complete(l, c, retry, g.closes)
+}
+
+// outcome completes c, d's completion, from res: its attempts' records,
+// the last error, and what follows, by the retry policy; retry is true
+// when another attempt is scheduled.
+func (f *Forwarder) outcome(d store.Delivery, c store.Completion, res webhook.Result) (_ store.Completion, retry bool) {
 	for _, a := range res.Attempts {
 		c.Records = append(c.Records, record(c.Attempts, a))
 	}
 	if last := res.Last(); last != nil && !res.Delivered() {
 		c.LastError = describe(last)
 	}
-	retry := false
 	switch res.Outcome {
 	case webhook.Delivered:
 		c.Status = store.Delivered
@@ -665,15 +643,7 @@ func (f *Forwarder) deliver(ctx context.Context, l *lane, d store.Delivery, prob
 			c.Status = store.Failed
 		}
 	}
-	if held {
-		if retry {
-			undecided.Then, undecided.RetryAt = webhook.ThenRetry, c.NextAttempt
-		} else {
-			undecided.Then = webhook.ThenGiveUp
-		}
-		f.cfg.Observer.Attempt(l.source, d.ID, undecided)
-	}
-	f.complete(l, c, retry, g.closes)
+	return c, retry
 }
 
 // deliveryLog is the key-value list of a finished delivery's log line. A

@@ -113,8 +113,9 @@ func (f *Forwarder) gate(l *lane, probe *breaker) *gate {
 	return g
 }
 
-// held reports that every endpoint was skipped.
-func (g *gate) held() bool { return g.probes != nil && len(g.allowed) == 0 }
+// allSkipped reports that every endpoint was skipped: the delivery is
+// held (see hold).
+func (g *gate) allSkipped() bool { return g.probes != nil && len(g.allowed) == 0 }
 
 // remap turns an attempt's endpoint index in g.dest into the configured one.
 func (g *gate) remap(a *webhook.Attempt) {

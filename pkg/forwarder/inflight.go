@@ -1,0 +1,190 @@
+package forwarder
+
+import (
+	"context"
+	"sync"
+
+	"github.com/evfwd/evfwd/pkg/store"
+)
+
+// tokens bound the deliveries in flight in the whole process: each holds
+// one (MaxInFlight in all) from when its lane or Ingest takes it until its
+// attempt is over. Taking is a send, so a full channel is a busy process.
+type tokens chan struct{}
+
+// tryTake takes a token if one is free now.
+func (t tokens) tryTake() bool {
+	select {
+	case t <- struct{}{}:
+		return true
+	default:
+		return false
+	}
+}
+
+// take waits for a token; false when ctx ended first.
+func (t tokens) take(ctx context.Context) bool {
+	select {
+	case t <- struct{}{}:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
+// takeUpTo takes up to n tokens, as many as are free now.
+func (t tokens) takeUpTo(n int) int {
+	got := 0
+	for got < n && t.tryTake() {
+		got++
+	}
+	return got
+}
+
+// handBack returns n tokens.
+func (t tokens) handBack(n int) {
+	for range n {
+		<-t
+	}
+}
+
+// waitIdle returns once no delivery holds a token: it takes every token,
+// which it can only then, and hands them back. Run calls it after the
+// lanes stopped and Ingest stopped claiming, so none is taken meanwhile.
+func (t tokens) waitIdle() {
+	for range cap(t) {
+		t <- struct{}{}
+	}
+	t.handBack(cap(t))
+}
+
+// inflight is all a lane holds: its slots in use (leased deliveries being
+// sent), the fresh deliveries Ingest handed it, and the deliveries it
+// leased ahead of a free slot, under the process's tokens, which each
+// delivery being sent holds one of. The lane's passes, its sends and
+// Ingest change it only through these methods.
+type inflight struct {
+	tokens    tokens // the process's, shared by every lane
+	perSource int    // the bound on slots, and apart from it on fresh ones
+	mu        sync.Mutex
+	slots     int              // leased deliveries being sent, a token each
+	fresh     int              // fresh deliveries being sent, a token each
+	ahead     []store.Delivery // leased ahead, waiting for a slot; no token
+}
+
+// look is what a pass starts from: the lane's free slots, how many it
+// holds leased ahead, and whether a slot is in use.
+func (in *inflight) look() (room, queued int, busy bool) {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	return in.perSource - in.slots, len(in.ahead), in.slots > 0
+}
+
+// takeAhead takes up to n of the deliveries leased ahead, oldest first,
+// for slots whose tokens the caller holds.
+func (in *inflight) takeAhead(n int) []store.Delivery {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	n = min(n, len(in.ahead))
+	ds := append([]store.Delivery(nil), in.ahead[:n]...)
+	in.ahead = in.ahead[n:]
+	return ds
+}
+
+// dropAhead takes every delivery leased ahead, to give back to the store.
+func (in *inflight) dropAhead() []store.Delivery {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	ds := in.ahead
+	in.ahead = nil
+	return ds
+}
+
+// start fills slots for a pass that holds n tokens: first (taken from
+// ahead) and then as many of leased as the tokens cover; the rest of
+// leased waits ahead, and tokens left over go back. It returns the
+// deliveries to send, each now in a slot.
+func (in *inflight) start(n int, first, leased []store.Delivery) []store.Delivery {
+	k := min(n-len(first), len(leased))
+	ds := append(first, leased[:k]...)
+	in.tokens.handBack(n - len(ds))
+	in.mu.Lock()
+	in.ahead = append(in.ahead, leased[k:]...)
+	in.slots += len(ds)
+	in.mu.Unlock()
+	return ds
+}
+
+// next gives a slot whose delivery is over its next delivery leased ahead,
+// and how many are left ahead then. With none, or when stop is set, the
+// slot and its token are free and ok is false.
+func (in *inflight) next(stop bool) (d store.Delivery, left int, ok bool) {
+	in.mu.Lock()
+	if !stop && len(in.ahead) > 0 {
+		d, in.ahead = in.ahead[0], in.ahead[1:]
+		left = len(in.ahead)
+		in.mu.Unlock()
+		return d, left, true
+	}
+	in.mu.Unlock()
+	in.tokens.handBack(1)
+	in.mu.Lock()
+	in.slots--
+	in.mu.Unlock()
+	return store.Delivery{}, 0, false
+}
+
+// claimFresh takes room for up to want fresh deliveries: within the lane's
+// bound on fresh ones and the tokens free now. It returns how many.
+func (in *inflight) claimFresh(want int) int {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	n := in.tokens.takeUpTo(min(want, in.perSource-in.fresh))
+	in.fresh += n
+	return n
+}
+
+// endFresh frees n fresh deliveries' room and tokens: sent, or never
+// handed in.
+func (in *inflight) endFresh(n int) {
+	in.tokens.handBack(n)
+	in.mu.Lock()
+	in.fresh -= n
+	in.mu.Unlock()
+}
+
+// leasePlan is what one pass of a lane leases: deliveries to send now, one
+// per free slot (each needs a token), and more to hold ahead of a slot.
+type leasePlan struct {
+	slots int
+	ahead int
+}
+
+// planLease decides how much a pass of a lane leases, from its endpoints'
+// mode, its free slots (room), what it holds leased ahead (queued), whether
+// a slot is in use (busy), the lease-ahead depth and the least group a
+// busy lane leases. A zero plan leases nothing.
+func planLease(m mode, room, queued int, busy bool, depth, group int) leasePlan {
+	// A busy lane leases ahead, so that a slot that frees takes its next
+	// delivery at once instead of waiting for a Lease round trip (on
+	// PostgreSQL a third of a delivery's time).
+	p := leasePlan{slots: room}
+	if busy {
+		p.ahead = max(0, depth-queued)
+	}
+	switch m {
+	case modeNone:
+		// Every endpoint is open and no probe is due.
+		return leasePlan{}
+	case modeProbe:
+		// One delivery, to make the probe with.
+		p = leasePlan{slots: min(room, 1)}
+	}
+	p.slots = max(p.slots, 0)
+	// A busy lane waits until it can lease a group: a Lease costs about
+	// as much for one delivery as for many.
+	if busy && p.slots+p.ahead < group {
+		return leasePlan{}
+	}
+	return p
+}
