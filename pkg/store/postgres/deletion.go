@@ -5,10 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/evfwd/evfwd/pkg/store"
+	"github.com/evfwd/evfwd/pkg/store/internal/deletion"
 	"github.com/evfwd/evfwd/pkg/store/internal/rowscan"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -83,20 +83,20 @@ const (
 	rewriteTries   = 300                    // tries at one lock, 50 to 500 ms apart
 )
 
-// rewriting takes the rewrites of this process one at a time: a request
-// that waited for another's rewrite usually finds itself finished by it.
-var rewriting sync.Mutex
-
 // CreateDeletion implements store.Admin. Once the request is recorded its
 // rewrite runs to the end even if ctx ends.
 func (s *Store) CreateDeletion(ctx context.Context, r store.DeletionRequest) (*store.Deletion, error) {
-	if err := s.recordDeletion(ctx, r); err != nil {
+	return deletion.Create(ctx, deletions{s}, r)
+}
+
+// Deletion implements store.Admin.
+func (s *Store) Deletion(ctx context.Context, id string) (*store.Deletion, error) {
+	leave, err := s.enter()
+	if err != nil {
 		return nil, err
 	}
-	if err := s.finishDeletions(context.WithoutCancel(ctx)); err != nil {
-		return nil, fmt.Errorf("deletion %s is recorded but its bodies are not yet rewritten away (the next request or start does it): %w", r.ID, err)
-	}
-	return s.Deletion(ctx, r.ID)
+	defer leave()
+	return deletion.Read(ctx, deletions{s}, id)
 }
 
 // recordDeletion is step 1.
@@ -106,71 +106,103 @@ func (s *Store) recordDeletion(ctx context.Context, r store.DeletionRequest) err
 		return err
 	}
 	defer leave()
-	now := store.Millis(s.opts.Now())
+	t := recordTx{s: s, now: store.Millis(s.opts.Now())}
 	return again(func() error {
 		return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-			if _, err := tx.Exec(ctx, `INSERT INTO deletions (id, user_id, created_at, done_at) VALUES ($1, $2, $3, 0)`,
-				r.ID, r.UserID, store.Millis(r.CreatedAt)); err != nil {
-				return err
-			}
-			type did struct{ cancelled, purged int64 }
-			done := map[string]did{}
-			for _, src := range r.Sources {
-				// Earlier delete notifications are the customer's clean-up
-				// signal: they are neither withdrawn nor emptied.
-				const mine = `SELECT id FROM messages WHERE user_id = $1 AND source = $2 AND type != 'delete'`
-				c, err := tx.Exec(ctx, `UPDATE deliveries SET status = 'cancelled', lease_owner = NULL,
-					lease_expires_at = 0, last_error = $3, updated_at = $4
-					WHERE status = 'pending' AND source = $2 AND message IN (`+mine+`)`,
-					r.UserID, src, "cancelled by deletion request "+r.ID, now)
-				if err != nil {
-					return err
-				}
-				p, err := tx.Exec(ctx, `UPDATE messages SET body = '' WHERE id IN (`+mine+`) AND length(body) > 0`, r.UserID, src)
-				if err != nil {
-					return err
-				}
-				done[src] = did{c.RowsAffected(), p.RowsAffected()}
-			}
-			if len(r.Messages) > 0 {
-				s.floors.reset()
-				if err := ingestExec(ctx, tx, r.Messages, now); err != nil {
-					return err
-				}
-			}
-			notified := map[string]string{}
-			for _, m := range r.Messages {
-				notified[m.Source] = m.MessageID
-			}
-			for _, src := range r.Sources {
-				var msg *int64 // NULL when the source got no notification
-				if id, ok := notified[src]; ok {
-					var rowid int64
-					if err := tx.QueryRow(ctx, `SELECT id FROM messages WHERE source = $1 AND message_id = $2`, src, id).Scan(&rowid); err != nil {
-						return fmt.Errorf("delete message of %s: %w", src, err)
-					}
-					msg = &rowid
-				}
-				if _, err := tx.Exec(ctx, `INSERT INTO deletion_sources (deletion, source, message, cancelled, purged)
-					VALUES ($1, $2, $3, $4, $5)`, r.ID, src, msg, done[src].cancelled, done[src].purged); err != nil {
-					return err
-				}
-			}
-			return nil
+			t.tx = tx
+			return deletion.Record(ctx, t, r)
 		})
 	})
 }
 
+// deletions is the store as package deletion's Engine: Record and Finish
+// are steps 1 and 2, Request and Sources the read.
+type deletions struct{ s *Store }
+
+func (d deletions) Record(ctx context.Context, r store.DeletionRequest) error {
+	return d.s.recordDeletion(ctx, r)
+}
+
+func (d deletions) Finish(ctx context.Context) error { return d.s.finishDeletions(ctx) }
+
+func (d deletions) Request(ctx context.Context, id string) (user string, created int64, found bool, err error) {
+	err = d.s.pool.QueryRow(ctx, `SELECT user_id, created_at FROM deletions WHERE id = $1`, id).Scan(&user, &created)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return "", 0, false, nil
+	}
+	return user, created, err == nil, err
+}
+
+func (d deletions) Sources(ctx context.Context, id string) ([]store.DeletionSource, error) {
+	rows, err := d.s.pool.Query(ctx, deletion.SourcesQuery("$1", ` COLLATE "C"`), id)
+	if err != nil {
+		return nil, err
+	}
+	return collect(rows, rowscan.DeletionSource)
+}
+
+// recordTx is step 1's statements in its transaction.
+type recordTx struct {
+	s   *Store
+	tx  pgx.Tx
+	now int64
+}
+
+// Insert implements deletion.Tx.
+func (t recordTx) Insert(ctx context.Context, r store.DeletionRequest) error {
+	_, err := t.tx.Exec(ctx, `INSERT INTO deletions (id, user_id, created_at, done_at) VALUES ($1, $2, $3, 0)`,
+		r.ID, r.UserID, store.Millis(r.CreatedAt))
+	return err
+}
+
+// Purge implements deletion.Tx: the rewrite of step 2 takes the bodies out
+// of the files, so they are emptied at once.
+func (t recordTx) Purge(ctx context.Context, r store.DeletionRequest, src string) (deletion.Counts, error) {
+	const mine = `SELECT id FROM messages WHERE user_id = $1 AND source = $2 AND type != 'delete'`
+	c, err := t.tx.Exec(ctx, `UPDATE deliveries SET status = 'cancelled', lease_owner = NULL,
+		lease_expires_at = 0, last_error = $3, updated_at = $4
+		WHERE status = 'pending' AND source = $2 AND message IN (`+mine+`)`,
+		r.UserID, src, deletion.Reason(r.ID), t.now)
+	if err != nil {
+		return deletion.Counts{}, err
+	}
+	p, err := t.tx.Exec(ctx, `UPDATE messages SET body = '' WHERE id IN (`+mine+`) AND length(body) > 0`, r.UserID, src)
+	return deletion.Counts{Cancelled: c.RowsAffected(), Purged: p.RowsAffected()}, err
+}
+
+// Notify implements deletion.Tx.
+func (t recordTx) Notify(ctx context.Context, msgs []store.Message) error {
+	t.s.floors.reset()
+	return ingestExec(ctx, t.tx, msgs, t.now)
+}
+
+// MessageRow implements deletion.Tx.
+func (t recordTx) MessageRow(ctx context.Context, source, messageID string) (id int64, err error) {
+	return id, t.tx.QueryRow(ctx, `SELECT id FROM messages WHERE source = $1 AND message_id = $2`, source, messageID).Scan(&id)
+}
+
+// AddSource implements deletion.Tx.
+func (t recordTx) AddSource(ctx context.Context, request, source string, message *int64, c deletion.Counts) error {
+	_, err := t.tx.Exec(ctx, `INSERT INTO deletion_sources (deletion, source, message, cancelled, purged)
+		VALUES ($1, $2, $3, $4, $5)`, request, source, message, c.Cancelled, c.Purged)
+	return err
+}
+
 // finishDeletions runs step 2 for every unfinished request: one rewrite
-// for all that emptied a body.
+// for all that emptied a body. The Store's rewrites run one at a time, so
+// a request that waited for another's usually finds itself finished by it.
+// That is what the mutex is for: the advisory lock (rewriteKey) is what
+// keeps rewrites apart, between nodes and between Stores of one process,
+// which is why the mutex is the Store's and not the process's (a process
+// wide one would also hold up Stores of other databases and schemas).
 func (s *Store) finishDeletions(ctx context.Context) error {
 	leave, err := s.enter()
 	if err != nil {
 		return err
 	}
 	defer leave()
-	rewriting.Lock()
-	defer rewriting.Unlock()
+	s.rewriting.Lock()
+	defer s.rewriting.Unlock()
 	var ids []string
 	var purged int64
 	var xmax string
@@ -587,35 +619,6 @@ func catchUp(ctx context.Context, q interface {
 	}
 	_, err = q.Exec(ctx, `INSERT INTO `+n.copy+` OVERRIDING SYSTEM VALUE SELECT * FROM `+n.table+` WHERE id = ANY($1)`, ids)
 	return len(ids), err
-}
-
-// Deletion implements store.Admin.
-func (s *Store) Deletion(ctx context.Context, id string) (*store.Deletion, error) {
-	leave, err := s.enter()
-	if err != nil {
-		return nil, err
-	}
-	defer leave()
-	d := &store.Deletion{ID: id}
-	var created int64
-	err = s.pool.QueryRow(ctx, `SELECT user_id, created_at FROM deletions WHERE id = $1`, id).Scan(&d.UserID, &created)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return nil, fmt.Errorf("deletion %s: %w", id, store.ErrNotFound)
-	}
-	if err != nil {
-		return nil, err
-	}
-	d.CreatedAt = store.FromMillis(created)
-	rows, err := s.pool.Query(ctx, `SELECT `+rowscan.DeletionSourceColumns+`
-		FROM deletion_sources ds LEFT JOIN messages m ON m.id = ds.message LEFT JOIN deliveries dl ON dl.message = ds.message
-		WHERE ds.deletion = $1 ORDER BY ds.source COLLATE "C"`, id)
-	if err != nil {
-		return nil, err
-	}
-	if d.Sources, err = collect(rows, rowscan.DeletionSource); err != nil {
-		return nil, err
-	}
-	return d, nil
 }
 
 // Sizes of the steps of a sync: rows staged per statement, and users
