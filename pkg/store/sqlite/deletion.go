@@ -116,8 +116,10 @@ func (t recordTx) Notify(ctx context.Context, msgs []store.Message) error {
 }
 
 // MessageRow implements deletion.Tx.
-func (t recordTx) MessageRow(ctx context.Context, source, messageID string) (id int64, err error) {
-	return id, t.tx.QueryRowContext(ctx, `SELECT id FROM messages WHERE source = ? AND message_id = ?`, source, messageID).Scan(&id)
+func (t recordTx) MessageRow(ctx context.Context, source, messageID string) (int64, error) {
+	var id int64
+	err := t.tx.QueryRowContext(ctx, `SELECT id FROM messages WHERE source = ? AND message_id = ?`, source, messageID).Scan(&id)
+	return id, err
 }
 
 // AddSource implements deletion.Tx.
