@@ -4,11 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
-	"sync"
 	"time"
 
 	"github.com/evfwd/evfwd/pkg/store"
+	"github.com/evfwd/evfwd/pkg/store/internal/deletion"
 	"github.com/evfwd/evfwd/pkg/store/internal/rowscan"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -32,8 +31,8 @@ import (
 //     into messages; small, and only syncs use it); then done_at is set. A
 //     request that emptied no body needs no rewrite.
 //
-// The rewrite is online (swapRewrite, as pg_repack does it): the live rows
-// are copied into a new table while ingest goes on, the rows written
+// The rewrite is online (swapRewrite in swap.go, as pg_repack does it):
+// the live rows are copied into a new table while ingest goes on, the rows written
 // meanwhile are copied again, and one short transaction swaps the copy in
 // with the same indexes, constraints, foreign keys, identity position and
 // grants. Ingest waits only for the swap: measured on PostgreSQL 15 (2
@@ -83,20 +82,20 @@ const (
 	rewriteTries   = 300                    // tries at one lock, 50 to 500 ms apart
 )
 
-// rewriting takes the rewrites of this process one at a time: a request
-// that waited for another's rewrite usually finds itself finished by it.
-var rewriting sync.Mutex
-
 // CreateDeletion implements store.Admin. Once the request is recorded its
 // rewrite runs to the end even if ctx ends.
 func (s *Store) CreateDeletion(ctx context.Context, r store.DeletionRequest) (*store.Deletion, error) {
-	if err := s.recordDeletion(ctx, r); err != nil {
+	return deletion.Create(ctx, deletions{s}, r)
+}
+
+// Deletion implements store.Admin.
+func (s *Store) Deletion(ctx context.Context, id string) (*store.Deletion, error) {
+	leave, err := s.enter()
+	if err != nil {
 		return nil, err
 	}
-	if err := s.finishDeletions(context.WithoutCancel(ctx)); err != nil {
-		return nil, fmt.Errorf("deletion %s is recorded but its bodies are not yet rewritten away (the next request or start does it): %w", r.ID, err)
-	}
-	return s.Deletion(ctx, r.ID)
+	defer leave()
+	return deletion.Read(ctx, deletions{s}, id)
 }
 
 // recordDeletion is step 1.
@@ -106,71 +105,105 @@ func (s *Store) recordDeletion(ctx context.Context, r store.DeletionRequest) err
 		return err
 	}
 	defer leave()
-	now := store.Millis(s.opts.Now())
+	t := recordTx{s: s, now: store.Millis(s.opts.Now())}
 	return again(func() error {
 		return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-			if _, err := tx.Exec(ctx, `INSERT INTO deletions (id, user_id, created_at, done_at) VALUES ($1, $2, $3, 0)`,
-				r.ID, r.UserID, store.Millis(r.CreatedAt)); err != nil {
-				return err
-			}
-			type did struct{ cancelled, purged int64 }
-			done := map[string]did{}
-			for _, src := range r.Sources {
-				// Earlier delete notifications are the customer's clean-up
-				// signal: they are neither withdrawn nor emptied.
-				const mine = `SELECT id FROM messages WHERE user_id = $1 AND source = $2 AND type != 'delete'`
-				c, err := tx.Exec(ctx, `UPDATE deliveries SET status = 'cancelled', lease_owner = NULL,
-					lease_expires_at = 0, last_error = $3, updated_at = $4
-					WHERE status = 'pending' AND source = $2 AND message IN (`+mine+`)`,
-					r.UserID, src, "cancelled by deletion request "+r.ID, now)
-				if err != nil {
-					return err
-				}
-				p, err := tx.Exec(ctx, `UPDATE messages SET body = '' WHERE id IN (`+mine+`) AND length(body) > 0`, r.UserID, src)
-				if err != nil {
-					return err
-				}
-				done[src] = did{c.RowsAffected(), p.RowsAffected()}
-			}
-			if len(r.Messages) > 0 {
-				s.floors.reset()
-				if err := ingestExec(ctx, tx, r.Messages, now); err != nil {
-					return err
-				}
-			}
-			notified := map[string]string{}
-			for _, m := range r.Messages {
-				notified[m.Source] = m.MessageID
-			}
-			for _, src := range r.Sources {
-				var msg *int64 // NULL when the source got no notification
-				if id, ok := notified[src]; ok {
-					var rowid int64
-					if err := tx.QueryRow(ctx, `SELECT id FROM messages WHERE source = $1 AND message_id = $2`, src, id).Scan(&rowid); err != nil {
-						return fmt.Errorf("delete message of %s: %w", src, err)
-					}
-					msg = &rowid
-				}
-				if _, err := tx.Exec(ctx, `INSERT INTO deletion_sources (deletion, source, message, cancelled, purged)
-					VALUES ($1, $2, $3, $4, $5)`, r.ID, src, msg, done[src].cancelled, done[src].purged); err != nil {
-					return err
-				}
-			}
-			return nil
+			t.tx = tx
+			return deletion.Record(ctx, t, r)
 		})
 	})
 }
 
+// deletions is the store as package deletion's Engine: Record and Finish
+// are steps 1 and 2, Request and Sources the read.
+type deletions struct{ s *Store }
+
+func (d deletions) Record(ctx context.Context, r store.DeletionRequest) error {
+	return d.s.recordDeletion(ctx, r)
+}
+
+func (d deletions) Finish(ctx context.Context) error { return d.s.finishDeletions(ctx) }
+
+func (d deletions) Request(ctx context.Context, id string) (user string, created int64, found bool, err error) {
+	err = d.s.pool.QueryRow(ctx, `SELECT user_id, created_at FROM deletions WHERE id = $1`, id).Scan(&user, &created)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return "", 0, false, nil
+	}
+	return user, created, err == nil, err
+}
+
+func (d deletions) Sources(ctx context.Context, id string) ([]store.DeletionSource, error) {
+	rows, err := d.s.pool.Query(ctx, deletion.SourcesQuery("$1", ` COLLATE "C"`), id)
+	if err != nil {
+		return nil, err
+	}
+	return collect(rows, rowscan.DeletionSource)
+}
+
+// recordTx is step 1's statements in its transaction.
+type recordTx struct {
+	s   *Store
+	tx  pgx.Tx
+	now int64
+}
+
+// Insert implements deletion.Tx.
+func (t recordTx) Insert(ctx context.Context, r store.DeletionRequest) error {
+	_, err := t.tx.Exec(ctx, `INSERT INTO deletions (id, user_id, created_at, done_at) VALUES ($1, $2, $3, 0)`,
+		r.ID, r.UserID, store.Millis(r.CreatedAt))
+	return err
+}
+
+// Purge implements deletion.Tx: the rewrite of step 2 takes the bodies out
+// of the files, so they are emptied at once.
+func (t recordTx) Purge(ctx context.Context, r store.DeletionRequest, src string) (deletion.Counts, error) {
+	const mine = `SELECT id FROM messages WHERE user_id = $1 AND source = $2 AND type != 'delete'`
+	c, err := t.tx.Exec(ctx, `UPDATE deliveries SET status = 'cancelled', lease_owner = NULL,
+		lease_expires_at = 0, last_error = $3, updated_at = $4
+		WHERE status = 'pending' AND source = $2 AND message IN (`+mine+`)`,
+		r.UserID, src, deletion.Reason(r.ID), t.now)
+	if err != nil {
+		return deletion.Counts{}, err
+	}
+	p, err := t.tx.Exec(ctx, `UPDATE messages SET body = '' WHERE id IN (`+mine+`) AND length(body) > 0`, r.UserID, src)
+	return deletion.Counts{Cancelled: c.RowsAffected(), Purged: p.RowsAffected()}, err
+}
+
+// Notify implements deletion.Tx.
+func (t recordTx) Notify(ctx context.Context, msgs []store.Message) error {
+	t.s.floors.reset()
+	return ingestExec(ctx, t.tx, msgs, t.now)
+}
+
+// MessageRow implements deletion.Tx.
+func (t recordTx) MessageRow(ctx context.Context, source, messageID string) (int64, error) {
+	var id int64
+	err := t.tx.QueryRow(ctx, `SELECT id FROM messages WHERE source = $1 AND message_id = $2`, source, messageID).Scan(&id)
+	return id, err
+}
+
+// AddSource implements deletion.Tx.
+func (t recordTx) AddSource(ctx context.Context, request, source string, message *int64, c deletion.Counts) error {
+	_, err := t.tx.Exec(ctx, `INSERT INTO deletion_sources (deletion, source, message, cancelled, purged)
+		VALUES ($1, $2, $3, $4, $5)`, request, source, message, c.Cancelled, c.Purged)
+	return err
+}
+
 // finishDeletions runs step 2 for every unfinished request: one rewrite
-// for all that emptied a body.
+// for all that emptied a body. The Store's rewrites run one at a time, so
+// a request that waited for another's usually finds itself finished by it.
+// That is what the mutex is for: the advisory lock (rewriteKey) is what
+// keeps rewrites apart, between nodes and between Stores of one process,
+// which is why the mutex is the Store's and not the process's (a process
+// wide one would also hold up Stores of other databases and schemas).
 func (s *Store) finishDeletions(ctx context.Context) error {
 	leave, err := s.enter()
 	if err != nil {
 		return err
 	}
 	defer leave()
-	rewriting.Lock()
-	defer rewriting.Unlock()
+	s.rewriting.Lock()
+	defer s.rewriting.Unlock()
 	var ids []string
 	var purged int64
 	var xmax string
@@ -307,315 +340,6 @@ func locked(ctx context.Context, fn func() error) error {
 		case <-time.After(time.Duration(min(try, 10)) * 50 * time.Millisecond):
 		}
 	}
-}
-
-// swapNames are the objects a swap of one table makes beside it.
-type swapNames struct {
-	table, copy, log, note      string // sanitized identifiers
-	qualifiedLog, qualifiedCopy string
-	prefix                      string // of the copy's index names
-}
-
-func namesFor(schema, table string) swapNames {
-	return swapNames{
-		table: pgx.Identifier{table}.Sanitize(), copy: pgx.Identifier{table + "_scrub"}.Sanitize(),
-		log: pgx.Identifier{table + "_scrub_log"}.Sanitize(), note: pgx.Identifier{table + "_scrub_note"}.Sanitize(),
-		qualifiedLog: pgx.Identifier{schema, table + "_scrub_log"}.Sanitize(), qualifiedCopy: pgx.Identifier{schema, table + "_scrub"}.Sanitize(),
-		prefix: table + "_scrub_",
-	}
-}
-
-// dropSwapLeftovers removes what a swap of table that did not finish left:
-// its triggers (with the function and the log they fill), its copy.
-func dropSwapLeftovers(ctx context.Context, c *pgx.Conn, table string) error {
-	n := namesFor("", table)
-	return locked(ctx, func() error {
-		_, err := c.Exec(ctx, `DROP TABLE IF EXISTS `+n.copy+`; DROP FUNCTION IF EXISTS `+n.note+`() CASCADE; DROP TABLE IF EXISTS `+n.log)
-		return err
-	})
-}
-
-// canSwap reports whether table $1 has nothing that dropping it and
-// renaming a copy in its place would lose or refuse: evfwd's own schema,
-// owned by this role. An operator's trigger, row security policy,
-// publication, inheritance, tablespace, storage option, column grant or
-// extended statistics sends the rewrite to VACUUM FULL instead (a view on
-// the table makes the swap fail, which does too).
-const canSwap = `SELECT c.relkind = 'r' AND NOT c.relrowsecurity AND c.reltablespace = 0 AND c.reloptions IS NULL
-		AND pg_get_userbyid(c.relowner) = current_user
-		AND NOT EXISTS (SELECT 1 FROM pg_trigger WHERE tgrelid = c.oid AND NOT tgisinternal)
-		AND NOT EXISTS (SELECT 1 FROM pg_policy WHERE polrelid = c.oid)
-		AND NOT EXISTS (SELECT 1 FROM pg_publication_rel WHERE prrelid = c.oid)
-		AND NOT EXISTS (SELECT 1 FROM pg_inherits WHERE inhrelid = c.oid OR inhparent = c.oid)
-		AND NOT EXISTS (SELECT 1 FROM pg_attribute WHERE attrelid = c.oid AND attacl IS NOT NULL)
-		AND NOT EXISTS (SELECT 1 FROM pg_statistic_ext WHERE stxrelid = c.oid)
-	FROM pg_class c WHERE c.oid = $1::regclass`
-
-// swapIndex is an index of the table and the one built for it on the copy.
-type swapIndex struct {
-	name, def, constraint, kind string // kind: p, u or "" (no constraint)
-	tmp                         string
-}
-
-// swapRewrite rewrites table online, as pg_repack does:
-//
-//  1. statement triggers on the table note the id of every row written
-//     from now on in a log table;
-//  2. a copy table gets the live rows (writers go on), then the indexes of
-//     the table;
-//  3. the noted rows are copied again, a batch at a time, until few are
-//     left;
-//  4. one short transaction locks the table (and the tables whose foreign
-//     keys reference it), copies the last noted rows, drops the table and
-//     renames the copy in its place with the same indexes, constraints,
-//     identity sequence position, foreign keys (NOT VALID, validated
-//     afterwards) and grants.
-//
-// Writers wait only for step 4: tens of milliseconds. The copy holds the
-// live rows only, so no transaction's view of the old ones matters: one
-// that has read the table keeps its lock, and step 4 waits for it.
-func swapRewrite(ctx context.Context, c *pgx.Conn, table string) error {
-	var ok bool
-	var schema string
-	if err := c.QueryRow(ctx, `SELECT (`+canSwap+`), current_schema()`, table).Scan(&ok, &schema); err != nil {
-		return err
-	}
-	if !ok {
-		return errNoSwap
-	}
-	n := namesFor(schema, table)
-	err := locked(ctx, func() error {
-		return pgx.BeginFunc(ctx, c, func(tx pgx.Tx) error {
-			q := `CREATE TABLE ` + n.log + ` (seq bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY, id bigint NOT NULL);
-				CREATE FUNCTION ` + n.note + `() RETURNS trigger LANGUAGE plpgsql AS $$
-					BEGIN INSERT INTO ` + n.qualifiedLog + ` (id) SELECT id FROM changed; RETURN NULL; END $$;`
-			for _, ev := range []struct{ op, rows string }{{"INSERT", "NEW"}, {"UPDATE", "NEW"}, {"DELETE", "OLD"}} {
-				q += fmt.Sprintf(`CREATE TRIGGER %s AFTER %s ON %s REFERENCING %s TABLE AS changed FOR EACH STATEMENT EXECUTE FUNCTION %s();`,
-					pgx.Identifier{n.prefix + strings.ToLower(ev.op)}.Sanitize(), ev.op, n.table, ev.rows, n.note)
-			}
-			_, err := tx.Exec(ctx, q)
-			return err
-		})
-	})
-	if err != nil {
-		return err
-	}
-	// Every transaction that wrote the table before the triggers existed
-	// has ended (CREATE TRIGGER waited for them), so this copy and the
-	// noted ids together hold every row.
-	if _, err := c.Exec(ctx, `CREATE TABLE `+n.copy+` (LIKE `+n.table+` INCLUDING DEFAULTS INCLUDING IDENTITY INCLUDING STORAGE);
-		INSERT INTO `+n.copy+` OVERRIDING SYSTEM VALUE SELECT * FROM `+n.table); err != nil {
-		return err
-	}
-	rows, err := c.Query(ctx, `SELECT quote_ident(x.relname), pg_get_indexdef(i.indexrelid), coalesce(quote_ident(k.conname), ''), coalesce(k.contype::text, '')
-		FROM pg_index i JOIN pg_class x ON x.oid = i.indexrelid
-			LEFT JOIN pg_constraint k ON k.conindid = i.indexrelid AND k.conrelid = i.indrelid
-		WHERE i.indrelid = $1::regclass ORDER BY i.indexrelid`, table)
-	if err != nil {
-		return err
-	}
-	indexes, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (ix swapIndex, err error) {
-		return ix, r.Scan(&ix.name, &ix.def, &ix.constraint, &ix.kind)
-	})
-	if err != nil {
-		return err
-	}
-	for i := range indexes {
-		ix := &indexes[i]
-		using := strings.Index(ix.def, " USING ")
-		if using < 0 || ix.kind != "" && ix.kind != "p" && ix.kind != "u" {
-			return errNoSwap
-		}
-		ix.tmp = pgx.Identifier{fmt.Sprint(n.prefix, i)}.Sanitize()
-		unique := ""
-		if strings.HasPrefix(ix.def, "CREATE UNIQUE ") {
-			unique = "UNIQUE "
-		}
-		if _, err := c.Exec(ctx, fmt.Sprintf(`CREATE %sINDEX %s ON %s%s`, unique, ix.tmp, n.qualifiedCopy, ix.def[using:])); err != nil {
-			return err
-		}
-	}
-	for try := 0; try < 20; try++ {
-		done, err := catchUp(ctx, c, n, 10_000)
-		if err != nil {
-			return err
-		}
-		if done < 1000 {
-			break
-		}
-	}
-	rows, err = c.Query(ctx, `SELECT conrelid::regclass::text, quote_ident(conname), pg_get_constraintdef(oid)
-		FROM pg_constraint WHERE confrelid = $1::regclass AND contype = 'f' ORDER BY conrelid, conname`, table)
-	if err != nil {
-		return err
-	}
-	type fkey struct{ table, name, def string }
-	fkeys, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (k fkey, err error) {
-		err = r.Scan(&k.table, &k.name, &k.def)
-		k.def = strings.TrimSuffix(k.def, " NOT VALID") // one a crash left unvalidated
-		return k, err
-	})
-	if err != nil {
-		return err
-	}
-	// The referencing tables are locked first: leasing locks deliveries
-	// before it reads messages.
-	lock := "LOCK TABLE "
-	for i, k := range fkeys {
-		if i == 0 || k.table != fkeys[i-1].table {
-			lock += k.table + ", "
-		}
-	}
-	lock += n.table + " IN ACCESS EXCLUSIVE MODE"
-	err = locked(ctx, func() error {
-		return pgx.BeginFunc(ctx, c, func(tx pgx.Tx) error {
-			if _, err := tx.Exec(ctx, lock); err != nil {
-				return err
-			}
-			for {
-				done, err := catchUp(ctx, tx, n, 100_000)
-				if err != nil {
-					return err
-				}
-				if done == 0 {
-					break
-				}
-			}
-			var ddl []string
-			for _, k := range fkeys {
-				ddl = append(ddl, `ALTER TABLE `+k.table+` DROP CONSTRAINT `+k.name)
-			}
-			ddl = append(ddl, `DROP TABLE `+n.table, `ALTER TABLE `+n.copy+` RENAME TO `+n.table)
-			// The copy's identity sequence takes the name and the position
-			// of the original's.
-			var oldSeq, seqName, seq *string
-			if err := tx.QueryRow(ctx, `SELECT pg_get_serial_sequence($1, 'id'), (SELECT quote_ident(relname) FROM pg_class
-				WHERE oid = pg_get_serial_sequence($1, 'id')::regclass), pg_get_serial_sequence($2, 'id')`, table, table+"_scrub").Scan(&oldSeq, &seqName, &seq); err != nil {
-				return err
-			}
-			if oldSeq != nil && seq != nil {
-				var last int64
-				var called bool
-				if err := tx.QueryRow(ctx, `SELECT last_value, is_called FROM `+*oldSeq).Scan(&last, &called); err != nil {
-					return err
-				}
-				ddl = append(ddl, `ALTER SEQUENCE `+*seq+` RENAME TO `+*seqName,
-					fmt.Sprintf(`SELECT setval(pg_get_serial_sequence('%s', 'id'), %d, %t)`, table, last, called))
-			}
-			for _, ix := range indexes {
-				switch ix.kind {
-				case "p":
-					ddl = append(ddl, `ALTER TABLE `+n.table+` ADD CONSTRAINT `+ix.constraint+` PRIMARY KEY USING INDEX `+ix.tmp)
-				case "u":
-					ddl = append(ddl, `ALTER TABLE `+n.table+` ADD CONSTRAINT `+ix.constraint+` UNIQUE USING INDEX `+ix.tmp)
-				default:
-					ddl = append(ddl, `ALTER INDEX `+ix.tmp+` RENAME TO `+ix.name)
-				}
-			}
-			for _, k := range fkeys {
-				ddl = append(ddl, `ALTER TABLE `+k.table+` ADD CONSTRAINT `+k.name+` `+k.def+` NOT VALID`)
-			}
-			rows, err := tx.Query(ctx, `SELECT a.privilege_type, CASE WHEN a.grantee = 0 THEN 'PUBLIC' ELSE quote_ident(pg_get_userbyid(a.grantee)) END, a.is_grantable
-				FROM pg_class c, aclexplode(c.relacl) a WHERE c.oid = $1::regclass AND a.grantee <> c.relowner`, table)
-			if err != nil {
-				return err
-			}
-			grants, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (string, error) {
-				var priv, grantee string
-				var option bool
-				err := r.Scan(&priv, &grantee, &option)
-				g := "GRANT " + priv + " ON " + n.table + " TO " + grantee
-				if option {
-					g += " WITH GRANT OPTION"
-				}
-				return g, err
-			})
-			if err != nil {
-				return err
-			}
-			ddl = append(ddl, grants...)
-			ddl = append(ddl, `DROP FUNCTION `+n.note+`() CASCADE`, `DROP TABLE `+n.log)
-			for _, q := range ddl {
-				if _, err := tx.Exec(ctx, q); err != nil {
-					var pe *pgconn.PgError
-					if errors.As(err, &pe) && pe.Code == "2BP01" { // dependent_objects_still_exist: a view, say
-						return fmt.Errorf("%w: %v", errNoSwap, err)
-					}
-					return fmt.Errorf("swap: %s: %w", q, err)
-				}
-			}
-			return nil
-		})
-	})
-	if err != nil {
-		return err
-	}
-	// The foreign keys were added without a scan under the lock; checking
-	// them now takes no lock writers wait for, nor does ANALYZE, which the
-	// new table needs for its plans. The old rows are gone either way: a
-	// failure here is left to the next rewrite (or autovacuum).
-	for _, k := range fkeys {
-		locked(ctx, func() error {
-			_, err := c.Exec(ctx, `ALTER TABLE `+k.table+` VALIDATE CONSTRAINT `+k.name)
-			return err
-		})
-	}
-	locked(ctx, func() error {
-		_, err := c.Exec(ctx, `ANALYZE `+n.table)
-		return err
-	})
-	return nil
-}
-
-// catchUp copies again up to limit rows noted since the copy (their
-// latest state, or nothing for one deleted) and reports how many notes it
-// took.
-func catchUp(ctx context.Context, q interface {
-	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
-	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
-}, n swapNames, limit int) (int, error) {
-	rows, err := q.Query(ctx, `DELETE FROM `+n.log+` WHERE seq IN (SELECT seq FROM `+n.log+` ORDER BY seq LIMIT $1) RETURNING id`, limit)
-	if err != nil {
-		return 0, err
-	}
-	ids, err := pgx.CollectRows(rows, pgx.RowTo[int64])
-	if err != nil || len(ids) == 0 {
-		return 0, err
-	}
-	if _, err := q.Exec(ctx, `DELETE FROM `+n.copy+` WHERE id = ANY($1)`, ids); err != nil {
-		return 0, err
-	}
-	_, err = q.Exec(ctx, `INSERT INTO `+n.copy+` OVERRIDING SYSTEM VALUE SELECT * FROM `+n.table+` WHERE id = ANY($1)`, ids)
-	return len(ids), err
-}
-
-// Deletion implements store.Admin.
-func (s *Store) Deletion(ctx context.Context, id string) (*store.Deletion, error) {
-	leave, err := s.enter()
-	if err != nil {
-		return nil, err
-	}
-	defer leave()
-	d := &store.Deletion{ID: id}
-	var created int64
-	err = s.pool.QueryRow(ctx, `SELECT user_id, created_at FROM deletions WHERE id = $1`, id).Scan(&d.UserID, &created)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return nil, fmt.Errorf("deletion %s: %w", id, store.ErrNotFound)
-	}
-	if err != nil {
-		return nil, err
-	}
-	d.CreatedAt = store.FromMillis(created)
-	rows, err := s.pool.Query(ctx, `SELECT `+rowscan.DeletionSourceColumns+`
-		FROM deletion_sources ds LEFT JOIN messages m ON m.id = ds.message LEFT JOIN deliveries dl ON dl.message = ds.message
-		WHERE ds.deletion = $1 ORDER BY ds.source COLLATE "C"`, id)
-	if err != nil {
-		return nil, err
-	}
-	if d.Sources, err = collect(rows, rowscan.DeletionSource); err != nil {
-		return nil, err
-	}
-	return d, nil
 }
 
 // Sizes of the steps of a sync: rows staged per statement, and users

@@ -72,6 +72,7 @@ type Store struct {
 	cancelStop  context.CancelFunc
 	syncHook    synchook.Hook // SetSyncHook's
 	floors      floors        // where Lease starts reading each source's due deliveries
+	rewriting   sync.Mutex    // takes this Store's deletion rewrites one at a time (deletion.go)
 }
 
 var _ store.Store = (*Store)(nil)

@@ -2,87 +2,60 @@ package postgres
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"github.com/evfwd/evfwd/pkg/store"
-	"github.com/evfwd/evfwd/pkg/store/internal/rowscan"
+	"github.com/evfwd/evfwd/pkg/store/internal/prune"
 	"github.com/jackc/pgx/v5"
 )
 
-// Prune implements store.Store, a short transaction per step as on SQLite.
-// Nodes may prune at once: a step locks the deliveries of the messages it
-// examines (skipping messages another node holds) before it checks that
-// none is pending, so a concurrent retry either waits for the step or makes
-// its delivery pending first and keeps the message. Deleted rows are left
-// to autovacuum, which the tables are tuned for (see migrations).
+// Prune implements store.Store: the pass of package prune, a short
+// transaction per step as on SQLite. Nodes may prune at once: a step locks
+// the deliveries of the messages it examines (skipping messages another
+// node holds) before it checks that none is pending, so a concurrent retry
+// either waits for the step or makes its delivery pending first and keeps
+// the message. Deleted rows are left to autovacuum, which the tables are
+// tuned for (see migrations).
 func (s *Store) Prune(ctx context.Context, before time.Time) (store.Pruned, error) {
 	leave, err := s.enter()
 	if err != nil {
 		return store.Pruned{}, err
 	}
 	defer leave()
-	var total store.Pruned
-	cutoff := store.Millis(before)
-	var after int64
-	for {
-		var step store.Pruned
-		var done bool
-		err := again(func() error {
-			step = store.Pruned{}
-			return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-				var err error
-				after, done, err = pruneStep(ctx, tx, after, cutoff, &step)
-				return err
-			})
+	return prune.Pass(store.Millis(before), func(step func(context.Context, prune.Tx) error) error {
+		return again(func() error {
+			return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error { return step(ctx, pruneTx{tx}) })
 		})
-		if err != nil {
-			return total, err
-		}
-		total.Add(step)
-		if done {
-			return total, nil
-		}
-	}
+	})
 }
 
-// pruneStep examines up to store.PruneStep messages after id after and
-// removes the prunable ones; see the SQLite store's pruneStep.
-func pruneStep(ctx context.Context, tx pgx.Tx, after, cutoff int64, n *store.Pruned) (int64, bool, error) {
-	rows, err := tx.Query(ctx, `SELECT id, received_at < $2 AND type != 'delete', received_at < $2
+// pruneTx is a prune step's statements in its transaction.
+type pruneTx struct{ tx pgx.Tx }
+
+// Candidates implements prune.Tx: it locks the messages it examines, then
+// their deliveries, and only then keeps the messages with none pending.
+func (p pruneTx) Candidates(ctx context.Context, after, cutoff int64) ([]int64, int64, bool, error) {
+	rows, err := p.tx.Query(ctx, `SELECT id, received_at < $2 AND type != 'delete', received_at < $2
 		FROM messages WHERE id > $1 ORDER BY id LIMIT $3 FOR UPDATE SKIP LOCKED`, after, cutoff, store.PruneStep)
 	if err != nil {
-		return after, false, err
+		return nil, after, false, err
 	}
-	ids, after, done, err := rowscan.PruneScan(rows, after)
+	ids, last, done, err := prune.Scan(rows, after)
 	rows.Close()
-	if err != nil {
-		return after, false, err
+	if err != nil || len(ids) == 0 {
+		return ids, last, done, err
 	}
-	if len(ids) == 0 {
-		return after, done, nil
+	if _, err := p.tx.Exec(ctx, `SELECT 1 FROM deliveries WHERE message = ANY($1) ORDER BY id FOR UPDATE`, ids); err != nil {
+		return nil, last, false, err
 	}
-	// Lock the candidates' deliveries, then keep only messages with none
-	// pending.
-	if _, err := tx.Exec(ctx, `SELECT 1 FROM deliveries WHERE message = ANY($1) ORDER BY id FOR UPDATE`, ids); err != nil {
-		return after, false, err
-	}
-	if err := tx.QueryRow(ctx, `SELECT coalesce(array_agg(id ORDER BY id), '{}') FROM unnest($1::bigint[]) AS c (id)
-		WHERE NOT EXISTS (SELECT 1 FROM deliveries d WHERE d.message = c.id AND d.status = 'pending')`, ids).Scan(&ids); err != nil {
-		return after, false, err
-	}
-	for _, q := range []struct {
-		sql string
-		n   *int64
-	}{
-		{`DELETE FROM attempts WHERE delivery IN (SELECT id FROM deliveries WHERE message = ANY($1))`, &n.Attempts},
-		{`DELETE FROM deliveries WHERE message = ANY($1)`, &n.Deliveries},
-		{`DELETE FROM messages WHERE id = ANY($1)`, &n.Messages},
-	} {
-		tag, err := tx.Exec(ctx, q.sql, ids)
-		if err != nil {
-			return after, false, err
-		}
-		*q.n += tag.RowsAffected()
-	}
-	return after, done, nil
+	err = p.tx.QueryRow(ctx, `SELECT coalesce(array_agg(id ORDER BY id), '{}') FROM unnest($1::bigint[]) AS c (id)
+		WHERE NOT EXISTS (SELECT 1 FROM deliveries d WHERE d.message = c.id AND d.status = 'pending')`, ids).Scan(&ids)
+	return ids, last, done, err
+}
+
+// Remove implements prune.Tx.
+func (p pruneTx) Remove(ctx context.Context, stmt string, ids []int64) (int64, error) {
+	tag, err := p.tx.Exec(ctx, fmt.Sprintf(stmt, "= ANY($1)"), ids)
+	return tag.RowsAffected(), err
 }

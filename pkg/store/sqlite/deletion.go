@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/evfwd/evfwd/pkg/store"
+	"github.com/evfwd/evfwd/pkg/store/internal/deletion"
 	"github.com/evfwd/evfwd/pkg/store/internal/rowscan"
 )
 
@@ -46,49 +47,86 @@ const deletionPageSize = 1000
 // deletion runs to the end even if ctx ends, and an unfinished one left by
 // an earlier process or call is finished too.
 func (s *Store) CreateDeletion(ctx context.Context, r store.DeletionRequest) (*store.Deletion, error) {
-	if err := s.recordDeletion(ctx, r); err != nil {
-		return nil, err
-	}
-	if err := s.finishDeletions(context.WithoutCancel(ctx)); err != nil {
-		return nil, fmt.Errorf("deletion %s is recorded but not finished (it will be on the next request or start): %w", r.ID, err)
-	}
-	return s.Deletion(ctx, r.ID)
+	return deletion.Create(ctx, deletions{s}, r)
+}
+
+// Deletion implements store.Admin.
+func (s *Store) Deletion(ctx context.Context, id string) (*store.Deletion, error) {
+	return deletion.Read(ctx, deletions{s}, id)
 }
 
 // recordDeletion is step 1.
 func (s *Store) recordDeletion(ctx context.Context, r store.DeletionRequest) error {
 	now := store.Millis(s.opts.Now())
 	return s.do(ctx, len(r.Messages), func(ctx context.Context, tx *wtx) error {
-		if _, err := tx.ExecContext(ctx, `INSERT INTO deletions (id, user_id, created_at, upto, done_at)
-			VALUES (?, ?, ?, (SELECT coalesce(max(id), 0) FROM messages), 0)`,
-			r.ID, r.UserID, store.Millis(r.CreatedAt)); err != nil {
-			return err
-		}
-		if len(r.Messages) > 0 {
-			if _, err := insertMessages(ctx, tx, r.Messages, now, store.IngestLease{}); err != nil {
-				return err
-			}
-		}
-		notified := map[string]string{}
-		for _, m := range r.Messages {
-			notified[m.Source] = m.MessageID
-		}
-		for _, src := range r.Sources {
-			var msg any // NULL when the source got no notification
-			if id, ok := notified[src]; ok {
-				var rowid int64
-				if err := tx.QueryRowContext(ctx, `SELECT id FROM messages WHERE source = ? AND message_id = ?`, src, id).Scan(&rowid); err != nil {
-					return fmt.Errorf("delete message of %s: %w", src, err)
-				}
-				msg = rowid
-			}
-			if _, err := tx.ExecContext(ctx, `INSERT INTO deletion_sources (deletion, source, message, cancelled, purged)
-				VALUES (?, ?, ?, 0, 0)`, r.ID, src, msg); err != nil {
-				return err
-			}
-		}
-		return nil
+		return deletion.Record(ctx, recordTx{tx, now}, r)
 	})
+}
+
+// deletions is the store as package deletion's Engine: Record and Finish
+// are steps 1 and 2 to 4, Request and Sources the read.
+type deletions struct{ s *Store }
+
+func (d deletions) Record(ctx context.Context, r store.DeletionRequest) error {
+	return d.s.recordDeletion(ctx, r)
+}
+
+func (d deletions) Finish(ctx context.Context) error { return d.s.finishDeletions(ctx) }
+
+func (d deletions) Request(ctx context.Context, id string) (user string, created int64, found bool, err error) {
+	err = d.s.read.QueryRowContext(ctx, `SELECT user_id, created_at FROM deletions WHERE id = ?`, id).Scan(&user, &created)
+	if errors.Is(err, sql.ErrNoRows) {
+		return "", 0, false, nil
+	}
+	return user, created, err == nil, err
+}
+
+func (d deletions) Sources(ctx context.Context, id string) ([]store.DeletionSource, error) {
+	rows, err := d.s.read.QueryContext(ctx, deletion.SourcesQuery("?", ""), id)
+	if err != nil {
+		return nil, err
+	}
+	return collect(rows, rowscan.DeletionSource)
+}
+
+// recordTx is step 1's statements in the writer's transaction.
+type recordTx struct {
+	tx  *wtx
+	now int64
+}
+
+// Insert implements deletion.Tx. upto, the newest message id at this
+// moment, bounds the purge's pages.
+func (t recordTx) Insert(ctx context.Context, r store.DeletionRequest) error {
+	_, err := t.tx.ExecContext(ctx, `INSERT INTO deletions (id, user_id, created_at, upto, done_at)
+		VALUES (?, ?, ?, (SELECT coalesce(max(id), 0) FROM messages), 0)`,
+		r.ID, r.UserID, store.Millis(r.CreatedAt))
+	return err
+}
+
+// Purge implements deletion.Tx: nothing, the purge comes after in steps.
+func (recordTx) Purge(context.Context, store.DeletionRequest, string) (deletion.Counts, error) {
+	return deletion.Counts{}, nil
+}
+
+// Notify implements deletion.Tx.
+func (t recordTx) Notify(ctx context.Context, msgs []store.Message) error {
+	_, err := insertMessages(ctx, t.tx, msgs, t.now, store.IngestLease{})
+	return err
+}
+
+// MessageRow implements deletion.Tx.
+func (t recordTx) MessageRow(ctx context.Context, source, messageID string) (int64, error) {
+	var id int64
+	err := t.tx.QueryRowContext(ctx, `SELECT id FROM messages WHERE source = ? AND message_id = ?`, source, messageID).Scan(&id)
+	return id, err
+}
+
+// AddSource implements deletion.Tx.
+func (t recordTx) AddSource(ctx context.Context, request, source string, message *int64, c deletion.Counts) error {
+	_, err := t.tx.ExecContext(ctx, `INSERT INTO deletion_sources (deletion, source, message, cancelled, purged)
+		VALUES (?, ?, ?, ?, ?)`, request, source, message, c.Cancelled, c.Purged)
+	return err
 }
 
 // finishDeletions runs steps 2 to 4 of every unfinished deletion, oldest
@@ -122,8 +160,7 @@ func (s *Store) finishDeletions(ctx context.Context) error {
 }
 
 // purgeDeletion is step 2 of deletion id: page after page until none is
-// left. Earlier delete notifications are the customer's clean-up signal:
-// they are neither withdrawn nor emptied.
+// left. Delete notifications are left as they are (see deletion.Tx.Purge).
 func (s *Store) purgeDeletion(ctx context.Context, id string) error {
 	var user string
 	var upto int64
@@ -165,7 +202,7 @@ func (s *Store) deletionPage(ctx context.Context, id, user string, after, upto i
 
 // purgeStep cancels the pending deliveries of page and empties its bodies
 // in one transaction, and adds what it changed to the deletion's counts.
-func (s *Store) purgeStep(ctx context.Context, deletion string, page []doomed) error {
+func (s *Store) purgeStep(ctx context.Context, id string, page []doomed) error {
 	now := store.Millis(s.opts.Now())
 	bySource := map[string][]any{}
 	var order []string
@@ -181,7 +218,7 @@ func (s *Store) purgeStep(ctx context.Context, deletion string, page []doomed) e
 			in := "(" + strings.Repeat("?,", len(ids)-1) + "?)"
 			res, err := tx.ExecContext(ctx, `UPDATE deliveries SET status = 'cancelled', lease_owner = NULL,
 				lease_expires_at = 0, last_error = ?, updated_at = ? WHERE status = 'pending' AND message IN `+in,
-				append([]any{"cancelled by deletion request " + deletion, now}, ids...)...)
+				append([]any{deletion.Reason(id), now}, ids...)...)
 			if err != nil {
 				return err
 			}
@@ -195,34 +232,10 @@ func (s *Store) purgeStep(ctx context.Context, deletion string, page []doomed) e
 				continue
 			}
 			if _, err := tx.ExecContext(ctx, `UPDATE deletion_sources SET cancelled = cancelled + ?, purged = purged + ?
-				WHERE deletion = ? AND source = ?`, c, p, deletion, src); err != nil {
+				WHERE deletion = ? AND source = ?`, c, p, id, src); err != nil {
 				return err
 			}
 		}
 		return nil
 	})
-}
-
-// Deletion implements store.Admin.
-func (s *Store) Deletion(ctx context.Context, id string) (*store.Deletion, error) {
-	d := &store.Deletion{ID: id}
-	var created int64
-	err := s.read.QueryRowContext(ctx, `SELECT user_id, created_at FROM deletions WHERE id = ?`, id).Scan(&d.UserID, &created)
-	if errors.Is(err, sql.ErrNoRows) {
-		return nil, fmt.Errorf("deletion %s: %w", id, store.ErrNotFound)
-	}
-	if err != nil {
-		return nil, err
-	}
-	d.CreatedAt = store.FromMillis(created)
-	rows, err := s.read.QueryContext(ctx, `SELECT `+rowscan.DeletionSourceColumns+`
-		FROM deletion_sources ds LEFT JOIN messages m ON m.id = ds.message LEFT JOIN deliveries dl ON dl.message = ds.message
-		WHERE ds.deletion = ? ORDER BY ds.source`, id)
-	if err != nil {
-		return nil, err
-	}
-	if d.Sources, err = collect(rows, rowscan.DeletionSource); err != nil {
-		return nil, err
-	}
-	return d, nil
 }

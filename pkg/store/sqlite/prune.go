@@ -7,38 +7,22 @@ import (
 	"time"
 
 	"github.com/evfwd/evfwd/pkg/store"
-	"github.com/evfwd/evfwd/pkg/store/internal/rowscan"
+	"github.com/evfwd/evfwd/pkg/store/internal/prune"
 )
 
-// Prune implements store.Store. Each step is one group-commit op, so
-// ingest waits for at most one step. Messages are examined in id order,
-// which is the order they arrived in: a pass ends at the first message
-// inside the window. Pending ones (and delete notifications) stay where
-// they are and are stepped over.
+// Prune implements store.Store: the pass of package prune, each step one
+// group-commit op, so ingest waits for at most one step. Pending messages
+// (and delete notifications) stay where they are and are stepped over.
 func (s *Store) Prune(ctx context.Context, before time.Time) (store.Pruned, error) {
-	var total store.Pruned
 	freeBefore, err := s.freePages(ctx)
 	if err != nil {
-		return total, err
+		return store.Pruned{}, err
 	}
-	cutoff := store.Millis(before)
-	var after int64
-	for {
-		var step store.Pruned
-		var done bool
-		err := s.do(ctx, 0, func(ctx context.Context, tx *wtx) error {
-			step = store.Pruned{}
-			var err error
-			after, done, err = pruneStep(ctx, tx, after, cutoff, &step)
-			return err
-		})
-		if err != nil {
-			return total, err
-		}
-		total.Add(step)
-		if done {
-			break
-		}
+	total, err := prune.Pass(store.Millis(before), func(step func(context.Context, prune.Tx) error) error {
+		return s.do(ctx, 0, func(ctx context.Context, tx *wtx) error { return step(ctx, pruneTx{tx}) })
+	})
+	if err != nil {
+		return total, err
 	}
 	return total, s.giveBack(ctx, freeBefore)
 }
@@ -50,46 +34,34 @@ func (s *Store) freePages(ctx context.Context) (int64, error) {
 	return n, err
 }
 
-// pruneStep examines up to store.PruneStep messages after id after and
-// removes the prunable ones. It returns the last id examined and whether
-// the pass is over.
-func pruneStep(ctx context.Context, tx *wtx, after, cutoff int64, n *store.Pruned) (int64, bool, error) {
-	rows, err := tx.QueryContext(ctx, `SELECT m.id, m.received_at < ? AND m.type != 'delete'
+// pruneTx is a prune step's statements in the writer's transaction.
+type pruneTx struct{ tx *wtx }
+
+// Candidates implements prune.Tx: the writer is the only one, so the scan
+// can judge pending deliveries itself.
+func (p pruneTx) Candidates(ctx context.Context, after, cutoff int64) ([]int64, int64, bool, error) {
+	rows, err := p.tx.QueryContext(ctx, `SELECT m.id, m.received_at < ? AND m.type != 'delete'
 		AND NOT EXISTS (SELECT 1 FROM deliveries d WHERE d.message = m.id AND d.status = 'pending'),
 		m.received_at < ?
 		FROM messages m WHERE m.id > ? ORDER BY m.id LIMIT ?`, cutoff, cutoff, after, store.PruneStep)
 	if err != nil {
-		return after, false, err
+		return nil, after, false, err
 	}
-	ids, after, done, err := rowscan.PruneScan(rows, after)
-	rows.Close()
-	if err != nil {
-		return after, false, err
-	}
-	if len(ids) == 0 {
-		return after, done, nil
-	}
+	defer rows.Close()
+	return prune.Scan(rows, after)
+}
+
+// Remove implements prune.Tx.
+func (p pruneTx) Remove(ctx context.Context, stmt string, ids []int64) (int64, error) {
 	args := make([]any, len(ids))
 	for i, id := range ids {
 		args[i] = id
 	}
-	in := "(?" + strings.Repeat(",?", len(ids)-1) + ")"
-	for _, q := range []struct {
-		sql string
-		n   *int64
-	}{
-		{`DELETE FROM attempts WHERE delivery IN (SELECT id FROM deliveries WHERE message IN ` + in + `)`, &n.Attempts},
-		{`DELETE FROM deliveries WHERE message IN ` + in, &n.Deliveries},
-		{`DELETE FROM messages WHERE id IN ` + in, &n.Messages},
-	} {
-		res, err := tx.ExecContext(ctx, q.sql, args...)
-		if err != nil {
-			return after, false, err
-		}
-		k, _ := res.RowsAffected()
-		*q.n += k
+	res, err := p.tx.ExecContext(ctx, fmt.Sprintf(stmt, "IN (?"+strings.Repeat(",?", len(ids)-1)+")"), args...)
+	if err != nil {
+		return 0, err
 	}
-	return after, done, nil
+	return res.RowsAffected()
 }
 
 // vacuumStep bounds the pages one incremental vacuum step moves (4 MiB of
