@@ -40,6 +40,9 @@ type ListenConfig struct {
 	// Tolerance is the receiver's (0 its default, negative no limit).
 	Tolerance time.Duration
 	Record    string // the --record file, shown on the page
+	// KeepBytes bounds the bytes of records and bodies kept (0: the
+	// package's KeepBytes).
+	KeepBytes int
 	Version   string
 	// Client sends replays (default: 30 s timeout, redirects not followed,
 	// RootCAs trusted).
@@ -101,6 +104,9 @@ func NewListen(cfg ListenConfig) *Listen {
 	}
 	if cfg.Scheme == "" {
 		cfg.Scheme = signature.Auto
+	}
+	if cfg.KeepBytes <= 0 {
+		cfg.KeepBytes = KeepBytes
 	}
 	if cfg.Client == nil {
 		cfg.Client = &http.Client{
@@ -214,7 +220,7 @@ func (l *Listen) Load(r io.Reader) error {
 		}
 		last = append(last, bytes.Clone(line))
 		held += len(line)
-		for len(last) > Keep || held > KeepBytes && len(last) > 1 {
+		for len(last) > Keep || held > l.cfg.KeepBytes && len(last) > 1 {
 			held -= len(last[0])
 			last[0] = nil
 			last = last[1:]
@@ -313,7 +319,7 @@ func (l *Listen) add(line, body []byte, typ, verdict string, sensitive []string)
 	}
 	l.entries = append(l.entries, e)
 	l.bytes += e.size()
-	for len(l.entries) > Keep || l.bytes > KeepBytes && len(l.entries) > 1 {
+	for len(l.entries) > Keep || l.bytes > l.cfg.KeepBytes && len(l.entries) > 1 {
 		l.bytes -= l.entries[0].size()
 		l.entries[0] = nil
 		l.entries = l.entries[1:]
