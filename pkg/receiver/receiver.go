@@ -127,6 +127,7 @@ type Handler struct {
 	scheme  signature.Scheme
 	macs    []*signature.Keyed // per secret, segment's keyed MAC (fastSegment)
 	redact  []string           // Options.RedactHeaders, canonical
+	tap     func(*Request)     // after OnRequest: what Server.Serve adds (its UI, Count)
 }
 
 // ErrConfig is matched by every configuration error from New.
@@ -435,6 +436,9 @@ func (h *Handler) finish(req *Request, status int) {
 	}
 	if h.opts.OnRequest != nil {
 		h.opts.OnRequest(req)
+	}
+	if h.tap != nil {
+		h.tap(req)
 	}
 	req.releaseLine()
 }
