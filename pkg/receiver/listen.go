@@ -182,9 +182,12 @@ func (s *Server) Close() {
 // delays are cut short, and the UI's event streams end. The caller closes
 // h after. A ReadyFile it cannot write is a *SetupError.
 func (s *Server) Serve(ctx context.Context, h *Handler, ui UI, ev Events) (Stop, error) {
-	if ui == nil && s.uiLn != nil {
+	switch {
+	case ui == nil && s.uiLn != nil:
 		s.uiLn.Close()
 		s.uiLn = nil
+	case s.uiLn == nil:
+		ui = nil // no port to serve it on
 	}
 	h.tap = s.tap(ui)
 	// Cancelling base aborts simulated delays once the listener stops.
