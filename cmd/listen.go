@@ -234,6 +234,8 @@ func (o *ListenOptions) check() error {
 	return nil
 }
 
+// listenRun prints each request as the receiver answers it, until Ctrl-C,
+// --count or --timeout stops the receiver.Server, then the summary.
 func listenRun(opts *ListenOptions) error {
 	if err := opts.check(); err != nil {
 		return err
@@ -274,9 +276,9 @@ func listenRun(opts *ListenOptions) error {
 	}
 	defer srv.Close()
 	stop, err := srv.Serve(ctx, h, ui, events)
-	if setup := (*receiver.SetupError)(nil); errors.As(err, &setup) {
+	if errors.As(err, new(*receiver.SetupError)) { // --ready-file
 		h.Close()
-		return opts.setupError(setup)
+		return opts.setupError(err)
 	}
 	result := err
 	if result == nil {
