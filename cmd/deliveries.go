@@ -32,7 +32,8 @@ type DeliveriesOptions struct {
 	ctx    context.Context
 }
 
-// NewCmdDeliveries builds `evfwd deliveries` and its list, show and retry.
+// NewCmdDeliveries builds `evfwd deliveries` and its list, show, retry,
+// prune and endpoints.
 func NewCmdDeliveries(f *cli.Factory) *cobra.Command {
 	opts := &DeliveriesOptions{}
 	// bind fills what a subcommand uses, once the root has read --output
@@ -89,7 +90,13 @@ pending again so the running (or next) serve delivers them.`,
 	retry.Flags().StringVar(&opts.Status, "status", "", "retry every delivery in this `STATUS` (failed or dead)")
 	retry.Flags().StringVar(&opts.Source, "source", "", "with --status, only this `SOURCE`")
 
-	prune := &cobra.Command{
+	cmd.AddCommand(list, show, retry, newCmdDeliveriesPrune(f, opts, bind), newCmdDeliveriesEndpoints(opts, bind))
+	return cmd
+}
+
+// newCmdDeliveriesPrune builds `evfwd deliveries prune`; bind fills opts.
+func newCmdDeliveriesPrune(f *cli.Factory, opts *DeliveriesOptions, bind func(*cobra.Command)) *cobra.Command {
+	cmd := &cobra.Command{
 		Use:   "prune",
 		Short: "Remove finished messages older than --older-than, now",
 		Long: `Remove the messages received longer ago than --older-than whose deliveries
@@ -113,8 +120,14 @@ beside a running serve, a short step at a time.`,
 			return deliveriesPrune(opts)
 		},
 	}
-	prune.Flags().DurationVar(&opts.Older, "older-than", store.DefaultRetention, "prune finished messages received longer ago than `DURATION` (default: the config's retention, else 168h)")
-	endpoints := &cobra.Command{
+	cmd.Flags().DurationVar(&opts.Older, "older-than", store.DefaultRetention, "prune finished messages received longer ago than `DURATION` (default: the config's retention, else 168h)")
+	return cmd
+}
+
+// newCmdDeliveriesEndpoints builds `evfwd deliveries endpoints`; bind
+// fills opts.
+func newCmdDeliveriesEndpoints(opts *DeliveriesOptions, bind func(*cobra.Command)) *cobra.Command {
+	return &cobra.Command{
 		Use:   "endpoints",
 		Short: "Show each webhook endpoint's health: closed, open or half-open",
 		Long: `Show the health state serve keeps for each source's webhook URLs, as last
@@ -131,8 +144,6 @@ any node recorded (NODE).`,
 			return deliveriesEndpoints(opts)
 		},
 	}
-	cmd.AddCommand(list, show, retry, prune, endpoints)
-	return cmd
 }
 
 func (o *DeliveriesOptions) open() (store.Store, error) {

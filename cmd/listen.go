@@ -3,24 +3,19 @@ package cmd
 import (
 	"context"
 	"crypto/rand"
-	"crypto/tls"
 	"crypto/x509"
 	"encoding/base64"
 	"errors"
 	"fmt"
 	"io/fs"
 	"net"
-	"net/http"
 	"os"
-	"path/filepath"
 	"runtime/debug"
 	"strings"
-	"sync"
 	"syscall"
 	"time"
 
 	"github.com/evfwd/evfwd/internal/cli"
-	"github.com/evfwd/evfwd/internal/tlscert"
 	"github.com/evfwd/evfwd/pkg/inspector"
 	"github.com/evfwd/evfwd/pkg/message"
 	"github.com/evfwd/evfwd/pkg/receiver"
@@ -165,32 +160,37 @@ Exit status: 0 stopped or --count reached, 1 --timeout passed first,
 			return listenRun(opts)
 		},
 	}
-	opts.Secret.AddFlags(cmd)
-	fl := cmd.Flags()
-	addSchemeFlag(cmd, &opts.Scheme, signature.Auto, true)
-	fl.DurationVar(&opts.Tolerance, "tolerance", signature.DefaultTolerance, "how old a signed timestamp may be at a request's arrival (0: no limit)")
-	fl.StringVar(&opts.Addr, "addr", "127.0.0.1:8788", "`HOST:PORT` to listen on (port 0 picks a free one)")
-	fl.StringVar(&opts.Path, "path", "", "serve only this `PATH`; others get 404 (default any path)")
-	fl.BoolVar(&opts.AcceptInvalid, "accept-invalid", false, "answer requests with a missing or wrong signature normally (the verdict is still shown)")
-	fl.BoolVarP(&opts.Verbose, "verbose", "v", false, "also print headers and the pretty-printed body")
-	fl.StringVar(&opts.Record, "record", "", "append every request as an NDJSON record to `FILE`")
-	fl.IntVar(&opts.Status, "status", 0, "answer every request with this status `CODE`")
-	fl.IntSliceVar(&opts.Respond, "respond", nil, "answer with this sequence of `CODES`, the last repeating (e.g. 500,500,200)")
-	fl.DurationVar(&opts.Delay, "delay", 0, "hold each answer back this long (e.g. 6s)")
-	fl.Float64Var(&opts.FailRate, "fail-rate", 0, "answer this fraction of requests 500 (0 to 1)")
-	fl.StringVar(&opts.ForwardTo, "forward-to", "", "relay each request to `URL` and answer with its response")
-	fl.IntVar(&opts.Count, "count", 0, "exit 0 after `N` accepted requests")
-	fl.StringVar(&opts.Type, "type", "", "with --count, count only messages of this `TYPE`")
-	fl.DurationVar(&opts.Timeout, "timeout", 0, "stop after this long; exit 1 if --count was not reached")
-	fl.StringVar(&opts.ReadyFile, "ready-file", "", "write the listening URL to `PATH` once the port is open")
-	fl.StringVar(&opts.TLSCert, "tls-cert", "", "serve HTTPS with this certificate `FILE` (PEM)")
-	fl.StringVar(&opts.TLSKey, "tls-key", "", "private key `FILE` (PEM) for --tls-cert")
-	fl.BoolVar(&opts.UI, "ui", false, "serve an inspector page in the browser on --ui-addr")
-	fl.StringVar(&opts.UIAddr, "ui-addr", "127.0.0.1:8789", "`HOST:PORT` of the --ui inspector (port 0 picks a free one)")
-	fl.StringVar(&opts.UIToken, "ui-token", "", "the --ui inspector's API needs this `TOKEN` (16+ characters; default EVFWD_UI_TOKEN, else one made up beyond loopback)")
-	fl.BoolVar(&opts.AllowReplay, "allow-replay-local", false, "let an inspector reachable beyond loopback replay to this machine's loopback addresses")
-	fl.StringArrayVar(&opts.RedactHeaders, "redact-header", nil, "keep this header's value (`NAME`, any case) out of the records, output and inspector (repeatable)")
+	opts.addFlags(cmd)
 	return cmd
+}
+
+// addFlags registers listen's flags.
+func (o *ListenOptions) addFlags(cmd *cobra.Command) {
+	o.Secret.AddFlags(cmd)
+	fl := cmd.Flags()
+	addSchemeFlag(cmd, &o.Scheme, signature.Auto, true)
+	fl.DurationVar(&o.Tolerance, "tolerance", signature.DefaultTolerance, "how old a signed timestamp may be at a request's arrival (0: no limit)")
+	fl.StringVar(&o.Addr, "addr", "127.0.0.1:8788", "`HOST:PORT` to listen on (port 0 picks a free one)")
+	fl.StringVar(&o.Path, "path", "", "serve only this `PATH`; others get 404 (default any path)")
+	fl.BoolVar(&o.AcceptInvalid, "accept-invalid", false, "answer requests with a missing or wrong signature normally (the verdict is still shown)")
+	fl.BoolVarP(&o.Verbose, "verbose", "v", false, "also print headers and the pretty-printed body")
+	fl.StringVar(&o.Record, "record", "", "append every request as an NDJSON record to `FILE`")
+	fl.IntVar(&o.Status, "status", 0, "answer every request with this status `CODE`")
+	fl.IntSliceVar(&o.Respond, "respond", nil, "answer with this sequence of `CODES`, the last repeating (e.g. 500,500,200)")
+	fl.DurationVar(&o.Delay, "delay", 0, "hold each answer back this long (e.g. 6s)")
+	fl.Float64Var(&o.FailRate, "fail-rate", 0, "answer this fraction of requests 500 (0 to 1)")
+	fl.StringVar(&o.ForwardTo, "forward-to", "", "relay each request to `URL` and answer with its response")
+	fl.IntVar(&o.Count, "count", 0, "exit 0 after `N` accepted requests")
+	fl.StringVar(&o.Type, "type", "", "with --count, count only messages of this `TYPE`")
+	fl.DurationVar(&o.Timeout, "timeout", 0, "stop after this long; exit 1 if --count was not reached")
+	fl.StringVar(&o.ReadyFile, "ready-file", "", "write the listening URL to `PATH` once the port is open")
+	fl.StringVar(&o.TLSCert, "tls-cert", "", "serve HTTPS with this certificate `FILE` (PEM)")
+	fl.StringVar(&o.TLSKey, "tls-key", "", "private key `FILE` (PEM) for --tls-cert")
+	fl.BoolVar(&o.UI, "ui", false, "serve an inspector page in the browser on --ui-addr")
+	fl.StringVar(&o.UIAddr, "ui-addr", "127.0.0.1:8789", "`HOST:PORT` of the --ui inspector (port 0 picks a free one)")
+	fl.StringVar(&o.UIToken, "ui-token", "", "the --ui inspector's API needs this `TOKEN` (16+ characters; default EVFWD_UI_TOKEN, else one made up beyond loopback)")
+	fl.BoolVar(&o.AllowReplay, "allow-replay-local", false, "let an inspector reachable beyond loopback replay to this machine's loopback addresses")
+	fl.StringArrayVar(&o.RedactHeaders, "redact-header", nil, "keep this header's value (`NAME`, any case) out of the records, output and inspector (repeatable)")
 }
 
 func (o *ListenOptions) check() error {
@@ -234,156 +234,55 @@ func (o *ListenOptions) check() error {
 	return nil
 }
 
+// listenRun prints each request as the receiver answers it, until Ctrl-C,
+// --count or --timeout stops the receiver.Server, then the summary.
 func listenRun(opts *ListenOptions) error {
 	if err := opts.check(); err != nil {
 		return err
 	}
-	secrets, err := opts.Secret.ResolveAll("listen", false)
+	secrets, err := opts.secrets()
 	if err != nil {
 		return err
-	}
-	if opts.scheme != signature.Auto {
-		if err := signature.CheckSecrets(opts.scheme, secrets); err != nil {
-			return cli.UsageErrorf("--scheme %s: %v", opts.scheme, err)
-		}
-	}
-	tolerance := opts.Tolerance
-	if tolerance == 0 {
-		tolerance = -1 // the receiver's zero is the default, ours no limit
 	}
 	ctx := opts.ctx
 	if ctx == nil {
 		ctx = context.Background()
 	}
-
 	// Requests make short-lived garbage at a high rate; a larger heap
 	// target halves the GC work for a few MB (GOGC still wins if set).
 	if opts.Getenv("GOGC") == "" {
 		defer debug.SetGCPercent(debug.SetGCPercent(400))
 	}
-
-	var record *os.File
-	if opts.Record != "" {
-		// 0600: records hold whole requests, headers included.
-		if record, err = os.OpenFile(opts.Record, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600); err != nil {
-			return cli.UsageErrorf("--record: %v", err)
-		}
-		defer record.Close()
-		if err := receiver.EndTornLine(record); err != nil {
-			return fmt.Errorf("--record: %w", err)
-		}
-	}
-	out := newListenPrinter(opts.IO, opts.Format, opts.Verbose)
-	tally := newTally(opts.Count, opts.Type)
-	var insp *inspector.Listen
-	var ui uiAccess
-	if opts.UI {
-		cas, err := trustOwnCert(opts.TLSCert)
-		if err != nil {
-			return err
-		}
-		if ui, err = listenUI(opts); err != nil {
-			return err
-		}
-		defer ui.ln.Close() // when listen stops before serving it
-		insp = inspector.NewListen(inspector.ListenConfig{
-			ForwardTo: opts.ForwardTo, Scheme: opts.scheme, Secrets: secrets, Tolerance: tolerance,
-			Record: opts.Record, Version: opts.Version, Now: opts.Now, RootCAs: cas,
-			Token: ui.token, NoLoopbackReplay: ui.beyond && !opts.AllowReplay,
-		})
-		if err := loadRecord(insp, opts.Record); err != nil {
-			return err
-		}
-	}
-	ropts := receiver.Options{
-		Secrets:       secrets,
-		Scheme:        opts.scheme,
-		Tolerance:     tolerance,
-		AcceptInvalid: opts.AcceptInvalid,
-		Path:          opts.Path,
-		Simulate: receiver.Simulation{
-			Status: opts.Status, Respond: opts.Respond, Delay: opts.Delay,
-			FailRate: opts.FailRate, Rand: opts.rand,
-		},
-		ForwardTo:     opts.ForwardTo,
-		MaxBodyBytes:  opts.maxBody,
-		Now:           opts.Now,
-		RedactHeaders: opts.RedactHeaders,
-		OnRequest: func(r *receiver.Request) {
-			out.print(r)
-			tally.add(r)
-			if insp != nil {
-				insp.Add(r)
-			}
-		},
+	record, err := openRecord(opts.Record)
+	if err != nil {
+		return err
 	}
 	if record != nil {
-		ropts.Record = record
+		defer record.Close()
 	}
-	h, err := receiver.New(ropts)
+	out := newListenPrinter(opts.IO, opts.Format, opts.Verbose)
+	tally := newTally()
+	h, err := receiver.New(opts.handlerOptions(secrets, record, func(r *receiver.Request) {
+		out.print(r)
+		tally.add(r)
+	}))
 	if err != nil {
 		return cli.UsageError(err)
 	}
-
-	ln, scheme, err := listen(opts)
+	srv, ui, events, err := opts.start(secrets)
 	if err != nil {
 		h.Close()
 		return err
 	}
-	// Cancelling base aborts --delay waits when the listener stops.
-	base, cancelBase := context.WithCancel(context.Background())
-	defer cancelBase()
-	srv := h.Server(opts.readTimeout)
-	srv.BaseContext = func(net.Listener) context.Context { return base }
-	served := make(chan error, 1)
-	go func() { served <- srv.Serve(ln) }()
-
-	url := scheme + "://" + ln.Addr().String() + opts.Path
-	var uiSrv *http.Server
-	if insp != nil {
-		uiSrv = serveInspector(opts, insp, ui, url)
-	}
-	if err := announce(opts, url, len(secrets)); err != nil {
-		srv.Close()
+	defer srv.Close()
+	stop, err := srv.Serve(ctx, h, ui, events)
+	if errors.As(err, new(*receiver.SetupError)) { // --ready-file
 		h.Close()
-		return err
+		return opts.setupError(err)
 	}
-	if opts.ready != nil {
-		opts.ready(url)
-	}
-
-	var timeout <-chan time.Time
-	if opts.Timeout > 0 {
-		t := time.NewTimer(opts.Timeout)
-		defer t.Stop()
-		timeout = t.C
-	}
-	var result error
-	select {
-	case <-ctx.Done(): // Ctrl-C: how a server stops (exit 0), but it cuts a --count wait short
-		if opts.Count > 0 {
-			result = cli.Silent(cli.ExitInterrupted)
-		}
-	case <-tally.reached:
-	case <-timeout:
-		if opts.Count > 0 {
-			result = &cli.ExitError{Code: cli.ExitFailure, Err: tally.shortfall(opts.Timeout)}
-		}
-	case err := <-served:
-		result = fmt.Errorf("serve: %w", err)
-	}
-
-	cancelBase()
-	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	if err := srv.Shutdown(sctx); err != nil {
-		srv.Close()
-	}
-	if uiSrv != nil {
-		insp.Close() // ends the pages' event streams, which Shutdown would wait on
-		if err := uiSrv.Shutdown(sctx); err != nil {
-			uiSrv.Close()
-		}
+	result := err
+	if result == nil {
+		result = opts.stopped(stop, srv.Accepted(), tally)
 	}
 	if err := h.Close(); err != nil && result == nil {
 		result = fmt.Errorf("--record %s: %w", opts.Record, err)
@@ -395,31 +294,152 @@ func listenRun(opts *ListenOptions) error {
 	return result
 }
 
-// listen opens the port, with TLS when asked.
-func listen(opts *ListenOptions) (net.Listener, string, error) {
-	var cfg *tls.Config
-	if opts.TLSCert != "" {
-		certs, err := tlscert.NewReloader(opts.TLSCert, opts.TLSKey)
-		if err != nil {
-			return nil, "", cli.UsageErrorf("--tls-cert/--tls-key: %v", err)
-		}
-		cfg = certs.ServerConfig()
+// secrets resolves the secrets and checks that --scheme can use them.
+func (o *ListenOptions) secrets() ([][]byte, error) {
+	secrets, err := o.Secret.ResolveAll("listen", false)
+	if err != nil {
+		return nil, err
 	}
-	ln, err := opts.listener, error(nil)
-	if ln == nil {
-		ln, err = net.Listen("tcp", opts.Addr)
+	if o.scheme != signature.Auto {
+		if err := signature.CheckSecrets(o.scheme, secrets); err != nil {
+			return nil, cli.UsageErrorf("--scheme %s: %v", o.scheme, err)
+		}
+	}
+	return secrets, nil
+}
+
+// tolerance is --tolerance for the receiver, whose zero is the default
+// and ours no limit.
+func (o *ListenOptions) tolerance() time.Duration {
+	if o.Tolerance == 0 {
+		return -1
+	}
+	return o.Tolerance
+}
+
+// openRecord opens --record for appending (nil without it), ending a line
+// a killed listen left torn.
+func openRecord(path string) (*os.File, error) {
+	if path == "" {
+		return nil, nil
+	}
+	// 0600: records hold whole requests, headers included.
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+	if err != nil {
+		return nil, cli.UsageErrorf("--record: %v", err)
+	}
+	if err := receiver.EndTornLine(f); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("--record: %w", err)
+	}
+	return f, nil
+}
+
+// handlerOptions are the receiver's options; report sees each request.
+func (o *ListenOptions) handlerOptions(secrets [][]byte, record *os.File, report func(*receiver.Request)) receiver.Options {
+	ropts := receiver.Options{
+		Secrets:       secrets,
+		Scheme:        o.scheme,
+		Tolerance:     o.tolerance(),
+		AcceptInvalid: o.AcceptInvalid,
+		Path:          o.Path,
+		Simulate: receiver.Simulation{
+			Status: o.Status, Respond: o.Respond, Delay: o.Delay,
+			FailRate: o.FailRate, Rand: o.rand,
+		},
+		ForwardTo:     o.ForwardTo,
+		MaxBodyBytes:  o.maxBody,
+		Now:           o.Now,
+		RedactHeaders: o.RedactHeaders,
+		OnRequest:     report,
+	}
+	if record != nil { // not a nil *os.File in the interface
+		ropts.Record = record
+	}
+	return ropts
+}
+
+// start opens the ports and, with --ui, builds the inspector; it returns
+// what Serve takes besides the handler.
+func (o *ListenOptions) start(secrets [][]byte) (*receiver.Server, receiver.UI, receiver.Events, error) {
+	events := receiver.Events{
+		Listening: func(url string) { o.announce(url, len(secrets)) },
+		Ready:     o.ready,
+	}
+	var cas *x509.CertPool
+	if o.UI {
+		var err error
+		if cas, err = trustOwnCert(o.TLSCert); err != nil {
+			return nil, nil, events, err
+		}
+	}
+	cfg := receiver.ServerConfig{
+		Addr: o.Addr, Listener: o.listener, TLSCert: o.TLSCert, TLSKey: o.TLSKey,
+		ReadTimeout: o.readTimeout, ReadyFile: o.ReadyFile,
+		Count: o.Count, CountType: o.Type, Timeout: o.Timeout,
+	}
+	if o.UI {
+		cfg.UIAddr, cfg.UIListener = o.UIAddr, o.uiListener
+	}
+	srv, err := receiver.NewServer(cfg)
+	if err != nil {
+		return nil, nil, events, o.setupError(err)
+	}
+	if !o.UI {
+		return srv, nil, events, nil
+	}
+	a := o.uiAccess(srv.UIAddr())
+	insp := inspector.NewListen(inspector.ListenConfig{
+		ForwardTo: o.ForwardTo, Scheme: o.scheme, Secrets: secrets, Tolerance: o.tolerance(),
+		Record: o.Record, Version: o.Version, Now: o.Now, RootCAs: cas,
+		Token: a.token, NoLoopbackReplay: a.beyond && !o.AllowReplay,
+	})
+	if err := loadRecord(insp, o.Record); err != nil {
+		srv.Close()
+		return nil, nil, events, err
+	}
+	events.UIServing = func(addr net.Addr) { o.announceUI(addr, a) }
+	return srv, insp, events, nil
+}
+
+// setupError says which flag a receiver.SetupError is about: a port
+// another program has is exit 1, the rest usage errors.
+func (o *ListenOptions) setupError(err error) error {
+	var e *receiver.SetupError
+	if !errors.As(err, &e) {
+		return err
+	}
+	switch e.Setting {
+	case "TLS":
+		return cli.UsageErrorf("--tls-cert/--tls-key: %v", e.Err)
+	case "ReadyFile":
+		return cli.UsageErrorf("--ready-file: %v", e.Err)
+	}
+	flag, addr, other := "--addr", o.Addr, "another evfwd listen"
+	if e.Setting == "UIAddr" {
+		flag, addr, other = "--ui-addr", o.UIAddr, "another evfwd listen --ui"
 	}
 	if errors.Is(err, syscall.EADDRINUSE) {
 		// Not a usage mistake: another program has the port (exit 1).
-		return nil, "", fmt.Errorf("--addr %s: port in use (another evfwd listen? try --addr 127.0.0.1:0)", opts.Addr)
+		return fmt.Errorf("%s %s: port in use (%s? try %s 127.0.0.1:0)", flag, addr, other, flag)
 	}
-	if err != nil {
-		return nil, "", cli.UsageErrorf("--addr %s: %v", opts.Addr, err)
+	return cli.UsageErrorf("%s %s: %v", flag, addr, e.Err)
+}
+
+// stopped is listen's result for why the server stopped: Ctrl-C is how a
+// server stops (exit 0), but it cuts a --count wait short; so does
+// --timeout, with the shortfall.
+func (o *ListenOptions) stopped(stop receiver.Stop, accepted int, t *tally) error {
+	if o.Count == 0 {
+		return nil
 	}
-	if cfg != nil {
-		return tls.NewListener(ln, cfg), "https", nil
+	switch stop {
+	case receiver.StopTimeout:
+		return &cli.ExitError{Code: cli.ExitFailure, Err: t.shortfall(o.Timeout, accepted, o.Count, o.Type)}
+	case receiver.StopDone:
+		return cli.Silent(cli.ExitInterrupted)
 	}
-	return ln, "http", nil
+	return nil
 }
 
 // loadRecord has the inspector show the last requests of the --record file,
@@ -463,93 +483,53 @@ func trustOwnCert(certFile string) (*x509.CertPool, error) {
 // uiTokenEnv gives --ui-token when the flag is not.
 const uiTokenEnv = "EVFWD_UI_TOKEN"
 
-// uiAccess is the inspector's port and who may use it.
+// uiAccess is who may use the inspector.
 type uiAccess struct {
-	ln        net.Listener
 	beyond    bool   // reachable beyond loopback
 	token     string // what the API needs ("" nothing)
 	generated bool   // token was made up here, and is printed once
 }
 
-// listenUI opens --ui-addr and decides the inspector's token: --ui-token,
+// uiAccess decides the inspector's token, for a port on addr: --ui-token,
 // else, beyond loopback, 32 random bytes.
-func listenUI(opts *ListenOptions) (uiAccess, error) {
-	ln, err := opts.uiListener, error(nil)
-	if ln == nil {
-		ln, err = net.Listen("tcp", opts.UIAddr)
-	}
-	if errors.Is(err, syscall.EADDRINUSE) {
-		return uiAccess{}, fmt.Errorf("--ui-addr %s: port in use (another evfwd listen --ui? try --ui-addr 127.0.0.1:0)", opts.UIAddr)
-	}
-	if err != nil {
-		return uiAccess{}, cli.UsageErrorf("--ui-addr %s: %v", opts.UIAddr, err)
-	}
-	a := uiAccess{ln: ln, beyond: !inspector.IsLoopback(ln.Addr().String()), token: opts.UIToken}
+func (o *ListenOptions) uiAccess(addr net.Addr) uiAccess {
+	a := uiAccess{beyond: !inspector.IsLoopback(addr.String()), token: o.UIToken}
 	if a.token == "" && a.beyond {
 		b := make([]byte, 32)
 		rand.Read(b)
 		a.token, a.generated = base64.RawURLEncoding.EncodeToString(b), true
 	}
-	return a, nil
+	return a
 }
 
-// serveInspector serves the inspector on the port listenUI opened, saying
-// where on stderr, and warning when it is reachable beyond loopback.
-func serveInspector(opts *ListenOptions, insp *inspector.Listen, a uiAccess, listenURL string) *http.Server {
-	insp.SetURL(listenURL)
-	ln := a.ln
-	// The limits serve's inspector has: a caller that trickles its
-	// headers or body, or idles, loses its connection. A replay (up to
-	// the receiver's 30 s forward timeout) fits in the write timeout; the
-	// event stream lifts it for itself.
-	srv := &http.Server{
-		Handler:           insp.Handler(ln.Addr().String()),
-		ReadHeaderTimeout: 10 * time.Second,
-		ReadTimeout:       60 * time.Second,
-		WriteTimeout:      60 * time.Second,
-		IdleTimeout:       2 * time.Minute,
-		MaxHeaderBytes:    64 << 10,
-	}
-	go srv.Serve(ln)
-	url := "http://" + inspector.DialAddr(ln.Addr().String()) + "/"
-	st := opts.IO.ErrStyles()
+// announceUI says on stderr where the inspector serves, warning when it is
+// reachable beyond loopback.
+func (o *ListenOptions) announceUI(addr net.Addr, a uiAccess) {
+	url := "http://" + inspector.DialAddr(addr.String()) + "/"
+	st := o.IO.ErrStyles()
 	if a.beyond {
 		replays := "replays to this machine's loopback addresses go only to listen itself and --forward-to (--allow-replay-local lifts that)"
-		if opts.AllowReplay {
+		if o.AllowReplay {
 			replays = "replays may reach this machine's loopback addresses (--allow-replay-local)"
 		}
-		fmt.Fprintf(opts.IO.ErrOut, "%s the inspector listens on %s, beyond loopback: its API needs the token; %s\n",
-			st.Warn.Sprint("warning:"), ln.Addr(), replays)
+		fmt.Fprintf(o.IO.ErrOut, "%s the inspector listens on %s, beyond loopback: its API needs the token; %s\n",
+			st.Warn.Sprint("warning:"), addr, replays)
 	}
 	shown := url
 	if a.generated {
 		// The fragment stays in the browser, which the page reads it from.
 		shown += "#token=" + a.token
 	}
-	fmt.Fprintf(opts.IO.ErrOut, "inspector on %s\n", st.Bold.Sprint(shown))
-	if opts.uiReady != nil {
-		opts.uiReady(url)
+	fmt.Fprintf(o.IO.ErrOut, "inspector on %s\n", st.Bold.Sprint(shown))
+	if o.uiReady != nil {
+		o.uiReady(url)
 	}
-	return srv
 }
 
-// announce prints the readiness line and writes --ready-file.
-func announce(opts *ListenOptions, url string, secrets int) error {
-	st := opts.IO.ErrStyles()
-	fmt.Fprintf(opts.IO.ErrOut, "listening on %s  %s\n", url, st.Muted.Sprint("("+checkNote(opts, secrets)+")"))
-	if opts.ReadyFile == "" {
-		return nil
-	}
-	// Write then rename, so a CI step polling for the file never reads
-	// half of it.
-	tmp := filepath.Join(filepath.Dir(opts.ReadyFile), "."+filepath.Base(opts.ReadyFile)+".tmp")
-	if err := os.WriteFile(tmp, []byte(url+"\n"), 0o644); err != nil {
-		return cli.UsageErrorf("--ready-file: %v", err)
-	}
-	if err := os.Rename(tmp, opts.ReadyFile); err != nil {
-		return cli.UsageErrorf("--ready-file: %v", err)
-	}
-	return nil
+// announce prints the readiness line.
+func (o *ListenOptions) announce(url string, secrets int) {
+	st := o.IO.ErrStyles()
+	fmt.Fprintf(o.IO.ErrOut, "listening on %s  %s\n", url, st.Muted.Sprint("("+checkNote(o, secrets)+")"))
 }
 
 // checkNote says what announce's line says about signatures, e.g.
@@ -576,82 +556,4 @@ func checkNote(opts *ListenOptions, secrets int) string {
 		note += ", accepting invalid"
 	}
 	return note
-}
-
-// tally counts what arrived, for --count and the summary.
-type tally struct {
-	mu       sync.Mutex
-	want     int
-	typ      string
-	counted  int
-	total    int
-	byType   map[string]int
-	bySig    map[receiver.SigVerdict]int
-	badShape int
-	dups     int
-	replays  int
-	byStatus map[int]int
-	refused  map[string]int
-	reached  chan struct{}
-}
-
-func newTally(want int, typ string) *tally {
-	return &tally{
-		want: want, typ: typ,
-		byType: map[string]int{}, bySig: map[receiver.SigVerdict]int{}, byStatus: map[int]int{}, refused: map[string]int{},
-		reached: make(chan struct{}),
-	}
-}
-
-// add counts r. Toward --count go the requests that were accepted: on the
-// path, readable, and not refused for their signature, so a CI job waiting
-// for N events fails when the sender signs wrong.
-func (t *tally) add(r *receiver.Request) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	t.total++
-	typ := r.Type
-	if typ == "" {
-		typ = "(none)"
-	}
-	if r.Refused != receiver.RefusedPath {
-		t.byType[typ]++
-	}
-	if r.Refused != receiver.RefusedPath { // nothing was checked
-		t.bySig[r.Signature.Verdict]++
-		if !r.Shape.OK {
-			t.badShape++
-		}
-	}
-	if r.Duplicate {
-		t.dups++
-	}
-	if r.Replay {
-		t.replays++
-	}
-	t.byStatus[r.Status]++
-	if r.Refused != "" {
-		t.refused[r.Refused]++
-	}
-	if t.want == 0 || r.Refused != "" || (t.typ != "" && r.Type != t.typ) {
-		return
-	}
-	t.counted++
-	if t.counted == t.want {
-		close(t.reached)
-	}
-}
-
-func (t *tally) shortfall(d time.Duration) error {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	what := "requests"
-	if t.typ != "" {
-		what = t.typ + " messages"
-	}
-	msg := fmt.Sprintf("timeout after %s: %d of %d %s arrived", d, t.counted, t.want, what)
-	if n := t.refused[receiver.RefusedSignature]; n > 0 {
-		msg += fmt.Sprintf("; %d refused for an invalid signature", n)
-	}
-	return errors.New(msg)
 }

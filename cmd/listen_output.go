@@ -3,6 +3,7 @@ package cmd
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"slices"
@@ -197,6 +198,68 @@ func formatLatency(d time.Duration) string {
 		return strconv.FormatFloat(float64(d)/float64(time.Millisecond), 'f', 1, 64) + "ms"
 	}
 	return strconv.FormatFloat(d.Seconds(), 'f', 2, 64) + "s"
+}
+
+// tally counts what arrived, for the summary and --timeout's shortfall
+// (receiver.Server counts toward --count).
+type tally struct {
+	mu       sync.Mutex
+	total    int
+	byType   map[string]int
+	bySig    map[receiver.SigVerdict]int
+	badShape int
+	dups     int
+	replays  int
+	byStatus map[int]int
+	refused  map[string]int
+}
+
+func newTally() *tally {
+	return &tally{byType: map[string]int{}, bySig: map[receiver.SigVerdict]int{}, byStatus: map[int]int{}, refused: map[string]int{}}
+}
+
+// add counts r.
+func (t *tally) add(r *receiver.Request) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.total++
+	typ := r.Type
+	if typ == "" {
+		typ = "(none)"
+	}
+	if r.Refused != receiver.RefusedPath { // nothing was checked
+		t.byType[typ]++
+		t.bySig[r.Signature.Verdict]++
+		if !r.Shape.OK {
+			t.badShape++
+		}
+	}
+	if r.Duplicate {
+		t.dups++
+	}
+	if r.Replay {
+		t.replays++
+	}
+	t.byStatus[r.Status]++
+	if r.Refused != "" {
+		t.refused[r.Refused]++
+	}
+}
+
+// shortfall is --timeout's error when counted of want requests (of typ,
+// when set) were accepted in d.
+func (t *tally) shortfall(d time.Duration, counted, want int, typ string) error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	what := "requests"
+	if typ != "" {
+		what = typ + " messages"
+	}
+	msg := fmt.Sprintf("timeout after %s: %d of %d %s arrived", d, counted, want, what)
+	if n := t.refused[receiver.RefusedSignature]; n > 0 {
+		msg += fmt.Sprintf("; %d refused for an invalid signature", n)
+	}
+	return errors.New(msg)
 }
 
 // summary prints, to stderr, what arrived while listening.

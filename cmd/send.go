@@ -115,19 +115,8 @@ the write key refused, 2 usage error (nothing sent), 130 interrupted.`,
 }
 
 func sendRun(opts *SendOptions) error {
-	switch {
-	case opts.Workers < 1:
-		return cli.UsageErrorf("--workers must be at least 1")
-	case opts.BatchSize < 1:
-		return cli.UsageErrorf("--batch-size must be at least 1")
-	case opts.MaxQueueSize < 1:
-		return cli.UsageErrorf("--max-queue-size must be at least 1")
-	case opts.Rate < 0:
-		return cli.UsageErrorf("--rate must not be negative")
-	case opts.Skip < 0:
-		return cli.UsageErrorf("--skip must not be negative")
-	case opts.Skip > 0 && opts.Resume != "":
-		return cli.UsageErrorf("--skip and --resume exclude each other: --resume alone says where to go on")
+	if err := opts.check(); err != nil {
+		return err
 	}
 	cfg, err := opts.Client.config(opts.Version, opts.Now, false)
 	if err != nil {
@@ -144,29 +133,18 @@ func sendRun(opts *SendOptions) error {
 			return err
 		}
 	}
-	var errorsOut *bufio.Writer
-	if opts.ErrorsFile != "" {
-		// It holds events as read: readable by its owner only.
-		ef, err := os.OpenFile(opts.ErrorsFile, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
-		if err != nil {
-			return cli.UsageErrorf("--errors-file: %v", err)
-		}
-		defer ef.Close()
-		errorsOut = bufio.NewWriter(ef)
+	errorsOut, err := openErrorsFile(opts.ErrorsFile)
+	if err != nil {
+		return err
 	}
+	defer errorsOut.close()
 	console := newConsole(opts.IO)
-	var errorsMu sync.Mutex
 	im, err := importer.New(inputs, importer.Options{
 		Client: cfg, Workers: opts.Workers, Rate: opts.Rate, KeepLines: errorsOut != nil,
 		Skip: opts.Skip, Resume: resume,
 		OnLineError: func(e *importer.LineError) {
 			console.line(cli.Printable(e.Error())) // it quotes the line
-			if errorsOut != nil && e.Bytes != nil {
-				errorsMu.Lock()
-				errorsOut.Write(e.Bytes)
-				errorsOut.WriteByte('\n')
-				errorsMu.Unlock()
-			}
+			errorsOut.write(e.Bytes)
 		},
 		OnReadError: func(err error) { console.line("error: " + cli.Printable(err.Error())) },
 	})
@@ -178,39 +156,15 @@ func sendRun(opts *SendOptions) error {
 		return cli.UsageError(err) // Options the checks above let through
 	}
 
-	ctx := opts.Context
-	if ctx == nil {
-		ctx = context.Background()
-	}
-	// The first Ctrl-C (root's context, or our own signal) stops reading;
-	// the second abandons the flush.
-	readCtx, stopReading := context.WithCancel(ctx)
-	defer stopReading()
-	sigs := opts.interrupts
-	if sigs == nil {
-		ch := make(chan os.Signal, 2)
-		signal.Notify(ch, os.Interrupt, syscall.SIGTERM)
-		defer signal.Stop(ch)
-		sigs = ch
-	}
-	watching := make(chan struct{})
-	defer close(watching)
-	go watchInterrupts(watching, sigs, func() {
-		stopReading()
-		// Delivering what is queued can take a while against a failing
-		// endpoint: say what is going on and how to stop it.
-		console.line("interrupted: no more lines are read; delivering what is queued (Ctrl-C again to stop at once)")
-	}, im.Abandon)
-
+	readCtx, stop := opts.handleInterrupts(console, im)
+	defer stop()
 	if opts.IO.ErrTTY {
 		console.startProgress(func() string { return progressLine(im.Summary()) })
 	}
 	sum := im.Run(readCtx)
 	console.stopProgress()
-	if errorsOut != nil {
-		if err := errorsOut.Flush(); err != nil {
-			console.line("error: --errors-file: " + cli.Printable(err.Error()))
-		}
+	if err := errorsOut.flush(); err != nil {
+		console.line("error: --errors-file: " + cli.Printable(err.Error()))
 	}
 	interrupted := readCtx.Err() != nil
 	var names []string
@@ -220,12 +174,67 @@ func sendRun(opts *SendOptions) error {
 	if err := printSendSummary(opts, newSendSummary(names, sum, interrupted)); err != nil {
 		return err
 	}
+	return opts.result(sum, interrupted)
+}
+
+func (o *SendOptions) check() error {
+	switch {
+	case o.Workers < 1:
+		return cli.UsageErrorf("--workers must be at least 1")
+	case o.BatchSize < 1:
+		return cli.UsageErrorf("--batch-size must be at least 1")
+	case o.MaxQueueSize < 1:
+		return cli.UsageErrorf("--max-queue-size must be at least 1")
+	case o.Rate < 0:
+		return cli.UsageErrorf("--rate must not be negative")
+	case o.Skip < 0:
+		return cli.UsageErrorf("--skip must not be negative")
+	case o.Skip > 0 && o.Resume != "":
+		return cli.UsageErrorf("--skip and --resume exclude each other: --resume alone says where to go on")
+	}
+	return nil
+}
+
+// handleInterrupts installs the two stages of Ctrl-C: the first (root's
+// context, or our own signal) stops reading, which cancels the context it
+// returns; the second abandons the flush. Call stop when done.
+func (o *SendOptions) handleInterrupts(console *console, im *importer.Import) (readCtx context.Context, stop func()) {
+	ctx := o.Context
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	readCtx, stopReading := context.WithCancel(ctx)
+	sigs := o.interrupts
+	unnotify := func() {}
+	if sigs == nil {
+		ch := make(chan os.Signal, 2)
+		signal.Notify(ch, os.Interrupt, syscall.SIGTERM)
+		unnotify = func() { signal.Stop(ch) }
+		sigs = ch
+	}
+	watching := make(chan struct{})
+	go watchInterrupts(watching, sigs, func() {
+		stopReading()
+		// Delivering what is queued can take a while against a failing
+		// endpoint: say what is going on and how to stop it.
+		console.line("interrupted: no more lines are read; delivering what is queued (Ctrl-C again to stop at once)")
+	}, im.Abandon)
+	return readCtx, func() {
+		close(watching)
+		unnotify()
+		stopReading()
+	}
+}
+
+// result is send's exit: 1 when the run failed or left lines not
+// accepted, 130 when interrupted.
+func (o *SendOptions) result(sum importer.Summary, interrupted bool) error {
 	notAccepted := sum.Rejected + sum.Failed + sum.Unsent
 	switch {
 	case errors.Is(sum.Fatal, importer.ErrUnauthorized):
 		return &cli.ExitError{Code: cli.ExitFailure, Err: fmt.Errorf("%w: check --write-key or %s", sum.Fatal, cli.EnvName("write-key"))}
-	case errors.Is(sum.Fatal, importer.ErrNoServer) && opts.Client.hint(sum.Fatal) != "":
-		return &cli.ExitError{Code: cli.ExitFailure, Err: fmt.Errorf("%w\n%s", sum.Fatal, opts.Client.hint(sum.Fatal))}
+	case errors.Is(sum.Fatal, importer.ErrNoServer) && o.Client.hint(sum.Fatal) != "":
+		return &cli.ExitError{Code: cli.ExitFailure, Err: fmt.Errorf("%w\n%s", sum.Fatal, o.Client.hint(sum.Fatal))}
 	case sum.Fatal != nil:
 		return &cli.ExitError{Code: cli.ExitFailure, Err: sum.Fatal}
 	case interrupted:
@@ -235,6 +244,50 @@ func sendRun(opts *SendOptions) error {
 			notAccepted, plural(sum.Lines-sum.Blank-sum.Skipped, "line", "lines"), sum.Rejected, sum.Failed+sum.Unsent)}
 	}
 	return nil
+}
+
+// errorsFile is --errors-file: rejected and undelivered lines, as read.
+// A nil *errorsFile (no flag) takes nothing.
+type errorsFile struct {
+	f  *os.File
+	mu sync.Mutex // lines come from every worker
+	w  *bufio.Writer
+}
+
+func openErrorsFile(path string) (*errorsFile, error) {
+	if path == "" {
+		return nil, nil
+	}
+	// It holds events as read: readable by its owner only.
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
+	if err != nil {
+		return nil, cli.UsageErrorf("--errors-file: %v", err)
+	}
+	return &errorsFile{f: f, w: bufio.NewWriter(f)}, nil
+}
+
+// write adds line, when the importer kept it.
+func (e *errorsFile) write(line []byte) {
+	if e == nil || line == nil {
+		return
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.w.Write(line)
+	e.w.WriteByte('\n')
+}
+
+func (e *errorsFile) flush() error {
+	if e == nil {
+		return nil
+	}
+	return e.w.Flush()
+}
+
+func (e *errorsFile) close() {
+	if e != nil {
+		e.f.Close()
+	}
 }
 
 // sendInputs checks every FILE before anything is sent, so a typo is a

@@ -64,13 +64,8 @@ type ServeOptions struct {
 	reloaded     func(err error)  // tests: called after each reload of the TLS pair
 }
 
-// NewCmdServe builds `evfwd serve`; runF replaces serveRun in tests.
-func NewCmdServe(f *cli.Factory, runF func(*ServeOptions) error) *cobra.Command {
-	opts := &ServeOptions{}
-	cmd := &cobra.Command{
-		Use:   "serve",
-		Short: "Run the event-collection service with durable webhook forwarding",
-		Long: `Collect events on the Segment HTTP Tracking API (/v1/batch, /v1/import,
+// serveLong is `evfwd serve --help`'s text.
+const serveLong = `Collect events on the Segment HTTP Tracking API (/v1/batch, /v1/import,
 /v1/identify, /v1/track, ...) and forward each one as a signed webhook POST.
 Segment's browser and app libraries work too: serve answers the short paths
 they post to (/v1/b, /v1/t, ...) with CORS, and serves the settings document
@@ -154,7 +149,15 @@ SIGTERM or Ctrl-C drains: new requests get 503, requests and deliveries in
 flight get --grace to finish, and serve exits 0.
 
 Exit status: 0 stopped by SIGTERM or Ctrl-C, 1 could not start or stopped
-on an error, 2 usage or config error.`,
+on an error, 2 usage or config error.`
+
+// NewCmdServe builds `evfwd serve`; runF replaces serveRun in tests.
+func NewCmdServe(f *cli.Factory, runF func(*ServeOptions) error) *cobra.Command {
+	opts := &ServeOptions{}
+	cmd := &cobra.Command{
+		Use:   "serve",
+		Short: "Run the event-collection service with durable webhook forwarding",
+		Long:  serveLong,
 		Example: `  evfwd serve                                  # the dev source, keys printed
   evfwd serve --forward-to http://127.0.0.1:8788/hooks
   evfwd serve init && evfwd serve --config evfwd.yaml
@@ -177,25 +180,31 @@ on an error, 2 usage or config error.`,
 		},
 	}
 	cmd.AddCommand(newCmdServeInit(f))
+	opts.addFlags(cmd)
+	return cmd
+}
+
+// addFlags registers serve's flags, and the environment and config keys
+// that fill them.
+func (o *ServeOptions) addFlags(cmd *cobra.Command) {
 	fl := cmd.Flags()
-	fl.StringVar(&opts.Addr, "addr", serve.DefaultAddr, "`HOST:PORT` to listen on")
-	fl.StringVar(&opts.Store, "store", "", "store `URL`: sqlite:///path/to/evfwd.db (default evfwd.db under $XDG_STATE_HOME/evfwd) or postgres://user:pass@host/db")
-	fl.StringVar(&opts.LogFormat, "log-format", "text", "log format on stderr: text or json")
-	fl.StringVar(&opts.LogLevel, "log-level", "info", "log level: debug, info, warn or error")
-	fl.DurationVar(&opts.Grace, "grace", serve.DefaultGrace, "on SIGTERM, how long to let requests and deliveries in flight finish")
-	fl.DurationVar(&opts.LeaseTTL, "lease-ttl", forwarder.DefaultLeaseTTL, "how long a delivery stays leased; on PostgreSQL, how soon other nodes take over a dead node's work")
-	fl.DurationVar(&opts.Retention, "retention", store.DefaultRetention, "keep finished messages this long, then prune them (0 keeps everything)")
-	fl.BoolVar(&opts.Check, "check", false, "validate the config, print the effective settings (secrets masked) and exit without serving")
-	fl.StringVar(&opts.TLSCert, "tls-cert", "", "serve HTTPS with this certificate `FILE` (PEM; reloaded on SIGHUP)")
-	fl.StringVar(&opts.TLSKey, "tls-key", "", "private key `FILE` (PEM) for --tls-cert")
-	fl.StringArrayVar(&opts.ForwardTo, "forward-to", nil, "without a config file: deliver the dev source's events to `URL` (repeatable, up to 5, tried in order)")
-	fl.DurationVar(&opts.LogInterval, "log-interval", serve.DefaultLogInterval, "log a summary at INFO this often while there is work (0: never)")
-	fl.BoolVar(&opts.UI, "ui", false, "serve the inspector, the delivery log in the browser, on --ui-addr (needs the admin token)")
-	fl.StringVar(&opts.UIAddr, "ui-addr", serve.DefaultUIAddr, "`HOST:PORT` of the inspector")
+	fl.StringVar(&o.Addr, "addr", serve.DefaultAddr, "`HOST:PORT` to listen on")
+	fl.StringVar(&o.Store, "store", "", "store `URL`: sqlite:///path/to/evfwd.db (default evfwd.db under $XDG_STATE_HOME/evfwd) or postgres://user:pass@host/db")
+	fl.StringVar(&o.LogFormat, "log-format", "text", "log format on stderr: text or json")
+	fl.StringVar(&o.LogLevel, "log-level", "info", "log level: debug, info, warn or error")
+	fl.DurationVar(&o.Grace, "grace", serve.DefaultGrace, "on SIGTERM, how long to let requests and deliveries in flight finish")
+	fl.DurationVar(&o.LeaseTTL, "lease-ttl", forwarder.DefaultLeaseTTL, "how long a delivery stays leased; on PostgreSQL, how soon other nodes take over a dead node's work")
+	fl.DurationVar(&o.Retention, "retention", store.DefaultRetention, "keep finished messages this long, then prune them (0 keeps everything)")
+	fl.BoolVar(&o.Check, "check", false, "validate the config, print the effective settings (secrets masked) and exit without serving")
+	fl.StringVar(&o.TLSCert, "tls-cert", "", "serve HTTPS with this certificate `FILE` (PEM; reloaded on SIGHUP)")
+	fl.StringVar(&o.TLSKey, "tls-key", "", "private key `FILE` (PEM) for --tls-cert")
+	fl.StringArrayVar(&o.ForwardTo, "forward-to", nil, "without a config file: deliver the dev source's events to `URL` (repeatable, up to 5, tried in order)")
+	fl.DurationVar(&o.LogInterval, "log-interval", serve.DefaultLogInterval, "log a summary at INFO this often while there is work (0: never)")
+	fl.BoolVar(&o.UI, "ui", false, "serve the inspector, the delivery log in the browser, on --ui-addr (needs the admin token)")
+	fl.StringVar(&o.UIAddr, "ui-addr", serve.DefaultUIAddr, "`HOST:PORT` of the inspector")
 	cli.BindEnv(cmd, "addr", "store", "log-format", "log-level", "lease-ttl", "retention", "tls-cert", "tls-key", "log-interval", "ui-addr")
 	// The file's addr, store, sources, ... are known keys for every command.
 	cli.ReadsConfig(cmd, serve.Config{})
-	return cmd
 }
 
 // serveConfig reads the sources from the config file and applies the

@@ -3,6 +3,7 @@ package inspector
 import (
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 
@@ -31,14 +32,10 @@ type Step struct {
 // or the signature expected.
 func (l *Listen) explain(rec *receiver.Record) Check {
 	if rec.Refused == receiver.RefusedPath || rec.Refused == receiver.RefusedBody {
-		return Check{Verdict: receiver.SigUnchecked, Steps: []Step{
-			{Step: "verdict", Text: "not checked: the request was refused first (" + rec.Refused + ")"},
-		}}
+		return unchecked("the request was refused first (" + rec.Refused + ")")
 	}
 	if len(l.cfg.Secrets) == 0 {
-		return Check{Verdict: receiver.SigUnchecked, Steps: []Step{
-			{Step: "verdict", Text: "not checked: listen has no secret (give --secret or --secret-file)"},
-		}}
+		return unchecked("listen has no secret (give --secret or --secret-file)")
 	}
 	h := http.Header{}
 	for k, v := range rec.Headers {
@@ -49,104 +46,138 @@ func (l *Listen) explain(rec *receiver.Record) Check {
 		Secrets: l.cfg.Secrets, Tolerance: l.cfg.Tolerance, Now: rec.ReceivedAt,
 	})
 	if err != nil {
-		return Check{Verdict: receiver.SigUnchecked, Steps: []Step{{Step: "verdict", Text: "not checked: " + err.Error()}}}
+		return unchecked(err.Error())
 	}
-	c := Check{Verdict: receiver.SigInvalid, Scheme: res.Scheme, Reason: res.Reason}
+	e := &explanation{Check: Check{Verdict: receiver.SigInvalid, Scheme: res.Scheme, Reason: res.Reason}, res: res}
 	if res.Valid {
-		c.Verdict = receiver.SigValid
+		e.Verdict = receiver.SigValid
 	}
-	add := func(step string, ok *bool, format string, args ...any) {
-		c.Steps = append(c.Steps, Step{Step: step, OK: ok, Text: fmt.Sprintf(format, args...)})
+	if !e.scheme(l.cfg.Scheme) {
+		e.add("verdict", new(false), "%s: %s", res.Reason, res.Message())
+		return e.Check
 	}
-	yes, no := new(true), new(false)
-	// okIf is yes when the check got past reason, no when it stopped there.
-	okIf := func(stopped ...signature.Reason) *bool {
-		for _, r := range stopped {
-			if res.Reason == r {
-				return no
-			}
-		}
-		return yes
-	}
+	e.header(h)
+	e.signed(len(body))
+	e.secrets()
+	e.timestamp()
+	e.verdict(rec.Signature)
+	return e.Check
+}
 
-	// 1. Which scheme, and from what.
+// unchecked is the Check of a request whose signature was not checked,
+// and why.
+func unchecked(why string) Check {
+	return Check{Verdict: receiver.SigUnchecked, Steps: []Step{{Step: "verdict", Text: "not checked: " + why}}}
+}
+
+// explanation is a Check being written, one method per step, from the
+// result of checking the signature again.
+type explanation struct {
+	Check
+	res signature.Result
+}
+
+func (e *explanation) add(step string, ok *bool, format string, args ...any) {
+	e.Steps = append(e.Steps, Step{Step: step, OK: ok, Text: fmt.Sprintf(format, args...)})
+}
+
+// okIf is true when the check got past these reasons, false when it
+// stopped at one of them.
+func (e *explanation) okIf(stopped ...signature.Reason) *bool {
+	return new(!slices.Contains(stopped, e.res.Reason))
+}
+
+// scheme says which scheme was checked, and from what; false when the
+// check stopped there.
+func (e *explanation) scheme(listening signature.Scheme) bool {
+	res := e.res
 	switch {
 	case res.Reason == signature.ReasonScheme:
-		add("scheme", no, "expected %s (--scheme); the request is signed the %s way", res.Scheme, res.Other)
+		e.add("scheme", new(false), "expected %s (--scheme); the request is signed the %s way", res.Scheme, res.Other)
 	case res.Reason == signature.ReasonMissing && res.Scheme == signature.Auto:
-		add("scheme", no, "the request carries no signature header of any scheme evfwd knows")
+		e.add("scheme", new(false), "the request carries no signature header of any scheme evfwd knows")
 	case res.Reason == signature.ReasonMissing:
-		add("scheme", no, "%s: the request carries no %s signature header", res.Scheme, res.Scheme)
-	case l.cfg.Scheme == signature.Auto:
-		add("scheme", yes, "%s, from the request's headers (listen --scheme auto)", res.Scheme)
+		e.add("scheme", new(false), "%s: the request carries no %s signature header", res.Scheme, res.Scheme)
+	case listening == signature.Auto:
+		e.add("scheme", new(true), "%s, from the request's headers (listen --scheme auto)", res.Scheme)
+		return true
 	default:
-		add("scheme", yes, "%s (listen --scheme)", res.Scheme)
+		e.add("scheme", new(true), "%s (listen --scheme)", res.Scheme)
+		return true
 	}
-	if c.Steps[0].OK == no {
-		add("verdict", no, "%s: %s", res.Reason, res.Message())
-		return c
-	}
+	return false
+}
 
-	// 2. The headers read.
+// header shows the signature headers read.
+func (e *explanation) header(h http.Header) {
 	var lines []string
-	for _, name := range signedHeaders(res.Scheme, h) {
+	for _, name := range signedHeaders(e.res.Scheme, h) {
 		lines = append(lines, name+": "+h.Get(name))
 	}
-	add("header", okIf(signature.ReasonMalformed, signature.ReasonEncoding), "%s", strings.Join(lines, "\n"))
+	e.add("header", e.okIf(signature.ReasonMalformed, signature.ReasonEncoding), "%s", strings.Join(lines, "\n"))
+}
 
-	// 3. What was signed.
-	prefix := res.Scheme.SignedPrefix(res.Timestamp, res.ID)
-	alg := strings.ToUpper(res.Scheme.Algorithm())
+// signed says what was signed: a body of size bytes, after the scheme's
+// prefix.
+func (e *explanation) signed(size int) {
+	prefix := e.res.Scheme.SignedPrefix(e.res.Timestamp, e.res.ID)
+	alg := strings.ToUpper(e.res.Scheme.Algorithm())
 	if prefix == "" {
-		add("signed", nil, "%s of the body (%d bytes)", alg, len(body))
+		e.add("signed", nil, "%s of the body (%d bytes)", alg, size)
 	} else {
-		add("signed", nil, "%s of %q then the body (%d bytes)", alg, prefix, len(body))
+		e.add("signed", nil, "%s of %q then the body (%d bytes)", alg, prefix, size)
 	}
+}
 
-	// 4. The secrets.
+// secrets says how many secrets were tried and which one matched.
+func (e *explanation) secrets() {
+	res := e.res
 	secrets := "1 secret tried"
 	if res.Secrets > 1 {
 		secrets = fmt.Sprintf("%d secrets tried", res.Secrets)
 	}
 	switch res.Reason {
 	case signature.ReasonMalformed:
-		add("secrets", nil, "not reached: the header does not parse")
+		e.add("secrets", nil, "not reached: the header does not parse")
 	case signature.ReasonEncoding:
-		add("secrets", no, "%s; the signature is %s-encoded, not as the scheme sends it", secrets, res.Found)
+		e.add("secrets", new(false), "%s; the signature is %s-encoded, not as the scheme sends it", secrets, res.Found)
 	case signature.ReasonMismatch:
-		add("secrets", no, "%s; none gives the signature the request carries", secrets)
+		e.add("secrets", new(false), "%s; none gives the signature the request carries", secrets)
 	case signature.ReasonTrailingNewline:
-		add("secrets", no, "%s; one matches only without the body's final newline", secrets)
+		e.add("secrets", new(false), "%s; one matches only without the body's final newline", secrets)
 	default:
-		add("secrets", yes, "%s; secret %d matches", secrets, max(res.Secret, 1))
+		e.add("secrets", new(true), "%s; secret %d matches", secrets, max(res.Secret, 1))
 	}
+}
 
-	// 5. The signed timestamp against the tolerance.
-	if res.Scheme.SignsTimestamp() && res.Timestamp != 0 {
-		when := "before it arrived"
-		skew := res.Skew
-		if skew < 0 {
-			when, skew = "after it arrived (clocks apart)", -skew
-		}
-		limit := "no limit"
-		if res.Tolerance > 0 {
-			limit = "the tolerance is " + res.Tolerance.String()
-		}
-		add("timestamp", okIf(signature.ReasonExpired, signature.ReasonFuture), "signed %s %s (%s); %s",
-			skew.Round(time.Second), when, time.Unix(res.Timestamp, 0).UTC().Format(time.RFC3339), limit)
+// timestamp weighs the signed timestamp against the tolerance, for a
+// scheme that signs one.
+func (e *explanation) timestamp() {
+	res := e.res
+	if !res.Scheme.SignsTimestamp() || res.Timestamp == 0 {
+		return
 	}
+	when := "before it arrived"
+	skew := res.Skew
+	if skew < 0 {
+		when, skew = "after it arrived (clocks apart)", -skew
+	}
+	limit := "no limit"
+	if res.Tolerance > 0 {
+		limit = "the tolerance is " + res.Tolerance.String()
+	}
+	e.add("timestamp", e.okIf(signature.ReasonExpired, signature.ReasonFuture), "signed %s %s (%s); %s",
+		skew.Round(time.Second), when, time.Unix(res.Timestamp, 0).UTC().Format(time.RFC3339), limit)
+}
 
-	// 6. The verdict, in the words listen printed.
-	verdict := no
-	if res.Valid {
-		verdict = yes
+// verdict gives the verdict in the words listen printed, and says so when
+// the one recorded at arrival differs.
+func (e *explanation) verdict(recorded receiver.Signature) {
+	e.add("verdict", new(e.res.Valid), "%s: %s", e.res.Reason, e.res.Message())
+	if recorded.Verdict != "" && recorded.Verdict != e.Verdict {
+		e.add("recorded", nil, "when it arrived the verdict was %s (%s): listen ran with other secrets or options then",
+			recorded.Verdict, recorded.Reason)
 	}
-	add("verdict", verdict, "%s: %s", res.Reason, res.Message())
-	if rec.Signature.Verdict != "" && rec.Signature.Verdict != c.Verdict {
-		add("recorded", nil, "when it arrived the verdict was %s (%s): listen ran with other secrets or options then",
-			rec.Signature.Verdict, rec.Signature.Reason)
-	}
-	return c
 }
 
 // signedHeaders lists the headers of scheme s that h carries, Svix's

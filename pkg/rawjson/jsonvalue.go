@@ -27,6 +27,8 @@ func AppendValue(dst []byte, v any) ([]byte, error) {
 	return appendValue(dst, v, 0)
 }
 
+// appendValue is one flat switch, a case per kind; a kind that takes more
+// than a line has its own function.
 func appendValue(dst []byte, v any, depth int) ([]byte, error) {
 	if depth > maxDepth {
 		return dst, fmt.Errorf("value nested more than %d levels deep", maxDepth)
@@ -70,25 +72,9 @@ func appendValue(dst []byte, v any, depth int) ([]byte, error) {
 	case json.RawMessage:
 		return appendRaw(dst, v)
 	case *big.Int:
-		if v == nil {
-			return append(dst, "null"...), nil
-		}
-		dst = append(dst, '"')
-		dst = v.Append(dst, 10)
-		return append(dst, '"'), nil
+		return appendBigInt(dst, v), nil
 	case *big.Float:
-		if v == nil {
-			return append(dst, "null"...), nil
-		}
-		// Plain digits, as a decimal is written, unless the exponent is
-		// huge (about 1e±100), where the exponent form stays short.
-		format := byte('f')
-		if e := v.MantExp(nil); e < -332 || e > 332 {
-			format = 'g'
-		}
-		dst = append(dst, '"')
-		dst = v.Append(dst, format, -1)
-		return append(dst, '"'), nil
+		return appendBigFloat(dst, v), nil
 	case *big.Rat:
 		if v == nil {
 			return append(dst, "null"...), nil
@@ -101,39 +87,11 @@ func appendValue(dst []byte, v any, depth int) ([]byte, error) {
 	case map[string]any:
 		return appendMap(dst, v, depth)
 	case []any:
-		dst = append(dst, '[')
-		for i, e := range v {
-			if i > 0 {
-				dst = append(dst, ',')
-			}
-			var err error
-			if dst, err = appendValue(dst, e, depth+1); err != nil {
-				return dst, err
-			}
-		}
-		return append(dst, ']'), nil
+		return appendArray(dst, v, depth)
 	case map[string]string:
-		var buf [16]string
-		keys := AppendSortedKeys(buf[:0], v)
-		dst = append(dst, '{')
-		for i, k := range keys {
-			if i > 0 {
-				dst = append(dst, ',')
-			}
-			dst = AppendString(dst, k)
-			dst = append(dst, ':')
-			dst = AppendString(dst, v[k])
-		}
-		return append(dst, '}'), nil
+		return appendStringMap(dst, v), nil
 	case []string:
-		dst = append(dst, '[')
-		for i, s := range v {
-			if i > 0 {
-				dst = append(dst, ',')
-			}
-			dst = AppendString(dst, s)
-		}
-		return append(dst, ']'), nil
+		return appendStrings(dst, v), nil
 	default:
 		// Rare shapes (structs, typed maps and slices): reflection is fine.
 		b, err := json.Marshal(v)
@@ -142,6 +100,72 @@ func appendValue(dst []byte, v any, depth int) ([]byte, error) {
 		}
 		return append(dst, b...), nil
 	}
+}
+
+func appendArray(dst []byte, a []any, depth int) ([]byte, error) {
+	dst = append(dst, '[')
+	for i, e := range a {
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		var err error
+		if dst, err = appendValue(dst, e, depth+1); err != nil {
+			return dst, err
+		}
+	}
+	return append(dst, ']'), nil
+}
+
+func appendStringMap(dst []byte, m map[string]string) []byte {
+	var buf [16]string
+	keys := AppendSortedKeys(buf[:0], m)
+	dst = append(dst, '{')
+	for i, k := range keys {
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		dst = AppendString(dst, k)
+		dst = append(dst, ':')
+		dst = AppendString(dst, m[k])
+	}
+	return append(dst, '}')
+}
+
+func appendStrings(dst []byte, a []string) []byte {
+	dst = append(dst, '[')
+	for i, s := range a {
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		dst = AppendString(dst, s)
+	}
+	return append(dst, ']')
+}
+
+// appendBigInt writes n as a string of digits (spec 4.5), nil as null.
+func appendBigInt(dst []byte, n *big.Int) []byte {
+	if n == nil {
+		return append(dst, "null"...)
+	}
+	dst = append(dst, '"')
+	dst = n.Append(dst, 10)
+	return append(dst, '"')
+}
+
+// appendBigFloat writes f as a string (spec 4.5), nil as null: plain
+// digits, as a decimal is written, unless the exponent is huge (about
+// 1e±100), where the exponent form stays short.
+func appendBigFloat(dst []byte, f *big.Float) []byte {
+	if f == nil {
+		return append(dst, "null"...)
+	}
+	format := byte('f')
+	if e := f.MantExp(nil); e < -332 || e > 332 {
+		format = 'g'
+	}
+	dst = append(dst, '"')
+	dst = f.Append(dst, format, -1)
+	return append(dst, '"')
 }
 
 func appendMap(dst []byte, m map[string]any, depth int) ([]byte, error) {

@@ -3,8 +3,9 @@
 // knows), checks it against the webhook message shapes, flags redelivered
 // messageIds and replayed signatures, decides the
 // answer (optionally simulating failures or relaying to another app),
-// records it, and reports it as a Request value. `evfwd listen` is a thin
-// command around it; it is usable on its own in tests and programs.
+// records it, and reports it as a Request value. Server serves it on its
+// ports until told to stop. `evfwd listen` is a thin command around both;
+// they are usable on their own in tests and programs.
 //
 // How a request is answered, first rule that applies:
 //   - a path other than Options.Path: 404 (nothing else is checked);
@@ -127,6 +128,7 @@ type Handler struct {
 	scheme  signature.Scheme
 	macs    []*signature.Keyed // per secret, segment's keyed MAC (fastSegment)
 	redact  []string           // Options.RedactHeaders, canonical
+	tap     func(*Request)     // after OnRequest: what Server.Serve adds (its UI, Count)
 }
 
 // ErrConfig is matched by every configuration error from New.
@@ -435,6 +437,9 @@ func (h *Handler) finish(req *Request, status int) {
 	}
 	if h.opts.OnRequest != nil {
 		h.opts.OnRequest(req)
+	}
+	if h.tap != nil {
+		h.tap(req)
 	}
 	req.releaseLine()
 }

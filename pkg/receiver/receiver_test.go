@@ -57,12 +57,19 @@ func (s *served) last() *Request {
 // the status; the report is in place when it returns.
 func (s *served) post(t *testing.T, path, body, sig string) int {
 	t.Helper()
-	req, _ := http.NewRequest("POST", s.URL+path, strings.NewReader(body))
+	return post(t, http.DefaultClient, s.URL+path, body, sig)
+}
+
+// post sends body to url with the given X-Signature ("" for none) and
+// returns the status.
+func post(t *testing.T, client *http.Client, url, body, sig string) int {
+	t.Helper()
+	req, _ := http.NewRequest("POST", url, strings.NewReader(body))
 	req.Header.Set("Content-Type", "application/json")
 	if sig != "" {
 		req.Header.Set(signature.Header, sig)
 	}
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := client.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
