@@ -58,7 +58,7 @@ func (s *Store) Release(ctx context.Context, source string, prefixes []string, n
 	if err != nil {
 		return 0, err
 	}
-	defer s.floors.reset()
+	defer s.floors.Reset()
 	defer leave()
 	at := store.Millis(now)
 	total := 0

@@ -133,7 +133,7 @@ func (s *Store) recordDeletion(ctx context.Context, r store.DeletionRequest) err
 				done[src] = did{c.RowsAffected(), p.RowsAffected()}
 			}
 			if len(r.Messages) > 0 {
-				s.floors.reset()
+				s.floors.Reset()
 				if err := ingestExec(ctx, tx, r.Messages, now); err != nil {
 					return err
 				}

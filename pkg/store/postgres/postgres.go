@@ -25,6 +25,7 @@ import (
 	"time"
 
 	"github.com/evfwd/evfwd/pkg/store"
+	"github.com/evfwd/evfwd/pkg/store/internal/leasefloor"
 	"github.com/evfwd/evfwd/pkg/store/internal/rowscan"
 	"github.com/evfwd/evfwd/pkg/store/internal/synchook"
 	"github.com/jackc/pgx/v5"
@@ -70,8 +71,8 @@ type Store struct {
 	quit        chan struct{}
 	stop        context.Context // ends at Close: what background work runs under
 	cancelStop  context.CancelFunc
-	syncHook    synchook.Hook // SetSyncHook's
-	floors      floors        // where Lease starts reading each source's due deliveries
+	syncHook    synchook.Hook      // SetSyncHook's
+	floors      *leasefloor.Floors // where Lease starts reading each source's due deliveries (floor.go)
 }
 
 var _ store.Store = (*Store)(nil)
@@ -124,7 +125,7 @@ func Open(ctx context.Context, url string, opts Options) (*Store, error) {
 		return nil, fmt.Errorf("store %s: %w", name, err)
 	}
 	s := &Store{pool: pool, name: name, opts: opts, completions: make(chan completion, maxGroup),
-		ingests: make(chan *ingestReq, 64), quit: make(chan struct{})}
+		ingests: make(chan *ingestReq, 64), quit: make(chan struct{}), floors: newFloors()}
 	s.stop, s.cancelStop = context.WithCancel(context.Background())
 	go s.completer()
 	for range ingesters(cfg.MaxConns) {
@@ -254,7 +255,7 @@ func (s *Store) IngestLeased(ctx context.Context, msgs []store.Message, lease st
 	}
 	for i := range msgs {
 		if len(msgs[i].Destinations) > 0 {
-			s.floors.lower(msgs[i].Source, store.Millis(msgs[i].ReceivedAt))
+			s.floors.Lower(msgs[i].Source, store.Millis(msgs[i].ReceivedAt))
 		}
 	}
 	return d.leased, nil

@@ -2,6 +2,8 @@ package sqlite
 
 import (
 	"strconv"
+
+	"github.com/evfwd/evfwd/pkg/store/internal/leasefloor"
 )
 
 // leases are the store's leases, in memory: one serve uses a file at a
@@ -19,19 +21,13 @@ type leases struct {
 	// journal undoes, last first, the changes of the transaction under
 	// way (see mark, undo, settle).
 	journal []func()
-	// cursors are where each source's last Lease stopped in the due
+	// floors are where each source's last Lease stopped in the due
 	// index: the next one reads on from there instead of stepping again
-	// over the leased rows at the index's head.
-	cursors map[string]cursor
-}
-
-// cursor is a place in the due index: after the row (at, id).
-type cursor struct {
-	at, id int64
-	// scanned is when Lease last read the index from its start, which it
-	// does at least once a second, so that a row due before the cursor (a
-	// retry, a lease run out) waits no longer than that.
-	scanned int64
+	// over the leased rows at the index's head. Every lease of the file is
+	// this process's, so a floor ages by the leases' own Now: a row due
+	// before it (a retry, a lease run out, a row another process made
+	// due) waits at most leasefloor.TTL of their clock.
+	floors *leasefloor.Floors
 }
 
 type leaseOf struct {
@@ -40,7 +36,7 @@ type leaseOf struct {
 }
 
 func newLeases() leases {
-	return leases{by: map[int64]leaseOf{}, cursors: map[string]cursor{}}
+	return leases{by: map[int64]leaseOf{}, floors: leasefloor.New(nil)}
 }
 
 // take records a lease of delivery id, replacing any.
@@ -49,10 +45,11 @@ func (ls *leases) take(id int64, l leaseOf) {
 	ls.by[id] = l
 }
 
-// move sets source's cursor to c.
-func (ls *leases) move(source string, c cursor) {
-	remember(ls, ls.cursors, source)
-	ls.cursors[source] = c
+// setFloor sets source's floor (leasefloor.Floors.Set), journaled.
+func (ls *leases) setFloor(source string, fl leasefloor.Floor, now int64, head bool) {
+	old := ls.floors.Save(source)
+	ls.journal = append(ls.journal, func() { ls.floors.Restore(source, old) })
+	ls.floors.Set(source, fl, now, head)
 }
 
 // drop forgets the lease of delivery id.
@@ -61,17 +58,14 @@ func (ls *leases) drop(id int64) {
 	delete(ls.by, id)
 }
 
-// keep journals delivery id's lease as it is now.
-func (ls *leases) keep(id int64) { remember(ls, ls.by, id) }
-
-// remember journals m[k] as it is now, there or not.
-func remember[K comparable, V any](ls *leases, m map[K]V, k K) {
-	old, had := m[k]
+// keep journals delivery id's lease as it is now, there or not.
+func (ls *leases) keep(id int64) {
+	old, had := ls.by[id]
 	ls.journal = append(ls.journal, func() {
 		if had {
-			m[k] = old
+			ls.by[id] = old
 		} else {
-			delete(m, k)
+			delete(ls.by, id)
 		}
 	})
 }
@@ -127,6 +121,6 @@ func (ls *leases) live(now int64) string {
 func (ls *leases) clear() int {
 	n := len(ls.by)
 	clear(ls.by)
-	clear(ls.cursors)
+	ls.floors.Reset()
 	return n
 }

@@ -26,6 +26,7 @@ import (
 	"time"
 
 	"github.com/evfwd/evfwd/pkg/store"
+	"github.com/evfwd/evfwd/pkg/store/internal/leasefloor"
 	"github.com/evfwd/evfwd/pkg/store/internal/rowscan"
 	"github.com/evfwd/evfwd/pkg/store/internal/synchook"
 	_ "modernc.org/sqlite" // registers the "sqlite" driver
@@ -837,25 +838,26 @@ func (s *Store) Lease(ctx context.Context, r store.LeaseRequest) ([]store.Delive
 	err := s.doRead(ctx, func(ctx context.Context, tx *wtx) error {
 		out = nil // a second run starts afresh (see op.again)
 		// The due deliveries in the index's order, past those leased: on
-		// from where the last Lease stopped, or from the start once a
-		// second and when that finds too few.
-		c, ok := s.leases.cursors[r.Source]
+		// from the source's floor, or from the head once a second
+		// (leasefloor.TTL) and when that finds too few.
+		fl, ok := s.leases.floors.Get(r.Source, now)
+		head := !ok
 		var err error
-		if ok && now-c.scanned < 1000 {
-			out, c, err = s.due(ctx, tx, r.Source, c, now, r.Limit)
+		if ok {
+			out, fl, err = s.due(ctx, tx, r.Source, fl, now, r.Limit)
 		}
 		if err == nil && len(out) < r.Limit {
-			var start cursor
+			head = true
+			var start leasefloor.Floor
 			var free bool
 			if start, free, err = s.firstFree(ctx, tx, r.Source, now); free {
-				out, c, err = s.due(ctx, tx, r.Source, start, now, r.Limit)
+				out, fl, err = s.due(ctx, tx, r.Source, start, now, r.Limit)
 			}
-			c.scanned = now
 		}
 		if err != nil || len(out) == 0 {
 			return err
 		}
-		s.leases.move(r.Source, c)
+		s.leases.setFloor(r.Source, fl, now, head)
 		for _, d := range out {
 			s.leases.take(d.ID, leaseOf{source: r.Source, owner: r.Owner, until: until})
 		}
@@ -867,37 +869,38 @@ func (s *Store) Lease(ctx context.Context, r store.LeaseRequest) ([]store.Delive
 	return out, nil
 }
 
-// firstFree is the cursor right before the first due delivery of source
+// firstFree is the floor right before the first due delivery of source
 // not leased at now, found in the due index alone: the deliveries in
 // flight sit at its head, and reading their rows and bodies only to skip
 // them would cost a lease from the start more than the rows it takes.
 // free is false when every due delivery is leased.
-func (s *Store) firstFree(ctx context.Context, tx *wtx, source string, now int64) (c cursor, free bool, err error) {
+func (s *Store) firstFree(ctx context.Context, tx *wtx, source string, now int64) (fl leasefloor.Floor, free bool, err error) {
 	rows, err := tx.QueryContext(ctx, `SELECT id, next_attempt_at FROM deliveries INDEXED BY deliveries_due
 		WHERE source = ? AND status = 'pending' AND next_attempt_at <= ? ORDER BY next_attempt_at, id`, source, now)
 	if err != nil {
-		return c, false, err
+		return fl, false, err
 	}
 	defer rows.Close()
 	for rows.Next() {
 		var id, at int64
 		if err := rows.Scan(&id, &at); err != nil {
-			return c, false, err
+			return fl, false, err
 		}
 		if !s.leases.held(id, now) {
-			return cursor{at: at, id: id - 1}, true, nil
+			return leasefloor.Floor{Due: at, ID: id - 1}, true, nil
 		}
 	}
-	return c, false, rows.Err()
+	return fl, false, rows.Err()
 }
 
 // due reads up to limit due deliveries of source that are not leased at
-// now, in the due index's order, after c, and where it stopped. Two
+// now, in the due index's order, after c, and the last row it read: a
+// floor, since it took every row before it that was not leased. Two
 // statements, because SQLite seeks the index on (next_attempt_at, id)
 // only through an equality on the first: the rest of c's millisecond,
 // then the ones after it. A leased row is read and skipped: past the
-// cursor, or the first one free, there are few.
-func (s *Store) due(ctx context.Context, tx *wtx, source string, c cursor, now int64, limit int) ([]store.Delivery, cursor, error) {
+// floor, or the first one free, there are few.
+func (s *Store) due(ctx context.Context, tx *wtx, source string, c leasefloor.Floor, now int64, limit int) ([]store.Delivery, leasefloor.Floor, error) {
 	var out []store.Delivery
 	scan := rowscan.Leased(source)
 	read := func(q string, args ...any) error {
@@ -911,7 +914,7 @@ func (s *Store) due(ctx context.Context, tx *wtx, source string, c cursor, now i
 			if err != nil {
 				return err
 			}
-			c.at, c.id = store.Millis(d.NextAttempt), d.ID
+			c = leasefloor.Floor{Due: store.Millis(d.NextAttempt), ID: d.ID}
 			if !s.leases.held(d.ID, now) {
 				out = append(out, d)
 			}
@@ -920,14 +923,14 @@ func (s *Store) due(ctx context.Context, tx *wtx, source string, c cursor, now i
 	}
 	const from = `SELECT ` + rowscan.LeasedColumns + ` FROM deliveries d INDEXED BY deliveries_due
 		JOIN messages m ON m.id = d.message WHERE d.source = ? AND d.status = 'pending' AND `
-	if c.at <= now {
-		if err := read(from+`d.next_attempt_at = ? AND d.id > ? ORDER BY d.id`, source, c.at, c.id); err != nil {
+	if c.Due <= now {
+		if err := read(from+`d.next_attempt_at = ? AND d.id > ? ORDER BY d.id`, source, c.Due, c.ID); err != nil {
 			return nil, c, err
 		}
 	}
 	if len(out) < limit {
 		if err := read(from+`d.next_attempt_at > ? AND d.next_attempt_at <= ? ORDER BY d.next_attempt_at, d.id`,
-			source, c.at, now); err != nil {
+			source, c.Due, now); err != nil {
 			return nil, c, err
 		}
 	}
