@@ -103,7 +103,7 @@ func (c *syncConn) unlock() {
 
 // step runs fn as one transaction on the locked connection.
 func (c *syncConn) step(ctx context.Context, fn func(tx pgx.Tx) error) error {
-	return again(func() error { return pgx.BeginFunc(ctx, c.Conn, fn) })
+	return retryTransient(func() error { return pgx.BeginFunc(ctx, c.Conn, fn) })
 }
 
 // syncRun is one sync as sync_runs records it.

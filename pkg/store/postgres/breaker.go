@@ -16,7 +16,7 @@ func (s *Store) SaveEndpoint(ctx context.Context, st store.EndpointState) error 
 		return err
 	}
 	defer leave()
-	return again(func() error {
+	return retryTransient(func() error {
 		_, err := s.pool.Exec(ctx, `INSERT INTO endpoint_states (source, url, state, failures, since,
 			next_probe_at, node, last_error, updated_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
 			ON CONFLICT (source, url) DO UPDATE SET state = excluded.state, failures = excluded.failures,
@@ -64,7 +64,7 @@ func (s *Store) Release(ctx context.Context, source string, prefixes []string, n
 	total := 0
 	for {
 		var n int64
-		err := again(func() error {
+		err := retryTransient(func() error {
 			tag, err := s.pool.Exec(ctx, releaseSQL, at, source, prefixes, store.ReleaseStep)
 			n = tag.RowsAffected()
 			return err

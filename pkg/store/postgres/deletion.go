@@ -107,7 +107,7 @@ func (s *Store) recordDeletion(ctx context.Context, r store.DeletionRequest) err
 	}
 	defer leave()
 	now := store.Millis(s.opts.Now())
-	return again(func() error {
+	return retryTransient(func() error {
 		return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 			if _, err := tx.Exec(ctx, `INSERT INTO deletions (id, user_id, created_at, done_at) VALUES ($1, $2, $3, 0)`,
 				r.ID, r.UserID, store.Millis(r.CreatedAt)); err != nil {

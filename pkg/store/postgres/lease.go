@@ -52,7 +52,7 @@ func (s *Store) Lease(ctx context.Context, r store.LeaseRequest) ([]store.Delive
 	floor, ok := s.floors.Get(r.Source, now)
 	head := !ok // this step reads the due index from its head
 	for {
-		err = again(func() error {
+		err = retryTransient(func() error {
 			got, err = s.lease(ctx, r.Source, r.Owner, r.Limit-len(out), now, until, floor, head)
 			return err
 		})
@@ -204,7 +204,7 @@ func (s *Store) completer() {
 		for _, c := range group {
 			all = append(all, c.cs...)
 		}
-		err := again(func() error { return s.complete(context.Background(), all) })
+		err := retryTransient(func() error { return s.complete(context.Background(), all) })
 		for _, c := range group {
 			c.done <- err
 		}
@@ -297,7 +297,7 @@ func (s *Store) Retry(ctx context.Context, ids []int64, f store.Filter, now time
 		args = append(args, more...)
 	}
 	var n int64
-	err = again(func() error {
+	err = retryTransient(func() error {
 		tag, err := s.pool.Exec(ctx, set+clause+keep, args...)
 		n = tag.RowsAffected()
 		return err

@@ -174,18 +174,19 @@ func (s *Store) enter() (leave func(), err error) {
 	return s.mu.RUnlock, nil
 }
 
-// retryable reports errors a transaction may simply run again after:
+// transient reports errors a transaction may simply run again after:
 // deadlock and serialization failures between nodes.
-func retryable(err error) bool {
+func transient(err error) bool {
 	var pe *pgconn.PgError
 	return errors.As(err, &pe) && (pe.Code == "40P01" || pe.Code == "40001")
 }
 
-// again runs fn, running it again (a few times) after a retryable error.
-func again(fn func() error) error {
+// retryTransient runs fn, running it again (a few times) after a transient
+// error.
+func retryTransient(fn func() error) error {
 	var err error
 	for try := 0; try < 5; try++ {
-		if err = fn(); err == nil || !retryable(err) {
+		if err = fn(); err == nil || !transient(err) {
 			return err
 		}
 		time.Sleep(time.Duration(try+1) * 5 * time.Millisecond)
@@ -281,7 +282,7 @@ type msgKey struct{ source, id string }
 // newIngest builds the statement's arrays. Rows go in request order, so ids
 // follow it as in the SQLite store; a repeat within the request keeps its
 // first occurrence. Two requests sharing messages in opposite orders can
-// deadlock; the server detects it and again() runs the loser once more.
+// deadlock; the server detects it and retryTransient runs the loser once more.
 func newIngest(msgs []store.Message, now int64, lease store.IngestLease) *ingest {
 	n := len(msgs)
 	in := &ingest{msgs: msgs, now: now, lease: lease, first: make(map[msgKey]int, n),

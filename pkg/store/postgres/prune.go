@@ -27,7 +27,7 @@ func (s *Store) Prune(ctx context.Context, before time.Time) (store.Pruned, erro
 	for {
 		var step store.Pruned
 		var done bool
-		err := again(func() error {
+		err := retryTransient(func() error {
 			step = store.Pruned{}
 			return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 				var err error

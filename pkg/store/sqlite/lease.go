@@ -87,17 +87,17 @@ func (ls *leases) settle() {
 	ls.journal = ls.journal[:0]
 }
 
-// held reports whether delivery id is under a lease that has not run out
-// at now.
-func (ls *leases) held(id, now int64) bool {
+// leasedAt reports whether delivery id is under a lease that has not run
+// out at now: whether a Lease must skip it.
+func (ls *leases) leasedAt(id, now int64) bool {
 	l, ok := ls.by[id]
 	return ok && l.until > now
 }
 
-// holds reports whether owner holds the lease of delivery id, run out or
-// not: like a lease_owner column, it is the holder's until someone else
-// takes it.
-func (ls *leases) holds(id int64, owner string) bool {
+// ownedBy reports whether owner holds the lease of delivery id, run out
+// or not: like a lease_owner column, it is the holder's until someone else
+// takes it, and its completion applies.
+func (ls *leases) ownedBy(id int64, owner string) bool {
 	l, ok := ls.by[id]
 	return ok && l.owner == owner
 }

@@ -93,10 +93,10 @@ type op struct {
 	// runs such ops ahead of its group, in a transaction of their own that
 	// commits without an fsync, so that they never wait on the group's.
 	read bool
-	// again says apply may run a second time after its transaction was
-	// rolled back: it changes nothing outside the transaction but the
+	// replayable says apply may run a second time after its transaction
+	// was rolled back: it changes nothing outside the transaction but the
 	// leases, through their journal (see Store.commit).
-	again bool
+	replayable bool
 }
 
 // walLimit is the size the WAL is truncated back to after a checkpoint.
@@ -300,15 +300,15 @@ func (s *Store) do(ctx context.Context, msgs int, fn func(context.Context, *wtx)
 	return s.queue(ctx, &op{msgs: msgs, apply: fn, done: make(chan error, 1)})
 }
 
-// doAgain is do for an fn that may run again (see op.again).
-func (s *Store) doAgain(ctx context.Context, msgs int, fn func(context.Context, *wtx) error) error {
-	return s.queue(ctx, &op{msgs: msgs, apply: fn, done: make(chan error, 1), again: true})
+// doReplayable is do for an fn that may run again (see op.replayable).
+func (s *Store) doReplayable(ctx context.Context, msgs int, fn func(context.Context, *wtx) error) error {
+	return s.queue(ctx, &op{msgs: msgs, apply: fn, done: make(chan error, 1), replayable: true})
 }
 
-// doRead is doAgain for an fn that writes nothing to the file (see
+// doRead is doReplayable for an fn that writes nothing to the file (see
 // op.read).
 func (s *Store) doRead(ctx context.Context, fn func(context.Context, *wtx) error) error {
-	return s.queue(ctx, &op{apply: fn, done: make(chan error, 1), read: true, again: true})
+	return s.queue(ctx, &op{apply: fn, done: make(chan error, 1), read: true, replayable: true})
 }
 
 // queue queues o and waits for its outcome.
@@ -474,7 +474,7 @@ func (s *Store) commit(group []*op) {
 	s.commits.Add(1)
 	errs := make([]error, len(group))
 	var err error
-	if again := !slices.ContainsFunc(group, func(o *op) bool { return !o.again }); !again {
+	if replayable := !slices.ContainsFunc(group, func(o *op) bool { return !o.replayable }); !replayable {
 		err = s.transact(group, errs, true)
 	} else if err = s.transact(group, errs, false); errors.Is(err, errOpFailed) {
 		clear(errs)
@@ -551,7 +551,7 @@ func (s *Store) IngestLeased(ctx context.Context, msgs []store.Message, lease st
 	}
 	now := store.Millis(s.opts.Now())
 	var leased []store.Delivery
-	err := s.doAgain(ctx, len(msgs), func(ctx context.Context, tx *wtx) error {
+	err := s.doReplayable(ctx, len(msgs), func(ctx context.Context, tx *wtx) error {
 		var err error
 		if leased, err = insertMessages(ctx, tx, msgs, now, lease); err != nil {
 			return err
@@ -836,7 +836,7 @@ func (s *Store) Lease(ctx context.Context, r store.LeaseRequest) ([]store.Delive
 	until := store.Millis(r.Now.Add(r.TTL))
 	var out []store.Delivery
 	err := s.doRead(ctx, func(ctx context.Context, tx *wtx) error {
-		out = nil // a second run starts afresh (see op.again)
+		out = nil // a second run starts afresh (see op.replayable)
 		// The due deliveries in the index's order, past those leased: on
 		// from the source's floor, or from the head once a second
 		// (leasefloor.TTL) and when that finds too few.
@@ -886,7 +886,7 @@ func (s *Store) firstFree(ctx context.Context, tx *wtx, source string, now int64
 		if err := rows.Scan(&id, &at); err != nil {
 			return fl, false, err
 		}
-		if !s.leases.held(id, now) {
+		if !s.leases.leasedAt(id, now) {
 			return leasefloor.Floor{Due: at, ID: id - 1}, true, nil
 		}
 	}
@@ -915,7 +915,7 @@ func (s *Store) due(ctx context.Context, tx *wtx, source string, c leasefloor.Fl
 				return err
 			}
 			c = leasefloor.Floor{Due: store.Millis(d.NextAttempt), ID: d.ID}
-			if !s.leases.held(d.ID, now) {
+			if !s.leases.leasedAt(d.ID, now) {
 				out = append(out, d)
 			}
 		}
@@ -945,21 +945,21 @@ func (s *Store) Complete(ctx context.Context, cs []store.Completion) error {
 	now := store.Millis(s.opts.Now())
 	// A completion is applied even when ctx has ended: the attempts were
 	// made and must be on record.
-	return s.doAgain(context.WithoutCancel(ctx), 0, func(ctx context.Context, tx *wtx) error {
+	return s.doReplayable(context.WithoutCancel(ctx), 0, func(ctx context.Context, tx *wtx) error {
 		// A completion applies while its owner holds the lease; its
 		// attempts are recorded either way.
-		held := make([]bool, len(cs))
+		owned := make([]bool, len(cs))
 		for i, c := range cs {
-			held[i] = s.leases.holds(c.ID, c.Owner)
+			owned[i] = s.leases.ownedBy(c.ID, c.Owner)
 		}
 		for i := 0; i < len(cs); i += completeChunk {
 			j := min(len(cs), i+completeChunk)
-			if err := completeTx(ctx, tx, cs[i:j], held[i:j], now); err != nil {
+			if err := completeTx(ctx, tx, cs[i:j], owned[i:j], now); err != nil {
 				return err
 			}
 		}
 		for i, c := range cs {
-			if held[i] {
+			if owned[i] {
 				s.leases.drop(c.ID)
 			}
 		}
@@ -973,9 +973,9 @@ func (s *Store) Complete(ctx context.Context, cs []store.Completion) error {
 const completeChunk = 64
 
 // completeTx applies cs (at most completeChunk), those whose lease is
-// held, with one UPDATE, and records all their attempts with a multi-row
+// owned by their owner, with one UPDATE, and records all their attempts with a multi-row
 // INSERT per completeChunk attempts.
-func completeTx(ctx context.Context, tx *wtx, cs []store.Completion, held []bool, now int64) error {
+func completeTx(ctx context.Context, tx *wtx, cs []store.Completion, owned []bool, now int64) error {
 	var q strings.Builder
 	q.WriteString(`UPDATE deliveries SET status = c.column2, attempts = c.column3, first_attempt_at = c.column4,
 		next_attempt_at = c.column5, last_error = c.column6, updated_at = ? FROM (VALUES `)
@@ -984,7 +984,7 @@ func completeTx(ctx context.Context, tx *wtx, cs []store.Completion, held []bool
 	records := 0
 	for i, c := range cs {
 		records += len(c.Records)
-		if !held[i] {
+		if !owned[i] {
 			continue
 		}
 		if len(args) > 1 {
