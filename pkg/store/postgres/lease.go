@@ -10,6 +10,7 @@ import (
 	"github.com/evfwd/evfwd/pkg/store"
 	"github.com/evfwd/evfwd/pkg/store/internal/leasefloor"
 	"github.com/evfwd/evfwd/pkg/store/internal/rowscan"
+	"github.com/evfwd/evfwd/pkg/store/internal/sharedsql"
 	"github.com/jackc/pgx/v5"
 )
 
@@ -293,7 +294,7 @@ func (s *Store) Retry(ctx context.Context, ids []int64, f store.Filter, now time
 		clause, args = ` WHERE d.id = ANY($2)`, append(args, ids)
 	} else {
 		var more []any
-		clause, more = where(f, 2)
+		clause, more = sharedsql.Where(f, sharedsql.Numbered(2))
 		args = append(args, more...)
 	}
 	var n int64

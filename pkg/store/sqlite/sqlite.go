@@ -28,6 +28,7 @@ import (
 	"github.com/evfwd/evfwd/pkg/store"
 	"github.com/evfwd/evfwd/pkg/store/internal/leasefloor"
 	"github.com/evfwd/evfwd/pkg/store/internal/rowscan"
+	"github.com/evfwd/evfwd/pkg/store/internal/sharedsql"
 	"github.com/evfwd/evfwd/pkg/store/internal/synchook"
 	_ "modernc.org/sqlite" // registers the "sqlite" driver
 )
@@ -1056,52 +1057,9 @@ func (s *Store) Reclaim(ctx context.Context, now time.Time) (int, error) {
 	return int(n), err
 }
 
-// where builds the WHERE clause of a filter on deliveries d.
-func where(f store.Filter) (string, []any) {
-	clause, args := " WHERE d.id > ?", []any{f.After}
-	switch {
-	case f.Status.Valid():
-		// A literal, not a parameter, so that the planner can use the
-		// partial index of that status (deliveries_due, deliveries_settled).
-		clause += " AND d.status = '" + string(f.Status) + "'"
-	case f.Status != "":
-		clause += " AND 0" // no delivery has an unknown status
-	}
-	if f.Source != "" {
-		clause += " AND d.source = ?"
-		args = append(args, f.Source)
-	}
-	if f.Before > 0 {
-		clause += " AND d.id < ?"
-		args = append(args, f.Before)
-	}
-	if f.Endpoint != "" {
-		// A semi-join probing attempts_delivery per delivery, in the
-		// order the deliveries are walked: no index on attempts.url
-		// (it would cost every attempt's insert), and a page stops at
-		// Limit matches.
-		clause += " AND EXISTS (SELECT 1 FROM attempts a WHERE a.delivery = d.id AND a.url = ?)"
-		args = append(args, f.Endpoint)
-	}
-	return clause, args
-}
-
-// order is the ORDER BY of List.
-func order(f store.Filter) string {
-	if f.Desc {
-		return " ORDER BY d.id DESC"
-	}
-	return " ORDER BY d.id"
-}
-
 // List implements store.Store.
 func (s *Store) List(ctx context.Context, f store.Filter) ([]store.Delivery, error) {
-	clause, args := where(f)
-	q := `SELECT ` + rowscan.DeliveryColumns + ` FROM deliveries d JOIN messages m ON m.id = d.message` + clause + order(f)
-	if f.Limit > 0 {
-		q += " LIMIT ?"
-		args = append(args, f.Limit)
-	}
+	q, args := sharedsql.List(f, sharedsql.Question)
 	rows, err := s.read.QueryContext(ctx, q, args...)
 	if err != nil {
 		return nil, err
@@ -1112,15 +1070,13 @@ func (s *Store) List(ctx context.Context, f store.Filter) ([]store.Delivery, err
 // Get implements store.Store.
 func (s *Store) Get(ctx context.Context, id int64) (*store.Detail, error) {
 	var d store.Detail
-	row := s.read.QueryRowContext(ctx, `SELECT `+rowscan.DeliveryColumns+`, `+rowscan.BodyColumns+` FROM deliveries d
-		JOIN messages m ON m.id = d.message WHERE d.id = ?`, id)
-	if err := rowscan.DeliveryBody(row, &d.Delivery); err != nil {
+	if err := rowscan.DeliveryBody(s.read.QueryRowContext(ctx, sharedsql.Delivery(sharedsql.Question), id), &d.Delivery); err != nil {
 		if errors.Is(err, sql.ErrNoRows) {
 			return nil, fmt.Errorf("delivery %d: %w", id, store.ErrNotFound)
 		}
 		return nil, err
 	}
-	rows, err := s.read.QueryContext(ctx, `SELECT `+rowscan.AttemptColumns+` FROM attempts WHERE delivery = ? ORDER BY id`, id)
+	rows, err := s.read.QueryContext(ctx, sharedsql.Attempts(sharedsql.Question), id)
 	if err != nil {
 		return nil, err
 	}
@@ -1151,7 +1107,7 @@ func (s *Store) Retry(ctx context.Context, ids []int64, f store.Filter, now time
 			}
 			return nil
 		}
-		clause, args := where(f)
+		clause, args := sharedsql.Where(f, sharedsql.Question)
 		res, err := tx.ExecContext(ctx, set+clause+keep, append(append([]any{at, at}, args...), live)...)
 		if err != nil {
 			return err

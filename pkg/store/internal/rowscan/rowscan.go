@@ -159,3 +159,13 @@ func Values(rows Rows, yield func(store.Value, error) bool) {
 		yield(store.Value{}, err)
 	}
 }
+
+// Pending scans a row of (source, pending deliveries, created_at of the
+// oldest), the rows of both engines' statsSQL.
+func Pending(sc Scanner) (store.SourcePending, error) {
+	var p store.SourcePending
+	var created int64
+	err := sc.Scan(&p.Source, &p.N, &created)
+	p.Oldest = store.FromMillis(created)
+	return p, err
+}
