@@ -2,8 +2,6 @@ package postgres
 
 import (
 	"context"
-	"errors"
-	"fmt"
 
 	"github.com/evfwd/evfwd/pkg/store"
 	"github.com/evfwd/evfwd/pkg/store/internal/rowscan"
@@ -33,21 +31,14 @@ func (s *Store) Get(ctx context.Context, id int64) (*store.Detail, error) {
 		return nil, err
 	}
 	defer leave()
-	var d store.Detail
-	if err := rowscan.DeliveryBody(s.pool.QueryRow(ctx, sharedsql.Delivery(sharedsql.Numbered(1)), id), &d.Delivery); err != nil {
-		if errors.Is(err, pgx.ErrNoRows) {
-			return nil, fmt.Errorf("delivery %d: %w", id, store.ErrNotFound)
+	row := s.pool.QueryRow(ctx, sharedsql.Delivery(sharedsql.Numbered(1)), id)
+	return rowscan.Detail(id, row, pgx.ErrNoRows, func() ([]store.Attempt, error) {
+		rows, err := s.pool.Query(ctx, sharedsql.Attempts(sharedsql.Numbered(1)), id)
+		if err != nil {
+			return nil, err
 		}
-		return nil, err
-	}
-	rows, err := s.pool.Query(ctx, sharedsql.Attempts(sharedsql.Numbered(1)), id)
-	if err != nil {
-		return nil, err
-	}
-	if d.Records, err = collect(rows, rowscan.Attempt); err != nil {
-		return nil, err
-	}
-	return &d, nil
+		return collect(rows, rowscan.Attempt)
+	})
 }
 
 // Counts implements store.Store.

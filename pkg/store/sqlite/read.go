@@ -3,8 +3,6 @@ package sqlite
 import (
 	"context"
 	"database/sql"
-	"errors"
-	"fmt"
 
 	"github.com/evfwd/evfwd/pkg/store"
 	"github.com/evfwd/evfwd/pkg/store/internal/rowscan"
@@ -37,21 +35,14 @@ func (s *Store) List(ctx context.Context, f store.Filter) ([]store.Delivery, err
 
 // Get implements store.Store.
 func (s *Store) Get(ctx context.Context, id int64) (*store.Detail, error) {
-	var d store.Detail
-	if err := rowscan.DeliveryBody(s.read.QueryRowContext(ctx, sharedsql.Delivery(sharedsql.Question), id), &d.Delivery); err != nil {
-		if errors.Is(err, sql.ErrNoRows) {
-			return nil, fmt.Errorf("delivery %d: %w", id, store.ErrNotFound)
+	row := s.read.QueryRowContext(ctx, sharedsql.Delivery(sharedsql.Question), id)
+	return rowscan.Detail(id, row, sql.ErrNoRows, func() ([]store.Attempt, error) {
+		rows, err := s.read.QueryContext(ctx, sharedsql.Attempts(sharedsql.Question), id)
+		if err != nil {
+			return nil, err
 		}
-		return nil, err
-	}
-	rows, err := s.read.QueryContext(ctx, sharedsql.Attempts(sharedsql.Question), id)
-	if err != nil {
-		return nil, err
-	}
-	if d.Records, err = collect(rows, rowscan.Attempt); err != nil {
-		return nil, err
-	}
-	return &d, nil
+		return collect(rows, rowscan.Attempt)
+	})
 }
 
 // Counts implements store.Store.
