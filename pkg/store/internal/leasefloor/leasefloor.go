@@ -24,7 +24,6 @@ import (
 const TTL = time.Second
 
 // Floor is a row of the due index, in its order: (next_attempt_at, id).
-// The zero Floor is the head.
 type Floor struct{ Due, ID int64 }
 
 // Floors are the floors of a store's sources. The zero value is not
