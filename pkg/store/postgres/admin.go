@@ -103,7 +103,7 @@ func (c *syncConn) unlock() {
 
 // step runs fn as one transaction on the locked connection.
 func (c *syncConn) step(ctx context.Context, fn func(tx pgx.Tx) error) error {
-	return again(func() error { return pgx.BeginFunc(ctx, c.Conn, fn) })
+	return retryTransient(func() error { return pgx.BeginFunc(ctx, c.Conn, fn) })
 }
 
 // syncRun is one sync as sync_runs records it.
@@ -272,7 +272,7 @@ func (s *Store) Sync(ctx context.Context, sy store.Sync, values iter.Seq2[store.
 	}
 	r.committed = true
 	err = c.finish(context.WithoutCancel(ctx), r, s.syncHook.Call)
-	s.floors.reset() // its messages are due at the run's time (floor.go)
+	s.floors.Reset() // its messages are due at the run's time (floor.go)
 	if err != nil {
 		return nil, fmt.Errorf("sync committed; its messages are queued and go out once a node takes the run over: %w", err)
 	}

@@ -6,6 +6,7 @@ import (
 
 	"github.com/evfwd/evfwd/pkg/store"
 	"github.com/evfwd/evfwd/pkg/store/internal/rowscan"
+	"github.com/evfwd/evfwd/pkg/store/internal/sharedsql"
 )
 
 // SaveEndpoint implements store.Store: the last writer wins, whichever
@@ -16,14 +17,9 @@ func (s *Store) SaveEndpoint(ctx context.Context, st store.EndpointState) error 
 		return err
 	}
 	defer leave()
-	return again(func() error {
-		_, err := s.pool.Exec(ctx, `INSERT INTO endpoint_states (source, url, state, failures, since,
-			next_probe_at, node, last_error, updated_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
-			ON CONFLICT (source, url) DO UPDATE SET state = excluded.state, failures = excluded.failures,
-			since = excluded.since, next_probe_at = excluded.next_probe_at, node = excluded.node,
-			last_error = excluded.last_error, updated_at = excluded.updated_at`,
-			st.Source, st.URL, string(st.State), st.Failures, store.Millis(st.Since), store.Millis(st.NextProbe),
-			st.Node, st.LastError, store.Millis(st.UpdatedAt))
+	q, args := sharedsql.SaveEndpoint(st, sharedsql.Numbered(1))
+	return retryTransient(func() error {
+		_, err := s.pool.Exec(ctx, q, args...)
 		return err
 	})
 }
@@ -58,13 +54,13 @@ func (s *Store) Release(ctx context.Context, source string, prefixes []string, n
 	if err != nil {
 		return 0, err
 	}
-	defer s.floors.reset()
+	defer s.floors.Reset()
 	defer leave()
 	at := store.Millis(now)
 	total := 0
 	for {
 		var n int64
-		err := again(func() error {
+		err := retryTransient(func() error {
 			tag, err := s.pool.Exec(ctx, releaseSQL, at, source, prefixes, store.ReleaseStep)
 			n = tag.RowsAffected()
 			return err

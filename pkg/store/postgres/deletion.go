@@ -106,7 +106,7 @@ func (s *Store) recordDeletion(ctx context.Context, r store.DeletionRequest) err
 	}
 	defer leave()
 	t := recordTx{s: s, now: store.Millis(s.opts.Now())}
-	return again(func() error {
+	return retryTransient(func() error {
 		return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 			t.tx = tx
 			return deletion.Record(ctx, t, r)
@@ -171,7 +171,7 @@ func (t recordTx) Purge(ctx context.Context, r store.DeletionRequest, src string
 
 // Notify implements deletion.Tx.
 func (t recordTx) Notify(ctx context.Context, msgs []store.Message) error {
-	t.s.floors.reset()
+	t.s.floors.Reset()
 	return ingestExec(ctx, t.tx, msgs, t.now)
 }
 

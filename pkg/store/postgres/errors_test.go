@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/evfwd/evfwd/pkg/store"
+	"github.com/evfwd/evfwd/pkg/store/internal/classifytest"
 	"github.com/evfwd/evfwd/pkg/store/postgres/pgtest"
 	"github.com/jackc/pgx/v5/pgconn"
 )
@@ -16,11 +17,7 @@ func TestClassify(t *testing.T) {
 	pg := func(code string) *pgconn.PgError {
 		return &pgconn.PgError{Severity: "ERROR", Code: code, Message: "code " + code}
 	}
-	for _, tt := range []struct {
-		name string
-		err  error
-		full bool
-	}{
+	classifytest.Run(t, classify, []classifytest.Case{
 		{"disk_full", pg("53100"), true},
 		{"out_of_memory", pg("53200"), true},
 		{"too_many_connections", pg("53300"), true},
@@ -32,20 +29,7 @@ func TestClassify(t *testing.T) {
 		{"query_canceled", pg("57014"), false},
 		{"busy", store.ErrBusy, false},
 		{"context", context.DeadlineExceeded, false},
-	} {
-		t.Run(tt.name, func(t *testing.T) {
-			got := classify(tt.err)
-			if errors.Is(got, store.ErrFull) != tt.full {
-				t.Fatalf("classify(%v) = %v: ErrFull %v, want %v", tt.err, got, !tt.full, tt.full)
-			}
-			if !errors.Is(got, tt.err) {
-				t.Errorf("classify(%v) = %v lost the driver's error", tt.err, got)
-			}
-		})
-	}
-	if classify(nil) != nil {
-		t.Error("classify(nil) is not nil")
-	}
+	})
 }
 
 // TestIngestDiskFull: the server answering disk_full to the INSERT (a

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/evfwd/evfwd/pkg/store"
+	"github.com/evfwd/evfwd/pkg/store/internal/leasefloor"
 	"github.com/evfwd/evfwd/pkg/store/postgres/pgtest"
 	"github.com/evfwd/evfwd/pkg/store/storetest"
 )
@@ -28,7 +29,7 @@ func twoNodes(t *testing.T, n int) (a, b *Store, clock *time.Time, t0 time.Time)
 	t.Cleanup(func() { b.Close() })
 	now := time.Unix(1_000_000, 0)
 	clock = &now
-	b.floors.clock = func() time.Time { return *clock }
+	b.floors = leasefloor.New(func() time.Time { return *clock })
 	t0 = storetest.Msg("web", "x", 0, true).ReceivedAt
 	ingestAt(t, a, 1, n, 0)
 	return a, b, clock, t0
@@ -67,7 +68,7 @@ func leaseIDs(t *testing.T, s *Store, owner string, limit int, now time.Time) []
 }
 
 // A lease that ran out behind the floor (its node is gone) is taken over
-// within floorTTL, although every lease meanwhile is full: the floor's age
+// within leasefloor.TTL, although every lease meanwhile is full: the floor's age
 // counts from the last lease that read from the head.
 func TestFloorTakesOverARunOutLeaseBehindIt(t *testing.T) {
 	a, b, clock, t0 := twoNodes(t, 10)
@@ -79,16 +80,16 @@ func TestFloorTakesOverARunOutLeaseBehindIt(t *testing.T) {
 		ingestAt(t, b, 10+5*round-4, 10+5*round, time.Duration(round)*time.Minute)
 		*clock = clock.Add(300 * time.Millisecond)
 		got := leaseIDs(t, b, "live", 5, t0.Add(2*time.Minute+time.Duration(round)*time.Minute))
-		// Within floorTTL the floor passes m1 … m5 over; each lease is
+		// Within leasefloor.TTL the floor passes m1 … m5 over; each lease is
 		// the round's new messages.
 		if want := 10 + 5*round; len(got) != 5 || got[0] != fmt.Sprint("m", want-4) {
 			t.Fatalf("round %d: leased %v, want m%d … m%d", round, got, want-4, want)
 		}
 	}
-	*clock = clock.Add(floorTTL)
+	*clock = clock.Add(leasefloor.TTL)
 	ingestAt(t, b, 26, 30, 4*time.Minute)
 	if got := leaseIDs(t, b, "live", 5, t0.Add(6*time.Minute)); !slices.Equal(got, []string{"m1", "m2", "m3", "m4", "m5"}) {
-		t.Errorf("a floor older than floorTTL since its last head scan: leased %v, want m1 … m5, whose lease ran out", got)
+		t.Errorf("a floor older than leasefloor.TTL since its last head scan: leased %v, want m1 … m5, whose lease ran out", got)
 	}
 }
 

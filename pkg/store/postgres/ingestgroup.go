@@ -87,7 +87,7 @@ func (s *Store) ingestGroup(group []*ingestReq) {
 	var leased [][]store.Delivery
 	// The group runs to its end whatever its callers' contexts: it is
 	// theirs together, and each waits for its answer.
-	err := again(func() error {
+	err := retryTransient(func() error {
 		var err error
 		leased, err = s.ingestBatch(s.stop, live)
 		return err
@@ -110,7 +110,7 @@ func (s *Store) ingestGroup(group []*ingestReq) {
 // ingestOne runs one request's statement, which commits on its own.
 func (s *Store) ingestOne(ctx context.Context, in *ingest) ([]store.Delivery, error) {
 	var leased []store.Delivery
-	err := again(func() error {
+	err := retryTransient(func() error {
 		rows, err := s.pool.Query(ctx, ingestSQL, in.args()...)
 		if err != nil {
 			return err

@@ -8,7 +8,9 @@ import (
 	"time"
 
 	"github.com/evfwd/evfwd/pkg/store"
+	"github.com/evfwd/evfwd/pkg/store/internal/leasefloor"
 	"github.com/evfwd/evfwd/pkg/store/internal/rowscan"
+	"github.com/evfwd/evfwd/pkg/store/internal/sharedsql"
 	"github.com/jackc/pgx/v5"
 )
 
@@ -16,7 +18,7 @@ import (
 // rows another node is leasing right now, and leases them in the same
 // statement. A lease that ran out counts as none: that is how a dead node's
 // work is taken over. Only deliveries after ($6, $7) in the due index's
-// order are taken (a floor, see floors).
+// order are taken (a floor, see newFloors).
 //
 // The lease changes no indexed column, so the server updates the row in
 // its page without touching an index (a HOT update; the table leaves room
@@ -48,11 +50,11 @@ func (s *Store) Lease(ctx context.Context, r store.LeaseRequest) ([]store.Delive
 	defer leave()
 	now, until := store.Millis(r.Now), store.Millis(r.Now.Add(r.TTL))
 	var out, got []store.Delivery
-	due, id := s.floors.get(r.Source, now)
-	head := due == 0 && id == 0 // this step reads the due index from its head
+	floor, ok := s.floors.Get(r.Source, now)
+	head := !ok // this step reads the due index from its head
 	for {
-		err = again(func() error {
-			got, err = s.lease(ctx, r.Source, r.Owner, r.Limit-len(out), now, until, due, id)
+		err = retryTransient(func() error {
+			got, err = s.lease(ctx, r.Source, r.Owner, r.Limit-len(out), now, until, floor, head)
 			return err
 		})
 		if err != nil {
@@ -68,7 +70,7 @@ func (s *Store) Lease(ctx context.Context, r store.LeaseRequest) ([]store.Delive
 			break
 		}
 		// Too few after the floor: read from the head for the rest.
-		due, id, head = 0, 0, true
+		floor, head = leasefloor.Floor{}, true
 	}
 	if err == nil && len(out) == r.Limit {
 		// Nothing due and unleased comes before the last row of the last
@@ -81,9 +83,9 @@ func (s *Store) Lease(ctx context.Context, r store.LeaseRequest) ([]store.Delive
 				last = d
 			}
 		}
-		s.floors.set(r.Source, store.Millis(last.NextAttempt), last.ID, now, head)
+		s.floors.Set(r.Source, leasefloor.Floor{Due: store.Millis(last.NextAttempt), ID: last.ID}, now, head)
 	} else {
-		s.floors.forget(r.Source)
+		s.floors.Forget(r.Source)
 	}
 	// RETURNING has no order: callers get them in id order.
 	slices.SortFunc(out, func(a, b store.Delivery) int { return cmp.Compare(a.ID, b.ID) })
@@ -113,15 +115,15 @@ const leaseSettings = `SELECT set_config('enable_sort', 'off', true), set_config
 	set_config('plan_cache_mode', 'force_generic_plan', true), set_config('synchronous_commit', 'off', true)`
 
 // lease runs leaseSQL under leaseSettings, in one round trip: the batch's
-// statements are one implicit transaction. It returns the leased
-// deliveries.
-func (s *Store) lease(ctx context.Context, source, owner string, limit int, now, until, due, id int64) ([]store.Delivery, error) {
+// statements are one implicit transaction. It reads after floor, or from
+// the head, and returns the leased deliveries.
+func (s *Store) lease(ctx context.Context, source, owner string, limit int, now, until int64, floor leasefloor.Floor, head bool) ([]store.Delivery, error) {
 	b := &pgx.Batch{}
 	b.Queue(leaseSettings)
-	if due == 0 && id == 0 {
-		due, id = math.MinInt64, math.MinInt64
+	if head {
+		floor = leasefloor.Floor{Due: math.MinInt64, ID: math.MinInt64}
 	}
-	b.Queue(leaseSQL, source, now, limit, owner, until, due, id)
+	b.Queue(leaseSQL, source, now, limit, owner, until, floor.Due, floor.ID)
 	br := s.pool.SendBatch(ctx, b)
 	out, err := func() ([]store.Delivery, error) {
 		if _, err := br.Exec(); err != nil {
@@ -162,7 +164,7 @@ func (s *Store) Complete(ctx context.Context, cs []store.Completion) error {
 	err = <-req.done
 	for _, c := range cs {
 		if c.Status == store.Pending {
-			s.floors.lowerAll(store.Millis(c.NextAttempt))
+			s.floors.LowerAll(store.Millis(c.NextAttempt))
 		}
 	}
 	return err
@@ -203,7 +205,7 @@ func (s *Store) completer() {
 		for _, c := range group {
 			all = append(all, c.cs...)
 		}
-		err := again(func() error { return s.complete(context.Background(), all) })
+		err := retryTransient(func() error { return s.complete(context.Background(), all) })
 		for _, c := range group {
 			c.done <- err
 		}
@@ -267,7 +269,7 @@ func (s *Store) Reclaim(ctx context.Context, now time.Time) (int, error) {
 		return 0, err
 	}
 	defer leave()
-	defer s.floors.reset()
+	defer s.floors.Reset()
 	tag, err := s.pool.Exec(ctx, `UPDATE deliveries SET lease_owner = NULL, lease_expires_at = 0
 		WHERE lease_owner IS NOT NULL AND lease_expires_at < $1`, store.Millis(now))
 	return int(tag.RowsAffected()), err
@@ -281,7 +283,7 @@ func (s *Store) Retry(ctx context.Context, ids []int64, f store.Filter, now time
 		return 0, err
 	}
 	defer leave()
-	defer s.floors.reset()
+	defer s.floors.Reset()
 	at := store.Millis(now)
 	const set = `UPDATE deliveries SET status = 'pending', attempts = 0, first_attempt_at = 0, next_attempt_at = $1,
 		last_error = '', updated_at = $1 WHERE id IN (SELECT d.id FROM deliveries d`
@@ -292,11 +294,11 @@ func (s *Store) Retry(ctx context.Context, ids []int64, f store.Filter, now time
 		clause, args = ` WHERE d.id = ANY($2)`, append(args, ids)
 	} else {
 		var more []any
-		clause, more = where(f, 2)
+		clause, more = sharedsql.Where(f, sharedsql.Numbered(2))
 		args = append(args, more...)
 	}
 	var n int64
-	err = again(func() error {
+	err = retryTransient(func() error {
 		tag, err := s.pool.Exec(ctx, set+clause+keep, args...)
 		n = tag.RowsAffected()
 		return err

@@ -25,6 +25,7 @@ import (
 	"time"
 
 	"github.com/evfwd/evfwd/pkg/store"
+	"github.com/evfwd/evfwd/pkg/store/internal/leasefloor"
 	"github.com/evfwd/evfwd/pkg/store/internal/rowscan"
 	"github.com/evfwd/evfwd/pkg/store/internal/synchook"
 	"github.com/jackc/pgx/v5"
@@ -70,9 +71,9 @@ type Store struct {
 	quit        chan struct{}
 	stop        context.Context // ends at Close: what background work runs under
 	cancelStop  context.CancelFunc
-	syncHook    synchook.Hook // SetSyncHook's
-	floors      floors        // where Lease starts reading each source's due deliveries
-	rewriting   sync.Mutex    // takes this Store's deletion rewrites one at a time (deletion.go)
+	syncHook    synchook.Hook      // SetSyncHook's
+	floors      *leasefloor.Floors // where Lease starts reading each source's due deliveries (floor.go)
+	rewriting   sync.Mutex         // takes this Store\'s deletion rewrites one at a time (deletion.go)
 }
 
 var _ store.Store = (*Store)(nil)
@@ -125,7 +126,7 @@ func Open(ctx context.Context, url string, opts Options) (*Store, error) {
 		return nil, fmt.Errorf("store %s: %w", name, err)
 	}
 	s := &Store{pool: pool, name: name, opts: opts, completions: make(chan completion, maxGroup),
-		ingests: make(chan *ingestReq, 64), quit: make(chan struct{})}
+		ingests: make(chan *ingestReq, 64), quit: make(chan struct{}), floors: newFloors()}
 	s.stop, s.cancelStop = context.WithCancel(context.Background())
 	go s.completer()
 	for range ingesters(cfg.MaxConns) {
@@ -174,18 +175,19 @@ func (s *Store) enter() (leave func(), err error) {
 	return s.mu.RUnlock, nil
 }
 
-// retryable reports errors a transaction may simply run again after:
+// transient reports errors a transaction may simply run again after:
 // deadlock and serialization failures between nodes.
-func retryable(err error) bool {
+func transient(err error) bool {
 	var pe *pgconn.PgError
 	return errors.As(err, &pe) && (pe.Code == "40P01" || pe.Code == "40001")
 }
 
-// again runs fn, running it again (a few times) after a retryable error.
-func again(fn func() error) error {
+// retryTransient runs fn, running it again (a few times) after a transient
+// error.
+func retryTransient(fn func() error) error {
 	var err error
 	for try := 0; try < 5; try++ {
-		if err = fn(); err == nil || !retryable(err) {
+		if err = fn(); err == nil || !transient(err) {
 			return err
 		}
 		time.Sleep(time.Duration(try+1) * 5 * time.Millisecond)
@@ -255,7 +257,7 @@ func (s *Store) IngestLeased(ctx context.Context, msgs []store.Message, lease st
 	}
 	for i := range msgs {
 		if len(msgs[i].Destinations) > 0 {
-			s.floors.lower(msgs[i].Source, store.Millis(msgs[i].ReceivedAt))
+			s.floors.Lower(msgs[i].Source, store.Millis(msgs[i].ReceivedAt))
 		}
 	}
 	return d.leased, nil
@@ -281,7 +283,7 @@ type msgKey struct{ source, id string }
 // newIngest builds the statement's arrays. Rows go in request order, so ids
 // follow it as in the SQLite store; a repeat within the request keeps its
 // first occurrence. Two requests sharing messages in opposite orders can
-// deadlock; the server detects it and again() runs the loser once more.
+// deadlock; the server detects it and retryTransient runs the loser once more.
 func newIngest(msgs []store.Message, now int64, lease store.IngestLease) *ingest {
 	n := len(msgs)
 	in := &ingest{msgs: msgs, now: now, lease: lease, first: make(map[msgKey]int, n),

@@ -24,7 +24,7 @@ func (s *Store) Prune(ctx context.Context, before time.Time) (store.Pruned, erro
 	}
 	defer leave()
 	return prune.Pass(store.Millis(before), func(step func(context.Context, prune.Tx) error) error {
-		return again(func() error {
+		return retryTransient(func() error {
 			return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error { return step(ctx, pruneTx{tx}) })
 		})
 	})

@@ -56,20 +56,11 @@ func (s *Store) Stats(ctx context.Context) (store.Stats, error) {
 	if err != nil {
 		return st, err
 	}
-	if st.Pending, err = collect(rows, scanPending); err != nil {
+	if st.Pending, err = collect(rows, rowscan.Pending); err != nil {
 		return store.Stats{}, err
 	}
 	if err := br.QueryRow().Scan(&st.SizeBytes); err != nil {
 		return store.Stats{}, err
 	}
 	return st, br.Close()
-}
-
-// scanPending reads a row of statsSQL.
-func scanPending(sc rowscan.Scanner) (store.SourcePending, error) {
-	var p store.SourcePending
-	var created int64
-	err := sc.Scan(&p.Source, &p.N, &created)
-	p.Oldest = store.FromMillis(created)
-	return p, err
 }

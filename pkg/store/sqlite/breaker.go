@@ -7,18 +7,14 @@ import (
 
 	"github.com/evfwd/evfwd/pkg/store"
 	"github.com/evfwd/evfwd/pkg/store/internal/rowscan"
+	"github.com/evfwd/evfwd/pkg/store/internal/sharedsql"
 )
 
 // SaveEndpoint implements store.Store.
 func (s *Store) SaveEndpoint(ctx context.Context, st store.EndpointState) error {
+	q, args := sharedsql.SaveEndpoint(st, sharedsql.Question)
 	return s.do(ctx, 0, func(ctx context.Context, tx *wtx) error {
-		_, err := tx.ExecContext(ctx, `INSERT INTO endpoint_states (source, url, state, failures, since,
-			next_probe_at, node, last_error, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
-			ON CONFLICT (source, url) DO UPDATE SET state = excluded.state, failures = excluded.failures,
-			since = excluded.since, next_probe_at = excluded.next_probe_at, node = excluded.node,
-			last_error = excluded.last_error, updated_at = excluded.updated_at`,
-			st.Source, st.URL, string(st.State), st.Failures, store.Millis(st.Since), store.Millis(st.NextProbe),
-			st.Node, st.LastError, store.Millis(st.UpdatedAt))
+		_, err := tx.ExecContext(ctx, q, args...)
 		return err
 	})
 }

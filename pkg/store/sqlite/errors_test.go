@@ -14,6 +14,7 @@ import (
 	"github.com/evfwd/evfwd/internal/fullfs"
 
 	"github.com/evfwd/evfwd/pkg/store"
+	"github.com/evfwd/evfwd/pkg/store/internal/classifytest"
 )
 
 // driverErr is what the driver returns for the statement q on a fresh
@@ -54,11 +55,7 @@ func TestClassify(t *testing.T) {
 	}
 	constraint := driverErr(t, []string{`CREATE TABLE t (k PRIMARY KEY)`, `INSERT INTO t VALUES (1)`}, `INSERT INTO t VALUES (1)`)
 	syntax := driverErr(t, nil, `INSERT INTO nowhere VALUES (1)`)
-	for _, tt := range []struct {
-		name string
-		err  error
-		full bool
-	}{
+	classifytest.Run(t, classify, []classifytest.Case{
 		{"SQLITE_FULL", full, true},
 		{"SQLITE_FULL in a failed commit", fmt.Errorf("store: commit: %w", full), true},
 		{"SQLITE_FULL then a lost savepoint", fmt.Errorf("store: commit: %w (rollback to savepoint: %v)", full, syntax), true},
@@ -68,20 +65,7 @@ func TestClassify(t *testing.T) {
 		{"SQLITE_ERROR", syntax, false},
 		{"busy", store.ErrBusy, false},
 		{"context", context.Canceled, false},
-	} {
-		t.Run(tt.name, func(t *testing.T) {
-			got := classify(tt.err)
-			if errors.Is(got, store.ErrFull) != tt.full {
-				t.Fatalf("classify(%v) = %v: ErrFull %v, want %v", tt.err, got, !tt.full, tt.full)
-			}
-			if !errors.Is(got, tt.err) {
-				t.Errorf("classify(%v) = %v lost the driver's error", tt.err, got)
-			}
-		})
-	}
-	if classify(nil) != nil {
-		t.Error("classify(nil) is not nil")
-	}
+	})
 }
 
 // TestIngestOnFullDisk: on a file system that is full, Ingest fails with

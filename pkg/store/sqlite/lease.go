@@ -1,132 +1,273 @@
 package sqlite
 
 import (
-	"strconv"
+	"context"
+	"strings"
+	"time"
+
+	"github.com/evfwd/evfwd/pkg/store"
+	"github.com/evfwd/evfwd/pkg/store/internal/leasefloor"
+	"github.com/evfwd/evfwd/pkg/store/internal/rowscan"
+	"github.com/evfwd/evfwd/pkg/store/internal/sharedsql"
 )
 
-// leases are the store's leases, in memory: one serve uses a file at a
-// time (see Lock), and Reclaim releases every lease when the next one
-// starts, so a lease need never reach the disk. Taking one is a read, and
-// a group of only Lease calls commits nothing and waits for no fsync.
-// Only the writer goroutine touches them, from inside ops, and what an op
-// changed is undone when its part of the transaction is (journal).
-//
-// A tool that opens the file beside serve (evfwd deliveries) has its own,
-// empty, leases: its Retry cannot see serve's, and resets a delivery in
-// flight too; the outcome serve records for it then stands.
-type leases struct {
-	by map[int64]leaseOf // by delivery id
-	// journal undoes, last first, the changes of the transaction under
-	// way (see mark, undo, settle).
-	journal []func()
-	// cursors are where each source's last Lease stopped in the due
-	// index: the next one reads on from there instead of stepping again
-	// over the leased rows at the index's head.
-	cursors map[string]cursor
-}
-
-// cursor is a place in the due index: after the row (at, id).
-type cursor struct {
-	at, id int64
-	// scanned is when Lease last read the index from its start, which it
-	// does at least once a second, so that a row due before the cursor (a
-	// retry, a lease run out) waits no longer than that.
-	scanned int64
-}
-
-type leaseOf struct {
-	source, owner string
-	until         int64 // ms; from then on it is no lease
-}
-
-func newLeases() leases {
-	return leases{by: map[int64]leaseOf{}, cursors: map[string]cursor{}}
-}
-
-// take records a lease of delivery id, replacing any.
-func (ls *leases) take(id int64, l leaseOf) {
-	ls.keep(id)
-	ls.by[id] = l
-}
-
-// move sets source's cursor to c.
-func (ls *leases) move(source string, c cursor) {
-	remember(ls, ls.cursors, source)
-	ls.cursors[source] = c
-}
-
-// drop forgets the lease of delivery id.
-func (ls *leases) drop(id int64) {
-	ls.keep(id)
-	delete(ls.by, id)
-}
-
-// keep journals delivery id's lease as it is now.
-func (ls *leases) keep(id int64) { remember(ls, ls.by, id) }
-
-// remember journals m[k] as it is now, there or not.
-func remember[K comparable, V any](ls *leases, m map[K]V, k K) {
-	old, had := m[k]
-	ls.journal = append(ls.journal, func() {
-		if had {
-			m[k] = old
-		} else {
-			delete(m, k)
+// Lease implements store.Store.
+func (s *Store) Lease(ctx context.Context, r store.LeaseRequest) ([]store.Delivery, error) {
+	if r.Limit <= 0 {
+		return nil, nil
+	}
+	now := store.Millis(r.Now)
+	until := store.Millis(r.Now.Add(r.TTL))
+	var out []store.Delivery
+	err := s.doRead(ctx, func(ctx context.Context, tx *wtx) error {
+		out = nil // a second run starts afresh (see op.replayable)
+		// The due deliveries in the index's order, past those leased: on
+		// from the source's floor, or from the head once a second
+		// (leasefloor.TTL) and when that finds too few.
+		fl, ok := s.leases.floors.Get(r.Source, now)
+		head := !ok
+		var err error
+		if ok {
+			out, fl, err = s.due(ctx, tx, r.Source, fl, now, r.Limit)
 		}
+		if err == nil && len(out) < r.Limit {
+			head = true
+			var start leasefloor.Floor
+			var free bool
+			if start, free, err = s.firstFree(ctx, tx, r.Source, now); free {
+				out, fl, err = s.due(ctx, tx, r.Source, start, now, r.Limit)
+			}
+		}
+		if err != nil || len(out) == 0 {
+			return err
+		}
+		s.leases.setFloor(r.Source, fl, now, head)
+		for _, d := range out {
+			s.leases.take(d.ID, leaseOf{source: r.Source, owner: r.Owner, until: until})
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// firstFree is the floor right before the first due delivery of source
+// not leased at now, found in the due index alone: the deliveries in
+// flight sit at its head, and reading their rows and bodies only to skip
+// them would cost a lease from the start more than the rows it takes.
+// free is false when every due delivery is leased.
+func (s *Store) firstFree(ctx context.Context, tx *wtx, source string, now int64) (fl leasefloor.Floor, free bool, err error) {
+	rows, err := tx.QueryContext(ctx, `SELECT id, next_attempt_at FROM deliveries INDEXED BY deliveries_due
+		WHERE source = ? AND status = 'pending' AND next_attempt_at <= ? ORDER BY next_attempt_at, id`, source, now)
+	if err != nil {
+		return fl, false, err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var id, at int64
+		if err := rows.Scan(&id, &at); err != nil {
+			return fl, false, err
+		}
+		if !s.leases.leasedAt(id, now) {
+			return leasefloor.Floor{Due: at, ID: id - 1}, true, nil
+		}
+	}
+	return fl, false, rows.Err()
+}
+
+// due reads up to limit due deliveries of source that are not leased at
+// now, in the due index's order, after c, and the last row it read: a
+// floor, since it took every row before it that was not leased. Two
+// statements, because SQLite seeks the index on (next_attempt_at, id)
+// only through an equality on the first: the rest of c's millisecond,
+// then the ones after it. A leased row is read and skipped: past the
+// floor, or the first one free, there are few.
+func (s *Store) due(ctx context.Context, tx *wtx, source string, c leasefloor.Floor, now int64, limit int) ([]store.Delivery, leasefloor.Floor, error) {
+	var out []store.Delivery
+	scan := rowscan.Leased(source)
+	read := func(q string, args ...any) error {
+		rows, err := tx.QueryContext(ctx, q, args...)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for len(out) < limit && rows.Next() {
+			d, err := scan(rows)
+			if err != nil {
+				return err
+			}
+			c = leasefloor.Floor{Due: store.Millis(d.NextAttempt), ID: d.ID}
+			if !s.leases.leasedAt(d.ID, now) {
+				out = append(out, d)
+			}
+		}
+		return rows.Err()
+	}
+	const from = `SELECT ` + rowscan.LeasedColumns + ` FROM deliveries d INDEXED BY deliveries_due
+		JOIN messages m ON m.id = d.message WHERE d.source = ? AND d.status = 'pending' AND `
+	if c.Due <= now {
+		if err := read(from+`d.next_attempt_at = ? AND d.id > ? ORDER BY d.id`, source, c.Due, c.ID); err != nil {
+			return nil, c, err
+		}
+	}
+	if len(out) < limit {
+		if err := read(from+`d.next_attempt_at > ? AND d.next_attempt_at <= ? ORDER BY d.next_attempt_at, d.id`,
+			source, c.Due, now); err != nil {
+			return nil, c, err
+		}
+	}
+	return out, c, nil
+}
+
+// Complete implements store.Store.
+func (s *Store) Complete(ctx context.Context, cs []store.Completion) error {
+	if len(cs) == 0 {
+		return nil
+	}
+	now := store.Millis(s.opts.Now())
+	// A completion is applied even when ctx has ended: the attempts were
+	// made and must be on record.
+	return s.doReplayable(context.WithoutCancel(ctx), 0, func(ctx context.Context, tx *wtx) error {
+		// A completion applies while its owner holds the lease; its
+		// attempts are recorded either way.
+		owned := make([]bool, len(cs))
+		for i, c := range cs {
+			owned[i] = s.leases.ownedBy(c.ID, c.Owner)
+		}
+		for i := 0; i < len(cs); i += completeChunk {
+			j := min(len(cs), i+completeChunk)
+			if err := completeTx(ctx, tx, cs[i:j], owned[i:j], now); err != nil {
+				return err
+			}
+		}
+		for i, c := range cs {
+			if owned[i] {
+				s.leases.drop(c.ID)
+			}
+		}
+		return nil
 	})
 }
 
-// mark is the journal's length, for undo.
-func (ls *leases) mark() int { return len(ls.journal) }
+// completeChunk bounds the completions, and the attempts, one statement
+// applies: statements are prepared per row count, and a statement per
+// group rather than per row is what makes recording outcomes cheap.
+const completeChunk = 64
 
-// undo reverts the changes journaled since mark.
-func (ls *leases) undo(mark int) {
-	for i := len(ls.journal) - 1; i >= mark; i-- {
-		ls.journal[i]()
+// completeTx applies cs (at most completeChunk), those whose lease is
+// owned by their owner, with one UPDATE, and records all their attempts with a multi-row
+// INSERT per completeChunk attempts.
+func completeTx(ctx context.Context, tx *wtx, cs []store.Completion, owned []bool, now int64) error {
+	var q strings.Builder
+	q.WriteString(`UPDATE deliveries SET status = c.column2, attempts = c.column3, first_attempt_at = c.column4,
+		next_attempt_at = c.column5, last_error = c.column6, updated_at = ? FROM (VALUES `)
+	args := make([]any, 0, 1+len(cs)*6)
+	args = append(args, now)
+	records := 0
+	for i, c := range cs {
+		records += len(c.Records)
+		if !owned[i] {
+			continue
+		}
+		if len(args) > 1 {
+			q.WriteByte(',')
+		}
+		q.WriteString("(?,?,?,?,?,?)")
+		args = append(args, c.ID, string(c.Status), c.Attempts, store.Millis(c.FirstAttempt), store.Millis(c.NextAttempt),
+			c.LastError)
 	}
-	ls.journal = ls.journal[:mark]
-}
-
-// settle keeps the changes journaled: their transaction is over.
-func (ls *leases) settle() {
-	clear(ls.journal)
-	ls.journal = ls.journal[:0]
-}
-
-// held reports whether delivery id is under a lease that has not run out
-// at now.
-func (ls *leases) held(id, now int64) bool {
-	l, ok := ls.by[id]
-	return ok && l.until > now
-}
-
-// holds reports whether owner holds the lease of delivery id, run out or
-// not: like a lease_owner column, it is the holder's until someone else
-// takes it.
-func (ls *leases) holds(id int64, owner string) bool {
-	l, ok := ls.by[id]
-	return ok && l.owner == owner
-}
-
-// live is a JSON array of the deliveries under a lease at now, for SQL's
-// json_each.
-func (ls *leases) live(now int64) string {
-	b := []byte{'['}
-	for id, l := range ls.by {
-		if l.until > now {
-			if len(b) > 1 {
-				b = append(b, ',')
-			}
-			b = strconv.AppendInt(b, id, 10)
+	q.WriteString(`) AS c WHERE deliveries.id = c.column1 AND deliveries.status = 'pending'`)
+	if len(args) > 1 {
+		if _, err := tx.ExecContext(ctx, q.String(), args...); err != nil {
+			return err
 		}
 	}
-	return string(append(b, ']'))
+	if records == 0 {
+		return nil
+	}
+	// attemptColumns is the parameters of one attempt row.
+	const attemptColumns = 11
+	args = make([]any, 0, min(records, completeChunk)*attemptColumns)
+	insert := func() error {
+		q.Reset()
+		q.WriteString(`INSERT INTO attempts (delivery, delivery_no, endpoint, url, started_at, latency_us, status, class,
+			error, excerpt, outcome) VALUES `)
+		for i := range len(args) / attemptColumns {
+			if i > 0 {
+				q.WriteByte(',')
+			}
+			q.WriteString("(?,?,?,?,?,?,?,?,?,?,?)")
+		}
+		_, err := tx.ExecContext(ctx, q.String(), args...)
+		args = args[:0]
+		return err
+	}
+	for _, c := range cs {
+		for _, a := range c.Records {
+			args = append(args, c.ID, a.Delivery, a.Endpoint, a.URL, store.Millis(a.Start), a.Latency.Microseconds(), a.Status,
+				a.Class, a.Error, a.Excerpt, a.Outcome)
+			if len(args) == completeChunk*attemptColumns {
+				if err := insert(); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	if len(args) > 0 {
+		return insert()
+	}
+	return nil
 }
 
-// clear drops every lease and reports how many there were.
-func (ls *leases) clear() int {
-	n := len(ls.by)
-	clear(ls.by)
-	clear(ls.cursors)
-	return n
+// Reclaim implements store.Store: one process uses the file at a time (see
+// Lock), so every lease left behind belongs to a process that is gone.
+func (s *Store) Reclaim(ctx context.Context, now time.Time) (int, error) {
+	var n int64
+	err := s.do(ctx, 0, func(ctx context.Context, tx *wtx) error {
+		// Leases are in memory (leases.go); a file an evfwd before them
+		// left may hold some in its rows.
+		res, err := tx.ExecContext(ctx, `UPDATE deliveries SET lease_owner = NULL, lease_expires_at = 0
+			WHERE lease_owner IS NOT NULL`)
+		if err != nil {
+			return err
+		}
+		n, err = res.RowsAffected()
+		n += int64(s.leases.clear())
+		return err
+	})
+	return int(n), err
+}
+
+// Retry implements store.Store. A pending delivery under a live lease is
+// left to its holder; a cancelled one stays cancelled.
+func (s *Store) Retry(ctx context.Context, ids []int64, f store.Filter, now time.Time) (int, error) {
+	var n int64
+	at := store.Millis(now)
+	err := s.do(ctx, 0, func(ctx context.Context, tx *wtx) error {
+		const set = `UPDATE deliveries SET status = 'pending', attempts = 0, first_attempt_at = 0, next_attempt_at = ?,
+			last_error = '', updated_at = ? WHERE id IN (SELECT d.id FROM deliveries d`
+		const keep = ` AND d.status NOT IN ('delivered', 'cancelled') AND d.id NOT IN (SELECT value FROM json_each(?)))`
+		live := s.leases.live(at)
+		if len(ids) > 0 {
+			for _, id := range ids {
+				res, err := tx.ExecContext(ctx, set+` WHERE d.id = ?`+keep, at, at, id, live)
+				if err != nil {
+					return err
+				}
+				k, _ := res.RowsAffected()
+				n += k
+			}
+			return nil
+		}
+		clause, args := sharedsql.Where(f, sharedsql.Question)
+		res, err := tx.ExecContext(ctx, set+clause+keep, append(append([]any{at, at}, args...), live)...)
+		if err != nil {
+			return err
+		}
+		n, err = res.RowsAffected()
+		return err
+	})
+	return int(n), err
 }

@@ -46,7 +46,7 @@ func TestLeasesUndoneWithTheirTransaction(t *testing.T) {
 	}
 	err = s.do(ctx, 0, func(ctx context.Context, tx *wtx) error {
 		for id, want := range map[int64]bool{1: false, 2: false, 3: true} {
-			if got := s.leases.held(id, now); got != want {
+			if got := s.leases.leasedAt(id, now); got != want {
 				t.Errorf("delivery %d held: %v, want %v", id, got, want)
 			}
 		}
@@ -78,7 +78,7 @@ func TestFailingOpInAGroupFailsAlone(t *testing.T) {
 	failed := errors.New("op failed")
 	runs := map[int64]int{}
 	newOp := func(id int64, err error) *op {
-		return &op{again: true, done: make(chan error, 1), apply: func(ctx context.Context, tx *wtx) error {
+		return &op{replayable: true, done: make(chan error, 1), apply: func(ctx context.Context, tx *wtx) error {
 			runs[id]++
 			s.leases.take(id, leaseOf{source: "web", owner: "a", until: until})
 			if _, err := tx.ExecContext(ctx, "INSERT INTO scratch (x) VALUES (?)", id); err != nil {
@@ -102,7 +102,7 @@ func TestFailingOpInAGroupFailsAlone(t *testing.T) {
 	}
 	// A transaction that fails by itself (here its COMMIT, as on an I/O
 	// error) fails every op of the group, and is not run again.
-	ended := &op{again: true, done: make(chan error, 1), apply: func(ctx context.Context, tx *wtx) error {
+	ended := &op{replayable: true, done: make(chan error, 1), apply: func(ctx context.Context, tx *wtx) error {
 		runs[5]++
 		_, err := tx.ExecContext(ctx, "ROLLBACK")
 		return err
@@ -129,7 +129,7 @@ func TestFailingOpInAGroupFailsAlone(t *testing.T) {
 		}
 		now := time.Now().UnixMilli()
 		for id, want := range map[int64]bool{1: true, 2: false, 3: true} {
-			if got := s.leases.held(id, now); got != want {
+			if got := s.leases.leasedAt(id, now); got != want {
 				t.Errorf("delivery %d held: %v, want %v", id, got, want)
 			}
 		}

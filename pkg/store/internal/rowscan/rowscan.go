@@ -4,6 +4,8 @@
 package rowscan
 
 import (
+	"errors"
+	"fmt"
 	"time"
 
 	"github.com/evfwd/evfwd/pkg/store"
@@ -158,4 +160,33 @@ func Values(rows Rows, yield func(store.Value, error) bool) {
 	if err := rows.Err(); err != nil {
 		yield(store.Value{}, err)
 	}
+}
+
+// Pending scans a row of (source, pending deliveries, created_at of the
+// oldest), the rows of both engines' statsSQL.
+func Pending(sc Scanner) (store.SourcePending, error) {
+	var p store.SourcePending
+	var created int64
+	err := sc.Scan(&p.Source, &p.N, &created)
+	p.Oldest = store.FromMillis(created)
+	return p, err
+}
+
+// Detail reads store.Store.Get's answer for delivery id: row is the
+// delivery's row of DeliveryColumns and BodyColumns (noRows the driver's
+// error when there is none: store.ErrNotFound), attempts reads its
+// attempts once the row is read.
+func Detail(id int64, row Scanner, noRows error, attempts func() ([]store.Attempt, error)) (*store.Detail, error) {
+	var d store.Detail
+	if err := DeliveryBody(row, &d.Delivery); err != nil {
+		if errors.Is(err, noRows) {
+			return nil, fmt.Errorf("delivery %d: %w", id, store.ErrNotFound)
+		}
+		return nil, err
+	}
+	var err error
+	if d.Records, err = attempts(); err != nil {
+		return nil, err
+	}
+	return &d, nil
 }

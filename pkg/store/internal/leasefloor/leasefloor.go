@@ -1,0 +1,159 @@
+// Package leasefloor keeps, for each source, the floor of its due index: a
+// row (next_attempt_at, id) before which every due delivery was leased when
+// a Lease last looked. The deliveries in flight stay at the head of the due
+// index, so without a floor every Lease steps over all of them again; with
+// one, the next Lease of the source reads on after it, and from the head
+// when that finds too few.
+//
+// A floor is a guess that goes stale: a delivery can become due before it
+// (a lease runs out, a retry, a row another writer made due at an older
+// time). So a floor is used for at most TTL after the last Lease that read
+// the index from its head, and never by a Lease whose clock went back
+// before the one that set it. Both engines keep one; they differ only in
+// the clock that ages a floor (see New).
+package leasefloor
+
+import (
+	"sync"
+	"time"
+)
+
+// TTL bounds how long a floor is used after the last lease that read the
+// due index from its head: a delivery due behind the floor waits at most
+// this much longer than it would have.
+const TTL = time.Second
+
+// Floor is a row of the due index, in its order: (next_attempt_at, id).
+type Floor struct{ Due, ID int64 }
+
+// Floors are the floors of a store's sources. The zero value is not
+// usable: see New.
+type Floors struct {
+	// clock ages the floors; nil ages them by the Now of the leases.
+	clock func() time.Time
+	mu    sync.Mutex
+	m     map[string]entry // by source
+}
+
+type entry struct {
+	Floor
+	now  int64     // ms: the Now of the lease that set the floor
+	head time.Time // on the ageing clock: when a lease last read from the head
+}
+
+// New returns empty floors aged by clock. A nil clock ages a floor by the
+// Now of the leases themselves: where every lease is this process's (the
+// SQLite file), the leases' clock is the one clock there is. A store that
+// shares its rows with other nodes passes its own clock (time.Now, whose
+// monotonic reading no wall-clock step moves), so that a floor expires
+// however the Now of the leases jumps, and tests can move it alone.
+func New(clock func() time.Time) *Floors {
+	return &Floors{clock: clock, m: map[string]entry{}}
+}
+
+// at is the ageing clock's reading for a lease at now (ms).
+func (f *Floors) at(now int64) time.Time {
+	if f.clock == nil {
+		return time.UnixMilli(now)
+	}
+	return f.clock()
+}
+
+// Get returns the floor of source for a lease at now (ms), and whether
+// there is one to use: one set within TTL of the last head read, by a
+// lease not after now. A stale floor is forgotten.
+func (f *Floors) Get(source string, now int64) (Floor, bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	e, ok := f.m[source]
+	if !ok {
+		return Floor{}, false
+	}
+	if now < e.now || f.at(now).Sub(e.head) >= TTL {
+		delete(f.m, source)
+		return Floor{}, false
+	}
+	return e.Floor, true
+}
+
+// Set records fl as the floor of source, found by a lease at now (ms) that
+// read the index from its head or, when head is false, on from the floor
+// Get returned. The floor's age counts from the last head read, so that a
+// lease that ran out behind it is found within TTL even while every lease
+// reads on from the floor; a floor forgotten meanwhile (see Lower) is not
+// set again from a read after it.
+func (f *Floors) Set(source string, fl Floor, now int64, head bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	at := f.at(now)
+	if !head {
+		e, ok := f.m[source]
+		if !ok {
+			return
+		}
+		at = e.head
+	}
+	f.m[source] = entry{Floor: fl, now: now, head: at}
+}
+
+// Lower forgets the floor of source when a delivery of it is made due at
+// due (ms), not after the floor (the delivery's id may come before it).
+func (f *Floors) Lower(source string, due int64) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if e, ok := f.m[source]; ok && due <= e.Due {
+		delete(f.m, source)
+	}
+}
+
+// LowerAll forgets every floor not before due: a delivery of a source not
+// known was made due at due (ms).
+func (f *Floors) LowerAll(due int64) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for src, e := range f.m {
+		if due <= e.Due {
+			delete(f.m, src)
+		}
+	}
+}
+
+// Forget forgets the floor of source.
+func (f *Floors) Forget(source string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	delete(f.m, source)
+}
+
+// Reset forgets every floor.
+func (f *Floors) Reset() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	clear(f.m)
+}
+
+// Saved is a source's floor as Save found it, for Restore.
+type Saved struct {
+	e  entry
+	ok bool
+}
+
+// Save returns the floor of source as it is now, there or not, so that a
+// change rolled back with its transaction can be undone.
+func (f *Floors) Save(source string) Saved {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	e, ok := f.m[source]
+	return Saved{e, ok}
+}
+
+// Restore puts back the floor of source that Save returned.
+func (f *Floors) Restore(source string, s Saved) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if s.ok {
+		f.m[source] = s.e
+	} else {
+		delete(f.m, source)
+	}
+}
