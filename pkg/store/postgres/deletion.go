@@ -617,10 +617,3 @@ func (s *Store) Deletion(ctx context.Context, id string) (*store.Deletion, error
 	}
 	return d, nil
 }
-
-// Sizes of the steps of a sync: rows staged per statement, and users
-// diffed per page. Each bounds what is held in memory at once.
-const (
-	stageChunk = 2000
-	syncPage   = 1000
-)
