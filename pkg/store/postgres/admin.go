@@ -365,7 +365,6 @@ func (s *Store) SyncValues(ctx context.Context, kind store.SyncKind, key string)
 // scan of every list). It is 0 when no sync is running.
 func (s *Store) SyncLeftovers(ctx context.Context) (int64, error) {
 	var n int64
-	err := s.pool.QueryRow(ctx, `SELECT (SELECT count(*) FROM sync_runs) + (SELECT count(*) FROM sync_outbox)
-		+ (SELECT count(*) FROM sync_lists WHERE list NOT IN (SELECT list FROM syncs))`).Scan(&n)
+	err := s.pool.QueryRow(ctx, syncrun.LeftoversSQL).Scan(&n)
 	return n, err
 }

@@ -341,7 +341,6 @@ func (s *Store) SyncValues(ctx context.Context, kind store.SyncKind, key string)
 // is 0 when no sync is running.
 func (s *Store) SyncLeftovers(ctx context.Context) (int64, error) {
 	var n int64
-	err := s.read.QueryRowContext(ctx, `SELECT (SELECT count(*) FROM sync_runs) + (SELECT count(*) FROM sync_outbox)
-		+ (SELECT count(*) FROM sync_lists WHERE list NOT IN (SELECT list FROM syncs))`).Scan(&n)
+	err := s.read.QueryRowContext(ctx, syncrun.LeftoversSQL).Scan(&n)
 	return n, err
 }

@@ -42,6 +42,12 @@ import (
 	"github.com/evfwd/evfwd/pkg/store/internal/synchook"
 )
 
+// LeftoversSQL counts the rows of syncs still in progress or left behind:
+// runs, their outbox messages, and stored values of no current list (the
+// stores' SyncLeftovers, for tests).
+const LeftoversSQL = `SELECT (SELECT count(*) FROM sync_runs) + (SELECT count(*) FROM sync_outbox)
+	+ (SELECT count(*) FROM sync_lists WHERE list NOT IN (SELECT list FROM syncs))`
+
 // Run is one sync as sync_runs records it.
 type Run struct {
 	ID        string // also the id of its list
