@@ -200,10 +200,7 @@ func (c *syncConn) Runs(ctx context.Context) ([]syncrun.Run, error) {
 	if err != nil {
 		return nil, err
 	}
-	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (syncrun.Run, error) {
-		var run syncrun.Run
-		return run, r.Scan(&run.ID, &run.Replaces, &run.Committed, &run.At)
-	})
+	return collect(rows, syncrun.ScanRun)
 }
 
 func (c *syncConn) Listed(ctx context.Context, r syncrun.Run, after string, limit int) ([]syncrun.Row, error) {
@@ -223,10 +220,7 @@ func (c *syncConn) page(ctx context.Context, q string, args ...any) ([]syncrun.R
 	if err != nil {
 		return nil, err
 	}
-	return pgx.CollectRows(rows, func(cr pgx.CollectableRow) (syncrun.Row, error) {
-		var r syncrun.Row
-		return r, cr.Scan(&r.User, &r.Value, &r.Prev, &r.Listed)
-	})
+	return collect(rows, syncrun.ScanRow)
 }
 
 func (c *syncConn) InsertRun(ctx context.Context, tx pgx.Tx, r syncrun.Run) error {
@@ -360,9 +354,8 @@ func (s *Store) SyncValues(ctx context.Context, kind store.SyncKind, key string)
 	}
 }
 
-// SyncLeftovers counts the rows of syncs still in progress or left behind:
-// runs, their outbox messages, and stored values of no current list (a
-// scan of every list). It is 0 when no sync is running.
+// SyncLeftovers counts what syncrun.LeftoversSQL does: 0 when no sync
+// is running and none was left behind.
 func (s *Store) SyncLeftovers(ctx context.Context) (int64, error) {
 	var n int64
 	err := s.pool.QueryRow(ctx, syncrun.LeftoversSQL).Scan(&n)

@@ -146,16 +146,7 @@ func (d syncDriver) Runs(ctx context.Context) ([]syncrun.Run, error) {
 	if err != nil {
 		return nil, err
 	}
-	defer rows.Close()
-	var runs []syncrun.Run
-	for rows.Next() {
-		var r syncrun.Run
-		if err := rows.Scan(&r.ID, &r.Replaces, &r.Committed, &r.At); err != nil {
-			return nil, err
-		}
-		runs = append(runs, r)
-	}
-	return runs, rows.Err()
+	return collect(rows, syncrun.ScanRun)
 }
 
 func (d syncDriver) Listed(ctx context.Context, r syncrun.Run, after string, limit int) ([]syncrun.Row, error) {
@@ -175,16 +166,7 @@ func (d syncDriver) page(ctx context.Context, q string, args ...any) ([]syncrun.
 	if err != nil {
 		return nil, err
 	}
-	defer rows.Close()
-	var list []syncrun.Row
-	for rows.Next() {
-		var r syncrun.Row
-		if err := rows.Scan(&r.User, &r.Value, &r.Prev, &r.Listed); err != nil {
-			return nil, err
-		}
-		list = append(list, r)
-	}
-	return list, rows.Err()
+	return collect(rows, syncrun.ScanRow)
 }
 
 func (d syncDriver) InsertRun(ctx context.Context, tx *wtx, r syncrun.Run) error {
@@ -336,9 +318,8 @@ func (s *Store) SyncValues(ctx context.Context, kind store.SyncKind, key string)
 	}
 }
 
-// SyncLeftovers counts the rows of syncs still in progress or left behind:
-// runs, their outbox messages, and stored values of no current list. It
-// is 0 when no sync is running.
+// SyncLeftovers counts what syncrun.LeftoversSQL does: 0 when no sync
+// is running and none was left behind.
 func (s *Store) SyncLeftovers(ctx context.Context) (int64, error) {
 	var n int64
 	err := s.read.QueryRowContext(ctx, syncrun.LeftoversSQL).Scan(&n)

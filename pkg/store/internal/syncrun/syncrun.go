@@ -39,6 +39,7 @@ import (
 	"time"
 
 	"github.com/evfwd/evfwd/pkg/store"
+	"github.com/evfwd/evfwd/pkg/store/internal/rowscan"
 	"github.com/evfwd/evfwd/pkg/store/internal/synchook"
 )
 
@@ -56,12 +57,25 @@ type Run struct {
 	At        int64 // the sync's time (created_at of its deliveries)
 }
 
+// ScanRun reads a Run from the columns id, replaces, committed, at.
+func ScanRun(r rowscan.Scanner) (Run, error) {
+	var run Run
+	return run, r.Scan(&run.ID, &run.Replaces, &run.Committed, &run.At)
+}
+
 // Row is one user of a diff page.
 type Row struct {
 	User   string
 	Value  []byte
 	Prev   []byte // the value in the replaced list; nil when not there
 	Listed bool   // in the new list
+}
+
+// ScanRow reads a Row from the columns of a diff page, in its fields'
+// order.
+func ScanRow(r rowscan.Scanner) (Row, error) {
+	var row Row
+	return row, r.Scan(&row.User, &row.Value, &row.Prev, &row.Listed)
 }
 
 // Driver is one engine's statements for the runs of one key. The reads
