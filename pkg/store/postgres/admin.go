@@ -1,10 +1,7 @@
 package postgres
 
 import (
-	"bytes"
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -13,18 +10,15 @@ import (
 
 	"github.com/evfwd/evfwd/pkg/store"
 	"github.com/evfwd/evfwd/pkg/store/internal/rowscan"
-	"github.com/evfwd/evfwd/pkg/store/internal/synchook"
+	"github.com/evfwd/evfwd/pkg/store/internal/syncrun"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
-// The admin data follows the SQLite store's (see its admin.go), and so do
-// syncs: the same bounded steps (stage the list under the run's id in
-// sync_lists, diff page by page into sync_outbox, flip syncs.list and mark
-// the run committed in one small transaction, then move the outbox into
-// the queue and drop the replaced list a chunk at a time), so no
-// transaction holds locks or grows for longer than a chunk. What differs
-// is that other nodes may be in the middle of a sync:
+// The admin data follows the SQLite store's (see its admin.go), and syncs
+// run as syncrun lays out, in steps of syncrun.Fixed sizes: a step holds
+// its rows' locks no longer, and grows no bigger, than a chunk. What
+// differs is that other nodes may be in the middle of a sync:
 //
 //   - A sync holds a session advisory lock on its key (syncLockClass,
 //     hashtext of kind/key) on one connection from start to end, and runs
@@ -37,14 +31,6 @@ import (
 //     syncSweep; a sync does it for its own key before it starts.
 
 var _ store.Admin = (*Store)(nil)
-
-// Sizes of the steps of a sync besides stageChunk and syncPage (declared
-// in deletion.go), as in the SQLite store.
-const (
-	outboxChunk = 1000
-	moveChunk   = 1000
-	dropChunk   = 5000
-)
 
 // syncLockClass is the first key of the advisory locks on syncs ("evfs").
 const syncLockClass = 0x65766673
@@ -99,19 +85,6 @@ func (c *syncConn) unlock() {
 	if _, err := c.Exec(ctx, `SELECT pg_advisory_unlock(`+syncLockKey+`)`, syncLockClass, string(c.kind), c.key); err != nil {
 		c.Conn.Conn().Close(ctx)
 	}
-}
-
-// step runs fn as one transaction on the locked connection.
-func (c *syncConn) step(ctx context.Context, fn func(tx pgx.Tx) error) error {
-	return retryTransient(func() error { return pgx.BeginFunc(ctx, c.Conn, fn) })
-}
-
-// syncRun is one sync as sync_runs records it.
-type syncRun struct {
-	id        string // also the id of its list
-	replaces  string // the list it replaces; "" on a first sync
-	committed bool
-	at        int64 // the sync's time (created_at of its deliveries)
 }
 
 // recoverSyncs finishes or drops the runs dead nodes left (see above), now
@@ -170,7 +143,7 @@ func (s *Store) sweepSyncs(ctx context.Context) error {
 		if !ok {
 			continue // a live node's sync: it finishes its own
 		}
-		err = sc.recoverKey(ctx)
+		err = syncrun.Recover(ctx, sc, syncrun.Fixed())
 		sc.unlock()
 		if err != nil {
 			return fmt.Errorf("sync runs of %s %s: %w", k.kind, k.key, err)
@@ -179,36 +152,8 @@ func (s *Store) sweepSyncs(ctx context.Context) error {
 	return nil
 }
 
-// recoverKey finishes the committed runs of c's key and drops the others;
-// c holds the key's lock, so no live node is running them.
-func (c *syncConn) recoverKey(ctx context.Context) error {
-	rows, err := c.Query(ctx, `SELECT id, replaces, committed, at FROM sync_runs WHERE kind = $1 AND key = $2 ORDER BY seq`,
-		string(c.kind), c.key)
-	if err != nil {
-		return err
-	}
-	runs, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (syncRun, error) {
-		var run syncRun
-		return run, r.Scan(&run.id, &run.replaces, &run.committed, &run.at)
-	})
-	if err != nil {
-		return err
-	}
-	for _, r := range runs {
-		if r.committed {
-			err = c.finish(ctx, r, nil)
-		} else {
-			err = c.discard(ctx, r)
-		}
-		if err != nil {
-			return fmt.Errorf("run %s: %w", r.id, err)
-		}
-	}
-	return nil
-}
-
-// Sync implements store.Admin (see above). It answers after the last step:
-// the result's messages are then in the queue.
+// Sync implements store.Admin (see syncrun). It answers after the last
+// step: the result's messages are then in the queue.
 func (s *Store) Sync(ctx context.Context, sy store.Sync, values iter.Seq2[store.Value, error]) (*store.SyncResult, error) {
 	leave, err := s.enter()
 	if err != nil {
@@ -221,196 +166,82 @@ func (s *Store) Sync(ctx context.Context, sy store.Sync, values iter.Seq2[store.
 	}
 	defer c.Release()
 	defer c.unlock()
-	if err := c.recoverKey(ctx); err != nil {
-		return nil, err
+	res, err := syncrun.Sync(ctx, c, syncrun.Config{Sizes: syncrun.Fixed(), Hook: s.syncHook.Call,
+		Later: "once a node takes the run over"}, sy, values)
+	s.floors.Reset() // a committed sync's messages are due at the run's time (pkg/store/internal/leasefloor)
+	return res, err
+}
+
+// syncConn is syncrun's driver for the runs of its key.
+var _ syncrun.Driver[pgx.Tx] = (*syncConn)(nil)
+
+// Step runs fn as one transaction on the locked connection. ctx stops
+// fn's statements but not BEGIN, COMMIT or ROLLBACK: pgx closes a
+// connection whose transaction control fails, and this one holds the lock
+// that the discard of a cancelled sync still runs under.
+func (c *syncConn) Step(ctx context.Context, fn func(ctx context.Context, tx pgx.Tx) error) error {
+	return retryTransient(func() error {
+		return pgx.BeginFunc(context.WithoutCancel(ctx), c.Conn, func(tx pgx.Tx) error { return fn(ctx, tx) })
+	})
+}
+
+func (c *syncConn) Current(ctx context.Context) (string, bool, error) {
+	var list string
+	err := c.QueryRow(ctx, `SELECT list FROM syncs WHERE kind = $1 AND key = $2`, string(c.kind), c.key).Scan(&list)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return "", false, nil
 	}
-	var res store.SyncResult
-	r := syncRun{id: newRunID(), at: store.Millis(sy.Now)}
-	switch err := c.QueryRow(ctx, `SELECT list FROM syncs WHERE kind = $1 AND key = $2`, string(sy.Kind), sy.Key).Scan(&r.replaces); {
-	case errors.Is(err, pgx.ErrNoRows):
-		res.First = true
-	case err != nil:
-		return nil, err
-	}
-	if _, err := c.Exec(ctx, `INSERT INTO sync_runs (id, kind, key, replaces, at) VALUES ($1, $2, $3, $4, $5)`,
-		r.id, string(sy.Kind), sy.Key, r.replaces, r.at); err != nil {
-		return nil, err
-	}
-	// Until the flip, a failure leaves nothing behind (even when ctx has
-	// ended); a stop by the test hook leaves what a crash would.
-	stopped := false
-	hook := func(step string) error {
-		err := s.syncHook.Call(step)
-		stopped = err != nil
-		return err
-	}
-	fail := func(err error) (*store.SyncResult, error) {
-		if !stopped {
-			c.discard(context.WithoutCancel(ctx), r)
-		}
-		return nil, err
-	}
-	if err := c.stage(ctx, r.id, values); err != nil {
-		return fail(err)
-	}
-	if err := hook(synchook.Staged); err != nil {
-		return fail(err)
-	}
-	if err := c.diff(ctx, r, sy, &res); err != nil {
-		return fail(err)
-	}
-	if err := hook(synchook.Diffed); err != nil {
-		return fail(err)
-	}
-	if err := c.flip(context.WithoutCancel(ctx), r, sy, res.First); err != nil {
-		return fail(err)
-	}
-	// Committed: the rest must happen, even when ctx has ended; if this
-	// node dies first, another (or this one restarted) finishes it.
-	if err := hook(synchook.Flipped); err != nil {
-		return nil, err
-	}
-	r.committed = true
-	err = c.finish(context.WithoutCancel(ctx), r, s.syncHook.Call)
-	s.floors.Reset() // its messages are due at the run's time (floor.go)
+	return list, err == nil, err
+}
+
+func (c *syncConn) Runs(ctx context.Context) ([]syncrun.Run, error) {
+	rows, err := c.Query(ctx, `SELECT id, replaces, committed, at FROM sync_runs WHERE kind = $1 AND key = $2 ORDER BY seq`,
+		string(c.kind), c.key)
 	if err != nil {
-		return nil, fmt.Errorf("sync committed; its messages are queued and go out once a node takes the run over: %w", err)
+		return nil, err
 	}
-	return &res, nil
+	return collect(rows, syncrun.ScanRun)
 }
 
-func newRunID() string {
-	b := make([]byte, 8)
-	rand.Read(b)
-	return hex.EncodeToString(b)
+func (c *syncConn) Listed(ctx context.Context, r syncrun.Run, after string, limit int) ([]syncrun.Row, error) {
+	return c.page(ctx, `SELECT n.user_id, n.value, o.value, true FROM sync_lists n
+		LEFT JOIN sync_lists o ON o.list = $1 AND o.user_id = n.user_id
+		WHERE n.list = $2 AND n.user_id > $3 ORDER BY n.user_id LIMIT $4`, r.Replaces, r.ID, after, limit)
 }
 
-// stage writes values into sync_lists under list, a chunk per statement.
-func (c *syncConn) stage(ctx context.Context, list string, values iter.Seq2[store.Value, error]) error {
-	users, vals := make([]string, 0, stageChunk), make([][]byte, 0, stageChunk)
-	flush := func() error {
-		if len(users) == 0 {
-			return nil
-		}
-		// A user listed twice takes the last value: later chunks
-		// overwrite, and within a chunk only the last is sent.
-		last := make(map[string]int, len(users))
-		for i, u := range users {
-			last[u] = i
-		}
-		var u2 []string
-		var v2 [][]byte
-		for i, u := range users {
-			if last[u] == i {
-				u2, v2 = append(u2, u), append(v2, vals[i])
-			}
-		}
-		_, err := c.Exec(ctx, `INSERT INTO sync_lists (list, user_id, value)
-			SELECT $1, * FROM unnest($2::text[], $3::bytea[])
-			ON CONFLICT (list, user_id) DO UPDATE SET value = excluded.value`, list, u2, v2)
-		users, vals = users[:0], vals[:0]
-		return err
-	}
-	for v, err := range values {
-		if err != nil {
-			return err
-		}
-		// Copy: the caller may reuse its buffers.
-		users, vals = append(users, v.UserID), append(vals, append([]byte(nil), v.Value...))
-		if len(users) == stageChunk {
-			if err := flush(); err != nil {
-				return err
-			}
-		}
-	}
-	return flush()
+func (c *syncConn) Replaced(ctx context.Context, r syncrun.Run, after string, limit int) ([]syncrun.Row, error) {
+	return c.page(ctx, `SELECT o.user_id, o.value, NULL::bytea, n.user_id IS NOT NULL FROM sync_lists o
+		LEFT JOIN sync_lists n ON n.list = $1 AND n.user_id = o.user_id
+		WHERE o.list = $2 AND o.user_id > $3 ORDER BY o.user_id LIMIT $4`, r.ID, r.Replaces, after, limit)
 }
 
-// diff compares the staged list with the one it replaces, page by page,
-// counts into res and writes the messages of the changes to the outbox:
-// first the listed users whose value is new or different, then the users
-// no longer listed, each in user id order.
-func (c *syncConn) diff(ctx context.Context, r syncRun, sy store.Sync, res *store.SyncResult) error {
-	var out []store.Message
-	flush := func(all bool) error {
-		for len(out) >= outboxChunk || all && len(out) > 0 {
-			n := min(len(out), outboxChunk)
-			if err := writeOutbox(ctx, c, r.id, out[:n]); err != nil {
-				return err
-			}
-			res.Messages += n
-			out = out[n:]
-		}
-		return nil
+func (c *syncConn) page(ctx context.Context, q string, args ...any) ([]syncrun.Row, error) {
+	rows, err := c.Query(ctx, q, args...)
+	if err != nil {
+		return nil, err
 	}
-	type row struct {
-		user        string
-		value, prev []byte
-		listed      bool
-	}
-	page := func(q string, args ...any) ([]row, error) {
-		rows, err := c.Query(ctx, q, args...)
-		if err != nil {
-			return nil, err
-		}
-		return pgx.CollectRows(rows, func(cr pgx.CollectableRow) (row, error) {
-			var r row
-			return r, cr.Scan(&r.user, &r.value, &r.prev, &r.listed)
-		})
-	}
-	for after := ""; ; {
-		rows, err := page(`SELECT n.user_id, n.value, o.value, true FROM sync_lists n
-			LEFT JOIN sync_lists o ON o.list = $1 AND o.user_id = n.user_id
-			WHERE n.list = $2 AND n.user_id > $3 ORDER BY n.user_id LIMIT $4`, r.replaces, r.id, after, syncPage)
-		if err != nil {
-			return err
-		}
-		if len(rows) == 0 {
-			break
-		}
-		after = rows[len(rows)-1].user
-		for _, v := range rows {
-			switch {
-			case v.prev == nil:
-				res.Added++
-			case bytes.Equal(v.prev, v.value):
-				res.Unchanged++
-				continue
-			default:
-				res.Changed++
-			}
-			out = append(out, sy.Messages(v.user, v.value)...)
-		}
-		if err := flush(false); err != nil {
-			return err
-		}
-	}
-	for after := ""; r.replaces != ""; {
-		rows, err := page(`SELECT o.user_id, o.value, NULL::bytea, n.user_id IS NOT NULL FROM sync_lists o
-			LEFT JOIN sync_lists n ON n.list = $1 AND n.user_id = o.user_id
-			WHERE o.list = $2 AND o.user_id > $3 ORDER BY o.user_id LIMIT $4`, r.id, r.replaces, after, syncPage)
-		if err != nil {
-			return err
-		}
-		if len(rows) == 0 {
-			break
-		}
-		after = rows[len(rows)-1].user
-		for _, v := range rows {
-			if !v.listed {
-				res.Removed++
-				out = append(out, sy.Messages(v.user, sy.Removed)...)
-			}
-		}
-		if err := flush(false); err != nil {
-			return err
-		}
-	}
-	return flush(true)
+	return collect(rows, syncrun.ScanRow)
 }
 
-// writeOutbox adds msgs to the outbox of run, in order, in one statement.
-func writeOutbox(ctx context.Context, q execer, run string, msgs []store.Message) error {
+func (c *syncConn) InsertRun(ctx context.Context, tx pgx.Tx, r syncrun.Run) error {
+	_, err := tx.Exec(ctx, `INSERT INTO sync_runs (id, kind, key, replaces, at) VALUES ($1, $2, $3, $4, $5)`,
+		r.ID, string(c.kind), c.key, r.Replaces, r.At)
+	return err
+}
+
+func (*syncConn) Stage(ctx context.Context, tx pgx.Tx, list string, values []store.Value) error {
+	users, vals := make([]string, len(values)), make([][]byte, len(values))
+	for i, v := range values {
+		users[i], vals[i] = v.UserID, v.Value
+	}
+	_, err := tx.Exec(ctx, `INSERT INTO sync_lists (list, user_id, value)
+		SELECT $1, * FROM unnest($2::text[], $3::bytea[])
+		ON CONFLICT (list, user_id) DO UPDATE SET value = excluded.value`, list, users, vals)
+	return err
+}
+
+// WriteOutbox writes msgs in one statement.
+func (*syncConn) WriteOutbox(ctx context.Context, tx pgx.Tx, run string, msgs []store.Message) error {
 	n := len(msgs)
 	src, mid, typ, uid := make([]string, 0, n), make([]string, 0, n), make([]string, 0, n), make([]string, 0, n)
 	recv, body, form, dests := make([]int64, 0, n), make([][]byte, 0, n), make([]int16, 0, n), make([]string, 0, n)
@@ -424,7 +255,7 @@ func writeOutbox(ctx context.Context, q execer, run string, msgs []store.Message
 		recv, body, dests = append(recv, store.Millis(m.ReceivedAt)), append(body, m.Body), append(dests, string(d))
 		form = append(form, int16(m.Form))
 	}
-	_, err := q.Exec(ctx, `INSERT INTO sync_outbox (run, source, message_id, type, user_id, received_at, body, body_form, destinations)
+	_, err := tx.Exec(ctx, `INSERT INTO sync_outbox (run, source, message_id, type, user_id, received_at, body, body_form, destinations)
 		SELECT $1, m.source, m.message_id, m.type, m.user_id, m.received_at, m.body, m.body_form, m.destinations
 		FROM unnest($2::text[], $3::text[], $4::text[], $5::text[], $6::bigint[], $7::bytea[], $8::smallint[], $9::text[])
 			WITH ORDINALITY AS m (source, message_id, type, user_id, received_at, body, body_form, destinations, n)
@@ -433,69 +264,29 @@ func writeOutbox(ctx context.Context, q execer, run string, msgs []store.Message
 	return err
 }
 
-// flip is the commit of a sync: syncs names the new list, the run is
-// committed. The run held its key's lock throughout, so the current list
-// is the one it diffed against; it checks all the same.
-func (c *syncConn) flip(ctx context.Context, r syncRun, sy store.Sync, first bool) error {
-	return c.step(ctx, func(tx pgx.Tx) error {
-		var sql string
-		args := []any{string(sy.Kind), sy.Key, sy.Name, r.at, r.id, r.replaces}
-		if first {
-			sql = `INSERT INTO syncs (kind, key, name, created_at, synced_at, list)
-				SELECT $1::text, $2::text, $3::text, $4::bigint, $4::bigint, $5::text WHERE $6::text = ''
-				ON CONFLICT (kind, key) DO NOTHING`
-		} else {
-			sql = `UPDATE syncs SET name = $3, synced_at = $4, list = $5 WHERE kind = $1 AND key = $2 AND list = $6`
-		}
-		tag, err := tx.Exec(ctx, sql, args...)
-		if err != nil {
-			return err
-		}
-		if tag.RowsAffected() != 1 {
-			return fmt.Errorf("sync %s %s: its list changed during the sync", sy.Kind, sy.Key)
-		}
-		_, err = tx.Exec(ctx, `UPDATE sync_runs SET committed = true WHERE id = $1`, r.id)
-		return err
-	})
+func (c *syncConn) Flip(ctx context.Context, tx pgx.Tx, r syncrun.Run, sy store.Sync, first bool) (bool, error) {
+	var sql string
+	args := []any{string(c.kind), c.key, sy.Name, r.At, r.ID, r.Replaces}
+	if first {
+		sql = `INSERT INTO syncs (kind, key, name, created_at, synced_at, list)
+			SELECT $1::text, $2::text, $3::text, $4::bigint, $4::bigint, $5::text WHERE $6::text = ''
+			ON CONFLICT (kind, key) DO NOTHING`
+	} else {
+		sql = `UPDATE syncs SET name = $3, synced_at = $4, list = $5 WHERE kind = $1 AND key = $2 AND list = $6`
+	}
+	tag, err := tx.Exec(ctx, sql, args...)
+	return err == nil && tag.RowsAffected() == 1, err
 }
 
-// finish moves the committed run's outbox into the queue, drops the list it
-// replaced and forgets the run, a bounded step at a time; hook, when not
-// nil, is called after each step.
-func (c *syncConn) finish(ctx context.Context, r syncRun, hook func(string) error) error {
-	for {
-		n := 0
-		if err := c.step(ctx, func(tx pgx.Tx) error {
-			var err error
-			n, err = moveOutbox(ctx, tx, r.id, r.at)
-			return err
-		}); err != nil {
-			return err
-		}
-		if n == 0 {
-			break
-		}
-		if hook != nil {
-			if err := hook(synchook.Moved); err != nil {
-				return err
-			}
-		}
-	}
-	if r.replaces != "" {
-		if err := c.dropList(ctx, r.replaces, hook); err != nil {
-			return err
-		}
-	}
-	_, err := c.Exec(ctx, `DELETE FROM sync_runs WHERE id = $1`, r.id)
+func (*syncConn) Commit(ctx context.Context, tx pgx.Tx, run string) error {
+	_, err := tx.Exec(ctx, `UPDATE sync_runs SET committed = true WHERE id = $1`, run)
 	return err
 }
 
-// moveOutbox moves the first moveChunk messages of run's outbox into the
-// queue, deliveries created at at, and reports how many it moved. A message
-// already in the queue is skipped, as Ingest skips it.
-func moveOutbox(ctx context.Context, tx pgx.Tx, run string, at int64) (int, error) {
+// MoveOutbox reads the messages and ingests them as Ingest does.
+func (*syncConn) MoveOutbox(ctx context.Context, tx pgx.Tx, r syncrun.Run, limit int) (int, error) {
 	rows, err := tx.Query(ctx, `SELECT id, source, message_id, type, user_id, received_at, body, body_form, destinations
-		FROM sync_outbox WHERE run = $1 ORDER BY id LIMIT $2`, run, moveChunk)
+		FROM sync_outbox WHERE run = $1 ORDER BY id LIMIT $2`, r.ID, limit)
 	if err != nil {
 		return 0, err
 	}
@@ -517,46 +308,27 @@ func moveOutbox(ctx context.Context, tx pgx.Tx, run string, at int64) (int, erro
 	if err != nil || len(msgs) == 0 {
 		return 0, err
 	}
-	if err := ingestExec(ctx, tx, msgs, at); err != nil {
+	if err := ingestExec(ctx, tx, msgs, r.At); err != nil {
 		return 0, err
 	}
-	_, err = tx.Exec(ctx, `DELETE FROM sync_outbox WHERE run = $1 AND id <= $2`, run, last)
+	_, err = tx.Exec(ctx, `DELETE FROM sync_outbox WHERE run = $1 AND id <= $2`, r.ID, last)
 	return len(msgs), err
 }
 
-// dropList deletes the rows of list, a chunk per statement.
-func (c *syncConn) dropList(ctx context.Context, list string, hook func(string) error) error {
-	for {
-		tag, err := c.Exec(ctx, `DELETE FROM sync_lists WHERE list = $1 AND user_id IN
-			(SELECT user_id FROM sync_lists WHERE list = $1 ORDER BY user_id LIMIT $2)`, list, dropChunk)
-		if err != nil || tag.RowsAffected() == 0 {
-			return err
-		}
-		if hook != nil {
-			if err := hook(synchook.Dropped); err != nil {
-				return err
-			}
-		}
-	}
+func (*syncConn) DropList(ctx context.Context, tx pgx.Tx, list string, limit int) (int, error) {
+	tag, err := tx.Exec(ctx, `DELETE FROM sync_lists WHERE list = $1 AND user_id IN
+		(SELECT user_id FROM sync_lists WHERE list = $1 ORDER BY user_id LIMIT $2)`, list, limit)
+	return int(tag.RowsAffected()), err
 }
 
-// discard drops what a run not committed wrote: its outbox, its list and
-// its row.
-func (c *syncConn) discard(ctx context.Context, r syncRun) error {
-	for {
-		tag, err := c.Exec(ctx, `DELETE FROM sync_outbox WHERE id IN
-			(SELECT id FROM sync_outbox WHERE run = $1 ORDER BY id LIMIT $2)`, r.id, dropChunk)
-		if err != nil {
-			return err
-		}
-		if tag.RowsAffected() == 0 {
-			break
-		}
-	}
-	if err := c.dropList(ctx, r.id, nil); err != nil {
-		return err
-	}
-	_, err := c.Exec(ctx, `DELETE FROM sync_runs WHERE id = $1`, r.id)
+func (*syncConn) DropOutbox(ctx context.Context, tx pgx.Tx, run string, limit int) (int, error) {
+	tag, err := tx.Exec(ctx, `DELETE FROM sync_outbox WHERE id IN
+		(SELECT id FROM sync_outbox WHERE run = $1 ORDER BY id LIMIT $2)`, run, limit)
+	return int(tag.RowsAffected()), err
+}
+
+func (*syncConn) ForgetRun(ctx context.Context, tx pgx.Tx, run string) error {
+	_, err := tx.Exec(ctx, `DELETE FROM sync_runs WHERE id = $1`, run)
 	return err
 }
 
@@ -582,12 +354,10 @@ func (s *Store) SyncValues(ctx context.Context, kind store.SyncKind, key string)
 	}
 }
 
-// SyncLeftovers counts the rows of syncs still in progress or left behind:
-// runs, their outbox messages, and stored values of no current list (a
-// scan of every list). It is 0 when no sync is running.
+// SyncLeftovers counts what syncrun.LeftoversSQL does: 0 when no sync
+// is running and none was left behind.
 func (s *Store) SyncLeftovers(ctx context.Context) (int64, error) {
 	var n int64
-	err := s.pool.QueryRow(ctx, `SELECT (SELECT count(*) FROM sync_runs) + (SELECT count(*) FROM sync_outbox)
-		+ (SELECT count(*) FROM sync_lists WHERE list NOT IN (SELECT list FROM syncs))`).Scan(&n)
+	err := s.pool.QueryRow(ctx, syncrun.LeftoversSQL).Scan(&n)
 	return n, err
 }

@@ -342,9 +342,3 @@ func locked(ctx context.Context, fn func() error) error {
 	}
 }
 
-// Sizes of the steps of a sync: rows staged per statement, and users
-// diffed per page. Each bounds what is held in memory at once.
-const (
-	stageChunk = 2000
-	syncPage   = 1000
-)

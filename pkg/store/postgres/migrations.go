@@ -105,7 +105,7 @@ CREATE UNLOGGED TABLE sync_staging (
 	PRIMARY KEY (sync, user_id)
 );
 `,
-	// Syncs in bounded steps (admin.go): each list is kept under an id in
+	// Syncs in bounded steps (pkg/store/internal/syncrun): each list is kept under an id in
 	// sync_lists and syncs.list names the current one, so a new list is
 	// staged and diffed beside it and switched to in one small commit;
 	// sync_runs records the runs not finished and sync_outbox holds their

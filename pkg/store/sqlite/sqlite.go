@@ -80,6 +80,7 @@ type Store struct {
 	commits      atomic.Int64  // group transactions run (benchmarks report ops per commit)
 	deletionStep int           // messages per deletion step (deletionPageSize; tests use less)
 	syncHook     synchook.Hook // SetSyncHook's
+	syncTurns    syncTurns     // admin.go: the syncs of one key take turns
 }
 
 var _ store.Store = (*Store)(nil)
