@@ -341,4 +341,3 @@ func locked(ctx context.Context, fn func() error) error {
 		}
 	}
 }
-
