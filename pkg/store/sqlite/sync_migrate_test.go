@@ -14,6 +14,7 @@ import (
 // (sync_values by kind and key) and checks that the next sync after the
 // upgrade diffs against it.
 func TestSyncListsMigrate(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	path := oldStore(t, 2, `INSERT INTO syncs (kind, key, name, created_at, synced_at) VALUES ('audience', 'vip', 'VIP', 1, 1);
 		INSERT INTO sync_values (kind, key, user_id, value) VALUES ('audience', 'vip', 'a', 'true'), ('audience', 'vip', 'b', 'true');`)
@@ -56,6 +57,7 @@ func oldStore(t *testing.T, upto int, seed string, args ...any) string {
 // kept it, its collected JSON, and checks that after the upgrade it is
 // leased as that and sent as the same webhook body.
 func TestCollectedRowsMigrate(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	path := oldStore(t, SchemaVersion()-1, `INSERT INTO messages (id, source, message_id, type, user_id, received_at, body)
 			VALUES (1, 'web', 'm1', 'alias', 'u_2', 1714564802000, ?);
@@ -70,6 +72,7 @@ func TestCollectedRowsMigrate(t *testing.T) {
 }
 
 func TestPacer(t *testing.T) {
+	t.Parallel()
 	p := newPacer(1000, 100, 4000)
 	p.took(1000, 4*stepTarget) // slow: toward 250
 	if p.size() >= 1000 || p.size() < 100 {

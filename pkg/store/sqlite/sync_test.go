@@ -21,6 +21,7 @@ import (
 )
 
 func TestSyncConformance(t *testing.T) {
+	t.Parallel()
 	storetest.RunSync(t, func(t *testing.T) func() store.Store {
 		path := filepath.Join(t.TempDir(), "evfwd.db")
 		return func() store.Store {
