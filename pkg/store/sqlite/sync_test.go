@@ -101,6 +101,7 @@ func TestSyncKilled(t *testing.T) {
 	if testing.Short() {
 		t.Skip("kills processes")
 	}
+	t.Parallel()
 	path := filepath.Join(t.TempDir(), "evfwd.db")
 	child := func(list int) *exec.Cmd {
 		cmd := exec.Command(os.Args[0], "-test.run=^TestSyncKilled$")
