@@ -72,7 +72,6 @@ func TestCollectedRowsMigrate(t *testing.T) {
 }
 
 func TestPacer(t *testing.T) {
-	t.Parallel()
 	p := newPacer(1000, 100, 4000)
 	p.took(1000, 4*stepTarget) // slow: toward 250
 	if p.size() >= 1000 || p.size() < 100 {
