@@ -75,6 +75,7 @@ func startAdminOpts(t *testing.T, opts serve.Options, token string, web, app *ho
 // notifications are on record (no lease left that the jump could expire
 // and hand out again).
 func TestDeletionFanOutCancelsAndPurges(t *testing.T) {
+	t.Parallel()
 	c := newClock(t0)
 	web, app := newHook(t, 500), newHook(t) // web's first delivery fails and waits for a retry
 	// One delivery at a time per source, the earliest due first: see the end.
@@ -182,6 +183,7 @@ func identifies(t *testing.T, h *hook, n int, trait, class string) []string {
 }
 
 func TestAudienceSyncFirstDiffUnchanged(t *testing.T) {
+	t.Parallel()
 	web, app := newHook(t), newHook(t)
 	h, adm := startAdmin(t, newClock(t0), adminToken, web, app)
 	ctx := context.Background()
@@ -220,6 +222,7 @@ func TestAudienceSyncFirstDiffUnchanged(t *testing.T) {
 }
 
 func TestTraitSyncValueChange(t *testing.T) {
+	t.Parallel()
 	web, app := newHook(t), newHook(t)
 	_, adm := startAdmin(t, newClock(t0), adminToken, web, app)
 	ctx := context.Background()
@@ -256,6 +259,7 @@ func TestTraitSyncValueChange(t *testing.T) {
 // and logged without the token; after 5, the address is refused (429)
 // until the lock-out ends on the service's clock.
 func TestAdminAuthFailuresInMetrics(t *testing.T) {
+	t.Parallel()
 	c := newClock(time.Date(2024, 5, 1, 12, 0, 0, 0, time.UTC))
 	var logs syncBuffer
 	h, good := startAdminOpts(t, serve.Options{Now: c.now, Logger: slog.New(slog.NewTextHandler(&logs, nil))}, adminToken, newHook(t), newHook(t))

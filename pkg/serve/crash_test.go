@@ -13,19 +13,23 @@ import (
 	"testing"
 	"time"
 
+	"github.com/evfwd/evfwd/internal/testsize"
 	"github.com/evfwd/evfwd/pkg/analytics"
 	"github.com/evfwd/evfwd/pkg/message"
 )
 
 // TestCrashLosesNoAcknowledgedMessage runs `evfwd serve` as a subprocess,
-// sends 50,000 events through the batching client while killing the server
+// sends 50,000 events (10,000 under -race) through the batching client while killing the server
 // with SIGKILL at random moments and restarting it, and checks that every
 // messageId answered 200 reaches the receiver. Duplicates are reported.
 func TestCrashLosesNoAcknowledgedMessage(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("crash test: runs without -short")
 	}
-	const events = 50_000
+	// Under -race, 10,000 events: the client sends them for seconds, long
+	// enough for several kills at random moments (checked below).
+	events := testsize.Pick(50_000, 10_000)
 	dir := t.TempDir()
 	bin := buildEvfwd(t)
 	rcv := newIDCounter(t)
@@ -118,5 +122,8 @@ loop:
 	t.Logf("%d events, %d acknowledged, %d SIGKILLs, all delivered; %d duplicate deliveries", events, nAcked, kills, dups)
 	if nAcked < events*9/10 {
 		t.Errorf("only %d of %d events acknowledged", nAcked, events)
+	}
+	if kills == 0 {
+		t.Errorf("the client sent all %d events before the first kill: nothing was tested", events)
 	}
 }

@@ -27,6 +27,7 @@ import (
 // is still there. A userId sent with bytes that are not UTF-8 is deleted
 // by its U+FFFD form, the only one a JSON request can name.
 func TestDeletionLeavesNoByteInStore(t *testing.T) {
+	t.Parallel()
 	c := newClock(t0)
 	// web delivers its first 40 messages, then every attempt fails and
 	// waits for a retry that the stopped clock never makes due.

@@ -9,6 +9,7 @@ import (
 )
 
 func TestDevSourceIsKeptAndPrivate(t *testing.T) {
+	t.Parallel()
 	dir := filepath.Join(t.TempDir(), "state", "evfwd")
 	first, err := DevSource(dir)
 	if err != nil {
@@ -41,6 +42,7 @@ func TestDevSourceIsKeptAndPrivate(t *testing.T) {
 }
 
 func TestDevSourceConcurrentStartsAgree(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	var wg sync.WaitGroup
 	keys := make([]string, 8)
@@ -66,6 +68,7 @@ func TestDevSourceConcurrentStartsAgree(t *testing.T) {
 }
 
 func TestDevSourceRefusesABrokenFile(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	os.WriteFile(DevSourcePath(dir), []byte("{"), 0o600)
 	if _, err := DevSource(dir); err == nil || !strings.Contains(err.Error(), "remove it") {

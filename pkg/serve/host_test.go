@@ -16,6 +16,7 @@ import (
 // allowed_hosts (issue 29, finding 4: a DNS-rebinding page read metrics).
 // The collection API answers any Host: clients reach it by name.
 func TestHostChecks(t *testing.T) {
+	t.Parallel()
 	cfg := serve.Config{
 		Addr:         "127.0.0.1:0",
 		Store:        "sqlite://" + filepath.Join(t.TempDir(), "evfwd.db"),
@@ -72,6 +73,7 @@ func TestHostChecks(t *testing.T) {
 }
 
 func TestAllowedHostsValidated(t *testing.T) {
+	t.Parallel()
 	cfg := serve.Config{Sources: []serve.Source{{Name: "web", WriteKey: "wk_web"}}, AdminToken: strongToken,
 		AllowedHosts: []string{"https://evfwd.internal", "evfwd.internal:8787", "10.0.0.1", "", "ok.internal"}}
 	err := cfg.Validate()

@@ -107,6 +107,7 @@ func storedIDs(t *testing.T, h *harness) []string {
 // largest batch is smaller) is stored, plain and gzipped; one byte more
 // is refused 413 and nothing of it is stored.
 func TestBatchLimitThroughServe(t *testing.T) {
+	t.Parallel()
 	hk := newHook(t)
 	h := start(t, serve.Options{}, hk.URL)
 	var want []string
@@ -133,6 +134,7 @@ func TestBatchLimitThroughServe(t *testing.T) {
 // refused; everything it answered 200 is stored. Once space is freed it
 // answers 200 again, and the client's retry of a refused batch is stored.
 func TestDiskFullAnswers503(t *testing.T) {
+	t.Parallel()
 	dir := fullfs.Mount(t, "4m")
 	hk := newHook(t)
 	h := run(t, serve.Config{

@@ -83,6 +83,7 @@ func value(mfs map[string]*dto.MetricFamily, name, source string) float64 {
 }
 
 func TestMetricsScrape(t *testing.T) {
+	t.Parallel()
 	c := newClock(t0)
 	rcv := newHook(t, 500) // the first POST fails; every later one succeeds
 	h := start(t, serve.Options{Now: c.now, Policy: webhook.Policy{Initial: time.Hour, Jitter: -1}}, rcv.URL)
@@ -159,6 +160,7 @@ func TestMetricsScrape(t *testing.T) {
 // TestMetricsStoreDown: when the store cannot answer, the scrape still
 // serves the counters, without the store's gauges.
 func TestMetricsStoreDown(t *testing.T) {
+	t.Parallel()
 	st, err := storeurl.Open(context.Background(), "sqlite://"+filepath.Join(t.TempDir(), "evfwd.db"), storeurl.Options{NoRecover: true})
 	if err != nil {
 		t.Fatal(err)

@@ -673,6 +673,7 @@ var kotlinCorrected = map[string]string{
 // service, then the batch file to the apiHost they name, in the forms of
 // both connection implementations the library has had.
 func TestMobileKotlinUpload(t *testing.T) {
+	t.Parallel()
 	body := fixture(t, "kotlin-batch.json")
 	t.Run("1.22 java.net HTTP/1.1 chunked", func(t *testing.T) {
 		m := startMobile(t, true, "")
@@ -742,6 +743,7 @@ func countChunks(t *testing.T, b []byte) int {
 // service, then the batch file as DirectoryStore wrote it (with its
 // spaces and newlines, members in dictionary order, "/" escaped).
 func TestMobileSwiftUpload(t *testing.T) {
+	t.Parallel()
 	body := fixture(t, "swift-batch.json")
 	m := startMobile(t, true, "")
 	c := m.client(true)
@@ -758,6 +760,7 @@ func TestMobileSwiftUpload(t *testing.T) {
 // sources: timestamps stay the device's, and neither originalTimestamp
 // nor context.ip is added (checkWebhooks compares every field).
 func TestMobileServerSourceKeepsTimestamps(t *testing.T) {
+	t.Parallel()
 	for _, lib := range []string{"kotlin", "swift"} {
 		t.Run(lib, func(t *testing.T) {
 			m := startMobile(t, false, "")
@@ -780,6 +783,7 @@ func TestMobileServerSourceKeepsTimestamps(t *testing.T) {
 // them back to the service; an unknown write key gets 404 and the answer
 // may be cached only briefly.
 func TestMobileSettings(t *testing.T) {
+	t.Parallel()
 	m := startMobile(t, true, "")
 	c := m.client(true)
 	defer c.CloseIdleConnections()

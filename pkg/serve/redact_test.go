@@ -26,6 +26,7 @@ const strongToken = "tok_0123456789abcdef0123456789"
 // the logs at debug level, not the inspector's session, deliveries, stats
 // and event stream, not the store's attempt records.
 func TestURLCredentialsNeverShown(t *testing.T) {
+	t.Parallel()
 	const sentinel = "SENTINEL7f3a"
 	var mu sync.Mutex
 	var queries []string

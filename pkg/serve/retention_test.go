@@ -22,6 +22,7 @@ import (
 // finished message older than the window goes, a pending one stays however
 // old, and a pruned messageId is collected anew.
 func TestRetentionPrunesFinishedOnly(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	var clock atomic.Int64 // read by the handler's goroutines
 	clock.Store(t0.UnixNano())
@@ -94,6 +95,7 @@ func TestRetentionPrunesFinishedOnly(t *testing.T) {
 }
 
 func TestRetentionMustNotBeNegative(t *testing.T) {
+	t.Parallel()
 	cfg := serve.Config{Retention: -time.Hour, Sources: []serve.Source{{Name: "web", WriteKey: "wk"}}}
 	if err := cfg.Validate(); err == nil {
 		t.Error("a negative retention was accepted")

@@ -262,6 +262,7 @@ func sign(body []byte) string {
 }
 
 func TestEachTypeIngestToWebhook(t *testing.T) {
+	t.Parallel()
 	c := newClock(t0)
 	rcv := newHook(t)
 	h := start(t, serve.Options{Now: c.now}, rcv.URL)
@@ -295,6 +296,7 @@ func TestEachTypeIngestToWebhook(t *testing.T) {
 }
 
 func TestFirstSuccessOfFiveEndpoints(t *testing.T) {
+	t.Parallel()
 	e1, e2, e3, e4, e5 := newHook(t, 500), newHook(t, 404), newHook(t, 200), newHook(t), newHook(t)
 	h := start(t, serve.Options{}, e1.URL, e2.URL, e3.URL, e4.URL, e5.URL)
 	if code, body := h.post(t, "/v1/track", "wk_web", `{"userId":"u","event":"E"}`); code != 200 {
@@ -327,6 +329,7 @@ func TestFirstSuccessOfFiveEndpoints(t *testing.T) {
 // Each retry waits for its backoff on the service's clock: the test moves
 // the clock to the next attempt only once the previous one is on record.
 func TestRetriesAfter500sThenDelivered(t *testing.T) {
+	t.Parallel()
 	c := newClock(t0)
 	rcv := newHook(t, 500, 503, 500)
 	h := start(t, serve.Options{Now: c.now, Policy: webhook.Policy{Initial: time.Minute, Max: 3 * time.Minute, Jitter: -1}}, rcv.URL)
@@ -358,6 +361,7 @@ func TestRetriesAfter500sThenDelivered(t *testing.T) {
 }
 
 func TestWindowExpiryToDead(t *testing.T) {
+	t.Parallel()
 	c := newClock(t0)
 	rcv := newHook(t, repeat(500, 1000)...)
 	h := start(t, serve.Options{Now: c.now, Policy: webhook.Policy{Jitter: -1}}, rcv.URL)
@@ -402,6 +406,7 @@ func repeat(v, n int) []int {
 }
 
 func TestIntegrationsOffAndQuietSource(t *testing.T) {
+	t.Parallel()
 	rcv := newHook(t)
 	h := start(t, serve.Options{}, rcv.URL)
 	batch := `{"batch":[
@@ -423,6 +428,7 @@ func TestIntegrationsOffAndQuietSource(t *testing.T) {
 }
 
 func TestErrorCodesHealthAndMetrics(t *testing.T) {
+	t.Parallel()
 	rcv := newHook(t)
 	h := start(t, serve.Options{}, rcv.URL)
 	for _, tt := range []struct {
@@ -461,6 +467,7 @@ func TestErrorCodesHealthAndMetrics(t *testing.T) {
 }
 
 func TestDeadEndpointDoesNotBlockOtherSources(t *testing.T) {
+	t.Parallel()
 	hang := make(chan struct{})
 	slow := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		select {
@@ -501,6 +508,7 @@ func TestDeadEndpointDoesNotBlockOtherSources(t *testing.T) {
 }
 
 func TestConfigValidation(t *testing.T) {
+	t.Parallel()
 	cfg := serve.Config{Sources: []serve.Source{
 		{Name: "web", WriteKey: "k", Webhooks: serve.Webhooks{Enabled: true, Destination: webhook.Destination{Endpoints: []webhook.Endpoint{{URL: "ftp://x"}}}}},
 		{Name: "web", WriteKey: "k"},
@@ -518,6 +526,7 @@ func TestConfigValidation(t *testing.T) {
 }
 
 func TestConfigValidationWebAndMobile(t *testing.T) {
+	t.Parallel()
 	cfg := serve.Config{
 		PublicURL:      "collect.example.com",
 		TrustedProxies: []string{"10.0.0.0/8", "proxy.internal"},

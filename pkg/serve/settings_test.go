@@ -8,6 +8,7 @@ import (
 )
 
 func TestMasked(t *testing.T) {
+	t.Parallel()
 	cfg := Config{
 		Addr: "127.0.0.1:8787", Store: "postgres://evfwd:pw@db/evfwd", AdminToken: "tok",
 		Sources: []Source{
@@ -41,6 +42,7 @@ func TestMasked(t *testing.T) {
 }
 
 func TestMaskURL(t *testing.T) {
+	t.Parallel()
 	tests := []struct{ in, want string }{
 		{"postgres://evfwd:hunter2@db:5432/evfwd?sslmode=disable", "postgres://evfwd:****@db:5432/evfwd?sslmode=disable"},
 		{"postgres://evfwd@db/evfwd?password=hunter2&pool_max_conns=4", "postgres://evfwd@db/evfwd?password=****&pool_max_conns=4"},
@@ -58,6 +60,7 @@ func TestMaskURL(t *testing.T) {
 }
 
 func TestMaskWriteKey(t *testing.T) {
+	t.Parallel()
 	for in, want := range map[string]string{"": "", "wk_live_123": "****", "0123456789abcdef": "0123…ef", "wk_live_4f9a1c2e8b7d23": "wk_l…23"} {
 		if got := MaskWriteKey(in); got != want {
 			t.Errorf("MaskWriteKey(%q) = %q, want %q", in, got, want)

@@ -52,6 +52,7 @@ func (s *syncBuffer) String() string {
 // endpoint beside it without signing gets X-Signature alone; and the
 // signing secret shows nowhere the service prints or serves.
 func TestStandardSigningEndToEnd(t *testing.T) {
+	t.Parallel()
 	c := newClock(t0)
 	signed, plain := newHook(t, 500, 200), newHook(t)
 	var logs syncBuffer
@@ -172,6 +173,7 @@ func adminDeletion(t *testing.T, url, token string) string {
 // TestSigningConfigErrors: a wrong signing setting is a config error
 // naming the source, the endpoint's index and its URL.
 func TestSigningConfigErrors(t *testing.T) {
+	t.Parallel()
 	for _, tt := range []struct {
 		name string
 		ep   webhook.Endpoint
@@ -203,6 +205,7 @@ func TestSigningConfigErrors(t *testing.T) {
 // TestInitConfigSigningExample: the commented signing example of `serve
 // init`, uncommented, reads as an endpoint that signs and passes Check.
 func TestInitConfigSigningExample(t *testing.T) {
+	t.Parallel()
 	_, config := serve.InitConfig()
 	text := strings.Replace(string(config), "# signing: standard", "signing: standard", 1)
 	text = strings.Replace(text, "# signing_secret:", "signing_secret:", 1)

@@ -29,6 +29,7 @@ func readyStore(t *testing.T) storeurl.Store {
 // A store handed to New stays its caller's: serve delivers from it, locks
 // its SQLite file only while it runs, and leaves it open when it stops.
 func TestReadyStoreStaysOpen(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	st := readyStore(t)
 	hk := newHook(t)
@@ -61,6 +62,7 @@ func TestReadyStoreStaysOpen(t *testing.T) {
 }
 
 func TestReadyStoreAndStoreURL(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	_, err := serve.New(ctx, serve.Config{Addr: "127.0.0.1:0", Store: "postgres://u:pw@db/evfwd", Sources: []serve.Source{{Name: "web", WriteKey: "wk"}}},
 		serve.Options{Store: readyStore(t)})

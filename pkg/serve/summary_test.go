@@ -34,6 +34,7 @@ func (b *syncBuffer) take() string {
 }
 
 func TestLogSummaries(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		m := NewMetrics("web")
 		var out syncBuffer
@@ -78,6 +79,7 @@ func TestLogSummaries(t *testing.T) {
 }
 
 func TestLogSummariesOff(t *testing.T) {
+	t.Parallel()
 	done := make(chan struct{})
 	go func() { defer close(done); logSummaries(t.Context(), NewMetrics(), 0, slog.New(slog.DiscardHandler)) }()
 	<-done // returns at once

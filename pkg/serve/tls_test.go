@@ -113,6 +113,7 @@ func serial(resp *http.Response) *big.Int {
 }
 
 func TestTLSBatchFromSegmentStyleClient(t *testing.T) {
+	t.Parallel()
 	hk := newHook(t)
 	s := startTLS(t, hk.URL)
 	if !strings.HasPrefix(s.url, "https://127.0.0.1:") {
@@ -160,6 +161,7 @@ func TestTLSBatchFromSegmentStyleClient(t *testing.T) {
 }
 
 func TestTLSRefusesTLS11(t *testing.T) {
+	t.Parallel()
 	s := startTLS(t)
 	addr := strings.TrimPrefix(s.url, "https://")
 	for _, tt := range []struct {
@@ -180,6 +182,7 @@ func TestTLSRefusesTLS11(t *testing.T) {
 }
 
 func TestTLSReloadKeepsOpenConnections(t *testing.T) {
+	t.Parallel()
 	for _, h2 := range []bool{false, true} {
 		t.Run(map[bool]string{false: "HTTP/1.1", true: "HTTP/2"}[h2], func(t *testing.T) {
 			s := startTLS(t)
@@ -220,6 +223,7 @@ func TestTLSReloadKeepsOpenConnections(t *testing.T) {
 }
 
 func TestTLSBadReloadKeepsOldCert(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name  string
 		spoil func(t *testing.T, s *tlsService)
@@ -268,6 +272,7 @@ func TestTLSBadReloadKeepsOldCert(t *testing.T) {
 }
 
 func TestTLSConfig(t *testing.T) {
+	t.Parallel()
 	ca := tlscerttest.NewCA(t)
 	certFile, keyFile := ca.Files(t, 1)
 	_, otherKey := ca.Files(t, 2)

@@ -11,6 +11,7 @@ import (
 // A weak admin token is a config error naming the rule (issue 29,
 // finding 6: "a" and "   " were accepted, the latter logged in).
 func TestAdminTokenStrength(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct{ token, want string }{
 		{"", ""},
 		{"a", "admin_token: 1 characters, at least 16 are required"},
@@ -37,6 +38,7 @@ func TestAdminTokenStrength(t *testing.T) {
 // serve init writes a fresh admin token of 32 random bytes, commented: the
 // admin API stays off until it is uncommented, and then passes Validate.
 func TestInitConfigAdminToken(t *testing.T) {
+	t.Parallel()
 	token := func() string {
 		_, config := serve.InitConfig()
 		m := regexp.MustCompile(`(?m)^# admin_token: ([0-9a-f]+)$`).FindSubmatch(config)

@@ -101,6 +101,7 @@ func (c *uiClient) json(t *testing.T, method, path, body string, v any) {
 // then delivered; the event stream saw every attempt, and the stats count
 // them in the minute.
 func TestUIRetriesFailedDeliveries(t *testing.T) {
+	t.Parallel()
 	c := newClock(t0)
 	web, recovered := recovering(t, 2)
 	app := newHook(t)
@@ -278,6 +279,7 @@ func TestUIRetriesFailedDeliveries(t *testing.T) {
 
 // --ui without an admin token does not start: the page needs it.
 func TestUINeedsTheAdminToken(t *testing.T) {
+	t.Parallel()
 	cfg := serve.Config{
 		Addr: "127.0.0.1:0", Store: "sqlite://" + filepath.Join(t.TempDir(), "evfwd.db"),
 		Sources: []serve.Source{{Name: "web", WriteKey: "wk_web"}},
@@ -302,6 +304,7 @@ func TestUINeedsTheAdminToken(t *testing.T) {
 // Failed logins at the inspector are counted in /metrics, by reason, and
 // logged without the token.
 func TestUILoginFailuresInMetrics(t *testing.T) {
+	t.Parallel()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

@@ -18,6 +18,7 @@ import (
 // one delivery, each caller's leases are its own and within its limit,
 // and no delivery is leased twice.
 func TestConcurrentIngestLeased(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	s := open(t, pgtest.URL(t), postgres.Options{})
 	defer s.Close()
@@ -83,6 +84,7 @@ func TestConcurrentIngestLeased(t *testing.T) {
 // TestIngestGroupRefusedRequest: a request the server refuses (a NUL byte
 // in a text column) fails alone; the requests grouped with it are stored.
 func TestIngestGroupRefusedRequest(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	s := open(t, pgtest.URL(t), postgres.Options{})
 	defer s.Close()
@@ -115,6 +117,7 @@ func TestIngestGroupRefusedRequest(t *testing.T) {
 // TestIngestCancelledWhileQueued: a caller whose context ends is answered
 // at once; the store goes on serving the others.
 func TestIngestCancelledWhileQueued(t *testing.T) {
+	t.Parallel()
 	s := open(t, pgtest.URL(t), postgres.Options{})
 	defer s.Close()
 	ctx, cancel := context.WithCancel(context.Background())

@@ -14,6 +14,7 @@ import (
 // long as the page has room. Ingest leaves that room (fillfactor); on
 // pages it packed full, every lease moved its rows to other pages.
 func TestLeaseUpdatesInPlace(t *testing.T) {
+	t.Parallel()
 	s, err := Open(context.Background(), pgtest.URL(t), Options{})
 	if err != nil {
 		t.Fatal(err)

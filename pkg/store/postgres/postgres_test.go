@@ -23,12 +23,14 @@ func open(t *testing.T, url string, opts postgres.Options) *postgres.Store {
 }
 
 func TestConformance(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T) store.Store { return open(t, pgtest.URL(t), postgres.Options{}) })
 }
 
 // TestShared runs the cases that need two handles on one database: two
 // nodes.
 func TestShared(t *testing.T) {
+	t.Parallel()
 	storetest.RunShared(t, func(t *testing.T) (store.Store, store.Store) {
 		url := pgtest.URL(t)
 		return open(t, url, postgres.Options{}), open(t, url, postgres.Options{})
@@ -36,6 +38,7 @@ func TestShared(t *testing.T) {
 }
 
 func TestConcurrentOpenMigratesOnce(t *testing.T) {
+	t.Parallel()
 	url := pgtest.URL(t)
 	var wg sync.WaitGroup
 	errs := make([]error, 4)
@@ -66,6 +69,7 @@ func TestConcurrentOpenMigratesOnce(t *testing.T) {
 }
 
 func TestBusyAndClosed(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	s := open(t, pgtest.URL(t), postgres.Options{MaxPending: 1})
 	two := []store.Message{storetest.Msg("web", "a", 0, true), storetest.Msg("web", "b", 0, true)}
@@ -79,6 +83,7 @@ func TestBusyAndClosed(t *testing.T) {
 }
 
 func TestRepeatWithinRequest(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	s := open(t, pgtest.URL(t), postgres.Options{})
 	defer s.Close()
@@ -99,6 +104,7 @@ func TestRepeatWithinRequest(t *testing.T) {
 }
 
 func TestInvalidURLHidesPassword(t *testing.T) {
+	t.Parallel()
 	_, err := postgres.Open(context.Background(), "postgres://u:s3cret@host:notaport/db", postgres.Options{})
 	if err == nil {
 		t.Fatal("want an error")
@@ -109,5 +115,6 @@ func TestInvalidURLHidesPassword(t *testing.T) {
 }
 
 func TestAdminConformance(t *testing.T) {
+	t.Parallel()
 	storetest.RunAdmin(t, func(t *testing.T) store.Store { return open(t, pgtest.URL(t), postgres.Options{}) })
 }

@@ -19,6 +19,7 @@ import (
 // version past this build's) and checks that Open refuses it, naming both
 // versions, and applies nothing.
 func TestSchemaNewerRefused(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	url := pgtest.URL(t)
 	s := open(t, url, postgres.Options{})
@@ -46,6 +47,7 @@ func TestSchemaNewerRefused(t *testing.T) {
 // TestSchemaNewerNothingApplied: a schema that records only a version past
 // this build's gets none of this build's migrations.
 func TestSchemaNewerNothingApplied(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	url := pgtest.URL(t)
 	schema := schemaOf(t, url)
@@ -75,6 +77,8 @@ func TestSchemaNewerNothingApplied(t *testing.T) {
 // waits for the migration lock is seen once the lock is free, as the check
 // runs under it.
 func TestSchemaNewerUnderLock(t *testing.T) {
+	// Not parallel: it holds the migration lock, which is per database,
+	// and would count another test's Open as its own waiting.
 	ctx := context.Background()
 	url := pgtest.URL(t)
 	open(t, url, postgres.Options{}).Close()

@@ -14,6 +14,7 @@ import (
 // (sync_values by kind and key) and checks that the next sync after the
 // upgrade diffs against it.
 func TestSyncListsMigrate(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	url := oldSchema(t, 2, `INSERT INTO syncs (kind, key, name, created_at, synced_at) VALUES ('audience', 'vip', 'VIP', 1, 1);
 		INSERT INTO sync_values (kind, key, user_id, value) VALUES ('audience', 'vip', 'a', 'true'), ('audience', 'vip', 'b', 'true')`)
@@ -71,6 +72,7 @@ func oldSchema(t *testing.T, upto int, seed string, args ...any) string {
 // kept it, its collected JSON, and checks that after the upgrade it is
 // leased as that and sent as the same webhook body.
 func TestCollectedRowsMigrate(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	url := oldSchema(t, SchemaVersion()-1, `WITH m AS (
 		INSERT INTO messages (source, message_id, type, user_id, received_at, body)

@@ -10,6 +10,7 @@ import (
 )
 
 func TestSyncConformance(t *testing.T) {
+	t.Parallel()
 	storetest.RunSync(t, func(t *testing.T) func() store.Store {
 		url := pgtest.URL(t)
 		return func() store.Store { return open(t, url, postgres.Options{}) }

@@ -19,6 +19,7 @@ import (
 // past this build's) and checks that Open refuses it, naming both
 // versions, and leaves the file as it was.
 func TestSchemaNewerRefused(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "evfwd.db")
 	s, err := sqlite.Open(ctx, path, sqlite.Options{})
@@ -46,6 +47,7 @@ func TestSchemaNewerRefused(t *testing.T) {
 // TestSchemaNewerNothingApplied: a file that records only a version past
 // this build's gets none of this build's migrations.
 func TestSchemaNewerNothingApplied(t *testing.T) {
+	t.Parallel()
 	path := filepath.Join(t.TempDir(), "evfwd.db")
 	newer := sqlite.SchemaVersion() + 1
 	schemaExec(t, path, fmt.Sprintf(`CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, applied_at INTEGER NOT NULL);
@@ -124,6 +126,7 @@ func schemaFiles(t *testing.T, path string) []byte {
 // temporary table for every row written. The index of settled deliveries
 // must still serve the queries for one status.
 func TestDeliveryWritesNeedNoTempTable(t *testing.T) {
+	t.Parallel()
 	path := filepath.Join(t.TempDir(), "evfwd.db")
 	s, err := sqlite.Open(context.Background(), path, sqlite.Options{})
 	if err != nil {

@@ -19,9 +19,13 @@ func open(t *testing.T) store.Store {
 	return s
 }
 
-func TestConformance(t *testing.T) { storetest.Run(t, open) }
+func TestConformance(t *testing.T) {
+	t.Parallel()
+	storetest.Run(t, open)
+}
 
 func TestReopenKeepsDataAndSchema(t *testing.T) {
+	t.Parallel()
 	path := filepath.Join(t.TempDir(), "evfwd.db")
 	ctx := context.Background()
 	s, err := sqlite.Open(ctx, path, sqlite.Options{})
@@ -47,6 +51,7 @@ func TestReopenKeepsDataAndSchema(t *testing.T) {
 }
 
 func TestBusyAndClosed(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	s, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "evfwd.db"), sqlite.Options{MaxPending: 1})
 	if err != nil {
@@ -63,6 +68,7 @@ func TestBusyAndClosed(t *testing.T) {
 }
 
 func TestLock(t *testing.T) {
+	t.Parallel()
 	path := filepath.Join(t.TempDir(), "evfwd.db")
 	release, err := sqlite.Lock(path)
 	if err != nil {
@@ -79,4 +85,7 @@ func TestLock(t *testing.T) {
 	release2()
 }
 
-func TestAdminConformance(t *testing.T) { storetest.RunAdmin(t, open) }
+func TestAdminConformance(t *testing.T) {
+	t.Parallel()
+	storetest.RunAdmin(t, open)
+}

@@ -13,6 +13,7 @@ import (
 // (sync_values by kind and key) and checks that the next sync after the
 // upgrade diffs against it.
 func TestSyncListsMigrate(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	path := oldStore(t, 2, `INSERT INTO syncs (kind, key, name, created_at, synced_at) VALUES ('audience', 'vip', 'VIP', 1, 1);
 		INSERT INTO sync_values (kind, key, user_id, value) VALUES ('audience', 'vip', 'a', 'true'), ('audience', 'vip', 'b', 'true');`)
@@ -55,6 +56,7 @@ func oldStore(t *testing.T, upto int, seed string, args ...any) string {
 // kept it, its collected JSON, and checks that after the upgrade it is
 // leased as that and sent as the same webhook body.
 func TestCollectedRowsMigrate(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	path := oldStore(t, SchemaVersion()-1, `INSERT INTO messages (id, source, message_id, type, user_id, received_at, body)
 			VALUES (1, 'web', 'm1', 'alias', 'u_2', 1714564802000, ?);

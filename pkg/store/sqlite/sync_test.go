@@ -10,17 +10,18 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime/debug"
 	"slices"
 	"testing"
 	"time"
 
+	"github.com/evfwd/evfwd/internal/testsize"
 	"github.com/evfwd/evfwd/pkg/store"
 	"github.com/evfwd/evfwd/pkg/store/sqlite"
 	"github.com/evfwd/evfwd/pkg/store/storetest"
 )
 
 func TestSyncConformance(t *testing.T) {
+	t.Parallel()
 	storetest.RunSync(t, func(t *testing.T) func() store.Store {
 		path := filepath.Join(t.TempDir(), "evfwd.db")
 		return func() store.Store {
@@ -35,14 +36,18 @@ func TestSyncConformance(t *testing.T) {
 
 // killLists are the two lists TestSyncKilled syncs back and forth: 5,000
 // users, then 500 leaving, 500 joining and 500 changing value (1,500
-// messages: two chunks to move).
+// messages: two chunks to move). Under -race, 2,000 users and 600
+// messages: a sync still takes seconds there and moves in two chunks or
+// more (the move pacer starts at 500 and shrinks on a slow machine), so the
+// kills still land before, during and after the flip.
 func killLists() [2]map[string]string {
+	users := testsize.Pick(5000, 2000)
 	a, b := map[string]string{}, map[string]string{}
-	for i := range 5000 {
+	for i := range users {
 		a[fmt.Sprintf("u%05d", i)] = "1"
-		b[fmt.Sprintf("u%05d", i+500)] = "1"
+		b[fmt.Sprintf("u%05d", i+users/10)] = "1"
 	}
-	for i := 2500; i < 3000; i++ {
+	for i := users / 2; i < users/2+users/10; i++ {
 		b[fmt.Sprintf("u%05d", i)] = "2"
 	}
 	return [2]map[string]string{a, b}
@@ -96,6 +101,7 @@ func TestSyncKilled(t *testing.T) {
 	if testing.Short() {
 		t.Skip("kills processes")
 	}
+	t.Parallel()
 	path := filepath.Join(t.TempDir(), "evfwd.db")
 	child := func(list int) *exec.Cmd {
 		cmd := exec.Command(os.Args[0], "-test.run=^TestSyncKilled$")
@@ -124,7 +130,7 @@ func TestSyncKilled(t *testing.T) {
 	cur, kills := 0, map[string]int{}
 	// Under the race detector a sync takes seconds: fewer kills.
 	tries := 8
-	if bi, ok := debug.ReadBuildInfo(); ok && slices.Contains(bi.Settings, debug.BuildSetting{Key: "-race", Value: "true"}) {
+	if testsize.Race {
 		tries = 2
 	}
 	for i := 0; i < tries || kills["old"] == 0 || kills["new"] == 0; i++ {

@@ -31,6 +31,7 @@ func RunAdmin(t *testing.T, open Open) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel() // each case has a store of its own
 			s := open(t)
 			t.Cleanup(func() { s.Close() })
 			a, ok := s.(store.Admin)

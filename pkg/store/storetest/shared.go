@@ -30,6 +30,7 @@ func RunShared(t *testing.T, open OpenShared) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel() // each case has a store of its own
 			a, b := open(t)
 			t.Cleanup(func() { a.Close(); b.Close() })
 			tt.fn(t, a, b)

@@ -48,6 +48,7 @@ func Run(t *testing.T, open Open) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel() // each case has a store of its own
 			s := open(t)
 			t.Cleanup(func() { s.Close() })
 			tt.fn(t, s)
