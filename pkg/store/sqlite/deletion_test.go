@@ -27,6 +27,7 @@ func openAt(t *testing.T, path string) *Store {
 // TestDeletionLeavesNoByte is the marker test on the SQLite file, its WAL
 // and its shared-memory file.
 func TestDeletionLeavesNoByte(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	s := openAt(t, filepath.Join(dir, "evfwd.db"))
 	defer s.Close()
@@ -36,6 +37,7 @@ func TestDeletionLeavesNoByte(t *testing.T) {
 // TestDeletionLeavesNoByteAfterRestart stops the store cleanly after the
 // deletion and opens it again, as in the report of issue 13.
 func TestDeletionLeavesNoByteAfterRestart(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	path := filepath.Join(dir, "evfwd.db")
 	s := openAt(t, path)
@@ -65,6 +67,7 @@ func TestDeletionLeavesNoByteAfterRestart(t *testing.T) {
 // every message purged, every pending delivery cancelled, each counted
 // once, and the request marked done.
 func TestDeletionFinishedOnOpen(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "evfwd.db")
 	s := openAt(t, path)
@@ -137,6 +140,7 @@ func TestDeletionFinishedOnOpen(t *testing.T) {
 // the writer for one bounded transaction, so an ingest never waits for the
 // whole deletion.
 func TestDeletionKeepsIngestMoving(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("a 6,000-message deletion: runs without -short")
 	}
