@@ -429,6 +429,7 @@ var shortPath = map[string]string{"identify": "/v1/i", "track": "/v1/t", "page":
 
 // TestBrowserAnalyticsJSStandardDelivery: one request a call, to /v1/{i,t,p,s,g,a}.
 func TestBrowserAnalyticsJSStandardDelivery(t *testing.T) {
+	t.Parallel()
 	testAnalyticsJS(t, false)
 }
 
@@ -436,6 +437,7 @@ func TestBrowserAnalyticsJSStandardDelivery(t *testing.T) {
 // first 7 calls fill one batch (size 7), the last leaves alone on the
 // timeout.
 func TestBrowserAnalyticsJSBatching(t *testing.T) {
+	t.Parallel()
 	testAnalyticsJS(t, true)
 }
 
@@ -736,6 +738,7 @@ func mustJSON(v any) []byte {
 // forwards anything, while the same page's post to a source open to
 // every origin is forwarded.
 func TestBrowserAnalyticsJSRefusals(t *testing.T) {
+	t.Parallel()
 	pkg, _ := analyticsNext(t)
 	s := startAJSServe(t)
 	ps := startPageServer(t, pkg)

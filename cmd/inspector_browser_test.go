@@ -48,6 +48,7 @@ func detailOpen(id int) string {
 }
 
 func TestBrowserListenShowsAWebhookWithinASecond(t *testing.T) {
+	t.Parallel()
 	l, ui := startListenUI(t, testFactory(t, "", false, nil), "--secret", listenSecret)
 	p := newPage(t)
 	p.open(ui)
@@ -90,6 +91,7 @@ func TestBrowserListenShowsAWebhookWithinASecond(t *testing.T) {
 }
 
 func TestBrowserListenShowsWhyASignatureFailed(t *testing.T) {
+	t.Parallel()
 	l, ui := startListenUI(t, testFactory(t, "", false, nil), "--secret", listenSecret)
 	l.post(t, "/", trackMsg, signHex(t, listenSecret, trackMsg))
 	p := newPage(t)
@@ -130,6 +132,7 @@ func TestBrowserListenShowsWhyASignatureFailed(t *testing.T) {
 }
 
 func TestBrowserListenReplaysToASecondReceiver(t *testing.T) {
+	t.Parallel()
 	l, ui := startListenUI(t, testFactory(t, "", false, nil), "--secret", listenSecret)
 	second, ui2 := startListenUI(t, testFactory(t, "", false, nil), "--secret", listenSecret)
 	// Signed with another secret: only a re-signed replay is valid.
@@ -176,6 +179,7 @@ func TestBrowserListenReplaysToASecondReceiver(t *testing.T) {
 }
 
 func TestBrowserListenKeyboardAndFilters(t *testing.T) {
+	t.Parallel()
 	l, ui := startListenUI(t, testFactory(t, "", false, nil), "--secret", listenSecret)
 	l.post(t, "/", trackMsg, signHex(t, listenSecret, trackMsg))           // 1
 	l.post(t, "/", identifyMsg, signHex(t, listenSecret, identifyMsg))     // 2
@@ -228,6 +232,7 @@ func TestBrowserListenKeyboardAndFilters(t *testing.T) {
 }
 
 func TestBrowserListenComparesTwoRequests(t *testing.T) {
+	t.Parallel()
 	l, ui := startListenUI(t, testFactory(t, "", false, nil), "--secret", listenSecret)
 	other := strings.Replace(trackMsg, `"userId":"u_42"`, `"userId":"u_43"`, 1)
 	l.post(t, "/", trackMsg, signHex(t, listenSecret, trackMsg))
@@ -258,6 +263,7 @@ func TestBrowserListenComparesTwoRequests(t *testing.T) {
 // on any console error, uncaught exception or CSP violation; then it
 // checks that a violation would have been seen.
 func TestBrowserListenIsQuiet(t *testing.T) {
+	t.Parallel()
 	l, ui := startListenUI(t, testFactory(t, "", false, nil), "--secret", listenSecret)
 	resp, err := http.Get(ui)
 	if err != nil {
@@ -342,6 +348,7 @@ func startListenUINow(t *testing.T, args ...string) (*listening, string) {
 // that the page follows prefers-color-scheme. With EVFWD_SCREENSHOTS=DIR
 // it saves them as DIR/inspector-listen.png and inspector-listen-dark.png.
 func TestBrowserListenColourSchemes(t *testing.T) {
+	t.Parallel()
 	l, ui := startListenUINow(t, "--secret", listenSecret)
 	at := time.Now().UTC()
 	ts := func(d time.Duration) string { return at.Add(d).Format("2006-01-02T15:04:05.000Z") }
@@ -501,6 +508,7 @@ func (p *page) login(token string) {
 }
 
 func TestBrowserServeRetriesFailedDeliveries(t *testing.T) {
+	t.Parallel()
 	web, app := newFlakyHook(t, http.StatusInternalServerError), newFlakyHook(t, http.StatusBadRequest)
 	s := startServeUI(t, web, app, nil)
 	p := newPage(t)
@@ -593,6 +601,7 @@ func TestBrowserServeRetriesFailedDeliveries(t *testing.T) {
 // With EVFWD_SCREENSHOTS=DIR it saves DIR/inspector-serve.png and
 // inspector-serve-dark.png.
 func TestBrowserServeColourSchemes(t *testing.T) {
+	t.Parallel()
 	var offset atomic.Int64
 	offset.Store(int64(-50 * time.Minute))
 	now := func() time.Time { return time.Now().Add(time.Duration(offset.Load())) }

@@ -314,6 +314,7 @@ func TestListenUIToken(t *testing.T) {
 // without it asks for it. A request's Cookie and Authorization are on
 // the page only once their "show" is clicked.
 func TestBrowserListenTokenAndSensitiveHeaders(t *testing.T) {
+	t.Parallel()
 	const cookie, auth = "evfwd_ui=COOKIE-SENTINEL", "Bearer AUTH-SENTINEL"
 	f := testFactory(t, "", false, nil)
 	l, ui := startListenUI(t, f, "--ui-addr", "0.0.0.0:0")

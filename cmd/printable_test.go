@@ -129,6 +129,7 @@ func TestListenOutputPrintable(t *testing.T) {
 // message and user ids, the body) and what endpoints answered: a store
 // holding every control shows none of them raw.
 func TestDeliveriesOutputPrintable(t *testing.T) {
+	t.Parallel()
 	now := time.Date(2024, 5, 1, 12, 0, 0, 0, time.UTC)
 	path := filepath.Join(t.TempDir(), "evfwd.db")
 	ctx := context.Background()
@@ -293,6 +294,7 @@ func TestServeTextLogPrintable(t *testing.T) {
 // serve --check prints the config's own strings: a source's name comes
 // out printable too, as does the error for an endpoint's.
 func TestServeCheckPrintable(t *testing.T) {
+	t.Parallel()
 	yamlEscaped := func(s string) string {
 		var b strings.Builder
 		for _, r := range s {

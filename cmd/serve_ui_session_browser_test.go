@@ -97,6 +97,7 @@ func replay(t *testing.T, ui, path string, hdr http.Header) (int, string) {
 // when replayed against it. Back at the UI, the tab is still logged in;
 // "Log out" ends the session on the server too.
 func TestBrowserServeSessionStaysOnItsPort(t *testing.T) {
+	t.Parallel()
 	web, app := newFlakyHook(t, http.StatusOK), newFlakyHook(t, http.StatusOK)
 	s := startServeUI(t, web, app, nil)
 	other := newRecordingServer(t)

@@ -21,6 +21,7 @@ import (
 // the clone: the newcomer's first hour. Every line must exit 0. Then it
 // checks how the servers and a --count wait end on Ctrl-C.
 func TestTour(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("builds the binary")
 	}

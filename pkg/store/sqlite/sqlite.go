@@ -63,19 +63,20 @@ type Options struct {
 
 // Store is the SQLite implementation of store.Store.
 type Store struct {
-	path    string
-	read    *sql.DB
-	write   *sql.DB
-	wtx     *wtx // the writer's connection; only the writer goroutine uses it
-	leases  leases
-	opts    Options
-	ops     chan *op
-	pending atomic.Int64 // messages queued for the writer
-	closing chan struct{}
-	done    chan struct{}
-	once    sync.Once
-	mu      sync.RWMutex // held for reading while queueing; Close takes it to stop queueing
-	closed  bool
+	path     string
+	read     *sql.DB
+	prepared statements // on read (read.go)
+	write    *sql.DB
+	wtx      *wtx // the writer's connection; only the writer goroutine uses it
+	leases   leases
+	opts     Options
+	ops      chan *op
+	pending  atomic.Int64 // messages queued for the writer
+	closing  chan struct{}
+	done     chan struct{}
+	once     sync.Once
+	mu       sync.RWMutex // held for reading while queueing; Close takes it to stop queueing
+	closed   bool
 
 	commits      atomic.Int64  // group transactions run (benchmarks report ops per commit)
 	deletionStep int           // messages per deletion step (deletionPageSize; tests use less)
@@ -259,5 +260,5 @@ func (s *Store) Close() error {
 		s.mu.Unlock()
 	})
 	<-s.done
-	return errors.Join(s.wtx.close(), s.write.Close(), s.read.Close())
+	return errors.Join(s.wtx.close(), s.write.Close(), s.prepared.close(), s.read.Close())
 }
