@@ -73,7 +73,7 @@ type Store struct {
 	cancelStop  context.CancelFunc
 	syncHook    synchook.Hook      // SetSyncHook's
 	floors      *leasefloor.Floors // where Lease starts reading each source's due deliveries (floor.go)
-	rewriting   sync.Mutex         // takes this Store\'s deletion rewrites one at a time (deletion.go)
+	rewriting   sync.Mutex         // takes this Store's deletion rewrites one at a time (deletion.go)
 }
 
 var _ store.Store = (*Store)(nil)
