@@ -72,6 +72,7 @@ type Store struct {
 	stop        context.Context // ends at Close: what background work runs under
 	cancelStop  context.CancelFunc
 	syncHook    synchook.Hook      // SetSyncHook's
+	syncSteps   atomic.Int64       // SetSyncSteps' (0: production sizes)
 	floors      *leasefloor.Floors // where Lease starts reading each source's due deliveries (floor.go)
 	rewriting   sync.Mutex         // takes this Store's deletion rewrites one at a time (deletion.go)
 }

@@ -81,6 +81,7 @@ type Store struct {
 	commits      atomic.Int64  // group transactions run (benchmarks report ops per commit)
 	deletionStep int           // messages per deletion step (deletionPageSize; tests use less)
 	syncHook     synchook.Hook // SetSyncHook's
+	syncSteps    atomic.Int64  // SetSyncSteps' (0: production sizes)
 	syncTurns    syncTurns     // admin.go: the syncs of one key take turns
 }
 

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/evfwd/evfwd/internal/testsize"
 	"github.com/evfwd/evfwd/pkg/store"
 	"github.com/evfwd/evfwd/pkg/store/internal/synchook"
 	"github.com/google/go-cmp/cmp"
@@ -25,6 +26,9 @@ type SyncStepper interface {
 	// the step's name (the synchook constants); an error from it stops the
 	// sync at once and leaves the database as a crash there would.
 	SetSyncHook(fn func(step string) error)
+	// SetSyncSteps makes every step of the syncs that follow rows rows
+	// (0: the store's own sizes).
+	SetSyncSteps(rows int)
 	// SyncValues yields the stored list of one audience or trait as one
 	// consistent read.
 	SyncValues(ctx context.Context, kind store.SyncKind, key string) iter.Seq2[store.Value, error]
@@ -78,6 +82,7 @@ func openSync(t *testing.T, open func() store.Store) syncStore {
 	if !ok {
 		t.Fatalf("%T does not implement storetest.SyncStepper", s)
 	}
+	st.SetSyncSteps(syncSteps)
 	return syncStore{s, a, st}
 }
 
@@ -137,13 +142,22 @@ func diffMessages(old, new map[string]string) []string {
 	return out
 }
 
-// before and after are the two lists of the interrupted syncs: 2,500
-// users, then 500 leaving, 500 joining and 500 changing value (1,500
-// messages: more than one chunk of any step).
+// The interrupted syncs move syncN users each way: their lists are 5N
+// users, then N leaving, N joining and N changing value (3N messages).
+// At full size (N = 500) that is more than one chunk of any step at the
+// stores' own sizes; under -race, where the pure-Go SQLite is ten times
+// slower, N = 50 with steps of syncSteps rows is as many steps of each
+// kind, at a tenth of the work.
+var syncN, syncSteps = testsize.Pick(500, 50), testsize.Pick(0, 20)
+
+// syncResult is the result of a sync from before to after.
+var syncResult = store.SyncResult{Added: syncN, Removed: syncN, Changed: syncN, Unchanged: 3 * syncN, Messages: 3 * syncN}
+
+// before and after are the two lists of the interrupted syncs (syncN).
 func beforeAfter() (before, after map[string]string) {
-	before = traitList(0, 2500, "1")
-	after = traitList(500, 2500, "1")
-	for u, v := range traitList(1000, 500, "2") {
+	before = traitList(0, 5*syncN, "1")
+	after = traitList(syncN, 5*syncN, "1")
+	for u, v := range traitList(2*syncN, syncN, "2") {
 		after[u] = v
 	}
 	return before, after
@@ -167,7 +181,7 @@ func stopAt(step string, nth int) (hook func(string) error, stop error) {
 }
 
 // skipSent moves after past the deliveries stored so far without reading
-// their bodies: Get costs two statements each, and the first sync's 2,500
+// their bodies: Get costs two statements each, and the first sync's
 // are not what the cases check.
 func skipSent(t *testing.T, s store.Store, after *int64) {
 	t.Helper()
@@ -231,7 +245,7 @@ func testSyncInterruptedBefore(t *testing.T, open func() store.Store, key string
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := store.SyncResult{Added: 500, Removed: 500, Changed: 500, Unchanged: 1500, Messages: 1500}
+	want := syncResult
 	if diff := cmp.Diff(want, *got); diff != "" {
 		t.Errorf("sync after the interrupted ones mismatch (-want +got):\n%s", diff)
 	}
@@ -317,7 +331,7 @@ func testSyncNextFinishes(t *testing.T, open func() store.Store, key string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := (store.SyncResult{Added: 500, Removed: 500, Changed: 500, Unchanged: 1500, Messages: 1500}); !cmp.Equal(want, *got) {
+	if want := syncResult; !cmp.Equal(want, *got) {
 		t.Errorf("result %+v, want %+v", *got, want)
 	}
 	want := append(diffMessages(before, after), diffMessages(after, before)...)
@@ -411,7 +425,7 @@ func testSyncReaders(t *testing.T, open func() store.Store, key string) {
 			t.Errorf("the hook was not called at step %s (called at %v)", step, steps)
 		}
 	}
-	want := store.SyncResult{Added: 500, Removed: 500, Changed: 500, Unchanged: 1500, Messages: 1500}
+	want := syncResult
 	if diff := cmp.Diff(want, *got); diff != "" {
 		t.Errorf("result mismatch (-want +got):\n%s", diff)
 	}
@@ -430,9 +444,9 @@ func testSyncFailedLeftovers(t *testing.T, open func() store.Store, key string) 
 	if _, err := s.Sync(ctx, sy, values(before)); err != nil {
 		t.Fatal(err)
 	}
-	bad := errors.New("line 3001: bad")
+	bad := fmt.Errorf("line %d: bad", 6*syncN+1)
 	failing := func(yield func(store.Value, error) bool) {
-		for v, err := range values(traitList(0, 3000, "7")) {
+		for v, err := range values(traitList(0, 6*syncN, "7")) {
 			if !yield(v, err) {
 				return
 			}
@@ -451,8 +465,8 @@ func testSyncFailedLeftovers(t *testing.T, open func() store.Store, key string) 
 	// A cancelled one too.
 	cctx, cancel := context.WithCancel(ctx)
 	cancelling := func(yield func(store.Value, error) bool) {
-		for v, err := range values(traitList(0, 3000, "7")) {
-			if v.UserID == "u2500" {
+		for v, err := range values(traitList(0, 6*syncN, "7")) {
+			if v.UserID == fmt.Sprintf("u%04d", 5*syncN) {
 				cancel()
 			}
 			if !yield(v, err) {

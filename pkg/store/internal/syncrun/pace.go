@@ -49,6 +49,14 @@ func Fixed() Sizes {
 	}
 }
 
+// Steps makes every step rows rows, for tests: a list of a few hundred
+// users then takes several steps of each kind, as a large list does at
+// the sizes above.
+func Steps(rows int) Sizes {
+	b := bound{rows, rows, rows}
+	return Sizes{stage: b, outbox: b, move: b, drop: b}
+}
+
 // A pacer sizes the steps of one kind so that each takes about
 // stepTarget, however fast the machine is at the moment: it starts at
 // start rows and follows the time the steps take, within [least, most].
