@@ -143,7 +143,7 @@ func (s *Store) sweepSyncs(ctx context.Context) error {
 		if !ok {
 			continue // a live node's sync: it finishes its own
 		}
-		err = syncrun.Recover(ctx, sc, s.syncSizes())
+		err = syncrun.Recover(ctx, sc, s.syncSteps.Or(syncrun.Fixed()))
 		sc.unlock()
 		if err != nil {
 			return fmt.Errorf("sync runs of %s %s: %w", k.kind, k.key, err)
@@ -155,14 +155,7 @@ func (s *Store) sweepSyncs(ctx context.Context) error {
 // SetSyncSteps makes every step of the syncs that follow rows rows (0: the
 // fixed sizes of production), for tests: a small list then takes several
 // steps of each kind.
-func (s *Store) SetSyncSteps(rows int) { s.syncSteps.Store(int64(rows)) }
-
-func (s *Store) syncSizes() syncrun.Sizes {
-	if n := s.syncSteps.Load(); n > 0 {
-		return syncrun.Steps(int(n))
-	}
-	return syncrun.Fixed()
-}
+func (s *Store) SetSyncSteps(rows int) { s.syncSteps.Set(rows) }
 
 // Sync implements store.Admin (see syncrun). It answers after the last
 // step: the result's messages are then in the queue.
@@ -178,7 +171,7 @@ func (s *Store) Sync(ctx context.Context, sy store.Sync, values iter.Seq2[store.
 	}
 	defer c.Release()
 	defer c.unlock()
-	res, err := syncrun.Sync(ctx, c, syncrun.Config{Sizes: s.syncSizes(), Hook: s.syncHook.Call,
+	res, err := syncrun.Sync(ctx, c, syncrun.Config{Sizes: s.syncSteps.Or(syncrun.Fixed()), Hook: s.syncHook.Call,
 		Later: "once a node takes the run over"}, sy, values)
 	s.floors.Reset() // a committed sync's messages are due at the run's time (pkg/store/internal/leasefloor)
 	return res, err

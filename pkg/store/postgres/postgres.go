@@ -28,6 +28,7 @@ import (
 	"github.com/evfwd/evfwd/pkg/store/internal/leasefloor"
 	"github.com/evfwd/evfwd/pkg/store/internal/rowscan"
 	"github.com/evfwd/evfwd/pkg/store/internal/synchook"
+	"github.com/evfwd/evfwd/pkg/store/internal/syncrun"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -72,7 +73,7 @@ type Store struct {
 	stop        context.Context // ends at Close: what background work runs under
 	cancelStop  context.CancelFunc
 	syncHook    synchook.Hook      // SetSyncHook's
-	syncSteps   atomic.Int64       // SetSyncSteps' (0: production sizes)
+	syncSteps   syncrun.StepRows   // SetSyncSteps'
 	floors      *leasefloor.Floors // where Lease starts reading each source's due deliveries (floor.go)
 	rewriting   sync.Mutex         // takes this Store's deletion rewrites one at a time (deletion.go)
 }

@@ -106,14 +106,7 @@ func clearStaging(ctx context.Context, db *sql.DB) error {
 // SetSyncSteps makes every step of the syncs that follow rows rows (0:
 // paced, as in production), for tests: a small list then takes several
 // steps of each kind.
-func (s *Store) SetSyncSteps(rows int) { s.syncSteps.Store(int64(rows)) }
-
-func (s *Store) syncSizes() syncrun.Sizes {
-	if n := s.syncSteps.Load(); n > 0 {
-		return syncrun.Steps(int(n))
-	}
-	return syncrun.Paced()
-}
+func (s *Store) SetSyncSteps(rows int) { s.syncSteps.Set(rows) }
 
 // Sync implements store.Admin (see syncrun). It answers after the last
 // step: the result's messages are then in the queue.
@@ -124,7 +117,7 @@ func (s *Store) Sync(ctx context.Context, sy store.Sync, values iter.Seq2[store.
 	}
 	defer unlock()
 	d := syncDriver{read: s.read, step: s.step, kind: sy.Kind, key: sy.Key}
-	return syncrun.Sync(ctx, d, syncrun.Config{Sizes: s.syncSizes(), Hook: s.syncHook.Call, Later: "after a restart"}, sy, values)
+	return syncrun.Sync(ctx, d, syncrun.Config{Sizes: s.syncSteps.Or(syncrun.Paced()), Hook: s.syncHook.Call, Later: "after a restart"}, sy, values)
 }
 
 // syncDriver is syncrun's driver: the runs of one key (or, at Open, all),

@@ -32,6 +32,7 @@ import (
 
 	"github.com/evfwd/evfwd/pkg/store"
 	"github.com/evfwd/evfwd/pkg/store/internal/synchook"
+	"github.com/evfwd/evfwd/pkg/store/internal/syncrun"
 	_ "modernc.org/sqlite" // registers the "sqlite" driver
 )
 
@@ -78,11 +79,11 @@ type Store struct {
 	mu       sync.RWMutex // held for reading while queueing; Close takes it to stop queueing
 	closed   bool
 
-	commits      atomic.Int64  // group transactions run (benchmarks report ops per commit)
-	deletionStep int           // messages per deletion step (deletionPageSize; tests use less)
-	syncHook     synchook.Hook // SetSyncHook's
-	syncSteps    atomic.Int64  // SetSyncSteps' (0: production sizes)
-	syncTurns    syncTurns     // admin.go: the syncs of one key take turns
+	commits      atomic.Int64     // group transactions run (benchmarks report ops per commit)
+	deletionStep int              // messages per deletion step (deletionPageSize; tests use less)
+	syncHook     synchook.Hook    // SetSyncHook's
+	syncSteps    syncrun.StepRows // SetSyncSteps'
+	syncTurns    syncTurns        // admin.go: the syncs of one key take turns
 }
 
 var _ store.Store = (*Store)(nil)

@@ -1,6 +1,9 @@
 package syncrun
 
-import "time"
+import (
+	"sync/atomic"
+	"time"
+)
 
 // syncPage is the users read per diff page, in one query outside any
 // step (SQLite: from the read pool, no writer held). Measured on a list of
@@ -55,6 +58,20 @@ func Fixed() Sizes {
 func Steps(rows int) Sizes {
 	b := bound{rows, rows, rows}
 	return Sizes{stage: b, outbox: b, move: b, drop: b}
+}
+
+// StepRows is a store's test override of its step sizes (SetSyncSteps).
+type StepRows struct{ rows atomic.Int64 }
+
+// Set makes every step rows rows; 0 restores the store's own sizes.
+func (o *StepRows) Set(rows int) { o.rows.Store(int64(rows)) }
+
+// Or returns the sizes to use: Steps of the override, else own.
+func (o *StepRows) Or(own Sizes) Sizes {
+	if n := o.rows.Load(); n > 0 {
+		return Steps(int(n))
+	}
+	return own
 }
 
 // A pacer sizes the steps of one kind so that each takes about
