@@ -9,7 +9,10 @@ import (
 	"testing"
 
 	"github.com/evfwd/evfwd/internal/cli"
+	"github.com/evfwd/evfwd/internal/testmain"
 )
+
+func TestMain(m *testing.M) { testmain.Run(m) }
 
 var update = flag.Bool("update", false, "rewrite golden files in testdata/")
 

@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/evfwd/evfwd/internal/testmain"
 	"github.com/evfwd/evfwd/pkg/inspector"
 	"github.com/evfwd/evfwd/pkg/message"
 	"github.com/evfwd/evfwd/pkg/receiver"
@@ -625,7 +626,7 @@ func TestMain(m *testing.M) {
 	// Replays go to loopback: keep a proxy in the environment out of it.
 	os.Unsetenv("HTTP_PROXY")
 	os.Unsetenv("http_proxy")
-	os.Exit(m.Run())
+	testmain.Run(m)
 }
 
 // TestSensitiveHeadersHidden: the values of Cookie, Authorization and the

@@ -1,0 +1,49 @@
+package testmain
+
+import (
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestMain(m *testing.M) { Run(m) }
+
+// TestEveryPackageUsesRun: a test package added without Run would pay the
+// race runtime's second at exit again, so each one calls it.
+func TestEveryPackageUsesRun(t *testing.T) {
+	root := filepath.Join("..", "..")
+	self := filepath.Join(root, "internal", "testmain")
+	tested := map[string]bool{} // directory → calls Run
+	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() && path != root && (strings.HasPrefix(d.Name(), ".") || d.Name() == "testdata") {
+			return filepath.SkipDir
+		}
+		if d.IsDir() || !strings.HasSuffix(path, "_test.go") {
+			return nil
+		}
+		src, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		dir := filepath.Dir(path)
+		calls := strings.Contains(string(src), "testmain.Run(m)") || dir == self
+		tested[dir] = tested[dir] || calls
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(tested) < 10 {
+		t.Fatalf("found %d test packages under %s; is the walk looking in the right place?", len(tested), root)
+	}
+	for dir, calls := range tested {
+		if !calls {
+			t.Errorf("%s: no TestMain calling testmain.Run(m)", dir)
+		}
+	}
+}
