@@ -51,11 +51,62 @@ type page struct {
 	allowed  []string        // see allow
 }
 
-// newPage starts a browser in a fresh profile and opens a tab with a
-// 1280x800 viewport. It collects what the page writes to the console and
-// what the browser logs (CSP violations, failed loads) for
-// assertQuiet. Everything ends when the test does or after
-// browserTimeout, whichever comes first.
+// browser is the one headless Chromium the tests of this binary share:
+// started by the first page, ended by TestMain. Starting one costs a
+// second or more of CPU, which each of some fifteen tests used to pay;
+// each page has a BrowserContext of its own instead, which keeps its
+// cookies and storage from the other tests' pages as a fresh profile did.
+var browser struct {
+	once  sync.Once
+	ctx   context.Context // the browser's first tab, for NewContext
+	err   error
+	close func()
+}
+
+// startBrowser starts the shared browser, once.
+func startBrowser(path string) (context.Context, error) {
+	browser.once.Do(func() {
+		profile, err := os.MkdirTemp("", "evfwd-browser-")
+		if err != nil {
+			browser.err = err
+			return
+		}
+		opts := append(chromedp.DefaultExecAllocatorOptions[:],
+			chromedp.ExecPath(path),
+			chromedp.Headless,
+			chromedp.NoSandbox,
+			chromedp.DisableGPU,
+			chromedp.Flag("disable-dev-shm-usage", true),
+			chromedp.UserDataDir(profile),
+			chromedp.WindowSize(1280, 800),
+		)
+		actx, acancel := chromedp.NewExecAllocator(context.Background(), opts...)
+		bctx, bcancel := chromedp.NewContext(actx)
+		browser.ctx = bctx
+		browser.close = func() {
+			bcancel()
+			acancel() // ends the browser and waits for it
+			os.RemoveAll(profile)
+		}
+		// No timeout here: the context of the first run is the browser's
+		// lifetime.
+		browser.err = chromedp.Do(bctx)
+	})
+	return browser.ctx, browser.err
+}
+
+// closeBrowser ends the shared browser, if a test started it.
+func closeBrowser() {
+	if browser.close != nil {
+		browser.close()
+	}
+}
+
+// newPage opens a tab with a 1280x800 viewport in a BrowserContext of its
+// own (a fresh profile's cookies and storage) in the shared browser. It
+// collects what the page writes to the console and what the browser logs
+// (CSP violations, failed loads) for assertQuiet. The tab closes when the
+// test ends or after browserTimeout, whichever comes first.
 func newPage(t *testing.T) *page {
 	t.Helper()
 	path := browserPath()
@@ -65,30 +116,22 @@ func newPage(t *testing.T) *page {
 		}
 		t.Skip("no chromium, chromium-browser or google-chrome on PATH (EVFWD_BROWSER=required makes this a failure)")
 	}
-	profile := t.TempDir()
-	ctx, cancel := context.WithTimeout(context.Background(), browserTimeout)
-	opts := append(chromedp.DefaultExecAllocatorOptions[:],
-		chromedp.ExecPath(path),
-		chromedp.Headless,
-		chromedp.NoSandbox,
-		chromedp.DisableGPU,
-		chromedp.Flag("disable-dev-shm-usage", true),
-		chromedp.UserDataDir(profile),
-		chromedp.WindowSize(1280, 800),
-	)
-	actx, acancel := chromedp.NewExecAllocator(ctx, opts...)
-	bctx, bcancel := chromedp.NewContext(actx)
-	p := &page{t: t, ctx: bctx, marks: map[string]bool{}, changed: make(chan struct{})}
+	shared, err := startBrowser(path)
+	if err != nil {
+		t.Fatalf("start %s: %v", path, err)
+	}
+	ctx, cancel := context.WithTimeout(shared, browserTimeout)
+	tctx, tcancel := chromedp.NewContext(ctx, chromedp.WithNewBrowserContext())
+	p := &page{t: t, ctx: tctx, marks: map[string]bool{}, changed: make(chan struct{})}
 	collected := make(chan struct{})
 	t.Cleanup(func() {
-		bcancel() // closes the tab
-		acancel() // ends the browser and waits for it
+		tcancel() // closes the tab and disposes of its BrowserContext
 		cancel()
 		<-collected
 	})
 
-	// Console starts the browser and subscribes before any page loads.
-	msgs := chromedp.Console(bctx)
+	// Console opens the tab and subscribes before any page loads.
+	msgs := chromedp.Console(tctx)
 	go func() {
 		defer close(collected)
 		for m, err := range msgs {

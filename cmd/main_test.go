@@ -12,7 +12,7 @@ import (
 	"github.com/evfwd/evfwd/internal/testmain"
 )
 
-func TestMain(m *testing.M) { testmain.Run(m) }
+func TestMain(m *testing.M) { testmain.Run(m, closeBrowser) }
 
 var update = flag.Bool("update", false, "rewrite golden files in testdata/")
 

@@ -15,11 +15,15 @@ import (
 	"github.com/evfwd/evfwd/internal/testsize"
 )
 
-// Run runs the tests and exits with their status. Call it from TestMain:
+// Run runs the tests, then each of after (what the tests of the binary
+// share, to stop), and exits with the tests' status. Call it from TestMain:
 //
 //	func TestMain(m *testing.M) { testmain.Run(m) }
-func Run(m *testing.M) {
+func Run(m *testing.M, after ...func()) {
 	code := m.Run()
+	for _, f := range after {
+		f()
+	}
 	if testsize.Race {
 		// os.Exit would run the race runtime's finaliser and its sleep.
 		syscall.Exit(code)
