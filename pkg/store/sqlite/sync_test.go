@@ -1,6 +1,7 @@
 package sqlite_test
 
 import (
+	"bufio"
 	"context"
 	crand "crypto/rand"
 	"encoding/hex"
@@ -16,6 +17,7 @@ import (
 
 	"github.com/evfwd/evfwd/internal/testsize"
 	"github.com/evfwd/evfwd/pkg/store"
+	"github.com/evfwd/evfwd/pkg/store/internal/synchook"
 	"github.com/evfwd/evfwd/pkg/store/sqlite"
 	"github.com/evfwd/evfwd/pkg/store/storetest"
 )
@@ -54,7 +56,8 @@ func killLists() [2]map[string]string {
 }
 
 // killSync syncs list to path: the work of the child process of
-// TestSyncKilled.
+// TestSyncKilled. It prints each step of the sync as it reaches it, one
+// line each, for the parent to aim its kills.
 func killSync(path string, list map[string]string) error {
 	ctx := context.Background()
 	s, err := sqlite.Open(ctx, path, sqlite.Options{})
@@ -62,6 +65,10 @@ func killSync(path string, list map[string]string) error {
 		return err
 	}
 	defer s.Close()
+	s.SetSyncHook(func(step string) error {
+		fmt.Println(stepLine + step)
+		return nil
+	})
 	b := make([]byte, 4)
 	crand.Read(b)
 	run, n := hex.EncodeToString(b), 0
@@ -81,10 +88,24 @@ func killSync(path string, list map[string]string) error {
 	return err
 }
 
-// TestSyncKilled kills a process with SIGKILL at random moments of a sync
-// and checks, after each, that the store holds the list before or the list
-// after, never a mix, and has queued the sync's messages exactly once if
-// and only if it holds the list after.
+// killAim is where TestSyncKilled kills its child: at a random moment up
+// to within after the child reports step.
+type killAim struct {
+	step   string
+	within time.Duration
+}
+
+// stepLine starts the lines in which killSync reports a step.
+const stepLine = "evfwd-sync-step "
+
+// TestSyncKilled kills a process with SIGKILL during a sync and checks,
+// after each kill, that the store holds the list before or the list after,
+// never a mix, and has queued the sync's messages exactly once if and only
+// if it holds the list after. The kills alternate between the two sides
+// of the flip: a random moment early in the diff or just after it, then
+// one up to 10ms after the flip or a chunk moved or dropped; so
+// that both outcomes occur in few tries, where kills at random moments of
+// the whole sync mostly landed after the flip (1 of 13 before, once).
 func TestSyncKilled(t *testing.T) {
 	lists := killLists()
 	if path := os.Getenv("EVFWD_SYNC_KILL_CHILD"); path != "" {
@@ -93,25 +114,35 @@ func TestSyncKilled(t *testing.T) {
 			list = lists[1]
 		}
 		if err := killSync(path, list); err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			os.Exit(1)
+			t.Fatal(err)
 		}
-		os.Exit(0)
+		return
 	}
 	if testing.Short() {
 		t.Skip("kills processes")
 	}
 	t.Parallel()
 	path := filepath.Join(t.TempDir(), "evfwd.db")
-	child := func(list int) *exec.Cmd {
+	// child starts a sync to list and returns its step lines as they come.
+	child := func(list int) (*exec.Cmd, *bufio.Scanner) {
 		cmd := exec.Command(os.Args[0], "-test.run=^TestSyncKilled$")
 		cmd.Env = append(os.Environ(), "EVFWD_SYNC_KILL_CHILD="+path, fmt.Sprintf("EVFWD_SYNC_KILL_LIST=%d", list))
 		cmd.Stderr = os.Stderr
-		return cmd
+		out, err := cmd.StdoutPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		return cmd, bufio.NewScanner(out)
 	}
-	// The first sync runs to the end, and says how long one takes.
+	// The first sync runs to the end.
 	start := time.Now()
-	if err := child(0).Run(); err != nil {
+	first, lines := child(0)
+	for lines.Scan() {
+	}
+	if err := first.Wait(); err != nil {
 		t.Fatal(err)
 	}
 	took := time.Since(start)
@@ -129,20 +160,29 @@ func TestSyncKilled(t *testing.T) {
 	s.Close()
 	cur, kills := 0, map[string]int{}
 	// Under the race detector a sync takes seconds: fewer kills.
-	tries := 8
-	if testsize.Race {
-		tries = 2
-	}
+	tries := testsize.Pick(8, 2)
 	for i := 0; i < tries || kills["old"] == 0 || kills["new"] == 0; i++ {
-		if i == 40 {
-			t.Fatalf("no kill left the old and the new list both in 40 tries: %v", kills)
+		if i == 20 {
+			t.Fatalf("no kill left the old and the new list both in 20 tries: %v", kills)
 		}
 		next := 1 - cur
-		cmd := child(next)
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
+		cmd, lines := child(next)
+		// The diff takes hundreds of milliseconds under -race, the flip a
+		// few: a kill aimed before the flip comes at most 10ms into the
+		// diff, or as soon as the diff is done.
+		aims := []killAim{{synchook.Staged, 10 * time.Millisecond}, {synchook.Diffed, 0}}
+		if i%2 == 1 {
+			aims = []killAim{{synchook.Flipped, 10 * time.Millisecond}, {synchook.Moved, 10 * time.Millisecond}, {synchook.Dropped, 10 * time.Millisecond}}
 		}
-		time.Sleep(time.Duration(rand.Int64N(int64(took))))
+		aim := aims[rand.IntN(len(aims))]
+		for lines.Scan() {
+			if lines.Text() == stepLine+aim.step {
+				if aim.within > 0 {
+					time.Sleep(time.Duration(rand.Int64N(int64(aim.within))))
+				}
+				break
+			}
+		}
 		cmd.Process.Kill()
 		cmd.Wait()
 
@@ -195,7 +235,7 @@ func TestSyncKilled(t *testing.T) {
 			t.Fatalf("kill %d: the list is neither the old nor the new (%d users)", i, len(got))
 		}
 	}
-	t.Logf("a sync takes %v; kills left the old list %d times, the new one %d", took, kills["old"], kills["new"])
+	t.Logf("the first sync took %v; kills left the old list %d times, the new one %d", took, kills["old"], kills["new"])
 }
 
 // diffOf is what a sync from old to new sends, "user=value" sorted.
