@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/evfwd/evfwd/internal/testsize"
 	"github.com/evfwd/evfwd/pkg/store"
 	"github.com/evfwd/evfwd/pkg/store/storetest"
 	"github.com/google/go-cmp/cmp"
@@ -138,17 +139,18 @@ func TestDeletionFinishedOnOpen(t *testing.T) {
 // tenth of them over 4 KB, in steps of 500, while another client ingests
 // one message at a time, and reports the longest ingest. Each step holds
 // the writer for one bounded transaction, so an ingest never waits for the
-// whole deletion.
+// whole deletion. Under -race, 2,000 messages in steps of 200: as many
+// steps, at a third of the work.
 func TestDeletionKeepsIngestMoving(t *testing.T) {
 	t.Parallel()
 	if testing.Short() {
 		t.Skip("a 6,000-message deletion: runs without -short")
 	}
-	const n = 6000
+	n := testsize.Pick(6000, 2000)
 	ctx := context.Background()
 	s := openAt(t, filepath.Join(t.TempDir(), "evfwd.db"))
 	defer s.Close()
-	s.deletionStep = 500
+	s.deletionStep = testsize.Pick(500, 200)
 	big := []byte(`{"userId":"u1","note":"` + strings.Repeat("y", 6000) + `"}`)
 	var msgs []store.Message
 	for i := range n {
