@@ -3,12 +3,14 @@ package forwarder
 import (
 	"context"
 	"log/slog"
+	"time"
 
 	"github.com/evfwd/evfwd/pkg/store"
 )
 
 // maxCompleteGroup bounds the completions one Store.Complete records; it
-// is also the completions waiting to be recorded before deliveries wait.
+// is also the completions waiting for the completer before deliveries
+// wait.
 const maxCompleteGroup = 512
 
 // finishing is a delivery's outcome on its way to the store.
@@ -33,50 +35,140 @@ func (f *Forwarder) complete(l *lane, c store.Completion, retry bool, closes uin
 }
 
 // completer records what arrives on in, in groups, until in is closed and
-// drained.
+// drained. What the store refuses waits in f.unrecorded (and so does what
+// arrives meanwhile), retried with backoff until it is on record; when in
+// is closed, the completer tries once more and says what it must leave.
 func (f *Forwarder) completer(in <-chan finishing) {
-	group := make([]finishing, 0, maxCompleteGroup)
-	cs := make([]store.Completion, 0, maxCompleteGroup)
-	for first := range in {
-		group = append(group[:0], first)
-	gather:
-		for len(group) < maxCompleteGroup {
-			select {
-			case x, ok := <-in:
-				if !ok {
-					break gather
-				}
-				group = append(group, x)
-			default:
-				break gather
+	var retry *time.Timer // armed while outcomes wait
+	fails := 0
+	for {
+		var tick <-chan time.Time
+		if f.unrecorded.waiting() {
+			if retry == nil {
+				retry = time.NewTimer(retryDelay(fails))
 			}
+			tick = retry.C
 		}
-		cs = cs[:0]
-		for _, x := range group {
-			cs = append(cs, x.c)
+		select {
+		case first, ok := <-in:
+			if !ok {
+				if retry != nil {
+					retry.Stop()
+				}
+				f.lastTry()
+				return
+			}
+			group := gather(in, first)
+			if f.unrecorded.waiting() {
+				// Behind the others, written with them.
+				f.unrecorded.keep(group)
+				continue
+			}
+			f.record(group, f.cfg.Store.Complete(context.Background(), completions(group)))
+		case <-tick:
+			retry = nil
+			if f.retryUnrecorded() {
+				fails = 0
+			} else {
+				fails++
+			}
+		case <-f.unrecorded.kick: // the loop arms the retry
 		}
-		f.record(group, f.cfg.Store.Complete(context.Background(), cs))
 	}
 }
 
-// record tells the observer and the log what was recorded, or that it
-// could not be. A retry recorded after one of its lane's endpoints closed
-// missed that closing's release (it was not on record yet): the lane
-// releases again, so it does not wait out its backoff behind a healthy
-// endpoint.
+// gather is first and what else waits on in, up to maxCompleteGroup.
+func gather(in <-chan finishing, first finishing) []finishing {
+	group := append(make([]finishing, 0, 16), first)
+	for len(group) < maxCompleteGroup {
+		select {
+		case x, ok := <-in:
+			if !ok {
+				return group
+			}
+			group = append(group, x)
+		default:
+			return group
+		}
+	}
+	return group
+}
+
+func completions(group []finishing) []store.Completion {
+	cs := make([]store.Completion, len(group))
+	for i, x := range group {
+		cs[i] = x.c
+	}
+	return cs
+}
+
+// retryUnrecorded records the outcomes that wait, oldest first, a group at
+// a time, and reports whether every one is on record. Once none waits the
+// lanes lease again.
+func (f *Forwarder) retryUnrecorded() bool {
+	n := 0
+	for {
+		group := f.unrecorded.first(maxCompleteGroup)
+		if len(group) == 0 {
+			break
+		}
+		if err := f.cfg.Store.Complete(context.Background(), completions(group)); err != nil {
+			f.cfg.Logger.Debug("record delivery outcomes again", "waiting", f.unrecorded.len(), "err", err)
+			return false
+		}
+		f.unrecorded.drop(len(group))
+		f.recorded(group)
+		n += len(group)
+	}
+	if n > 0 {
+		f.cfg.Logger.Info("recorded delivery outcomes the store had refused; leasing again", "n", n)
+		f.roomMade()
+	}
+	return true
+}
+
+// lastTry is the completer's last retry, once Run has stopped: what it
+// cannot record is lost, and its deliveries are made again once their
+// leases are taken back (a restart), at least once.
+func (f *Forwarder) lastTry() {
+	if !f.unrecorded.waiting() || f.retryUnrecorded() {
+		return
+	}
+	n := f.unrecorded.len()
+	f.cfg.Logger.Error("delivery outcomes not recorded at shutdown: those deliveries will be made again", "n", n)
+	f.unrecorded.drop(n)
+}
+
+// paused reports whether the lanes must lease nothing and Ingest start
+// nothing: outcomes wait to be recorded (see unrecorded).
+func (f *Forwarder) paused() bool { return f.unrecorded.waiting() }
+
+// record tells the observer and the log what was recorded or, when err
+// says the store refused it, keeps it to record later.
 func (f *Forwarder) record(group []finishing, err error) {
+	if err != nil {
+		// Sent, but not on record: if this process let the lease run
+		// out, it would send them again. They wait in memory instead.
+		f.unrecorded.keep(group)
+		f.cfg.Logger.Error("record delivery outcomes; kept to retry, leasing paused",
+			"n", len(group), "waiting", f.unrecorded.len(), "first", group[0].c.ID, "err", err)
+		return
+	}
+	f.recorded(group)
+}
+
+// recorded tells the observer and the log what was recorded. A retry
+// recorded after one of its lane's endpoints closed missed that closing's
+// release (it was not on record yet): the lane releases again, so it does
+// not wait out its backoff behind a healthy endpoint.
+func (f *Forwarder) recorded(group []finishing) {
 	var again map[*lane]bool
 	for _, x := range group {
-		if err == nil && x.c.Status == store.Pending && x.l.closings() != x.closes {
+		if x.c.Status == store.Pending && x.l.closings() != x.closes {
 			if again == nil {
 				again = map[*lane]bool{}
 			}
 			again[x.l] = true
-		}
-		if err != nil {
-			// The lease runs out and the delivery is made again: at least once.
-			f.cfg.Logger.Error("record delivery", "source", x.l.source, "delivery", x.c.ID, "err", err)
-			continue
 		}
 		if f.cfg.Observer != nil {
 			f.cfg.Observer.Finished(x.l.source, x.c.ID, x.c.Status, x.retry)

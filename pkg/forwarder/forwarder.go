@@ -121,6 +121,7 @@ type Forwarder struct {
 	running context.Context
 
 	completions chan finishing // to the completer, while Run runs
+	unrecorded  *unrecorded    // outcomes the store refused (complete.go)
 }
 
 // laneEvent is a step of a lane, as told to Forwarder.trace.
@@ -190,7 +191,8 @@ func New(cfg Config) (*Forwarder, error) {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
 	cfg.Breaker = cfg.Breaker.withDefaults(cfg.Policy)
-	f := &Forwarder{cfg: cfg, lanes: map[string]*lane{}, tokens: make(tokens, cfg.MaxInFlight), workers: newWorkers(workerIdle)}
+	f := &Forwarder{cfg: cfg, lanes: map[string]*lane{}, tokens: make(tokens, cfg.MaxInFlight), workers: newWorkers(workerIdle),
+		unrecorded: newUnrecorded()}
 	f.endpoints, _ = cfg.Observer.(EndpointObserver)
 	for source, dest := range cfg.Destinations {
 		l := &lane{source: source, dest: dest, wake: make(chan struct{}, 1),
@@ -316,6 +318,9 @@ func (f *Forwarder) runLane(ctx, deliverCtx context.Context, l *lane) {
 // for and starts them. It reports whether it started any and whether it
 // got all it asked for.
 func (f *Forwarder) fill(ctx, deliverCtx context.Context, l *lane) (got, full bool) {
+	if f.paused() {
+		return false, false
+	}
 	p, probe := f.plan(l)
 	if p.slots+p.ahead == 0 {
 		return false, false
@@ -538,7 +543,7 @@ func (f *Forwarder) claim(msgs []store.Message) (*lane, context.Context, int) {
 	if f.running == nil {
 		return l, nil, 0
 	}
-	if m, _ := l.mode(f.cfg.Now()); m != modeAll {
+	if m, _ := l.mode(f.cfg.Now()); m != modeAll || f.paused() {
 		return l, nil, 0
 	}
 	return l, f.running, l.inflight.claimFresh(deliveries(msgs))
