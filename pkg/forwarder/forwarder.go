@@ -319,6 +319,9 @@ func (f *Forwarder) runLane(ctx, deliverCtx context.Context, l *lane) {
 // got all it asked for.
 func (f *Forwarder) fill(ctx, deliverCtx context.Context, l *lane) (got, full bool) {
 	if f.paused() {
+		// What it leased ahead goes back rather than wait out its lease
+		// here: sent later, once.
+		f.giveBackAhead(l)
 		return false, false
 	}
 	p, probe := f.plan(l)
