@@ -184,4 +184,3 @@ func bodyID(t *testing.T, body []byte) string {
 	rest := body[i+len(key):]
 	return string(rest[:bytes.IndexByte(rest, '"')])
 }
-
