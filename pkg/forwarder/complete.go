@@ -41,6 +41,9 @@ func (f *Forwarder) complete(l *lane, c store.Completion, retry bool, closes uin
 func (f *Forwarder) completer(in <-chan finishing) {
 	var retry *time.Timer // armed while outcomes wait
 	fails := 0
+	// Reused from group to group: keep copies what it keeps.
+	group := make([]finishing, 0, maxCompleteGroup)
+	cs := make([]store.Completion, 0, maxCompleteGroup)
 	for {
 		var tick <-chan time.Time
 		if f.unrecorded.waiting() {
@@ -58,13 +61,14 @@ func (f *Forwarder) completer(in <-chan finishing) {
 				f.lastTry()
 				return
 			}
-			group := gather(in, first)
+			group = gather(in, append(group[:0], first))
 			if f.unrecorded.waiting() {
 				// Behind the others, written with them.
 				f.unrecorded.keep(group)
 				continue
 			}
-			f.record(group, f.cfg.Store.Complete(context.Background(), completions(group)))
+			cs = completions(cs[:0], group)
+			f.record(group, f.cfg.Store.Complete(context.Background(), cs))
 		case <-tick:
 			retry = nil
 			if f.retryUnrecorded() {
@@ -77,9 +81,8 @@ func (f *Forwarder) completer(in <-chan finishing) {
 	}
 }
 
-// gather is first and what else waits on in, up to maxCompleteGroup.
-func gather(in <-chan finishing, first finishing) []finishing {
-	group := append(make([]finishing, 0, 16), first)
+// gather appends to group what else waits on in, up to maxCompleteGroup.
+func gather(in <-chan finishing, group []finishing) []finishing {
 	for len(group) < maxCompleteGroup {
 		select {
 		case x, ok := <-in:
@@ -94,10 +97,10 @@ func gather(in <-chan finishing, first finishing) []finishing {
 	return group
 }
 
-func completions(group []finishing) []store.Completion {
-	cs := make([]store.Completion, len(group))
-	for i, x := range group {
-		cs[i] = x.c
+// completions appends group's completions to cs.
+func completions(cs []store.Completion, group []finishing) []store.Completion {
+	for _, x := range group {
+		cs = append(cs, x.c)
 	}
 	return cs
 }
@@ -112,7 +115,7 @@ func (f *Forwarder) retryUnrecorded() bool {
 		if len(group) == 0 {
 			break
 		}
-		if err := f.cfg.Store.Complete(context.Background(), completions(group)); err != nil {
+		if err := f.cfg.Store.Complete(context.Background(), completions(nil, group)); err != nil {
 			f.cfg.Logger.Debug("record delivery outcomes again", "waiting", f.unrecorded.len(), "err", err)
 			return false
 		}
