@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -44,7 +45,9 @@ func TestSlowDatabaseNoDuplicates(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	var fastSent, slowSent sentCount
-	runs := []<-chan struct{}{runNode(t, ctx, fast, "fast", 2, ttl, recv.url, &fastSent), runNode(t, ctx, slow, "slow", 64, ttl, recv.url, &slowSent)}
+	slowLog := newLogCount()
+	runs := []<-chan struct{}{runNode(t, ctx, fast, "fast", 2, ttl, recv.url, &fastSent, newLogCount()),
+		runNode(t, ctx, slow, "slow", 64, ttl, recv.url, &slowSent, slowLog)}
 	start := time.Now()
 	for i := 0; i < n; i += batch {
 		msgs := make([]store.Message, batch)
@@ -63,8 +66,13 @@ func TestSlowDatabaseNoDuplicates(t *testing.T) {
 		<-done
 	}
 	dups := recv.duplicates()
-	t.Logf("%d messages delivered in %v (fast node %d requests, slow node %d); %d sent more than once (%d extra requests)",
-		n, delivered.Round(time.Millisecond), fastSent.Load(), slowSent.Load(), len(dups), recv.extra())
+	late := slowLog.count(msgTooLate)
+	t.Logf("%d messages delivered in %v (fast node %d requests, slow node %d; slow node's leases too late %d times); "+
+		"%d sent more than once (%d extra requests)",
+		n, delivered.Round(time.Millisecond), fastSent.Load(), slowSent.Load(), late, len(dups), recv.extra())
+	if late == 0 {
+		t.Errorf("the slow node's leases never came back too late: the test tests nothing")
+	}
 	if len(dups) > 0 {
 		t.Errorf("%d of %d messages sent more than once, e.g. %v", len(dups), n, dups[:min(5, len(dups))])
 	}
@@ -72,7 +80,7 @@ func TestSlowDatabaseNoDuplicates(t *testing.T) {
 
 // runNode runs a forwarder on real time over s, sending source web to
 // endpoint, until ctx ends; the channel closes when Run returned.
-func runNode(t *testing.T, ctx context.Context, s store.Store, owner string, perSource int, ttl time.Duration, endpoint string, sent *sentCount) <-chan struct{} {
+func runNode(t *testing.T, ctx context.Context, s store.Store, owner string, perSource int, ttl time.Duration, endpoint string, sent *sentCount, log *logCount) <-chan struct{} {
 	t.Helper()
 	sender, err := webhook.NewSender(webhook.Options{})
 	if err != nil {
@@ -82,7 +90,7 @@ func runNode(t *testing.T, ctx context.Context, s store.Store, owner string, per
 	f, err := New(Config{
 		Store: s, Sender: sender, Owner: owner, LeaseTTL: ttl, PerSource: perSource, Poll: 20 * time.Millisecond, Grace: 5 * time.Second,
 		Destinations: map[string]*webhook.Destination{"web": {SharedSecret: secret, Endpoints: []webhook.Endpoint{{URL: endpoint}}}},
-		Policy:       webhook.Policy{Jitter: -1}, Observer: sent,
+		Policy:       webhook.Policy{Jitter: -1}, Observer: sent, Logger: slog.New(log),
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -219,4 +227,94 @@ func (c *idCount) extra() int {
 		n += k - 1
 	}
 	return n
+}
+
+// The messages counted.
+const (
+	msgTooLate = "leases came back too late to use; left to lapse"
+	msgLapse   = "lease ends before the delivery could; left to lapse"
+)
+
+// logCount is a slog.Handler that counts the records of each message, and
+// passes each message on to seen while it has room.
+type logCount struct {
+	mu   sync.Mutex
+	n    map[string]int
+	seen chan string
+}
+
+func newLogCount() *logCount { return &logCount{n: map[string]int{}, seen: make(chan string, 64)} }
+
+func (l *logCount) Enabled(context.Context, slog.Level) bool { return true }
+func (l *logCount) WithAttrs([]slog.Attr) slog.Handler       { return l }
+func (l *logCount) WithGroup(string) slog.Handler            { return l }
+
+func (l *logCount) Handle(_ context.Context, r slog.Record) error {
+	l.mu.Lock()
+	l.n[r.Message]++
+	l.mu.Unlock()
+	select {
+	case l.seen <- r.Message:
+	default:
+	}
+	return nil
+}
+
+func (l *logCount) count(msg string) int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.n[msg]
+}
+
+// waitFor waits for msg to be logged, within waitLimit.
+func (l *logCount) waitFor(t *testing.T, msg string) {
+	t.Helper()
+	limit := time.After(waitLimit)
+	for l.count(msg) == 0 {
+		select {
+		case <-l.seen:
+		case <-limit:
+			t.Fatalf("%v passed waiting for the log line %q", waitLimit, msg)
+		}
+	}
+}
+
+// A lease that comes back when its end, less the longest delivery, has
+// passed on the node's clock is not used: its delivery is not made, the
+// lease lapses, and the lease taken after its end makes the delivery once.
+func TestLeaseBackTooLateIsNotUsed(t *testing.T) {
+	t.Parallel()
+	c := newClock()
+	s := openStore(t, c)
+	h := newHook(t)
+	ingest(t, s, msg("web", "m1"))
+	const ttl = time.Minute // the margin: half of it (the request timeout is an hour)
+	var once sync.Once
+	slowLease := func(f *Forwarder) {
+		next := f.trace
+		f.trace = func(source string, ev laneEvent, leased int) {
+			if ev == laneLeased && leased > 0 {
+				// The first Lease took half its TTL: no delivery may start.
+				once.Do(func() { c.Set(t0.Add(ttl / 2)) })
+			}
+			next(source, ev, leased)
+		}
+	}
+	log := newLogCount()
+	r := start(t, c, Config{Store: s, LeaseTTL: ttl, Logger: slog.New(log),
+		Destinations: map[string]*webhook.Destination{"web": dest(h)}}, slowLease)
+
+	log.waitFor(t, msgLapse)
+	if n := h.count(); n != 0 {
+		t.Fatalf("the endpoint got %d requests under a lease too short to make them", n)
+	}
+	if got := r.settle(t, "web"); got != 0 {
+		t.Fatalf("leased %d deliveries again under the lapsing lease", got)
+	}
+	c.Set(t0.Add(ttl + time.Millisecond)) // past the lease's end
+	r.Notify("web")
+	waitFor(t, "delivered", func() bool { return only(t, s).Status == store.Delivered })
+	if n := h.count(); n != 1 {
+		t.Errorf("the endpoint got %d requests, want 1", n)
+	}
 }
