@@ -35,7 +35,7 @@ func testIngestLeased(t *testing.T, s store.Store) {
 	if diff := cmp.Diff([]string{"known", "c"}, ids(lease(t, s, "n2", "web", 10, t0.Add(time.Second)))); diff != "" {
 		t.Errorf("lease beside the leased mismatch (-want +got):\n%s", diff)
 	}
-	if got := lease(t, s, "n3", "web", 10, until.Add(-time.Millisecond)); len(got) != 0 {
+	if got := lease(t, s, "n3", "web", 10, until.Add(-tripSlack)); len(got) != 0 {
 		t.Errorf("leased before the lease's end: %v", ids(got))
 	}
 	if diff := cmp.Diff([]string{"a", "b"}, ids(lease(t, s, "n3", "web", 10, until.Add(tripSlack)))); diff != "" {
