@@ -53,8 +53,15 @@ func TestSlowLeaseLastsFromDatabaseClock(t *testing.T) {
 	proxy.SetDelay(delay)
 
 	sent := time.Now()
-	got := make(chan []store.Delivery, 1)
-	go func() { got <- leaseAt(slow, "slow", sent) }()
+	type leased struct {
+		ds  []store.Delivery
+		err error
+	}
+	got := make(chan leased, 1)
+	go func() {
+		ds, err := slow.Lease(ctx, store.LeaseRequest{Owner: "slow", Source: "web", Limit: 1, Now: sent, TTL: ttl})
+		got <- leased{ds, err}
+	}()
 	waitOwner(t, fast, "slow", sent.Add(delay+ttl))
 	// Past the lease's end on the slow node's clock, before its end on
 	// the server's (delay+ttl after sent at the soonest).
@@ -65,7 +72,11 @@ func TestSlowLeaseLastsFromDatabaseClock(t *testing.T) {
 	if late := time.Since(sent); late >= delay+ttl {
 		t.Fatalf("the check came %v after the slow Lease was sent: too late to tell", late)
 	}
-	ds := <-got
+	r := <-got
+	if r.err != nil {
+		t.Fatalf("Lease slow: %v", r.err)
+	}
+	ds := r.ds
 	t.Logf("the slow Lease took %v; its lease held past its TTL on the node's clock", time.Since(sent).Round(time.Millisecond))
 	if len(ds) != 1 || !ds[0].LeaseEnd.Equal(sent.Add(ttl)) {
 		t.Fatalf("slow Lease = %+v, want one delivery with LeaseEnd %v (its Now+TTL)", ds, sent.Add(ttl))
