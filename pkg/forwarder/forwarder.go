@@ -214,6 +214,7 @@ func New(cfg Config) (*Forwarder, error) {
 			}
 		}
 		f.lanes[source] = l
+		f.warnShortLease(l)
 	}
 	return f, nil
 }
@@ -407,10 +408,26 @@ func (f *Forwarder) lease(ctx context.Context, l *lane, limit int) []store.Deliv
 // request timeout, so that its last request ends while the lease holds
 // and no other node has it (DefaultLeaseTTL outlasts that at five
 // endpoints). A lease shorter than twice that keeps its second half for
-// the deliveries started in the first.
+// the deliveries started in the first (see warnShortLease).
 func (f *Forwarder) leaseMargin(l *lane) time.Duration {
-	longest := time.Duration(len(l.dest.Endpoints)) * f.cfg.Sender.Timeout()
-	return min(longest, f.cfg.LeaseTTL/2)
+	return min(f.longestDelivery(l), f.cfg.LeaseTTL/2)
+}
+
+// longestDelivery is how long a delivery of l may take: every endpoint
+// its whole request timeout.
+func (f *Forwarder) longestDelivery(l *lane) time.Duration {
+	return time.Duration(len(l.dest.Endpoints)) * f.cfg.Sender.Timeout()
+}
+
+// warnShortLease says so when l's leases are too short for leaseMargin to
+// cover its longest delivery: a receiver that takes nearly the whole
+// timeout may still be answering when the lease ends and another node
+// takes the delivery.
+func (f *Forwarder) warnShortLease(l *lane) {
+	if longest := f.longestDelivery(l); f.leaseMargin(l) < longest {
+		f.cfg.Logger.Warn("lease TTL shorter than twice the longest delivery; a slow receiver may get a delivery twice",
+			"source", l.source, "lease_ttl", f.cfg.LeaseTTL, "longest_delivery", longest)
+	}
 }
 
 // startable reports whether d's delivery may start now: its lease ends
