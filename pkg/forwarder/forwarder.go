@@ -216,6 +216,7 @@ func New(cfg Config) (*Forwarder, error) {
 			}
 		}
 		f.lanes[source] = l
+		f.warnShortLease(l)
 	}
 	return f, nil
 }
@@ -395,14 +396,76 @@ func (f *Forwarder) admitProbe(l *lane, probe *breaker, tokens int) bool {
 
 // lease leases up to limit due deliveries of l's source.
 func (f *Forwarder) lease(ctx context.Context, l *lane, limit int) []store.Delivery {
+	// The lease is this node's from sent, read just before the call, to
+	// sent+LeaseTTL (each delivery's LeaseEnd): the store keeps it at least
+	// that long however slow the call (store.LeaseRequest).
+	sent := f.cfg.Now()
 	leased, err := f.cfg.Store.Lease(ctx, store.LeaseRequest{
-		Owner: f.cfg.Owner, Source: l.source, Limit: limit, Now: f.cfg.Now(), TTL: f.cfg.LeaseTTL,
+		Owner: f.cfg.Owner, Source: l.source, Limit: limit, Now: sent, TTL: f.cfg.LeaseTTL,
 	})
 	if err != nil && ctx.Err() == nil {
 		f.cfg.Logger.Error("lease deliveries", "source", l.source, "err", err)
 	}
+	f.tooLate(l, sent, leased)
 	f.tell(l, laneLeased, len(leased))
 	return leased
+}
+
+// leaseMargin is how long before its lease ends a delivery of l may no
+// longer start: the longest delivery, each endpoint taking the whole
+// request timeout, so that its last request ends while the lease holds
+// and no other node has it (DefaultLeaseTTL outlasts that at five
+// endpoints). A lease shorter than twice that keeps its second half for
+// the deliveries started in the first (see warnShortLease).
+func (f *Forwarder) leaseMargin(l *lane) time.Duration {
+	return min(f.longestDelivery(l), f.cfg.LeaseTTL/2)
+}
+
+// longestDelivery is how long a delivery of l may take: every endpoint
+// its whole request timeout.
+func (f *Forwarder) longestDelivery(l *lane) time.Duration {
+	return time.Duration(len(l.dest.Endpoints)) * f.cfg.Sender.Timeout()
+}
+
+// warnShortLease says so when l's leases are too short for leaseMargin to
+// cover its longest delivery: a receiver that takes nearly the whole
+// timeout may still be answering when the lease ends and another node
+// takes the delivery.
+func (f *Forwarder) warnShortLease(l *lane) {
+	if longest := f.longestDelivery(l); f.leaseMargin(l) < longest {
+		f.cfg.Logger.Warn("lease TTL shorter than twice the longest delivery; a slow receiver may get a delivery twice",
+			"source", l.source, "lease_ttl", f.cfg.LeaseTTL, "longest_delivery", longest)
+	}
+}
+
+// startable reports whether d's delivery may start now: its lease ends
+// (LeaseEnd, on this node's clock) no sooner than l's longest delivery.
+// A store that does not say when (a zero LeaseEnd) is trusted.
+func (f *Forwarder) startable(l *lane, d store.Delivery) bool {
+	return d.LeaseEnd.IsZero() || f.cfg.Now().Before(d.LeaseEnd.Add(-f.leaseMargin(l)))
+}
+
+// tooLate warns when a Lease sent at sent returned deliveries none of
+// which may start any more: the store's round trip outlasts the lease,
+// and this node delivers nothing it leases. They are left to lapse, and
+// another node (or this one's next lease) makes them.
+func (f *Forwarder) tooLate(l *lane, sent time.Time, leased []store.Delivery) {
+	if len(leased) == 0 || f.startable(l, leased[0]) {
+		return
+	}
+	f.cfg.Logger.Warn("leases came back too late to use; left to lapse", "source", l.source, "n", len(leased),
+		"round_trip", f.cfg.Now().Sub(sent), "lease_ttl", f.cfg.LeaseTTL, "margin", f.leaseMargin(l))
+}
+
+// letLapse leaves d, whose lease ends too soon for its delivery to start,
+// to its lease's end: it is due again then, for any node. A probe it was
+// admitted for is given back.
+func (f *Forwarder) letLapse(l *lane, d store.Delivery, probe *breaker) {
+	f.cfg.Logger.Debug("lease ends before the delivery could; left to lapse", "source", l.source, "delivery", d.ID,
+		"lease_end", d.LeaseEnd)
+	if probe != nil && probe.unused(f.cfg.Now()) {
+		f.transition(l, probe)
+	}
 }
 
 // noProbeDue handles a probe's Lease that found nothing due to make the
@@ -491,8 +554,10 @@ func (f *Forwarder) endFresh(l *lane, n int) {
 // MaxInFlight. The collector calls it with one source's messages.
 func (f *Forwarder) Ingest(ctx context.Context, msgs []store.Message) error {
 	l, deliverCtx, n := f.claim(msgs)
+	// As lease's: this node's clock just before the call, plus the TTL.
+	sent := f.cfg.Now()
 	ds, err := f.cfg.Store.IngestLeased(ctx, msgs, store.IngestLease{
-		Owner: f.cfg.Owner, Until: f.cfg.Now().Add(f.cfg.LeaseTTL), Limit: n,
+		Owner: f.cfg.Owner, Until: sent.Add(f.cfg.LeaseTTL), Limit: n,
 	})
 	if err != nil {
 		if l != nil {
@@ -511,6 +576,7 @@ func (f *Forwarder) Ingest(ctx context.Context, msgs []store.Message) error {
 		ds = ds[:n]
 	}
 	f.endFresh(l, n-len(ds))
+	f.tooLate(l, sent, ds)
 	for _, d := range ds {
 		f.workers.run(func() {
 			f.deliver(deliverCtx, l, d, nil)
@@ -564,6 +630,10 @@ func deliveries(msgs []store.Message) int {
 // deliver makes one delivery attempt of d and records its outcome. probe,
 // when set, is the endpoint the lane admitted d to probe.
 func (f *Forwarder) deliver(ctx context.Context, l *lane, d store.Delivery, probe *breaker) {
+	if !f.startable(l, d) {
+		f.letLapse(l, d, probe)
+		return
+	}
 	c := store.Completion{ID: d.ID, Owner: f.cfg.Owner, Attempts: d.Attempts + 1, FirstAttempt: d.FirstAttempt}
 	if c.FirstAttempt.IsZero() {
 		c.FirstAttempt = f.cfg.Now()

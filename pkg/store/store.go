@@ -103,6 +103,12 @@ type Delivery struct {
 	// NextAttempt, LastError, Body and Form.
 	Body []byte
 	Form Form
+	// LeaseEnd is set by Lease and IngestLeased, and only by them: the
+	// end of the lease on the caller's clock, r.Now+r.TTL (lease.Until).
+	// The store keeps the lease at least that long, measured from when
+	// the caller read its clock, however slow the call; its holder starts
+	// no attempt it cannot finish by then (pkg/forwarder).
+	LeaseEnd time.Time
 }
 
 // Attempt is one POST to one URL, as recorded.
@@ -135,15 +141,28 @@ type Completion struct {
 
 // LeaseRequest asks for up to Limit due deliveries of one source. Leases
 // are per source so that each source's deliveries move at their own pace.
+//
+// Now is the caller's clock, read just before the call: what is due is
+// judged by it on every engine. TTL is how long the lease lasts unless
+// completed, and whose clock measures it is the engine's. SQLite's, whose
+// file one process uses, is that process's: the lease ends at Now+TTL.
+// PostgreSQL's is the database's, shared by every node: the lease ends
+// TTL after the statement runs by the server's clock, so a slow round
+// trip makes it last longer in the database than on the caller's clock,
+// never shorter, and another node does not take it while its holder may
+// still use it (until Now+TTL, Delivery.LeaseEnd).
 type LeaseRequest struct {
 	Owner  string
 	Source string
 	Limit  int
 	Now    time.Time
-	TTL    time.Duration // the lease lasts until Now+TTL unless completed
+	TTL    time.Duration
 }
 
-// IngestLease says which deliveries IngestLeased leases and to whom.
+// IngestLease says which deliveries IngestLeased leases and to whom. Until
+// is the lease's end on the caller's clock; on PostgreSQL the database
+// keeps it for as long from when the statement runs by its own clock (see
+// LeaseRequest).
 type IngestLease struct {
 	Owner string
 	Until time.Time
@@ -194,8 +213,9 @@ type Store interface {
 	IngestLeased(ctx context.Context, msgs []Message, lease IngestLease) ([]Delivery, error)
 	// Lease takes up to r.Limit pending deliveries of r.Source that are
 	// due and not leased (or whose lease expired), oldest due first, and
-	// leases them to r.Owner until r.Now+r.TTL: should its holder never
-	// complete it, it is due again then (and Reclaim frees it at once).
+	// leases them to r.Owner for r.TTL (see LeaseRequest for whose clock):
+	// should its holder never complete it, it is due again then (and
+	// Reclaim frees it at once).
 	// How a lease is kept is the engine's: in memory on SQLite, whose file
 	// one process uses; in the row on PostgreSQL (its owner and end).
 	Lease(ctx context.Context, r LeaseRequest) ([]Delivery, error)

@@ -39,9 +39,12 @@ func (s *Store) Endpoints(ctx context.Context) ([]store.EndpointState, error) {
 }
 
 // releaseSQL makes one step of deliveries due; rows another node holds
-// locked (completing them) are skipped: their completion decides.
+// locked (completing them) are skipped: their completion decides, and so
+// are leased ones, whose lease is the database's clock's (leaseSQL), $5
+// after it.
 const releaseSQL = `UPDATE deliveries SET next_attempt_at = $1, updated_at = $1 WHERE id IN (
-	SELECT id FROM deliveries WHERE source = $2 AND status = 'pending' AND next_attempt_at > $1 AND lease_expires_at < $1
+	SELECT id FROM deliveries WHERE source = $2 AND status = 'pending' AND next_attempt_at > $1
+		AND lease_expires_at < ` + clockSQL + ` + $5
 		AND EXISTS (SELECT 1 FROM unnest($3::text[]) AS p WHERE starts_with(last_error, p))
 	LIMIT $4 FOR UPDATE SKIP LOCKED)`
 
@@ -61,7 +64,7 @@ func (s *Store) Release(ctx context.Context, source string, prefixes []string, n
 	for {
 		var n int64
 		err := retryTransient(func() error {
-			tag, err := s.pool.Exec(ctx, releaseSQL, at, source, prefixes, store.ReleaseStep)
+			tag, err := s.pool.Exec(ctx, releaseSQL, at, source, prefixes, store.ReleaseStep, s.leaseClock(now))
 			n = tag.RowsAffected()
 			return err
 		})

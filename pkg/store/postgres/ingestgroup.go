@@ -111,7 +111,7 @@ func (s *Store) ingestGroup(group []*ingestReq) {
 func (s *Store) ingestOne(ctx context.Context, in *ingest) ([]store.Delivery, error) {
 	var leased []store.Delivery
 	err := retryTransient(func() error {
-		rows, err := s.pool.Query(ctx, ingestSQL, in.args()...)
+		rows, err := s.pool.Query(ctx, ingestSQL, in.args(s.leaseClock(in.lease.Until))...)
 		if err != nil {
 			return err
 		}
@@ -127,7 +127,7 @@ func (s *Store) ingestOne(ctx context.Context, in *ingest) ([]store.Delivery, er
 func (s *Store) ingestBatch(ctx context.Context, group []*ingestReq) ([][]store.Delivery, error) {
 	b := &pgx.Batch{}
 	for _, r := range group {
-		b.Queue(ingestSQL, r.in.args()...)
+		b.Queue(ingestSQL, r.in.args(s.leaseClock(r.in.lease.Until))...)
 	}
 	br := s.pool.SendBatch(ctx, b)
 	out := make([][]store.Delivery, len(group))

@@ -30,9 +30,14 @@ import (
 // The picked rows are joined by primary key: leaseSettings leave the
 // server's generic plan no other way (without them, not knowing $3, it
 // hashed the whole deliveries table).
-const leaseSQL = `UPDATE deliveries d SET lease_owner = $4, lease_expires_at = $5
+//
+// What is due, $2, is the node's clock; whether a lease ran out, and when
+// the new one does ($8 and $5 after the database's clock, see leaseClock),
+// the database's.
+const leaseSQL = `UPDATE deliveries d SET lease_owner = $4, lease_expires_at = ` + clockSQL + ` + $5
 FROM (SELECT id FROM deliveries
-	WHERE status = 'pending' AND source = $1 AND next_attempt_at <= $2 AND (next_attempt_at, id) > ($6, $7) AND lease_expires_at < $2
+	WHERE status = 'pending' AND source = $1 AND next_attempt_at <= $2 AND (next_attempt_at, id) > ($6, $7)
+		AND lease_expires_at < ` + clockSQL + ` + $8
 	ORDER BY next_attempt_at, id LIMIT $3
 	FOR UPDATE SKIP LOCKED) p, messages m
 WHERE d.id = p.id AND m.id = d.message
@@ -48,13 +53,13 @@ func (s *Store) Lease(ctx context.Context, r store.LeaseRequest) ([]store.Delive
 		return nil, err
 	}
 	defer leave()
-	now, until := store.Millis(r.Now), store.Millis(r.Now.Add(r.TTL))
+	now := store.Millis(r.Now)
 	var out, got []store.Delivery
 	floor, ok := s.floors.Get(r.Source, now)
 	head := !ok // this step reads the due index from its head
 	for {
 		err = retryTransient(func() error {
-			got, err = s.lease(ctx, r.Source, r.Owner, r.Limit-len(out), now, until, floor, head)
+			got, err = s.lease(ctx, r, r.Limit-len(out), floor, head)
 			return err
 		})
 		if err != nil {
@@ -89,7 +94,33 @@ func (s *Store) Lease(ctx context.Context, r store.LeaseRequest) ([]store.Delive
 	}
 	// RETURNING has no order: callers get them in id order.
 	slices.SortFunc(out, func(a, b store.Delivery) int { return cmp.Compare(a.ID, b.ID) })
+	for i := range out {
+		out[i].LeaseEnd = r.Now.Add(r.TTL)
+	}
 	return out, nil
+}
+
+// clockSQL is the database's clock in stored milliseconds, read once per
+// statement (a scalar subquery is run once) when the statement runs:
+// clock_timestamp(), not now(), which is the transaction's start. A lease
+// then lasts from as late as the server can tell, the nearest to the
+// commit that shows it to the other nodes; an ingest group's transaction
+// may have started long before the statement that leases. Every lease's
+// end is written and judged by this one clock, the same for every node,
+// so neither a node's round trip nor its clock's error moves it.
+const clockSQL = `(SELECT (extract(epoch FROM clock_timestamp()) * 1000)::bigint)`
+
+// leaseClock is what the caller's time t adds to the database's clock
+// (clockSQL), in milliseconds: how far t is from the store's clock
+// (Options.Now) now, just before the statement leaves. In production t is
+// that clock read a moment earlier, so it takes off the moment: a lease
+// made for TTL from t lasts in the database TTL from when the statement
+// runs, less the time the caller took to send it, and so outlasts the
+// caller's t+TTL by the trip to the server. A test's fixed times (the
+// conformance suite's) move the database's clock with them, in step with
+// the store's clock.
+func (s *Store) leaseClock(t time.Time) int64 {
+	return t.Sub(s.opts.Now()).Milliseconds()
 }
 
 // leaseSettings are leaseSQL's settings, local to its transaction.
@@ -114,16 +145,17 @@ const leaseSettings = `SELECT set_config('enable_sort', 'off', true), set_config
 	set_config('enable_hashjoin', 'off', true), set_config('enable_mergejoin', 'off', true),
 	set_config('plan_cache_mode', 'force_generic_plan', true), set_config('synchronous_commit', 'off', true)`
 
-// lease runs leaseSQL under leaseSettings, in one round trip: the batch's
-// statements are one implicit transaction. It reads after floor, or from
-// the head, and returns the leased deliveries.
-func (s *Store) lease(ctx context.Context, source, owner string, limit int, now, until int64, floor leasefloor.Floor, head bool) ([]store.Delivery, error) {
+// lease runs leaseSQL for r, up to limit, under leaseSettings, in one
+// round trip: the batch's statements are one implicit transaction. It
+// reads after floor, or from the head, and returns the leased deliveries.
+func (s *Store) lease(ctx context.Context, r store.LeaseRequest, limit int, floor leasefloor.Floor, head bool) ([]store.Delivery, error) {
 	b := &pgx.Batch{}
 	b.Queue(leaseSettings)
 	if head {
 		floor = leasefloor.Floor{Due: math.MinInt64, ID: math.MinInt64}
 	}
-	b.Queue(leaseSQL, source, now, limit, owner, until, floor.Due, floor.ID)
+	shift := s.leaseClock(r.Now)
+	b.Queue(leaseSQL, r.Source, store.Millis(r.Now), limit, r.Owner, shift+r.TTL.Milliseconds(), floor.Due, floor.ID, shift)
 	br := s.pool.SendBatch(ctx, b)
 	out, err := func() ([]store.Delivery, error) {
 		if _, err := br.Exec(); err != nil {
@@ -133,7 +165,7 @@ func (s *Store) lease(ctx context.Context, source, owner string, limit int, now,
 		if err != nil {
 			return nil, err
 		}
-		return collect(rows, rowscan.Leased(source))
+		return collect(rows, rowscan.Leased(r.Source))
 	}()
 	if cerr := br.Close(); err == nil {
 		err = cerr
@@ -271,7 +303,7 @@ func (s *Store) Reclaim(ctx context.Context, now time.Time) (int, error) {
 	defer leave()
 	defer s.floors.Reset()
 	tag, err := s.pool.Exec(ctx, `UPDATE deliveries SET lease_owner = NULL, lease_expires_at = 0
-		WHERE lease_owner IS NOT NULL AND lease_expires_at < $1`, store.Millis(now))
+		WHERE lease_owner IS NOT NULL AND lease_expires_at < `+clockSQL+` + $1`, s.leaseClock(now))
 	return int(tag.RowsAffected()), err
 }
 
@@ -287,14 +319,16 @@ func (s *Store) Retry(ctx context.Context, ids []int64, f store.Filter, now time
 	at := store.Millis(now)
 	const set = `UPDATE deliveries SET status = 'pending', attempts = 0, first_attempt_at = 0, next_attempt_at = $1,
 		last_error = '', updated_at = $1 WHERE id IN (SELECT d.id FROM deliveries d`
-	const keep = ` AND d.status NOT IN ('delivered', 'cancelled') AND NOT (d.status = 'pending' AND d.lease_expires_at >= $1))`
+	// A live lease is the database's clock's (leaseSQL), $2 after it.
+	const keep = ` AND d.status NOT IN ('delivered', 'cancelled') AND NOT (d.status = 'pending' AND d.lease_expires_at >= ` +
+		clockSQL + ` + $2))`
 	var clause string
-	args := []any{at}
+	args := []any{at, s.leaseClock(now)}
 	if len(ids) > 0 {
-		clause, args = ` WHERE d.id = ANY($2)`, append(args, ids)
+		clause, args = ` WHERE d.id = ANY($3)`, append(args, ids)
 	} else {
 		var more []any
-		clause, more = sharedsql.Where(f, sharedsql.Numbered(2))
+		clause, more = sharedsql.Where(f, sharedsql.Numbered(3))
 		args = append(args, more...)
 	}
 	var n int64

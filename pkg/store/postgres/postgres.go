@@ -201,7 +201,8 @@ func retryTransient(fn func() error) error {
 // round trip and one commit per request. Messages already stored are not
 // returned by the INSERT and so get no deliveries. The first $12 new
 // deliveries, in the request's order (d.ord), are created leased to $13
-// until $14 (IngestLeased), and the statement returns those.
+// until $14 after the database's clock (IngestLeased; see leaseSQL), and
+// the statement returns those.
 const ingestSQL = `WITH m AS (
 	INSERT INTO messages (source, message_id, type, user_id, received_at, body, body_form)
 	SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::bigint[], $6::bytea[], $11::smallint[])
@@ -212,7 +213,7 @@ l AS (
 		lease_owner, lease_expires_at)
 	SELECT m.id, m.source, d.destination, 'pending', m.received_at, $10, $10,
 		CASE WHEN row_number() OVER w <= $12 THEN $13::text END,
-		CASE WHEN row_number() OVER w <= $12 THEN $14::bigint ELSE 0 END
+		CASE WHEN row_number() OVER w <= $12 THEN ` + clockSQL + ` + $14::bigint ELSE 0 END
 	FROM m JOIN unnest($7::text[], $8::text[], $9::text[]) WITH ORDINALITY AS d (source, message_id, destination, ord)
 		ON d.source = m.source AND d.message_id = m.message_id
 	WINDOW w AS (ORDER BY d.ord)
@@ -308,15 +309,16 @@ func newIngest(msgs []store.Message, now int64, lease store.IngestLease) *ingest
 	return in
 }
 
-// args are ingestSQL's parameters.
-func (in *ingest) args() []any {
+// args are ingestSQL's parameters; until is the lease's end after the
+// database's clock (Store.leaseClock of lease.Until, just before sending).
+func (in *ingest) args(until int64) []any {
 	limit := int64(max(in.lease.Limit, 0))
 	var owner *string
 	if limit > 0 {
 		owner = &in.lease.Owner
 	}
 	return []any{in.src, in.mid, in.typ, in.uid, in.recv, in.body, in.dSrc, in.dMid, in.dDest, in.now, in.form,
-		limit, owner, store.Millis(in.lease.Until)}
+		limit, owner, until}
 }
 
 // read turns the leased rows ingestSQL returns into deliveries as Lease
@@ -333,7 +335,7 @@ func (in *ingest) read(rows pgx.Rows) ([]store.Delivery, error) {
 		d.Type, d.UserID, d.Status = m.Type, m.UserID, store.Pending
 		d.NextAttempt = store.FromMillis(store.Millis(m.ReceivedAt))
 		d.CreatedAt, d.UpdatedAt = store.FromMillis(in.now), store.FromMillis(in.now)
-		d.Body, d.Form = m.Body, m.Form
+		d.Body, d.Form, d.LeaseEnd = m.Body, m.Form, in.lease.Until
 		out = append(out, d)
 	}
 	rows.Close()
@@ -352,7 +354,7 @@ type execer interface {
 
 // ingestExec stores msgs (see IngestLeased, leasing none) through q.
 func ingestExec(ctx context.Context, q execer, msgs []store.Message, now int64) error {
-	_, err := q.Exec(ctx, ingestSQL, newIngest(msgs, now, store.IngestLease{}).args()...)
+	_, err := q.Exec(ctx, ingestSQL, newIngest(msgs, now, store.IngestLease{}).args(0)...)
 	return err
 }
 

@@ -28,8 +28,9 @@ func (s *Store) IngestLeased(ctx context.Context, msgs []store.Message, lease st
 			return err
 		}
 		until := store.Millis(lease.Until)
-		for _, d := range leased {
+		for i, d := range leased {
 			s.leases.take(d.ID, leaseOf{source: d.Source, owner: lease.Owner, until: until})
+			leased[i].LeaseEnd = lease.Until
 		}
 		return nil
 	})

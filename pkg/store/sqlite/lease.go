@@ -42,8 +42,11 @@ func (s *Store) Lease(ctx context.Context, r store.LeaseRequest) ([]store.Delive
 			return err
 		}
 		s.leases.setFloor(r.Source, fl, now, head)
-		for _, d := range out {
+		for i, d := range out {
+			// One process, one clock: the lease is r.Now's (see
+			// store.LeaseRequest), here and for its holder.
 			s.leases.take(d.ID, leaseOf{source: r.Source, owner: r.Owner, until: until})
+			out[i].LeaseEnd = r.Now.Add(r.TTL)
 		}
 		return nil
 	})

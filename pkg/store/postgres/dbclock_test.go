@@ -1,0 +1,126 @@
+package postgres
+
+import (
+	"context"
+	"net/url"
+	"testing"
+	"time"
+
+	"github.com/evfwd/evfwd/internal/faultproxy"
+	"github.com/evfwd/evfwd/pkg/store"
+	"github.com/evfwd/evfwd/pkg/store/postgres/pgtest"
+	"github.com/evfwd/evfwd/pkg/store/storetest"
+)
+
+// TestSlowLeaseLastsFromDatabaseClock: a node whose statement takes longer
+// to reach the server than its lease lasts (2 s each way, a lease of
+// 1.5 s) still gets a lease that holds
+// once it is there. The lease runs from the database's clock when the
+// statement runs; had it run from the node's clock before it left, it
+// would have ended before it was even written, and another node would
+// take the delivery while the first one sends it.
+//
+// The test waits on real time: the clock under test is the server's.
+func TestSlowLeaseLastsFromDatabaseClock(t *testing.T) {
+	t.Parallel()
+	const delay, ttl = 2 * time.Second, 1500 * time.Millisecond
+	ctx := context.Background()
+	base := pgtest.URL(t)
+	u, err := url.Parse(base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	proxy := faultproxy.New(t, u.Host)
+	u.Host = proxy.Addr()
+	q := u.Query()
+	q.Set("pool_max_conns", "1") // the connection the warm-up prepares is the Lease's
+	u.RawQuery = q.Encode()
+	fast, slow := openT(t, base), openT(t, u.String())
+	if err := fast.Ingest(ctx, []store.Message{storetest.Msg("web", "a", 0, true)}); err != nil {
+		t.Fatal(err)
+	}
+	leaseAt := func(s *Store, owner string, now time.Time) []store.Delivery {
+		ds, err := s.Lease(ctx, store.LeaseRequest{Owner: owner, Source: "web", Limit: 1, Now: now, TTL: ttl})
+		if err != nil {
+			t.Fatalf("Lease %s: %v", owner, err)
+		}
+		return ds
+	}
+	// Nothing of source none: the statements are prepared, and the Lease
+	// below is one write each way through the proxy.
+	if _, err := slow.Lease(ctx, store.LeaseRequest{Owner: "slow", Source: "none", Limit: 1, Now: time.Now(), TTL: ttl}); err != nil {
+		t.Fatal(err)
+	}
+	proxy.SetDelay(delay)
+
+	sent := time.Now()
+	type leased struct {
+		ds  []store.Delivery
+		err error
+	}
+	got := make(chan leased, 1)
+	go func() {
+		ds, err := slow.Lease(ctx, store.LeaseRequest{Owner: "slow", Source: "web", Limit: 1, Now: sent, TTL: ttl})
+		got <- leased{ds, err}
+	}()
+	waitOwner(t, fast, "slow", sent.Add(delay+ttl))
+	// Past the lease's end on the slow node's clock, before its end on
+	// the server's (delay+ttl after sent at the soonest).
+	time.Sleep(time.Until(sent.Add(ttl + 100*time.Millisecond)))
+	taken := len(leaseAt(fast, "fast", time.Now())) != 0
+	// The statement ran no sooner than delay after sent, so the lease
+	// held until delay+ttl after it at least: a check that ended before
+	// then ran while it held.
+	if late := time.Since(sent); late >= delay+ttl {
+		t.Fatalf("the check ended %v after the slow Lease was sent, past %v: too late to tell (a loaded machine?)", late, delay+ttl)
+	}
+	if taken {
+		t.Fatalf("another node leased the delivery %v after the slow lease was sent, while it held", time.Since(sent))
+	}
+	r := <-got
+	if r.err != nil {
+		t.Fatalf("Lease slow: %v", r.err)
+	}
+	ds := r.ds
+	t.Logf("the slow Lease took %v; its lease held past its TTL on the node's clock", time.Since(sent).Round(time.Millisecond))
+	if len(ds) != 1 || !ds[0].LeaseEnd.Equal(sent.Add(ttl)) {
+		t.Fatalf("slow Lease = %+v, want one delivery with LeaseEnd %v (its Now+TTL)", ds, sent.Add(ttl))
+	}
+	// And it ends: TTL after the statement ran, the other node takes it.
+	deadline := time.Now().Add(10 * time.Second)
+	for len(leaseAt(fast, "fast", time.Now())) == 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("the slow lease still held %v after it was sent", time.Since(sent))
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func openT(t *testing.T, url string) *Store {
+	t.Helper()
+	s, err := Open(context.Background(), url, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+// waitOwner waits until the delivery's lease is owner's, as s reads it,
+// failing the test at deadline.
+func waitOwner(t *testing.T, s *Store, owner string, deadline time.Time) {
+	t.Helper()
+	for {
+		var got *string
+		if err := s.pool.QueryRow(context.Background(), `SELECT lease_owner FROM deliveries`).Scan(&got); err != nil {
+			t.Fatal(err)
+		}
+		if got != nil && *got == owner {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the delivery was not leased to %s by %v", owner, deadline)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
