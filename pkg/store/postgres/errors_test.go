@@ -4,6 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"net"
+	"os"
+	"syscall"
 	"testing"
 	"time"
 
@@ -30,6 +34,43 @@ func TestClassify(t *testing.T) {
 		{"busy", store.ErrBusy, false},
 		{"context", context.DeadlineExceeded, false},
 	})
+}
+
+// TestClassifyUnavailable: a server going away or not reached is
+// store.ErrUnavailable, the driver's error kept inside; an error the server
+// answered about the statement, or its capacity, is not.
+func TestClassifyUnavailable(t *testing.T) {
+	pg := func(code string) *pgconn.PgError {
+		return &pgconn.PgError{Severity: "FATAL", Code: code, Message: "code " + code}
+	}
+	refused := &net.OpError{Op: "dial", Net: "tcp", Err: os.NewSyscallError("connect", syscall.ECONNREFUSED)}
+	reset := &net.OpError{Op: "read", Net: "tcp", Err: os.NewSyscallError("read", syscall.ECONNRESET)}
+	for _, tt := range []struct {
+		name        string
+		err         error
+		unavailable bool
+	}{
+		{"admin_shutdown", pg("57P01"), true},
+		{"crash_shutdown", pg("57P02"), true},
+		{"cannot_connect_now", fmt.Errorf("failed to connect to `user=evfwd database=evfwd`: %w", pg("57P03")), true},
+		{"connection_failure", pg("08006"), true},
+		{"connection_does_not_exist", pg("08003"), true},
+		{"connection refused", fmt.Errorf("failed to connect to `host=127.0.0.1`: %w", refused), true},
+		{"connection reset", fmt.Errorf("failed to receive message: %w", reset), true},
+		{"unexpected EOF", fmt.Errorf("unexpected EOF: %w", io.ErrUnexpectedEOF), true},
+		{"deadline", fmt.Errorf("timeout: %w", context.DeadlineExceeded), true},
+		{"query_canceled", pg("57014"), false},
+		{"invalid_password", fmt.Errorf("failed to connect: %w", pg("28P01")), false},
+		{"disk_full", pg("53100"), false},
+		{"unique_violation", pg("23505"), false},
+		{"canceled", context.Canceled, false},
+		{"busy", store.ErrBusy, false},
+	} {
+		got := classify(tt.err)
+		if errors.Is(got, store.ErrUnavailable) != tt.unavailable || !errors.Is(got, tt.err) {
+			t.Errorf("%s: classify(%v) = %v, want ErrUnavailable %v around it", tt.name, tt.err, got, tt.unavailable)
+		}
+	}
 }
 
 // TestIngestDiskFull: the server answering disk_full to the INSERT (a
