@@ -121,6 +121,8 @@ type Forwarder struct {
 	running context.Context
 
 	completions chan finishing // to the completer, while Run runs
+
+	health *StoreHealth // whether the store answers (storehealth.go)
 }
 
 // laneEvent is a step of a lane, as told to Forwarder.trace.
@@ -191,6 +193,8 @@ func New(cfg Config) (*Forwarder, error) {
 	}
 	cfg.Breaker = cfg.Breaker.withDefaults(cfg.Policy)
 	f := &Forwarder{cfg: cfg, lanes: map[string]*lane{}, tokens: make(tokens, cfg.MaxInFlight), workers: newWorkers(workerIdle)}
+	f.health = newStoreHealth(cfg.Store, cfg.Logger)
+	f.cfg.Store = watched{cfg.Store, f.health}
 	f.endpoints, _ = cfg.Observer.(EndpointObserver)
 	for source, dest := range cfg.Destinations {
 		l := &lane{source: source, dest: dest, wake: make(chan struct{}, 1),
@@ -246,6 +250,8 @@ func (f *Forwarder) Run(ctx context.Context) error {
 			}
 		}
 	}
+	probed := f.health.start(ctx, f.roomMade)
+	defer probed()
 	f.completions = make(chan finishing, maxCompleteGroup)
 	recorded := make(chan struct{})
 	go func() { defer close(recorded); f.completer(f.completions) }()
@@ -316,6 +322,9 @@ func (f *Forwarder) runLane(ctx, deliverCtx context.Context, l *lane) {
 // for and starts them. It reports whether it started any and whether it
 // got all it asked for.
 func (f *Forwarder) fill(ctx, deliverCtx context.Context, l *lane) (got, full bool) {
+	if f.storeDown() {
+		return false, false // the probe wakes the lanes once it answers
+	}
 	p, probe := f.plan(l)
 	if p.slots+p.ahead == 0 {
 		return false, false
