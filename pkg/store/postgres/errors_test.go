@@ -6,11 +6,13 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/url"
 	"os"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/evfwd/evfwd/internal/faultproxy"
 	"github.com/evfwd/evfwd/pkg/store"
 	"github.com/evfwd/evfwd/pkg/store/internal/classifytest"
 	"github.com/evfwd/evfwd/pkg/store/postgres/pgtest"
@@ -120,5 +122,59 @@ func TestIngestDiskFull(t *testing.T) {
 	}
 	if rows.Err() != nil || fmt.Sprint(ids) != "[c]" {
 		t.Errorf("stored %v (%v), want only [c]", ids, rows.Err())
+	}
+}
+
+// TestCutLink: with the link to the server black-holed, Ingest and Ping end
+// at their callers' deadlines with store.ErrUnavailable (an ingest queued
+// behind a stuck group as well as the group's own), and work again once
+// the link passes.
+func TestCutLink(t *testing.T) {
+	u, err := url.Parse(pgtest.URL(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	proxy := faultproxy.New(t, u.Host)
+	u.Host = proxy.Addr()
+	ctx := context.Background()
+	s, err := Open(ctx, u.String(), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	msg := func(id string) []store.Message {
+		return []store.Message{{Source: "web", MessageID: id, Type: "track", ReceivedAt: time.UnixMilli(1714564800000),
+			Body: []byte(`{"type":"track"}`), Destinations: []string{store.DestinationWebhooks}}}
+	}
+	proxy.SetMode(faultproxy.Blackhole)
+	const deadline = time.Second
+	errs := make(chan error, 8)
+	start := time.Now()
+	for i := range cap(errs) {
+		go func() {
+			cctx, cancel := context.WithTimeout(ctx, deadline)
+			defer cancel()
+			errs <- s.Ingest(cctx, msg(fmt.Sprint("cut-", i)))
+		}()
+	}
+	for range cap(errs) {
+		if err := <-errs; !errors.Is(err, store.ErrUnavailable) {
+			t.Errorf("Ingest on a cut link: %v, want store.ErrUnavailable", err)
+		}
+	}
+	if took := time.Since(start); took > 3*deadline {
+		t.Errorf("Ingest on a cut link answered after %v, want about its deadline %v", took, deadline)
+	}
+	pctx, cancel := context.WithTimeout(ctx, deadline)
+	defer cancel()
+	if err := s.Ping(pctx); !errors.Is(err, store.ErrUnavailable) {
+		t.Errorf("Ping on a cut link: %v, want store.ErrUnavailable", err)
+	}
+	proxy.SetMode(faultproxy.Pass)
+	if err := s.Ping(ctx); err != nil {
+		t.Errorf("Ping after the heal: %v", err)
+	}
+	if err := s.Ingest(ctx, msg("after")); err != nil {
+		t.Errorf("Ingest after the heal: %v", err)
 	}
 }
