@@ -27,12 +27,15 @@ const (
 	faultAnswerBound  = 12 * time.Second
 	faultHealthBound  = 8 * time.Second
 	faultRecoverBound = 5 * time.Second
-	// faultLeaseTTL is the lease of the test's node. A request whose
-	// commit's answer the cut swallowed is answered 503; its retry is
-	// skipped as a repeat, and its deliveries, created leased to the node
-	// for a fresh send that never started, go out once that lease runs
-	// out: LeaseTTL later, 2 minutes by default.
-	faultLeaseTTL = 5 * time.Second
+	// faultLeaseTTL is the lease of the test's node: longer than the
+	// fault, as the default 2 minutes is longer than a restart, so that a
+	// delivery whose outcome was on its way to the store when the link
+	// went is not leased again before that outcome arrives. A request
+	// whose commit's answer the cut swallowed is answered 503; its retry
+	// is skipped as a repeat, and its deliveries, created leased to the
+	// node for a fresh send that never started, go out once that lease
+	// runs out.
+	faultLeaseTTL = 15 * time.Second
 )
 
 // TestPostgresFault puts a TCP proxy between serve and PostgreSQL while
