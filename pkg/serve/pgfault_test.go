@@ -53,22 +53,25 @@ func TestPostgresFault(t *testing.T) {
 	}{{"stopped", faultproxy.Refuse}, {"cut", faultproxy.Blackhole}} {
 		t.Run(mode.name, func(t *testing.T) {
 			t.Parallel()
-			pgFault(t, mode.mode)
+			u, err := url.Parse(pgtest.URL(t))
+			if err != nil {
+				t.Fatal(err)
+			}
+			proxy := faultproxy.New(t, u.Host)
+			u.Host = proxy.Addr()
+			pgFault(t, u.String(), func() { proxy.SetMode(mode.mode) }, func() { proxy.SetMode(faultproxy.Pass) })
 		})
 	}
 }
 
-func pgFault(t *testing.T, mode faultproxy.Mode) {
-	u, err := url.Parse(pgtest.URL(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	proxy := faultproxy.New(t, u.Host)
-	u.Host = proxy.Addr()
+// pgFault runs serve on the database at dbURL with clients sending events,
+// calls fault, checks and times the answers and health during it, calls
+// heal, and times the recovery; see TestPostgresFault.
+func pgFault(t *testing.T, dbURL string, fault, heal func()) {
 	rcv := newIDCounter(t)
 	var logs processLog
 	h := run(t, serve.Config{
-		Addr: "127.0.0.1:0", Store: u.String(),
+		Addr: "127.0.0.1:0", Store: dbURL,
 		Sources: []serve.Source{{Name: "web", WriteKey: "wk_web", Webhooks: serve.Webhooks{Enabled: true,
 			Destination: webhook.Destination{SharedSecret: secret, Endpoints: []webhook.Endpoint{{URL: rcv.URL}}}}}},
 	}, serve.Options{Poll: 50 * time.Millisecond, LeaseTTL: faultLeaseTTL, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
@@ -78,7 +81,7 @@ func pgFault(t *testing.T, mode faultproxy.Mode) {
 	waitFor(t, "events acknowledged before the fault", func() bool { return c.acks() >= 20 })
 
 	faulted := time.Now()
-	proxy.SetMode(mode)
+	fault()
 	waitFor(t, "a 503 from the collection API", func() bool { return c.first503(faulted) > 0 })
 	waitFor(t, "/healthz 503", func() bool { code, _ := getz(h.url + "/healthz"); return code == 503 })
 	healthDown := time.Since(faulted)
@@ -95,8 +98,8 @@ func pgFault(t *testing.T, mode faultproxy.Mode) {
 	// Long enough for requests sent during the fault to meet their deadline.
 	time.Sleep(6 * time.Second)
 
+	heal()
 	healed := time.Now()
-	proxy.SetMode(faultproxy.Pass)
 	waitFor(t, "/healthz 200 after the heal", func() bool { code, _ := getz(h.url + "/healthz"); return code == 200 })
 	healthUp := time.Since(healed)
 	waitFor(t, "an ingest 200 after the heal", func() bool { return c.first200(healed) > 0 })
