@@ -41,11 +41,13 @@ type StoreHealth struct {
 	log     *slog.Logger
 	suspect chan struct{} // a call failed: probe now
 
-	down  atomic.Bool // err != nil, read without the lock on every call
-	mu    sync.Mutex
-	err   error     // why the store is unreachable; nil: reachable
-	since time.Time // when err was first seen
-	onUp  func()    // wakes the lanes
+	down       atomic.Bool  // err != nil, read without the lock on every call
+	upAt       atomic.Int64 // when the store was last found reachable again (Unix ns)
+	completing atomic.Int64 // Complete calls in flight
+	mu         sync.Mutex
+	err        error     // why the store is unreachable; nil: reachable
+	since      time.Time // when err was first seen
+	onUp       func()    // wakes the lanes
 }
 
 func newStoreHealth(st store.Store, log *slog.Logger) *StoreHealth {
@@ -64,8 +66,23 @@ func (h *StoreHealth) Unavailable() (err error, since time.Time) {
 // StoreHealth is the forwarder's view of the store (for /healthz).
 func (f *Forwarder) StoreHealth() *StoreHealth { return f.health }
 
-// storeDown reports whether the lanes must not lease now.
-func (f *Forwarder) storeDown() bool { return f.health.down.Load() }
+// storeDown reports whether the lanes must not lease now: while the store
+// cannot be reached, and just after, while a Complete that was in the air
+// during the outage may still be on its way. A delivery whose lease ran
+// out meanwhile is due again, and leasing it before its outcome lands
+// would send it a second time; within leaseTimeout of the heal the lanes
+// wait for the Completes in flight to end.
+func (f *Forwarder) storeDown() bool {
+	h := f.health
+	if h.down.Load() {
+		return true
+	}
+	if h.completing.Load() == 0 {
+		return false
+	}
+	up := h.upAt.Load()
+	return up != 0 && time.Since(time.Unix(0, up)) < leaseTimeout
+}
 
 // observe takes the outcome of a call made with ctx: a success says the
 // store answers; a failure, unless the caller gave up, asks for a probe
@@ -103,6 +120,7 @@ func (h *StoreHealth) set(err error) {
 	case err != nil && was == nil:
 		h.log.Warn("store unreachable: leasing paused, /healthz answers 503", "err", err)
 	case err == nil && was != nil:
+		h.upAt.Store(time.Now().UnixNano())
 		h.log.Info("store reachable again: leasing resumed", "down", time.Since(since).Round(time.Millisecond))
 		if onUp != nil {
 			onUp()
@@ -185,6 +203,8 @@ func (w watched) Lease(ctx context.Context, r store.LeaseRequest) ([]store.Deliv
 }
 
 func (w watched) Complete(ctx context.Context, cs []store.Completion) error {
+	w.h.completing.Add(1)
+	defer w.h.completing.Add(-1)
 	err := w.Store.Complete(ctx, cs)
 	w.h.observe(ctx, err)
 	return err

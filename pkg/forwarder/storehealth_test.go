@@ -56,6 +56,9 @@ func TestStoreDownPausesLeasing(t *testing.T) {
 	if err, since := r.StoreHealth().Unavailable(); !errors.Is(err, store.ErrUnavailable) || since.IsZero() {
 		t.Fatalf("Unavailable() = %v, %v; want store.ErrUnavailable and a time", err, since)
 	}
+	// A pass that began before the store was found down may still lease;
+	// once one that began after has ended, every earlier one has too.
+	r.settle(t, "web")
 	before := st.leases.Load()
 	for range 3 {
 		r.settle(t, "web")

@@ -4,7 +4,23 @@ import (
 	"encoding/json"
 	"net/http"
 	"time"
+
+	"github.com/evfwd/evfwd/pkg/forwarder"
+	"github.com/prometheus/client_golang/prometheus"
 )
+
+// storeUp adds evfwd_store_up to m: 1 while h finds the store reachable,
+// 0 while it does not (what /healthz says, for alerts and dashboards).
+func (m *Metrics) storeUp(h *forwarder.StoreHealth) {
+	m.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "evfwd_store_up",
+		Help: "1 while the store can be reached, 0 while it cannot (/healthz answers 503 then)."},
+		func() float64 {
+			if err, _ := h.Unavailable(); err != nil {
+				return 0
+			}
+			return 1
+		}))
+}
 
 // ready answers /healthz and /readyz, which say whether the node should
 // take traffic: 503 while it drains, and while its store cannot be reached

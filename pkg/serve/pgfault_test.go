@@ -92,6 +92,9 @@ func pgFault(t *testing.T, dbURL string, fault, heal func()) {
 	if code, rbody := getz(h.url + "/readyz"); code != 503 || !strings.Contains(rbody, `"status":"unavailable"`) {
 		t.Errorf("/readyz during the fault: %d %s", code, rbody)
 	}
+	if _, m := getz(h.url + "/metrics"); !strings.Contains(m, "\nevfwd_store_up 0\n") {
+		t.Errorf("/metrics during the fault has no evfwd_store_up 0:\n%s", m)
+	}
 	if code, lbody := getz(h.url + "/livez"); code != 200 {
 		t.Errorf("/livez during the fault: %d %s, want 200", code, lbody)
 	}
@@ -102,6 +105,9 @@ func pgFault(t *testing.T, dbURL string, fault, heal func()) {
 	healed := time.Now()
 	waitFor(t, "/healthz 200 after the heal", func() bool { code, _ := getz(h.url + "/healthz"); return code == 200 })
 	healthUp := time.Since(healed)
+	if _, m := getz(h.url + "/metrics"); !strings.Contains(m, "\nevfwd_store_up 1\n") {
+		t.Errorf("/metrics after the heal has no evfwd_store_up 1")
+	}
 	waitFor(t, "an ingest 200 after the heal", func() bool { return c.first200(healed) > 0 })
 	ingestUp := c.first200(healed)
 	c.stop()

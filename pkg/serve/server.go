@@ -193,6 +193,7 @@ func (s *Server) build(ctx context.Context) error {
 	}); err != nil {
 		return err
 	}
+	s.metrics.storeUp(s.forwarder.StoreHealth())
 	// The forwarder stores what the collector takes, and sends at once
 	// what it has room for (forwarder.Ingest).
 	trusted, _ := collector.ParseTrustedProxies(s.cfg.TrustedProxies) // validated
