@@ -20,12 +20,15 @@ import (
 // once another node takes them. serve's /healthz reports it, so a load
 // balancer sends the node no traffic.
 
-// Probe timing: a probe is one empty statement, so its deadline is short;
-// while the store is down it runs every second, so leasing resumes within
-// about a second of the heal; while up, every two seconds, so a store
-// that fails with no traffic at all shows in /healthz within four.
+// Probe timing: a probe's deadline is that of the calls it stands for
+// (collector.IngestTimeout, leaseTimeout): a server slow to answer but
+// within it serves its callers and is healthy; one that cannot answer
+// within it is not. While the store is down the probe runs every second,
+// so leasing resumes within about a second of the heal; while up, every
+// two seconds, so a store that fails with no traffic at all shows in
+// /healthz within seven.
 const (
-	probeTimeout   = 2 * time.Second
+	probeTimeout   = 5 * time.Second
 	probeEveryDown = 1 * time.Second
 	probeEveryUp   = 2 * time.Second
 	// leaseTimeout bounds a Lease: on a cut link nothing answers, and the
