@@ -24,8 +24,19 @@ import (
 	"github.com/evfwd/evfwd/pkg/store"
 )
 
-// RetryAfter is what a 429 asks the client to wait, in seconds.
+// RetryAfter is what a 429, and a 503 for a store that cannot be reached
+// or is shutting down, asks the client to wait, in seconds.
 const RetryAfter = 1
+
+// IngestTimeout is how long a request waits for the store to commit its
+// messages before it answers 503 with Retry-After. A healthy commit takes
+// milliseconds, and a slow one (a busy server, a reconnect after a
+// failover) a second or two; a database cut off answers nothing, and
+// without a deadline the request would hang until the client gave up,
+// with no status, even after a commit. It is well under the libraries'
+// own request timeouts (10 s and more) and load balancers' (60 s), so the
+// client sees a 503 and retries, on this node or another.
+const IngestTimeout = 5 * time.Second
 
 // Source is one configured source.
 type Source struct {
@@ -248,7 +259,9 @@ func (h *Handler) store(w http.ResponseWriter, r *http.Request, src *Source, b *
 		writeError(w, http.StatusBadRequest, "invalid message", details)
 		return
 	}
-	if err := h.cfg.Store.Ingest(r.Context(), msgs); err != nil {
+	ctx, cancel := context.WithTimeout(r.Context(), IngestTimeout)
+	defer cancel()
+	if err := h.cfg.Store.Ingest(ctx, msgs); err != nil {
 		switch {
 		case errors.Is(err, store.ErrBusy):
 			w.Header().Set("Retry-After", fmt.Sprint(RetryAfter))
@@ -259,6 +272,14 @@ func (h *Handler) store(w http.ResponseWriter, r *http.Request, src *Source, b *
 			// the client keeps the messages to retry.
 			w.Header().Set("Retry-After", fmt.Sprint(RetryAfterFull))
 			writeError(w, http.StatusServiceUnavailable, "store cannot write (full), retry later", nil)
+			h.onError(http.StatusServiceUnavailable, err)
+		case errors.Is(err, store.ErrUnavailable), errors.Is(err, context.DeadlineExceeded):
+			// The database cannot be reached (stopped, restarting, cut
+			// off) or did not commit within IngestTimeout. The messages
+			// may have been committed all the same; a retry is safe, as
+			// the store skips a messageId it has.
+			w.Header().Set("Retry-After", fmt.Sprint(RetryAfter))
+			writeError(w, http.StatusServiceUnavailable, "store unavailable, retry later", nil)
 			h.onError(http.StatusServiceUnavailable, err)
 		case errors.Is(err, store.ErrClosed), errors.Is(err, context.Canceled):
 			w.Header().Set("Retry-After", fmt.Sprint(RetryAfter))

@@ -247,6 +247,31 @@ func TestStoreFull(t *testing.T) {
 	}
 }
 
+// TestStoreUnavailable: a store that cannot be reached, or that did not
+// answer within IngestTimeout, is a 503 with Retry-After, never a 500, and
+// reported to OnError.
+func TestStoreUnavailable(t *testing.T) {
+	for _, cause := range []error{
+		fmt.Errorf("%w: failed to connect to `host=127.0.0.1`: connection refused", store.ErrUnavailable),
+		context.DeadlineExceeded,
+	} {
+		var reported []int
+		h, err := collector.New(collector.Config{
+			Sources: []collector.Source{{Name: "web", WriteKey: "wk_web"}},
+			Store:   &memStore{err: cause},
+			OnError: func(status int, err error) { reported = append(reported, status) },
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		w := do(h, req{path: "/v1/track", body: `{"userId":"u","event":"E"}`, key: "wk_web"})
+		if w.Code != 503 || w.Header().Get("Retry-After") != fmt.Sprint(collector.RetryAfter) ||
+			strings.TrimSpace(w.Body.String()) != `{"error":"store unavailable, retry later"}` || fmt.Sprint(reported) != "[503]" {
+			t.Errorf("%v: %d Retry-After=%q %s, reported %v", cause, w.Code, w.Header().Get("Retry-After"), w.Body, reported)
+		}
+	}
+}
+
 // FuzzHandler: whatever the body (sent as is or gzipped), the handler never
 // fails (5xx), stores only valid messages, and answers 413 exactly when the
 // JSON is over the endpoint's limit, never 200 then.

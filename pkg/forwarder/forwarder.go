@@ -122,6 +122,7 @@ type Forwarder struct {
 
 	completions chan finishing // to the completer, while Run runs
 	unrecorded  *unrecorded    // outcomes the store refused (complete.go)
+	health      *StoreHealth   // whether the store answers (storehealth.go)
 }
 
 // laneEvent is a step of a lane, as told to Forwarder.trace.
@@ -193,6 +194,8 @@ func New(cfg Config) (*Forwarder, error) {
 	cfg.Breaker = cfg.Breaker.withDefaults(cfg.Policy)
 	f := &Forwarder{cfg: cfg, lanes: map[string]*lane{}, tokens: make(tokens, cfg.MaxInFlight), workers: newWorkers(workerIdle),
 		unrecorded: newUnrecorded()}
+	f.health = newStoreHealth(cfg.Store, cfg.Logger)
+	f.cfg.Store = watched{cfg.Store, f.health}
 	f.endpoints, _ = cfg.Observer.(EndpointObserver)
 	for source, dest := range cfg.Destinations {
 		l := &lane{source: source, dest: dest, wake: make(chan struct{}, 1),
@@ -249,6 +252,8 @@ func (f *Forwarder) Run(ctx context.Context) error {
 			}
 		}
 	}
+	probed := f.health.start(ctx, f.roomMade)
+	defer probed()
 	f.completions = make(chan finishing, maxCompleteGroup)
 	recorded := make(chan struct{})
 	go func() { defer close(recorded); f.completer(f.completions) }()
@@ -324,6 +329,9 @@ func (f *Forwarder) fill(ctx, deliverCtx context.Context, l *lane) (got, full bo
 		// here: sent later, once.
 		f.giveBackAhead(l)
 		return false, false
+	}
+	if f.storeDown() {
+		return false, false // the probe wakes the lanes once it answers
 	}
 	p, probe := f.plan(l)
 	if p.slots+p.ahead == 0 {

@@ -193,6 +193,7 @@ func (s *Server) build(ctx context.Context) error {
 	}); err != nil {
 		return err
 	}
+	s.metrics.storeUp(s.forwarder.StoreHealth())
 	// The forwarder stores what the collector takes, and sends at once
 	// what it has room for (forwarder.Ingest).
 	trusted, _ := collector.ParseTrustedProxies(s.cfg.TrustedProxies) // validated
@@ -260,21 +261,17 @@ func (s *Server) URL() string {
 // opened it.
 func (s *Server) Store() store.Store { return s.store }
 
-// Handler serves the collection API, /healthz and /metrics, and the admin
-// API. /healthz, /metrics and the admin API answer only requests whose
-// Host names serve (see hostGuard); the collection API answers any.
+// Handler serves the collection API, /healthz (and /readyz), /livez
+// (health.go), /metrics and the admin API. All but the collection API
+// answer only requests whose Host names serve (see hostGuard); the
+// collection API answers any.
 func (s *Server) Handler() http.Handler {
 	mux := http.NewServeMux()
 	guard := s.hostGuard()
-	mux.Handle("GET /healthz", guard(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "application/json")
-		if s.draining.Load() {
-			w.WriteHeader(http.StatusServiceUnavailable)
-			w.Write([]byte(`{"status":"draining"}` + "\n"))
-			return
-		}
-		w.Write([]byte(`{"status":"ok"}` + "\n"))
-	})))
+	ready := guard(http.HandlerFunc(s.ready))
+	mux.Handle("GET /healthz", ready)
+	mux.Handle("GET /readyz", ready)
+	mux.Handle("GET /livez", guard(http.HandlerFunc(live)))
 	mux.Handle("GET /metrics", guard(s.metrics.Handler(s.store, s.opts.Now, s.log)))
 	mux.Handle("/admin/", guard(s.admin))
 	mux.Handle("/", s.collector)

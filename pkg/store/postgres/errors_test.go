@@ -4,9 +4,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"net"
+	"net/url"
+	"os"
+	"syscall"
 	"testing"
 	"time"
 
+	"github.com/evfwd/evfwd/internal/faultproxy"
 	"github.com/evfwd/evfwd/pkg/store"
 	"github.com/evfwd/evfwd/pkg/store/internal/classifytest"
 	"github.com/evfwd/evfwd/pkg/store/postgres/pgtest"
@@ -30,6 +36,43 @@ func TestClassify(t *testing.T) {
 		{"busy", store.ErrBusy, false},
 		{"context", context.DeadlineExceeded, false},
 	})
+}
+
+// TestClassifyUnavailable: a server going away or not reached is
+// store.ErrUnavailable, the driver's error kept inside; an error the server
+// answered about the statement, or its capacity, is not.
+func TestClassifyUnavailable(t *testing.T) {
+	pg := func(code string) *pgconn.PgError {
+		return &pgconn.PgError{Severity: "FATAL", Code: code, Message: "code " + code}
+	}
+	refused := &net.OpError{Op: "dial", Net: "tcp", Err: os.NewSyscallError("connect", syscall.ECONNREFUSED)}
+	reset := &net.OpError{Op: "read", Net: "tcp", Err: os.NewSyscallError("read", syscall.ECONNRESET)}
+	for _, tt := range []struct {
+		name        string
+		err         error
+		unavailable bool
+	}{
+		{"admin_shutdown", pg("57P01"), true},
+		{"crash_shutdown", pg("57P02"), true},
+		{"cannot_connect_now", fmt.Errorf("failed to connect to `user=evfwd database=evfwd`: %w", pg("57P03")), true},
+		{"connection_failure", pg("08006"), true},
+		{"connection_does_not_exist", pg("08003"), true},
+		{"connection refused", fmt.Errorf("failed to connect to `host=127.0.0.1`: %w", refused), true},
+		{"connection reset", fmt.Errorf("failed to receive message: %w", reset), true},
+		{"unexpected EOF", fmt.Errorf("unexpected EOF: %w", io.ErrUnexpectedEOF), true},
+		{"deadline", fmt.Errorf("timeout: %w", context.DeadlineExceeded), true},
+		{"query_canceled", pg("57014"), false},
+		{"invalid_password", fmt.Errorf("failed to connect: %w", pg("28P01")), false},
+		{"disk_full", pg("53100"), false},
+		{"unique_violation", pg("23505"), false},
+		{"canceled", context.Canceled, false},
+		{"busy", store.ErrBusy, false},
+	} {
+		got := classify(tt.err)
+		if errors.Is(got, store.ErrUnavailable) != tt.unavailable || !errors.Is(got, tt.err) {
+			t.Errorf("%s: classify(%v) = %v, want ErrUnavailable %v around it", tt.name, tt.err, got, tt.unavailable)
+		}
+	}
 }
 
 // TestIngestDiskFull: the server answering disk_full to the INSERT (a
@@ -79,5 +122,59 @@ func TestIngestDiskFull(t *testing.T) {
 	}
 	if rows.Err() != nil || fmt.Sprint(ids) != "[c]" {
 		t.Errorf("stored %v (%v), want only [c]", ids, rows.Err())
+	}
+}
+
+// TestCutLink: with the link to the server black-holed, Ingest and Ping end
+// at their callers' deadlines with store.ErrUnavailable (an ingest queued
+// behind a stuck group as well as the group's own), and work again once
+// the link passes.
+func TestCutLink(t *testing.T) {
+	u, err := url.Parse(pgtest.URL(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	proxy := faultproxy.New(t, u.Host)
+	u.Host = proxy.Addr()
+	ctx := context.Background()
+	s, err := Open(ctx, u.String(), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	msg := func(id string) []store.Message {
+		return []store.Message{{Source: "web", MessageID: id, Type: "track", ReceivedAt: time.UnixMilli(1714564800000),
+			Body: []byte(`{"type":"track"}`), Destinations: []string{store.DestinationWebhooks}}}
+	}
+	proxy.SetMode(faultproxy.Blackhole)
+	const deadline = time.Second
+	errs := make(chan error, 8)
+	start := time.Now()
+	for i := range cap(errs) {
+		go func() {
+			cctx, cancel := context.WithTimeout(ctx, deadline)
+			defer cancel()
+			errs <- s.Ingest(cctx, msg(fmt.Sprint("cut-", i)))
+		}()
+	}
+	for range cap(errs) {
+		if err := <-errs; !errors.Is(err, store.ErrUnavailable) {
+			t.Errorf("Ingest on a cut link: %v, want store.ErrUnavailable", err)
+		}
+	}
+	if took := time.Since(start); took > 3*deadline {
+		t.Errorf("Ingest on a cut link answered after %v, want about its deadline %v", took, deadline)
+	}
+	pctx, cancel := context.WithTimeout(ctx, deadline)
+	defer cancel()
+	if err := s.Ping(pctx); !errors.Is(err, store.ErrUnavailable) {
+		t.Errorf("Ping on a cut link: %v, want store.ErrUnavailable", err)
+	}
+	proxy.SetMode(faultproxy.Pass)
+	if err := s.Ping(ctx); err != nil {
+		t.Errorf("Ping after the heal: %v", err)
+	}
+	if err := s.Ingest(ctx, msg("after")); err != nil {
+		t.Errorf("Ingest after the heal: %v", err)
 	}
 }

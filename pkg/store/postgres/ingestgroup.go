@@ -3,6 +3,8 @@ package postgres
 import (
 	"context"
 	"runtime"
+	"sync/atomic"
+	"time"
 
 	"github.com/evfwd/evfwd/pkg/store"
 	"github.com/jackc/pgx/v5"
@@ -28,9 +30,48 @@ func ingesters(maxConns int32) int {
 const maxIngestGroup = 2000
 
 type ingestReq struct {
-	ctx  context.Context
-	in   *ingest
-	done chan ingestDone // buffered: the ingester never waits on the caller
+	ctx   context.Context
+	in    *ingest
+	done  chan ingestDone // buffered: the ingester never waits on the caller
+	state atomic.Int32    // reqQueued, then reqStarted (by the ingester) or reqAbandoned (by the caller)
+}
+
+const (
+	reqQueued int32 = iota
+	reqStarted
+	reqAbandoned
+)
+
+// start takes r into a group, unless its caller gave up first.
+func (r *ingestReq) start() bool { return r.state.CompareAndSwap(reqQueued, reqStarted) }
+
+// abandon withdraws r before a group takes it, and reports whether it did:
+// once started, the caller waits for the outcome.
+func (r *ingestReq) abandon() bool { return r.state.CompareAndSwap(reqQueued, reqAbandoned) }
+
+// callTimeout bounds a group's statements when one of its callers has no
+// deadline of its own: on a cut link nothing answers, and without a
+// deadline a statement waits for the kernel to give up on the connection
+// (many minutes). Collected requests carry a shorter deadline
+// (collector.IngestTimeout).
+const callTimeout = 30 * time.Second
+
+// groupDeadline is when group's statements give up: the latest of its
+// callers' deadlines, so no caller is failed before its own deadline
+// (a slow but healthy server still commits them), and none waits much
+// past it.
+func groupDeadline(group []*ingestReq) time.Time {
+	var last time.Time
+	for _, r := range group {
+		d, ok := r.ctx.Deadline()
+		if !ok {
+			d = time.Now().Add(callTimeout)
+		}
+		if d.After(last) {
+			last = d
+		}
+	}
+	return last
 }
 
 type ingestDone struct {
@@ -69,6 +110,9 @@ func (s *Store) ingestGroup(group []*ingestReq) {
 	// A caller that gave up before its group started is not applied.
 	live := group[:0]
 	for _, r := range group {
+		if !r.start() {
+			continue // its caller left; nobody reads done
+		}
 		if err := r.ctx.Err(); err != nil {
 			r.done <- ingestDone{err: err}
 			continue
@@ -78,18 +122,20 @@ func (s *Store) ingestGroup(group []*ingestReq) {
 	if len(live) == 0 {
 		return
 	}
+	ctx, cancel := context.WithDeadline(s.stop, groupDeadline(live))
+	defer cancel()
 	if len(live) == 1 {
 		r := live[0]
-		leased, err := s.ingestOne(s.stop, r.in)
+		leased, err := s.ingestOne(ctx, r.in)
 		r.done <- ingestDone{leased, err}
 		return
 	}
 	var leased [][]store.Delivery
-	// The group runs to its end whatever its callers' contexts: it is
-	// theirs together, and each waits for its answer.
+	// The group runs to its end (or its deadline) whatever its callers'
+	// contexts: it is theirs together, and each waits for its answer.
 	err := retryTransient(func() error {
 		var err error
-		leased, err = s.ingestBatch(s.stop, live)
+		leased, err = s.ingestBatch(ctx, live)
 		return err
 	})
 	if err == nil {
@@ -100,9 +146,15 @@ func (s *Store) ingestGroup(group []*ingestReq) {
 	}
 	// Nothing of the group was committed (one transaction). One request
 	// the server refuses (a NUL byte in a text, say) must not fail the
-	// others: each runs alone, with its own outcome.
+	// others: each runs alone, with its own outcome. A server that
+	// cannot be reached fails them all alike, at once.
+	groupErr := err
 	for _, r := range live {
-		leased, err := s.ingestOne(s.stop, r.in)
+		if unreachable(groupErr) {
+			r.done <- ingestDone{err: groupErr}
+			continue
+		}
+		leased, err := s.ingestOne(ctx, r.in)
 		r.done <- ingestDone{leased, err}
 	}
 }

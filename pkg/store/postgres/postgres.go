@@ -244,17 +244,27 @@ func (s *Store) IngestLeased(ctx context.Context, msgs []store.Message, lease st
 	defer s.pending.Add(-int64(len(msgs)))
 
 	// The group's statements commit together (ingestgroup.go): nil means
-	// committed. Once queued, the request is applied or refused whatever
-	// ctx does, and its caller waits for which: one that left after the
-	// commit would leave deliveries leased to it that nobody sends until
-	// the lease runs out.
+	// committed. Once its group started, the request is applied or refused
+	// whatever ctx does, and its caller waits for which: one that left
+	// after the commit would leave deliveries leased to it that nobody
+	// sends until the lease runs out. The group's statements end by the
+	// latest deadline of its callers (groupDeadline), so the wait is
+	// bounded too. Until its group starts, the caller may give up.
 	r := &ingestReq{ctx: ctx, in: newIngest(msgs, store.Millis(s.opts.Now()), lease), done: make(chan ingestDone, 1)}
 	select {
 	case s.ingests <- r:
 	case <-ctx.Done():
-		return nil, ctx.Err()
+		return nil, classify(ctx.Err())
 	}
-	d := <-r.done
+	var d ingestDone
+	select {
+	case d = <-r.done:
+	case <-ctx.Done():
+		if r.abandon() {
+			return nil, classify(ctx.Err())
+		}
+		d = <-r.done
+	}
 	if d.err != nil {
 		return nil, classify(d.err)
 	}

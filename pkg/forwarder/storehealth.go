@@ -1,0 +1,214 @@
+package forwarder
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/evfwd/evfwd/pkg/store"
+)
+
+// Whether the store can be reached: the outcomes of the forwarder's own
+// calls (every ingest of the collector goes through Forwarder.Ingest)
+// and a cheap probe (store.Pinger) decide. While it cannot be, the lanes
+// lease nothing: a lease taken over a failing link may commit with no
+// answer, and its deliveries would wait out the lease, or go out twice
+// once another node takes them. serve's /healthz reports it, so a load
+// balancer sends the node no traffic.
+
+// Probe timing: a probe's deadline is that of the calls it stands for
+// (collector.IngestTimeout, leaseTimeout): a server slow to answer but
+// within it serves its callers and is healthy; one that cannot answer
+// within it is not. While the store is down the probe runs every second,
+// so leasing resumes within about a second of the heal; while up, every
+// two seconds, so a store that fails with no traffic at all shows in
+// /healthz within seven.
+const (
+	probeTimeout   = 5 * time.Second
+	probeEveryDown = 1 * time.Second
+	probeEveryUp   = 2 * time.Second
+	// leaseTimeout bounds a Lease: on a cut link nothing answers, and the
+	// lane would wait for the kernel to give up on the connection.
+	leaseTimeout = 5 * time.Second
+)
+
+// StoreHealth is what the forwarder knows of the store's reachability.
+// The zero state is healthy; a store that is no store.Pinger is always
+// healthy (a SQLite file has no link to lose).
+type StoreHealth struct {
+	pinger  store.Pinger // nil: no probe, always healthy
+	log     *slog.Logger
+	suspect chan struct{} // a call failed: probe now
+
+	down       atomic.Bool  // err != nil, read without the lock on every call
+	upAt       atomic.Int64 // when the store was last found reachable again (Unix ns)
+	completing atomic.Int64 // Complete calls in flight
+	mu         sync.Mutex
+	err        error     // why the store is unreachable; nil: reachable
+	since      time.Time // when err was first seen
+	onUp       func()    // wakes the lanes
+}
+
+func newStoreHealth(st store.Store, log *slog.Logger) *StoreHealth {
+	p, _ := st.(store.Pinger)
+	return &StoreHealth{pinger: p, log: log, suspect: make(chan struct{}, 1)}
+}
+
+// Unavailable reports why the store cannot be reached and since when, or
+// nil while it can.
+func (h *StoreHealth) Unavailable() (err error, since time.Time) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.err, h.since
+}
+
+// StoreHealth is the forwarder's view of the store (for /healthz).
+func (f *Forwarder) StoreHealth() *StoreHealth { return f.health }
+
+// storeDown reports whether the lanes must not lease now: while the store
+// cannot be reached, and just after, while a Complete that was in the air
+// during the outage may still be on its way. A delivery whose lease ran
+// out meanwhile is due again, and leasing it before its outcome lands
+// would send it a second time; within leaseTimeout of the heal the lanes
+// wait for the Completes in flight to end.
+func (f *Forwarder) storeDown() bool {
+	h := f.health
+	if h.down.Load() {
+		return true
+	}
+	if h.completing.Load() == 0 {
+		return false
+	}
+	up := h.upAt.Load()
+	return up != 0 && time.Since(time.Unix(0, up)) < leaseTimeout
+}
+
+// observe takes the outcome of a call made with ctx: a success says the
+// store answers; a failure, unless the caller gave up, asks for a probe
+// now, which decides (one reset connection is no outage).
+func (h *StoreHealth) observe(ctx context.Context, err error) {
+	if h.pinger == nil {
+		return
+	}
+	switch {
+	case err == nil:
+		if h.down.Load() {
+			h.set(nil)
+		}
+	case ctx.Err() != nil && !errors.Is(ctx.Err(), context.DeadlineExceeded),
+		errors.Is(err, store.ErrBusy), errors.Is(err, store.ErrClosed):
+	default:
+		select {
+		case h.suspect <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// set records the probe's (or a call's) finding and logs a change.
+func (h *StoreHealth) set(err error) {
+	h.mu.Lock()
+	was, since, onUp := h.err, h.since, h.onUp
+	h.err = err
+	h.down.Store(err != nil)
+	if err != nil && was == nil {
+		h.since = time.Now()
+	}
+	h.mu.Unlock()
+	switch {
+	case err != nil && was == nil:
+		h.log.Warn("store unreachable: leasing paused, /healthz answers 503", "err", err)
+	case err == nil && was != nil:
+		h.upAt.Store(time.Now().UnixNano())
+		h.log.Info("store reachable again: leasing resumed", "down", time.Since(since).Round(time.Millisecond))
+		if onUp != nil {
+			onUp()
+		}
+	}
+}
+
+// start runs the probe until ctx ends, waking the lanes with onUp when
+// the store is reachable again; wait returns once the probe has stopped.
+func (h *StoreHealth) start(ctx context.Context, onUp func()) (wait func()) {
+	h.mu.Lock()
+	h.onUp = onUp
+	h.mu.Unlock()
+	done := make(chan struct{})
+	go func() { defer close(done); h.probe(ctx) }()
+	return func() { <-done }
+}
+
+// probe runs until ctx ends: a Ping every probeEveryUp while the store
+// is reachable, every probeEveryDown while it is not, and at once after a
+// failed call.
+func (h *StoreHealth) probe(ctx context.Context) {
+	if h.pinger == nil {
+		return
+	}
+	timer := time.NewTimer(probeEveryUp)
+	defer timer.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-h.suspect:
+		case <-timer.C:
+		}
+		pctx, cancel := context.WithTimeout(ctx, probeTimeout)
+		err := h.pinger.Ping(pctx)
+		cancel()
+		if ctx.Err() != nil {
+			return
+		}
+		if err != nil && !errors.Is(err, store.ErrUnavailable) {
+			// Reached, but the server refused the probe (a login
+			// refused, say): not a link the lanes can wait out either.
+			err = fmt.Errorf("%w: %w", store.ErrUnavailable, err)
+		}
+		h.set(err)
+		next := probeEveryUp
+		if err != nil {
+			next = probeEveryDown
+		}
+		if !timer.Stop() {
+			select {
+			case <-timer.C:
+			default:
+			}
+		}
+		timer.Reset(next)
+	}
+}
+
+// watched is the store as the forwarder calls it: its calls' outcomes go
+// to the health, and a Lease has a deadline.
+type watched struct {
+	store.Store
+	h *StoreHealth
+}
+
+func (w watched) IngestLeased(ctx context.Context, msgs []store.Message, lease store.IngestLease) ([]store.Delivery, error) {
+	ds, err := w.Store.IngestLeased(ctx, msgs, lease)
+	w.h.observe(ctx, err)
+	return ds, err
+}
+
+func (w watched) Lease(ctx context.Context, r store.LeaseRequest) ([]store.Delivery, error) {
+	ctx, cancel := context.WithTimeout(ctx, leaseTimeout)
+	defer cancel()
+	ds, err := w.Store.Lease(ctx, r)
+	w.h.observe(ctx, err)
+	return ds, err
+}
+
+func (w watched) Complete(ctx context.Context, cs []store.Completion) error {
+	w.h.completing.Add(1)
+	defer w.h.completing.Add(-1)
+	err := w.Store.Complete(ctx, cs)
+	w.h.observe(ctx, err)
+	return err
+}

@@ -1,0 +1,58 @@
+package serve
+
+import (
+	"encoding/json"
+	"net/http"
+	"time"
+
+	"github.com/evfwd/evfwd/pkg/forwarder"
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// storeUp adds evfwd_store_up to m: 1 while h finds the store reachable,
+// 0 while it does not (what /healthz says, for alerts and dashboards).
+func (m *Metrics) storeUp(h *forwarder.StoreHealth) {
+	m.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "evfwd_store_up",
+		Help: "1 while the store can be reached, 0 while it cannot (/healthz answers 503 then)."},
+		func() float64 {
+			if err, _ := h.Unavailable(); err != nil {
+				return 0
+			}
+			return 1
+		}))
+}
+
+// ready answers /healthz and /readyz, which say whether the node should
+// take traffic: 503 while it drains, and while its store cannot be reached
+// (the forwarder's StoreHealth: its calls' outcomes and a probe), with the
+// reason, so a load balancer sends requests to nodes that can commit them;
+// 200 otherwise.
+func (s *Server) ready(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	if s.draining.Load() {
+		w.WriteHeader(http.StatusServiceUnavailable)
+		w.Write([]byte(`{"status":"draining"}` + "\n"))
+		return
+	}
+	if err, since := s.forwarder.StoreHealth().Unavailable(); err != nil {
+		b, _ := json.Marshal(map[string]string{"status": "unavailable", "store": err.Error(),
+			"since": since.UTC().Format(time.RFC3339)})
+		w.WriteHeader(http.StatusServiceUnavailable)
+		w.Write(append(b, '\n'))
+		return
+	}
+	w.Write([]byte(`{"status":"ok"}` + "\n"))
+}
+
+// live answers /livez, which says whether the process should be left
+// running: 200 as long as it serves HTTP at all, whatever its store and
+// even while it drains. Restarting a node does not bring its database
+// back, and killing a draining one loses its grace period; an orchestrator
+// that restarts on a failed liveness check must only do so for a process
+// that no longer answers.
+func live(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	w.Write([]byte(`{"status":"ok"}` + "\n"))
+}
