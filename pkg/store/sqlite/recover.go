@@ -81,21 +81,33 @@ func (s *Store) startRecovery(ctx context.Context) error {
 	}
 	bg, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	s.recovery.cancel = cancel
-	var wg sync.WaitGroup
-	if len(keys) > 0 {
-		wg.Go(func() { s.recoverSyncs(bg, keys, unlocks) })
-	}
-	if len(holds) > 0 {
-		wg.Go(func() {
-			defer func() { <-s.deletionTurn }()
-			s.retry(bg, fmt.Sprintf("%d deletion request(s)", len(holds)), s.finishDeletions)
-		})
-	}
 	go func() {
+		defer close(s.recovery.done)
+		s.waitGate(bg) // when it fails, so does the work, at once
+		var wg sync.WaitGroup
+		if len(keys) > 0 {
+			wg.Go(func() { s.recoverSyncs(bg, keys, unlocks) })
+		}
+		if len(holds) > 0 {
+			wg.Go(func() {
+				defer func() { <-s.deletionTurn }()
+				s.retry(bg, fmt.Sprintf("%d deletion request(s)", len(holds)), s.finishDeletions)
+			})
+		}
 		wg.Wait()
-		close(s.recovery.done)
 	}()
 	return nil
+}
+
+// waitGate waits until Options.recoveryGate (tests') is open or ctx ends.
+func (s *Store) waitGate(ctx context.Context) {
+	if s.opts.recoveryGate == nil {
+		return
+	}
+	select {
+	case <-s.opts.recoveryGate:
+	case <-ctx.Done():
+	}
 }
 
 // recoverSyncs finishes or drops the runs of each key, giving up the key's

@@ -65,6 +65,10 @@ type Options struct {
 	// process left, finished in the background (recover.go), and its
 	// failures (default: discarded).
 	Logger *slog.Logger
+
+	// recoveryGate, when set, holds the background work back until it is
+	// closed: tests look at the store while that work is under way.
+	recoveryGate <-chan struct{}
 }
 
 // Store is the SQLite implementation of store.Store.
