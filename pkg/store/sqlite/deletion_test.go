@@ -158,6 +158,29 @@ func checkHeld(t *testing.T, s *Store, gate chan struct{}) {
 	if d, err := s.Deletion(ctx, "del"); err != nil || d.Done {
 		t.Errorf("the unfinished deletion reads as done (%v) before it is", err)
 	}
+	// m449, u1's in app, is past the purge's first step: not purged yet,
+	// but read as it will be.
+	all, err := s.List(ctx, store.Filter{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	read := 0
+	for _, d := range all {
+		if d.MessageID != "m449" && d.MessageID != "late" {
+			continue
+		}
+		read++
+		full, err := s.Get(ctx, d.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if held := d.MessageID == "m449"; held != (len(full.Body) == 0) {
+			t.Errorf("%s read with a body of %d bytes while u1's deletion is under way", d.MessageID, len(full.Body))
+		}
+	}
+	if read != 2 {
+		t.Fatalf("read %d of m449 and late", read)
+	}
 	second := make(chan error, 1)
 	go func() {
 		d, err := s.CreateDeletion(ctx, store.DeletionRequest{ID: "del2", UserID: "u2", CreatedAt: t0, Sources: []string{"app", "web"}})

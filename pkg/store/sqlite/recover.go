@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -244,6 +245,22 @@ func (h *held) clause(source string) (string, []any) {
 		}
 	}
 	return q.String(), args
+}
+
+// covers reports whether a deletion under way purges message msg of
+// source, user and type typ (msg 0: any message of theirs).
+func (h *held) covers(source, user, typ string, msg int64) bool {
+	if typ == "delete" {
+		return false
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for _, x := range h.by {
+		if x.user == user && msg <= x.upto && slices.Contains(x.sources, source) {
+			return true
+		}
+	}
+	return false
 }
 
 // heldDeletion adds the hold of request r, just recorded.
