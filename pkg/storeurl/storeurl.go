@@ -116,7 +116,7 @@ func (l Location) Open(ctx context.Context, opts Options) (Store, error) {
 	case SQLite:
 		st, err = sqlite.Open(ctx, l.Path, sqlite.Options{Now: opts.Now, NoRecover: opts.NoRecover, MustExist: opts.MustExist, Logger: opts.Logger})
 	case PostgreSQL:
-		st, err = postgres.Open(ctx, l.URL, postgres.Options{Now: opts.Now, NoRecover: opts.NoRecover})
+		st, err = postgres.Open(ctx, l.URL, postgres.Options{Now: opts.Now, NoRecover: opts.NoRecover, Logger: opts.Logger})
 	default:
 		err = fmt.Errorf("store: unknown engine %q", l.Engine)
 	}
