@@ -56,9 +56,9 @@ func (s *Store) Deletion(ctx context.Context, id string) (*store.Deletion, error
 	return deletion.Read(ctx, deletions{s}, id)
 }
 
-// recordDeletion is step 1.
-// Once it is on disk, the request's messages are held out of leases until
-// it is done.
+// recordDeletion is step 1. Once it is on disk, the request's messages are
+// held out of leases until it is done (recover.go); a lease in between
+// the commit and the hold may still take one, as before holds existed.
 func (s *Store) recordDeletion(ctx context.Context, r store.DeletionRequest) error {
 	now := store.Millis(s.opts.Now())
 	if err := s.do(ctx, len(r.Messages), func(ctx context.Context, tx *wtx) error {
@@ -66,7 +66,10 @@ func (s *Store) recordDeletion(ctx context.Context, r store.DeletionRequest) err
 	}); err != nil {
 		return err
 	}
-	return s.heldDeletion(context.WithoutCancel(ctx), r)
+	if err := s.heldDeletion(context.WithoutCancel(ctx), r); err != nil {
+		return fmt.Errorf("deletion %s is recorded, its messages not held out of leases: %w", r.ID, err)
+	}
+	return nil
 }
 
 // deletions is the store as package deletion's Engine: Record and Finish
