@@ -78,7 +78,11 @@ func deleteRun(opts *DeleteOptions) error {
 }
 
 func printDeletion(w io.Writer, d *admin.Deletion) error {
-	fmt.Fprintf(w, "deletion %s  user %s  %s\n", cli.Printable(d.ID), cli.Printable(d.UserID), d.CreatedAt)
+	state := ""
+	if !d.Done {
+		state = "  in progress (counts so far)"
+	}
+	fmt.Fprintf(w, "deletion %s  user %s  %s%s\n", cli.Printable(d.ID), cli.Printable(d.UserID), d.CreatedAt, state)
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "SOURCE\tNOTIFICATION\tDELIVERY\tCANCELLED\tPURGED")
 	for _, s := range d.Sources {

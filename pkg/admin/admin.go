@@ -172,10 +172,13 @@ func (a *Handler) Drain() { a.draining.Store(true) }
 
 // Deletion is a deletion request as the admin API shows it.
 type Deletion struct {
-	ID        string           `json:"id"`
-	UserID    string           `json:"userId"`
-	CreatedAt string           `json:"createdAt"`
-	Sources   []DeletionSource `json:"sources"`
+	ID        string `json:"id"`
+	UserID    string `json:"userId"`
+	CreatedAt string `json:"createdAt"`
+	// Done is false while the request is still purging (after a restart,
+	// in the background): its counts are then partial.
+	Done    bool             `json:"done"`
+	Sources []DeletionSource `json:"sources"`
 }
 
 // DeletionSource is what a deletion request did in one source. Status is
@@ -313,7 +316,7 @@ func (a *Handler) getDeletion(w http.ResponseWriter, r *http.Request) {
 }
 
 func deletionJSON(d *store.Deletion) Deletion {
-	out := Deletion{ID: d.ID, UserID: d.UserID, CreatedAt: message.FormatTime(d.CreatedAt), Sources: []DeletionSource{}}
+	out := Deletion{ID: d.ID, UserID: d.UserID, CreatedAt: message.FormatTime(d.CreatedAt), Done: d.Done, Sources: []DeletionSource{}}
 	for _, s := range d.Sources {
 		out.Sources = append(out.Sources, DeletionSource(s))
 	}

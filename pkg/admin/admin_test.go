@@ -194,7 +194,7 @@ func TestDeletionNarrowedAndInvalid(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := &admin.Deletion{ID: d.ID, UserID: "u9", CreatedAt: "2024-05-01T12:00:00.000Z", Sources: []admin.DeletionSource{
+	want := &admin.Deletion{ID: d.ID, UserID: "u9", CreatedAt: "2024-05-01T12:00:00.000Z", Done: true, Sources: []admin.DeletionSource{
 		{Source: "app", Notified: true, MessageID: d.ID, Delivery: d.Sources[0].Delivery, Status: store.Pending},
 		{Source: "quiet"},
 	}}

@@ -128,7 +128,7 @@ func TestDeletionFanOutCancelsAndPurges(t *testing.T) {
 	for i := range got.Sources {
 		got.Sources[i].Delivery = 0
 	}
-	wantD := &admin.Deletion{ID: d.ID, UserID: "u1", CreatedAt: "2024-05-01T12:01:00.000Z", Sources: []admin.DeletionSource{
+	wantD := &admin.Deletion{ID: d.ID, UserID: "u1", CreatedAt: "2024-05-01T12:01:00.000Z", Done: true, Sources: []admin.DeletionSource{
 		{Source: "app", Notified: true, MessageID: d.ID, Status: store.Delivered, Attempts: 1},
 		{Source: "quiet", Purged: 1},
 		{Source: "web", Notified: true, MessageID: d.ID, Status: store.Delivered, Attempts: 1, Cancelled: 1, Purged: 1},

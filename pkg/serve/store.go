@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"time"
@@ -25,7 +26,7 @@ import (
 // one process at a time may lease from it; a PostgreSQL database needs no
 // lock, since leases there are exclusive across processes. release closes
 // the store and then drops the lock.
-func openLocked(ctx context.Context, url string, now func() time.Time) (st store.Store, release func() error, err error) {
+func openLocked(ctx context.Context, url string, now func() time.Time, log *slog.Logger) (st store.Store, release func() error, err error) {
 	loc, err := storeurl.Parse(url)
 	if err != nil {
 		return nil, nil, err
@@ -42,7 +43,7 @@ func openLocked(ctx context.Context, url string, now func() time.Time) (st store
 			return nil, nil, err
 		}
 	}
-	st, err = loc.Open(ctx, storeurl.Options{Now: now})
+	st, err = loc.Open(ctx, storeurl.Options{Now: now, Logger: log})
 	if err != nil {
 		unlock()
 		return nil, nil, err

@@ -73,7 +73,10 @@ type Deletion struct {
 	ID        string
 	UserID    string
 	CreatedAt time.Time
-	Sources   []DeletionSource // by source name
+	// Done is false while the request is still purging (a restart finishes
+	// one a stopped process left): its counts are then partial.
+	Done    bool
+	Sources []DeletionSource // by source name
 }
 
 // DeletionSource is what a deletion request did in one source.

@@ -12,6 +12,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strings"
 	"time"
 
@@ -84,6 +85,9 @@ type Options struct {
 	// the service's store set it. A PostgreSQL database is never created
 	// by Open, so it is unaffected.
 	MustExist bool
+	// Logger receives what the store does on its own (see
+	// sqlite.Options.Logger); default: discarded.
+	Logger *slog.Logger
 }
 
 // Store is an open store of either engine.
@@ -110,9 +114,9 @@ func (l Location) Open(ctx context.Context, opts Options) (Store, error) {
 	var err error
 	switch l.Engine {
 	case SQLite:
-		st, err = sqlite.Open(ctx, l.Path, sqlite.Options{Now: opts.Now, NoRecover: opts.NoRecover, MustExist: opts.MustExist})
+		st, err = sqlite.Open(ctx, l.Path, sqlite.Options{Now: opts.Now, NoRecover: opts.NoRecover, MustExist: opts.MustExist, Logger: opts.Logger})
 	case PostgreSQL:
-		st, err = postgres.Open(ctx, l.URL, postgres.Options{Now: opts.Now, NoRecover: opts.NoRecover})
+		st, err = postgres.Open(ctx, l.URL, postgres.Options{Now: opts.Now, NoRecover: opts.NoRecover, Logger: opts.Logger})
 	default:
 		err = fmt.Errorf("store: unknown engine %q", l.Engine)
 	}

@@ -88,11 +88,10 @@ func (c *syncConn) unlock() {
 }
 
 // recoverSyncs finishes or drops the runs dead nodes left (see above), now
-// and then every syncSweep until the store closes. Open runs it.
+// and then every syncSweep until the store closes, and reports the first
+// sweep's error. Open's background work (recoverLeft) runs it.
 func (s *Store) recoverSyncs(ctx context.Context) error {
-	if err := s.sweepSyncs(ctx); err != nil {
-		return err
-	}
+	err := s.sweepSyncs(ctx)
 	go func() {
 		t := time.NewTicker(syncSweep)
 		defer t.Stop()
@@ -110,7 +109,7 @@ func (s *Store) recoverSyncs(ctx context.Context) error {
 			leave()
 		}
 	}()
-	return nil
+	return err
 }
 
 // sweepSyncs deals with the runs of every key whose lock is free.

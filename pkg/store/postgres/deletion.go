@@ -124,12 +124,12 @@ func (d deletions) Record(ctx context.Context, r store.DeletionRequest) error {
 
 func (d deletions) Finish(ctx context.Context) error { return d.s.finishDeletions(ctx) }
 
-func (d deletions) Request(ctx context.Context, id string) (user string, created int64, found bool, err error) {
-	err = d.s.pool.QueryRow(ctx, `SELECT user_id, created_at FROM deletions WHERE id = $1`, id).Scan(&user, &created)
+func (d deletions) Request(ctx context.Context, id string) (user string, created int64, done, found bool, err error) {
+	err = d.s.pool.QueryRow(ctx, `SELECT user_id, created_at, done_at != 0 FROM deletions WHERE id = $1`, id).Scan(&user, &created, &done)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return "", 0, false, nil
+		return "", 0, false, false, nil
 	}
-	return user, created, err == nil, err
+	return user, created, done, err == nil, err
 }
 
 func (d deletions) Sources(ctx context.Context, id string) ([]store.DeletionSource, error) {

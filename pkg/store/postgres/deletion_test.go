@@ -190,8 +190,9 @@ func TestDeletionWaitsForOlderTransactions(t *testing.T) {
 }
 
 // TestDeletionFinishedOnOpen records a deletion as a process would that
-// died before its rewrite, and checks that the next Open rewrites and
-// marks it finished.
+// died before its rewrite, and checks that the next Open returns before
+// the rewrite (the request reads as not done, ingest goes on) and then
+// rewrites and marks it finished.
 func TestDeletionFinishedOnOpen(t *testing.T) {
 	ctx := context.Background()
 	url := pgtest.URL(t)
@@ -207,7 +208,20 @@ func TestDeletionFinishedOnOpen(t *testing.T) {
 	}
 	s.Close()
 
-	s = openURL(t, url)
+	gate := make(chan struct{})
+	s, err := Open(ctx, url, Options{recoveryGate: gate})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if d, err := s.Deletion(ctx, "d"); err != nil || d.Done {
+		t.Errorf("the deletion reads as done (%v) before its rewrite", err)
+	}
+	if err := s.Ingest(ctx, []store.Message{storetest.Msg("web", "meanwhile", 0, true)}); err != nil {
+		t.Errorf("ingest while the rewrite waits: %v", err)
+	}
+	close(gate)
+	<-s.Recovered()
 	var unfinished int
 	if err := s.pool.QueryRow(ctx, `SELECT count(*) FROM deletions WHERE done_at = 0`).Scan(&unfinished); err != nil || unfinished != 0 {
 		t.Errorf("unfinished deletions after Open: %d, %v", unfinished, err)
@@ -216,7 +230,7 @@ func TestDeletionFinishedOnOpen(t *testing.T) {
 		t.Errorf("marker found after Open: %v", found)
 	}
 	d, err := s.Deletion(ctx, "d")
-	if err != nil || len(d.Sources) != 1 || d.Sources[0].Purged != 50 || d.Sources[0].Cancelled != 50 {
+	if err != nil || !d.Done || len(d.Sources) != 1 || d.Sources[0].Purged != 50 || d.Sources[0].Cancelled != 50 {
 		t.Errorf("deletion = %+v, %v", d, err)
 	}
 }
@@ -366,6 +380,7 @@ func TestRewriteLeftoversDropped(t *testing.T) {
 	s.Close()
 
 	s = openURL(t, url)
+	<-s.Recovered() // Open leaves the rewrite to the background
 	if diff := cmp.Diff(clean, describe(t, s)); diff != "" {
 		t.Errorf("table after Open mismatch (-before +after):\n%s", diff)
 	}

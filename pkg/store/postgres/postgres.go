@@ -18,6 +18,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"slices"
 	"strings"
 	"sync"
@@ -55,6 +56,13 @@ type Options struct {
 	// starts. Tools that open the store beside a running serve (evfwd
 	// deliveries) set it, so they never take part in the service's work.
 	NoRecover bool
+	// Logger receives the failures of the work a stopped process left,
+	// which Open leaves to the background (default: discarded).
+	Logger *slog.Logger
+
+	// recoveryGate, when set, holds the background work back until it is
+	// closed: tests look at the store while that work is under way.
+	recoveryGate <-chan struct{}
 }
 
 // Store is the PostgreSQL implementation of store.Store.
@@ -76,6 +84,14 @@ type Store struct {
 	syncSteps   syncrun.StepRows   // SetSyncSteps'
 	floors      *leasefloor.Floors // where Lease starts reading each source's due deliveries (floor.go)
 	rewriting   sync.Mutex         // takes this Store's deletion rewrites one at a time (deletion.go)
+	recovery    recovery           // what a stopped process left, finished after Open (recoverLeft)
+}
+
+// recovery is the work Open leaves to the background and how Close stops
+// it.
+type recovery struct {
+	cancel context.CancelFunc
+	done   chan struct{}
 }
 
 var _ store.Store = (*Store)(nil)
@@ -107,6 +123,9 @@ func Open(ctx context.Context, url string, opts Options) (*Store, error) {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
 	cfg, err := parseURL(url)
 	if err != nil {
 		return nil, err
@@ -128,25 +147,51 @@ func Open(ctx context.Context, url string, opts Options) (*Store, error) {
 		return nil, fmt.Errorf("store %s: %w", name, err)
 	}
 	s := &Store{pool: pool, name: name, opts: opts, completions: make(chan completion, maxGroup),
-		ingests: make(chan *ingestReq, 64), quit: make(chan struct{}), floors: newFloors()}
+		ingests: make(chan *ingestReq, 64), quit: make(chan struct{}), floors: newFloors(),
+		recovery: recovery{done: make(chan struct{})}}
 	s.stop, s.cancelStop = context.WithCancel(context.Background())
 	go s.completer()
 	for range ingesters(cfg.MaxConns) {
 		go s.ingester()
 	}
 	if opts.NoRecover {
+		close(s.recovery.done)
 		return s, nil
 	}
-	if err := s.recoverSyncs(ctx); err != nil { // admin.go: finish or drop syncs that dead nodes left
-		s.Close()
-		return nil, fmt.Errorf("store %s: %w", name, err)
-	}
-	if err := s.finishDeletions(ctx); err != nil { // deletion.go: rewrite away what a stopped process left
-		s.Close()
-		return nil, fmt.Errorf("store %s: %w", name, err)
-	}
+	bg, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	s.recovery.cancel = cancel
+	go s.recoverLeft(bg)
 	return s, nil
 }
+
+// recoverLeft finishes what stopped processes left, after Open has
+// returned, so that serve answers ingest at once (issue 31): readers need
+// no more than they have, since a sync's runs are finished under the
+// key's advisory lock, which a sync of the key waits for, and a deletion
+// purged its messages in the transaction that recorded it (what is left
+// is the rewrite, and the request reads as not done until then). A failure
+// is logged: the sweep every syncSweep, the next deletion request or the
+// next start tries again.
+func (s *Store) recoverLeft(ctx context.Context) {
+	defer close(s.recovery.done)
+	if s.opts.recoveryGate != nil {
+		select {
+		case <-s.opts.recoveryGate:
+		case <-ctx.Done():
+			return
+		}
+	}
+	if err := s.recoverSyncs(ctx); err != nil && ctx.Err() == nil { // admin.go: finish or drop syncs that dead nodes left
+		s.opts.Logger.Error("store: could not finish the sync runs a stopped process left", "err", err)
+	}
+	if err := s.finishDeletions(ctx); err != nil && ctx.Err() == nil { // deletion.go: rewrite away what a stopped process left
+		s.opts.Logger.Error("store: could not finish the deletion requests a stopped process left", "err", err)
+	}
+}
+
+// Recovered is closed once the work a stopped process left is done (or
+// stopped by Close); at once with Options.NoRecover.
+func (s *Store) Recovered() <-chan struct{} { return s.recovery.done }
 
 // Path names the database (without credentials), for logs.
 func (s *Store) Path() string { return s.name }
@@ -156,6 +201,10 @@ func (s *Store) Pool() *pgxpool.Pool { return s.pool }
 
 // Close waits for the calls in progress and closes the pool.
 func (s *Store) Close() error {
+	if s.recovery.cancel != nil {
+		s.recovery.cancel()
+	}
+	<-s.recovery.done
 	s.once.Do(func() {
 		s.mu.Lock()
 		s.closed = true

@@ -19,10 +19,10 @@ var _ store.Admin = (*Store)(nil)
 // Syncs run as syncrun lays out, each step its own small transaction
 // through the writer, so ingest commits between them (issue 13), sized by
 // syncrun.Paced to about the same writer time each. The file lock means
-// one process syncs a file at a time: Open (clearStaging) deals with every
-// run a crashed process left, and the syncs of one key take turns within
-// the process (syncTurns), since the diff of one must see the list the
-// previous one committed.
+// one process syncs a file at a time: Open deals with every run a crashed
+// process left, in the background holding the key's turn (recover.go), and
+// the syncs of one key take turns within the process (syncTurns), since
+// the diff of one must see the list the previous one committed.
 
 // SetSyncHook sets a function called between the steps of every sync (the
 // synchook step names), for tests: an error it returns stops the sync at
@@ -75,32 +75,11 @@ func (st *syncTurns) lock(ctx context.Context, kind store.SyncKind, key string) 
 	}
 }
 
-// stepFunc runs fn as one transaction: through the writer while the store
-// runs, on the database directly at Open.
+// stepFunc runs fn as one transaction.
 type stepFunc func(ctx context.Context, fn func(ctx context.Context, tx *wtx) error) error
 
 func (s *Store) step(ctx context.Context, fn func(ctx context.Context, tx *wtx) error) error {
 	return s.do(ctx, 0, fn)
-}
-
-func dbStep(db *sql.DB) stepFunc {
-	return func(ctx context.Context, fn func(ctx context.Context, tx *wtx) error) error {
-		c, err := db.Conn(ctx)
-		if err != nil {
-			return err
-		}
-		tx := newWtx(c)
-		defer tx.close()
-		return tx.run(ctx, func() error { return fn(ctx, tx) })
-	}
-}
-
-// clearStaging runs at Open, before the writer starts, and deals with the
-// syncs a crashed process left unfinished (the file lock means no sync is
-// in flight): a committed run is finished, any other dropped. Each step is
-// its own bounded transaction, so the WAL stays small.
-func clearStaging(ctx context.Context, db *sql.DB) error {
-	return syncrun.Recover(ctx, syncDriver{read: db, step: dbStep(db), all: true}, syncrun.Paced())
 }
 
 // SetSyncSteps makes every step of the syncs that follow rows rows (0:
@@ -120,14 +99,13 @@ func (s *Store) Sync(ctx context.Context, sy store.Sync, values iter.Seq2[store.
 	return syncrun.Sync(ctx, d, syncrun.Config{Sizes: s.syncSteps.Or(syncrun.Paced()), Hook: s.syncHook.Call, Later: "after a restart"}, sy, values)
 }
 
-// syncDriver is syncrun's driver: the runs of one key (or, at Open, all),
-// read from read, their steps run by step.
+// syncDriver is syncrun's driver: the runs of one key, read from read,
+// their steps run by step.
 type syncDriver struct {
 	read *sql.DB
 	step stepFunc
 	kind store.SyncKind
 	key  string
-	all  bool // Runs lists the runs of every key
 }
 
 var _ syncrun.Driver[*wtx] = syncDriver{}
@@ -147,7 +125,7 @@ func (d syncDriver) Current(ctx context.Context) (string, bool, error) {
 
 func (d syncDriver) Runs(ctx context.Context) ([]syncrun.Run, error) {
 	rows, err := d.read.QueryContext(ctx, `SELECT id, replaces, committed, at FROM sync_runs
-		WHERE ? OR kind = ? AND key = ? ORDER BY rowid`, d.all, d.kind, d.key)
+		WHERE kind = ? AND key = ? ORDER BY rowid`, d.kind, d.key)
 	if err != nil {
 		return nil, err
 	}

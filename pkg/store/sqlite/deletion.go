@@ -34,8 +34,9 @@ import (
 //  4. done: deletions.done_at is set.
 //
 // A deletion whose done_at is 0 is unfinished: the process stopped between
-// its steps. Open finishes every such deletion before it returns, and so
-// does every CreateDeletion (the caller's retry).
+// its steps. Open finishes every such deletion in the background, its
+// messages held out of leases meanwhile (recover.go), and so does every
+// CreateDeletion (the caller's retry), after them.
 
 // deletionPageSize is the number of messages one purge step changes: about
 // ten milliseconds of writer time for small bodies, a few tens when every
@@ -55,12 +56,20 @@ func (s *Store) Deletion(ctx context.Context, id string) (*store.Deletion, error
 	return deletion.Read(ctx, deletions{s}, id)
 }
 
-// recordDeletion is step 1.
+// recordDeletion is step 1. Once it is on disk, the request's messages are
+// held out of leases until it is done (recover.go); a lease in between
+// the commit and the hold may still take one, as before holds existed.
 func (s *Store) recordDeletion(ctx context.Context, r store.DeletionRequest) error {
 	now := store.Millis(s.opts.Now())
-	return s.do(ctx, len(r.Messages), func(ctx context.Context, tx *wtx) error {
+	if err := s.do(ctx, len(r.Messages), func(ctx context.Context, tx *wtx) error {
 		return deletion.Record(ctx, recordTx{tx, now}, r)
-	})
+	}); err != nil {
+		return err
+	}
+	if err := s.heldDeletion(context.WithoutCancel(ctx), r); err != nil {
+		return fmt.Errorf("deletion %s is recorded, its messages not held out of leases: %w", r.ID, err)
+	}
+	return nil
 }
 
 // deletions is the store as package deletion's Engine: Record and Finish
@@ -71,14 +80,25 @@ func (d deletions) Record(ctx context.Context, r store.DeletionRequest) error {
 	return d.s.recordDeletion(ctx, r)
 }
 
-func (d deletions) Finish(ctx context.Context) error { return d.s.finishDeletions(ctx) }
-
-func (d deletions) Request(ctx context.Context, id string) (user string, created int64, found bool, err error) {
-	err = d.s.read.QueryRowContext(ctx, `SELECT user_id, created_at FROM deletions WHERE id = ?`, id).Scan(&user, &created)
-	if errors.Is(err, sql.ErrNoRows) {
-		return "", 0, false, nil
+// Finish waits for the deletions' turn: the ones a stopped process left
+// are finished in the background (recover.go), and a request recorded
+// meanwhile is purged after them.
+func (d deletions) Finish(ctx context.Context) error {
+	select {
+	case d.s.deletionTurn <- struct{}{}:
+	case <-ctx.Done():
+		return ctx.Err()
 	}
-	return user, created, err == nil, err
+	defer func() { <-d.s.deletionTurn }()
+	return d.s.finishDeletions(ctx)
+}
+
+func (d deletions) Request(ctx context.Context, id string) (user string, created int64, done, found bool, err error) {
+	err = d.s.read.QueryRowContext(ctx, `SELECT user_id, created_at, done_at != 0 FROM deletions WHERE id = ?`, id).Scan(&user, &created, &done)
+	if errors.Is(err, sql.ErrNoRows) {
+		return "", 0, false, false, nil
+	}
+	return user, created, done, err == nil, err
 }
 
 func (d deletions) Sources(ctx context.Context, id string) ([]store.DeletionSource, error) {
@@ -130,7 +150,8 @@ func (t recordTx) AddSource(ctx context.Context, request, source string, message
 }
 
 // finishDeletions runs steps 2 to 4 of every unfinished deletion, oldest
-// first, with one scrub for all of them.
+// first, with one scrub for all of them, and drops their holds; the caller
+// holds the deletions' turn.
 func (s *Store) finishDeletions(ctx context.Context) error {
 	rows, err := s.read.QueryContext(ctx, `SELECT id FROM deletions WHERE done_at = 0 ORDER BY created_at, id`)
 	if err != nil {
@@ -149,14 +170,18 @@ func (s *Store) finishDeletions(ctx context.Context) error {
 		return err
 	}
 	done := store.Millis(s.opts.Now())
-	return s.do(ctx, 0, func(ctx context.Context, tx *wtx) error {
+	if err := s.do(ctx, 0, func(ctx context.Context, tx *wtx) error {
 		for _, id := range ids {
 			if _, err := tx.ExecContext(ctx, `UPDATE deletions SET done_at = ? WHERE id = ?`, done, id); err != nil {
 				return err
 			}
 		}
 		return nil
-	})
+	}); err != nil {
+		return err
+	}
+	s.held.drop(ids)
+	return nil
 }
 
 // purgeDeletion is step 2 of deletion id: page after page until none is

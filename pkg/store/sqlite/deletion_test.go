@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -64,9 +65,11 @@ func TestDeletionLeavesNoByteAfterRestart(t *testing.T) {
 }
 
 // TestDeletionFinishedOnOpen stops a deletion after its first purge step,
-// as a process that dies would, and checks that the next Open finishes it:
-// every message purged, every pending delivery cancelled, each counted
-// once, and the request marked done.
+// as a process that dies would, and checks that the next Open finishes it
+// in the background: meanwhile the request reads as not done, no lease
+// takes a message it purges, and a new request is held the same way and
+// finishes after it; then every message is purged, every pending delivery
+// cancelled, each counted once, and the requests marked done.
 func TestDeletionFinishedOnOpen(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -113,11 +116,20 @@ func TestDeletionFinishedOnOpen(t *testing.T) {
 	}
 	tool.Close()
 
-	s = openAt(t, path)
+	gate := make(chan struct{})
+	s, err = Open(ctx, path, Options{recoveryGate: gate})
+	if err != nil {
+		t.Fatal(err)
+	}
 	defer s.Close()
+	checkHeld(t, s, gate)
+	<-s.Recovered()
 	d, err := s.Deletion(ctx, "del")
 	if err != nil {
 		t.Fatal(err)
+	}
+	if !d.Done {
+		t.Error("the deletion reads as not done once Open's work is over")
 	}
 	want := []store.DeletionSource{
 		{Source: "app", Cancelled: 150, Purged: 150},
@@ -130,8 +142,86 @@ func TestDeletionFinishedOnOpen(t *testing.T) {
 	if err := s.read.QueryRow(`SELECT count(*) FROM deletions WHERE done_at = 0`).Scan(&unfinished); err != nil || unfinished != 0 {
 		t.Errorf("unfinished deletions after Open: %d, %v", unfinished, err)
 	}
-	if err := s.read.QueryRow(`SELECT count(*) FROM messages WHERE length(body) = 0`).Scan(&emptied); err != nil || emptied != 300 {
-		t.Errorf("emptied bodies: %d, %v; want 300 (not the late one)", emptied, err)
+	if err := s.read.QueryRow(`SELECT count(*) FROM messages WHERE length(body) = 0`).Scan(&emptied); err != nil || emptied != 450 {
+		t.Errorf("emptied bodies: %d, %v; want 450 (u1's 300 and u2's 150; not the late one)", emptied, err)
+	}
+}
+
+// checkHeld looks at s, opened on TestDeletionFinishedOnOpen's file, while
+// its gate holds the unfinished deletion back: the request reads as not
+// done, a new request for u2 is recorded but waits for its turn, and leases
+// take neither user's messages, only the late one and the notification;
+// then it opens the gate and waits for the new request.
+func checkHeld(t *testing.T, s *Store, gate chan struct{}) {
+	t.Helper()
+	ctx := context.Background()
+	if d, err := s.Deletion(ctx, "del"); err != nil || d.Done {
+		t.Errorf("the unfinished deletion reads as done (%v) before it is", err)
+	}
+	// m449, u1's in app, is past the purge's first step: not purged yet,
+	// but read as it will be.
+	all, err := s.List(ctx, store.Filter{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	read := 0
+	for _, d := range all {
+		if d.MessageID != "m449" && d.MessageID != "late" {
+			continue
+		}
+		read++
+		full, err := s.Get(ctx, d.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if held := d.MessageID == "m449"; held != (len(full.Body) == 0) {
+			t.Errorf("%s read with a body of %d bytes while u1's deletion is under way", d.MessageID, len(full.Body))
+		}
+	}
+	if read != 2 {
+		t.Fatalf("read %d of m449 and late", read)
+	}
+	second := make(chan error, 1)
+	go func() {
+		d, err := s.CreateDeletion(ctx, store.DeletionRequest{ID: "del2", UserID: "u2", CreatedAt: t0, Sources: []string{"app", "web"}})
+		if err == nil && (!d.Done || d.Sources[0].Purged != 75 || d.Sources[1].Purged != 75) {
+			err = fmt.Errorf("second deletion answered %+v, want done with 75 purged in each source", d)
+		}
+		second <- err
+	}()
+	// The request is held as soon as it is recorded.
+	for start := time.Now(); ; time.Sleep(time.Millisecond) {
+		s.held.mu.Lock()
+		_, ok := s.held.by["del2"]
+		s.held.mu.Unlock()
+		if ok {
+			break
+		}
+		if time.Since(start) > 10*time.Second {
+			t.Fatal("the second deletion was not recorded within 10s")
+		}
+	}
+	var leased []string
+	for _, src := range []string{"app", "web"} {
+		ds, err := s.Lease(ctx, store.LeaseRequest{Owner: "o", Source: src, Limit: 1000, Now: time.Now(), TTL: time.Minute})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, d := range ds {
+			leased = append(leased, d.MessageID)
+		}
+	}
+	if want := []string{"del", "late"}; !slices.Equal(slices.Sorted(slices.Values(leased)), want) {
+		t.Errorf("leased %v while the deletions are under way, want %v", leased, want)
+	}
+	select {
+	case err := <-second:
+		t.Fatalf("the second deletion finished before the first one's turn was over: %v", err)
+	default:
+	}
+	close(gate)
+	if err := <-second; err != nil {
+		t.Error(err)
 	}
 }
 

@@ -110,14 +110,18 @@ func (s *Store) due(ctx context.Context, tx *wtx, source string, c leasefloor.Fl
 	}
 	const from = `SELECT ` + rowscan.LeasedColumns + ` FROM deliveries d INDEXED BY deliveries_due
 		JOIN messages m ON m.id = d.message WHERE d.source = ? AND d.status = 'pending' AND `
+	// The messages of a deletion under way stay where they are until its
+	// purge cancels them (recover.go).
+	held, heldArgs := s.held.clause(source)
 	if c.Due <= now {
-		if err := read(from+`d.next_attempt_at = ? AND d.id > ? ORDER BY d.id`, source, c.Due, c.ID); err != nil {
+		if err := read(from+`d.next_attempt_at = ? AND d.id > ?`+held+` ORDER BY d.id`,
+			append([]any{source, c.Due, c.ID}, heldArgs...)...); err != nil {
 			return nil, c, err
 		}
 	}
 	if len(out) < limit {
-		if err := read(from+`d.next_attempt_at > ? AND d.next_attempt_at <= ? ORDER BY d.next_attempt_at, d.id`,
-			source, c.Due, now); err != nil {
+		if err := read(from+`d.next_attempt_at > ? AND d.next_attempt_at <= ?`+held+` ORDER BY d.next_attempt_at, d.id`,
+			append([]any{source, c.Due, now}, heldArgs...)...); err != nil {
 			return nil, c, err
 		}
 	}

@@ -49,7 +49,7 @@ func (s *Store) Get(ctx context.Context, id int64) (*store.Detail, error) {
 		return nil, err
 	}
 	row := delivery.QueryRowContext(ctx, id)
-	return rowscan.Detail(id, row, sql.ErrNoRows, func() ([]store.Attempt, error) {
+	d, err := rowscan.Detail(id, row, sql.ErrNoRows, func() ([]store.Attempt, error) {
 		attempts, err := s.prepared.get(ctx, s.read, getAttempts)
 		if err != nil {
 			return nil, err
@@ -60,6 +60,26 @@ func (s *Store) Get(ctx context.Context, id int64) (*store.Detail, error) {
 		}
 		return collect(rows, rowscan.Attempt)
 	})
+	if err != nil {
+		return nil, err
+	}
+	return d, s.hideHeld(ctx, d)
+}
+
+// hideHeld empties the body of d when a deletion under way purges it
+// (recover.go): a reader sees it as it will be, not as it was.
+func (s *Store) hideHeld(ctx context.Context, d *store.Detail) error {
+	if len(d.Body) == 0 || !s.held.covers(d.Source, d.UserID, d.Type, 0) {
+		return nil
+	}
+	var msg int64
+	if err := s.read.QueryRowContext(ctx, `SELECT message FROM deliveries WHERE id = ?`, d.ID).Scan(&msg); err != nil {
+		return err
+	}
+	if s.held.covers(d.Source, d.UserID, d.Type, msg) {
+		d.Body = []byte{}
+	}
+	return nil
 }
 
 // Counts implements store.Store.

@@ -23,6 +23,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"log/slog"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -60,6 +61,14 @@ type Options struct {
 	// instead of creating an empty store: a tool pointed at the wrong path
 	// would otherwise show an empty store as if it were the service's.
 	MustExist bool
+	// Logger receives what the store does on its own: the work a stopped
+	// process left, finished in the background (recover.go), and its
+	// failures (default: discarded).
+	Logger *slog.Logger
+
+	// recoveryGate, when set, holds the background work back until it is
+	// closed: tests look at the store while that work is under way.
+	recoveryGate <-chan struct{}
 }
 
 // Store is the SQLite implementation of store.Store.
@@ -84,6 +93,9 @@ type Store struct {
 	syncHook     synchook.Hook    // SetSyncHook's
 	syncSteps    syncrun.StepRows // SetSyncSteps'
 	syncTurns    syncTurns        // admin.go: the syncs of one key take turns
+	deletionTurn chan struct{}    // deletion.go: one finishing of deletions at a time
+	held         held             // recover.go: deletions under way, kept out of leases
+	recovery     recovery         // recover.go: what a stopped process left, finished in the background
 }
 
 var _ store.Store = (*Store)(nil)
@@ -147,6 +159,9 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
 	if opts.MustExist {
 		if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
 			return nil, fmt.Errorf("store %s: %w", path, fs.ErrNotExist)
@@ -195,10 +210,6 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 			write.Close()
 			return nil, fmt.Errorf("store %s: %w", path, err)
 		}
-		if err := clearStaging(ctx, write); err != nil {
-			write.Close()
-			return nil, fmt.Errorf("store %s: %w", path, err)
-		}
 	}
 	read, err := sql.Open("sqlite", dsn)
 	if err != nil {
@@ -220,12 +231,18 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 		ops:          make(chan *op, 4096),
 		closing:      make(chan struct{}),
 		done:         make(chan struct{}),
+		deletionTurn: make(chan struct{}, 1),
+		recovery:     recovery{done: make(chan struct{})},
 	}
 	go s.writer()
 	if opts.NoRecover {
+		close(s.recovery.done)
 		return s, nil
 	}
-	if err := s.finishDeletions(ctx); err != nil { // what a stopped process left unfinished
+	// What a stopped process left unfinished goes on in the background,
+	// atomic to readers all the same (recover.go).
+	if err := s.startRecovery(ctx); err != nil {
+		close(s.recovery.done)
 		s.Close()
 		return nil, fmt.Errorf("store %s: %w", path, err)
 	}
@@ -252,9 +269,11 @@ func createPrivate(path string) error {
 // Path is the database file.
 func (s *Store) Path() string { return s.path }
 
-// Close stops the writer after the calls already queued and closes the
+// Close stops the work a stopped process left (the next Open takes it up
+// again), then the writer after the calls already queued, and closes the
 // database.
 func (s *Store) Close() error {
+	s.stopRecovery()
 	s.once.Do(func() {
 		s.mu.Lock()
 		s.closed = true

@@ -197,6 +197,7 @@ func TestSyncKilled(t *testing.T) {
 			}
 			got[v.UserID] = string(v.Value)
 		}
+		<-s.Recovered() // what the kill left queues its messages in the background
 		ds, err := s.List(ctx, store.Filter{After: seen})
 		if err != nil {
 			t.Fatal(err)

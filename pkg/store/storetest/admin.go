@@ -91,7 +91,7 @@ func testDeletion(t *testing.T, s store.Store, a store.Admin) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := &store.Deletion{ID: "del-1", UserID: "u1", CreatedAt: t0.Add(time.Minute), Sources: []store.DeletionSource{
+	want := &store.Deletion{ID: "del-1", UserID: "u1", CreatedAt: t0.Add(time.Minute), Done: true, Sources: []store.DeletionSource{
 		{Source: "app", Cancelled: 1, Purged: 1},
 		{Source: "web", Notified: true, MessageID: "del-1", Status: store.Pending, Cancelled: 1, Purged: 2},
 	}}

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/evfwd/evfwd/internal/testsize"
 	"github.com/evfwd/evfwd/pkg/store"
@@ -35,6 +36,29 @@ type SyncStepper interface {
 	// SyncLeftovers counts the rows syncs in progress keep (runs, outbox
 	// messages, lists no sync names); 0 when none runs.
 	SyncLeftovers(ctx context.Context) (int64, error)
+}
+
+// Recoverer is a store that finishes what a stopped process left after
+// its Open returns (SQLite), its readers seeing the state before or after
+// that work, never a mix: Recovered is closed once it is done.
+type Recoverer interface {
+	Recovered() <-chan struct{}
+}
+
+// Settle waits until s, when a Recoverer, has finished what a stopped
+// process left, for the checks of what that work queues or drops; the
+// checks of what readers see come before it.
+func Settle(t *testing.T, s store.Store) {
+	t.Helper()
+	r, ok := s.(Recoverer)
+	if !ok {
+		return
+	}
+	select {
+	case <-r.Recovered():
+	case <-time.After(time.Minute):
+		t.Fatal("the work a stopped process left was not finished within a minute of Open")
+	}
 }
 
 // RunSync runs the cases of a sync interrupted (as by a crash) at each of
@@ -232,6 +256,7 @@ func testSyncInterruptedBefore(t *testing.T, open func() store.Store, key string
 		if got := stored(t, s, key); !cmp.Equal(before, got) {
 			t.Errorf("stopped at %s, reopened: stored list changed: %d users", step, len(got))
 		}
+		Settle(t, s.Store)
 		if got := sent(t, s, &seen); len(got) != 0 {
 			t.Errorf("stopped at %s, reopened: %d messages queued", step, len(got))
 		}
@@ -290,6 +315,7 @@ func testSyncInterruptedAfter(t *testing.T, open func() store.Store, key string)
 		if got := stored(t, s, key); !cmp.Equal(to, got) {
 			t.Errorf("stopped at %s #%d, reopened: stored list is not the new one (%d users)", at.step, at.nth, len(got))
 		}
+		Settle(t, s.Store)
 		if diff := cmp.Diff(diffMessages(from, to), sent(t, s, &seen)); diff != "" {
 			t.Errorf("stopped at %s #%d, reopened: messages mismatch (-want +got):\n%s", at.step, at.nth, diff)
 		}

@@ -107,23 +107,23 @@ func Reason(id string) string { return "cancelled by deletion request " + id }
 
 // Reader is one engine's statements of a request's read.
 type Reader interface {
-	// Request reads the user and the creation time (Unix milliseconds) of
-	// request id; found is false when there is none.
-	Request(ctx context.Context, id string) (user string, created int64, found bool, err error)
+	// Request reads the user, the creation time (Unix milliseconds) and
+	// whether it is done of request id; found is false when there is none.
+	Request(ctx context.Context, id string) (user string, created int64, done, found bool, err error)
 	// Sources reads the rows of SourcesQuery for request id.
 	Sources(ctx context.Context, id string) ([]store.DeletionSource, error)
 }
 
 // Read reads request id, or fails with store.ErrNotFound.
 func Read(ctx context.Context, r Reader, id string) (*store.Deletion, error) {
-	user, created, found, err := r.Request(ctx, id)
+	user, created, done, found, err := r.Request(ctx, id)
 	if err != nil {
 		return nil, err
 	}
 	if !found {
 		return nil, fmt.Errorf("deletion %s: %w", id, store.ErrNotFound)
 	}
-	d := &store.Deletion{ID: id, UserID: user, CreatedAt: store.FromMillis(created)}
+	d := &store.Deletion{ID: id, UserID: user, CreatedAt: store.FromMillis(created), Done: done}
 	if d.Sources, err = r.Sources(ctx, id); err != nil {
 		return nil, err
 	}
