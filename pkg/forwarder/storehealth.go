@@ -58,12 +58,12 @@ func newStoreHealth(st store.Store, log *slog.Logger) *StoreHealth {
 	return &StoreHealth{pinger: p, log: log, suspect: make(chan struct{}, 1)}
 }
 
-// Unavailable reports why the store cannot be reached and since when, or
+// Unavailable reports since when and why the store cannot be reached, or
 // nil while it can.
-func (h *StoreHealth) Unavailable() (err error, since time.Time) {
+func (h *StoreHealth) Unavailable() (since time.Time, err error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	return h.err, h.since
+	return h.since, h.err
 }
 
 // StoreHealth is the forwarder's view of the store (for /healthz).

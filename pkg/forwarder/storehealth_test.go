@@ -52,8 +52,8 @@ func TestStoreDownPausesLeasing(t *testing.T) {
 	st.cut.Store(true)
 	ingest(t, st.Store, msg("web", "m1"))
 	r.settle(t, "web") // its Lease fails: the probe runs at once
-	waitFor(t, "the store reported unreachable", func() bool { err, _ := r.StoreHealth().Unavailable(); return err != nil })
-	if err, since := r.StoreHealth().Unavailable(); !errors.Is(err, store.ErrUnavailable) || since.IsZero() {
+	waitFor(t, "the store reported unreachable", func() bool { _, err := r.StoreHealth().Unavailable(); return err != nil })
+	if since, err := r.StoreHealth().Unavailable(); !errors.Is(err, store.ErrUnavailable) || since.IsZero() {
 		t.Fatalf("Unavailable() = %v, %v; want store.ErrUnavailable and a time", err, since)
 	}
 	// A pass that began before the store was found down may still lease;
@@ -73,7 +73,7 @@ func TestStoreDownPausesLeasing(t *testing.T) {
 	if took := time.Since(healed); took > probeEveryDown+probeTimeout {
 		t.Errorf("delivered %v after the heal, want within a probe period (%v)", took, probeEveryDown)
 	}
-	if err, _ := r.StoreHealth().Unavailable(); err != nil {
+	if _, err := r.StoreHealth().Unavailable(); err != nil {
 		t.Errorf("after the heal: Unavailable() = %v", err)
 	}
 }

@@ -15,7 +15,7 @@ func (m *Metrics) storeUp(h *forwarder.StoreHealth) {
 	m.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "evfwd_store_up",
 		Help: "1 while the store can be reached, 0 while it cannot (/healthz answers 503 then)."},
 		func() float64 {
-			if err, _ := h.Unavailable(); err != nil {
+			if _, err := h.Unavailable(); err != nil {
 				return 0
 			}
 			return 1
@@ -35,7 +35,7 @@ func (s *Server) ready(w http.ResponseWriter, r *http.Request) {
 		w.Write([]byte(`{"status":"draining"}` + "\n"))
 		return
 	}
-	if err, since := s.forwarder.StoreHealth().Unavailable(); err != nil {
+	if since, err := s.forwarder.StoreHealth().Unavailable(); err != nil {
 		b, _ := json.Marshal(map[string]string{"status": "unavailable", "store": err.Error(),
 			"since": since.UTC().Format(time.RFC3339)})
 		w.WriteHeader(http.StatusServiceUnavailable)
