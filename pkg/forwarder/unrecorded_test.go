@@ -110,16 +110,8 @@ func TestUnrecordedPausesUntilRecorded(t *testing.T) {
 // counted in the log, and Run returns all the same. Its deliveries stay
 // pending in the store, to be made again (at least once).
 func TestUnrecordedAtShutdown(t *testing.T) {
-	c := newClock()
-	s := openStore(t, c)
-	watched := &watchedStore{Store: s, changed: changed(t)}
-	watched.fail.Store(true)
-	h := newHook(t)
-	ingest(t, s, msg("web", "m1"), msg("web", "m2"))
 	log := &syncBuffer{}
-	r := start(t, c, Config{Store: watched, Logger: slog.New(slog.NewTextHandler(log, nil)),
-		Destinations: map[string]*webhook.Destination{"web": dest(h)}})
-	waitFor(t, "2 requests whose outcomes wait", func() bool { return h.count() == 2 && r.unrecorded.len() == 2 })
+	s, watched, r := twoWaiting(t, slog.New(slog.NewTextHandler(log, nil)))
 	before := watched.failed.Load()
 	r.stop(t)
 	if watched.failed.Load() == before {
@@ -138,14 +130,7 @@ func TestUnrecordedAtShutdown(t *testing.T) {
 // Outcomes that wait when Run stops, with the store writing again, are
 // recorded: by a retry, or by the last try.
 func TestUnrecordedRecordedAtShutdown(t *testing.T) {
-	c := newClock()
-	s := openStore(t, c)
-	watched := &watchedStore{Store: s, changed: changed(t)}
-	watched.fail.Store(true)
-	h := newHook(t)
-	ingest(t, s, msg("web", "m1"), msg("web", "m2"))
-	r := start(t, c, Config{Store: watched, Destinations: map[string]*webhook.Destination{"web": dest(h)}})
-	waitFor(t, "2 requests whose outcomes wait", func() bool { return h.count() == 2 && r.unrecorded.len() == 2 })
+	s, watched, r := twoWaiting(t, nil)
 	watched.fail.Store(false)
 	r.stop(t)
 	for _, d := range list(t, s, store.Filter{}) {
@@ -183,4 +168,20 @@ func bodyID(t *testing.T, body []byte) string {
 	}
 	rest := body[i+len(key):]
 	return string(rest[:bytes.IndexByte(rest, '"')])
+}
+
+// twoWaiting starts a forwarder (logging to logger, if not nil) over a
+// store that refuses every Complete, and returns once the requests of its
+// two messages are made and their outcomes wait.
+func twoWaiting(t *testing.T, logger *slog.Logger) (store.Store, *watchedStore, *running) {
+	t.Helper()
+	c := newClock()
+	s := openStore(t, c)
+	watched := &watchedStore{Store: s, changed: changed(t)}
+	watched.fail.Store(true)
+	h := newHook(t)
+	ingest(t, s, msg("web", "m1"), msg("web", "m2"))
+	r := start(t, c, Config{Store: watched, Logger: logger, Destinations: map[string]*webhook.Destination{"web": dest(h)}})
+	waitFor(t, "2 requests whose outcomes wait", func() bool { return h.count() == 2 && r.unrecorded.len() == 2 })
+	return s, watched, r
 }
