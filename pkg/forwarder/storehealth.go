@@ -34,6 +34,11 @@ const (
 	// leaseTimeout bounds a Lease: on a cut link nothing answers, and the
 	// lane would wait for the kernel to give up on the connection.
 	leaseTimeout = 5 * time.Second
+	// completeTimeout bounds a Complete the same way. It is longer: a
+	// completion is the record of attempts made, and one that fails is
+	// kept and written again (unrecorded), never lost, but costs the
+	// forwarder a pause.
+	completeTimeout = 10 * time.Second
 )
 
 // StoreHealth is what the forwarder knows of the store's reachability.
@@ -185,7 +190,7 @@ func (h *StoreHealth) probe(ctx context.Context) {
 }
 
 // watched is the store as the forwarder calls it: its calls' outcomes go
-// to the health, and a Lease has a deadline.
+// to the health, and a Lease and a Complete have deadlines.
 type watched struct {
 	store.Store
 	h *StoreHealth
@@ -208,6 +213,8 @@ func (w watched) Lease(ctx context.Context, r store.LeaseRequest) ([]store.Deliv
 func (w watched) Complete(ctx context.Context, cs []store.Completion) error {
 	w.h.completing.Add(1)
 	defer w.h.completing.Add(-1)
+	ctx, cancel := context.WithTimeout(ctx, completeTimeout)
+	defer cancel()
 	err := w.Store.Complete(ctx, cs)
 	w.h.observe(ctx, err)
 	return err

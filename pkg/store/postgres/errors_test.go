@@ -16,6 +16,7 @@ import (
 	"github.com/evfwd/evfwd/pkg/store"
 	"github.com/evfwd/evfwd/pkg/store/internal/classifytest"
 	"github.com/evfwd/evfwd/pkg/store/postgres/pgtest"
+	"github.com/evfwd/evfwd/pkg/store/storetest"
 	"github.com/jackc/pgx/v5/pgconn"
 )
 
@@ -125,10 +126,10 @@ func TestIngestDiskFull(t *testing.T) {
 	}
 }
 
-// TestCutLink: with the link to the server black-holed, Ingest and Ping end
-// at their callers' deadlines with store.ErrUnavailable (an ingest queued
-// behind a stuck group as well as the group's own), and work again once
-// the link passes.
+// TestCutLink: with the link to the server black-holed, Ingest, Lease,
+// Complete and Ping end at their callers' deadlines with
+// store.ErrUnavailable (an ingest queued behind a stuck group as well as
+// the group's own), and work again once the link passes.
 func TestCutLink(t *testing.T) {
 	u, err := url.Parse(pgtest.URL(t))
 	if err != nil {
@@ -146,8 +147,34 @@ func TestCutLink(t *testing.T) {
 		return []store.Message{{Source: "web", MessageID: id, Type: "track", ReceivedAt: time.UnixMilli(1714564800000),
 			Body: []byte(`{"type":"track"}`), Destinations: []string{store.DestinationWebhooks}}}
 	}
+	if err := s.Ingest(ctx, []store.Message{storetest.Msg("web", "leased", 0, true)}); err != nil {
+		t.Fatal(err)
+	}
+	leased, err := s.Lease(ctx, store.LeaseRequest{Owner: "n1", Source: "web", Limit: 1, Now: time.Now(), TTL: time.Minute})
+	if err != nil || len(leased) != 1 {
+		t.Fatalf("Lease before the cut: %v, %v", leased, err)
+	}
 	proxy.SetMode(faultproxy.Blackhole)
 	const deadline = time.Second
+	within := func(call string, f func(context.Context) error) {
+		t.Helper()
+		cctx, cancel := context.WithTimeout(ctx, deadline)
+		defer cancel()
+		start := time.Now()
+		if err := f(cctx); !errors.Is(err, store.ErrUnavailable) {
+			t.Errorf("%s on a cut link: %v, want store.ErrUnavailable", call, err)
+		}
+		if took := time.Since(start); took > 3*deadline {
+			t.Errorf("%s on a cut link answered after %v, want about its deadline %v", call, took, deadline)
+		}
+	}
+	within("Lease", func(ctx context.Context) error {
+		_, err := s.Lease(ctx, store.LeaseRequest{Owner: "n1", Source: "web", Limit: 1, Now: time.Now(), TTL: time.Minute})
+		return err
+	})
+	done := store.Completion{ID: leased[0].ID, Owner: "n1", Status: store.Delivered, Attempts: 1,
+		FirstAttempt: time.Now(), NextAttempt: time.Now()}
+	within("Complete", func(ctx context.Context) error { return s.Complete(ctx, []store.Completion{done}) })
 	errs := make(chan error, 8)
 	start := time.Now()
 	for i := range cap(errs) {
@@ -176,5 +203,13 @@ func TestCutLink(t *testing.T) {
 	}
 	if err := s.Ingest(ctx, msg("after")); err != nil {
 		t.Errorf("Ingest after the heal: %v", err)
+	}
+	// The outcome refused on the cut link is written when tried again.
+	if err := s.Complete(ctx, []store.Completion{done}); err != nil {
+		t.Errorf("Complete after the heal: %v", err)
+	}
+	var status string
+	if err := s.pool.QueryRow(ctx, `SELECT status FROM deliveries WHERE id = $1`, done.ID).Scan(&status); err != nil || status != "delivered" {
+		t.Errorf("delivery after the heal: %q (%v), want delivered", status, err)
 	}
 }

@@ -68,7 +68,7 @@ func (s *Store) Lease(ctx context.Context, r store.LeaseRequest) ([]store.Delive
 				// error is not.
 				break
 			}
-			return nil, err
+			return nil, classify(err)
 		}
 		out = append(out, got...)
 		if len(out) == r.Limit || head {
@@ -190,8 +190,14 @@ func (s *Store) Complete(ctx context.Context, cs []store.Completion) error {
 	}
 	defer leave()
 	// Applied even when ctx has ended: the attempts were made and must be
-	// on record.
-	req := completion{cs: cs, done: make(chan error, 1)}
+	// on record. Only ctx's deadline counts: a link that answers nothing
+	// fails the call then (store.ErrUnavailable), and the caller keeps the
+	// outcomes to try again.
+	deadline, ok := ctx.Deadline()
+	if !ok {
+		deadline = time.Now().Add(callTimeout)
+	}
+	req := completion{cs: cs, deadline: deadline, done: make(chan error, 1)}
 	s.completions <- req
 	err = <-req.done
 	for _, c := range cs {
@@ -203,8 +209,9 @@ func (s *Store) Complete(ctx context.Context, cs []store.Completion) error {
 }
 
 type completion struct {
-	cs   []store.Completion
-	done chan error
+	cs       []store.Completion
+	deadline time.Time // the caller's, or callTimeout from the call
+	done     chan error
 }
 
 // maxGroup bounds the completions applied in one transaction.
@@ -233,11 +240,21 @@ func (s *Store) completer() {
 				break gather
 			}
 		}
-		var all []store.Completion
+		var (
+			all  []store.Completion
+			last time.Time
+		)
 		for _, c := range group {
 			all = append(all, c.cs...)
+			if c.deadline.After(last) {
+				last = c.deadline
+			}
 		}
-		err := retryTransient(func() error { return s.complete(context.Background(), all) })
+		// The group's statements end by its callers' latest deadline, as an
+		// ingest group's do (groupDeadline): none fails before its own.
+		ctx, cancel := context.WithDeadline(context.Background(), last)
+		err := classify(retryTransient(func() error { return s.complete(ctx, all) }))
+		cancel()
 		for _, c := range group {
 			c.done <- err
 		}
