@@ -28,7 +28,7 @@ import (
 // or is shutting down, asks the client to wait, in seconds.
 const RetryAfter = 1
 
-// IngestTimeout is how long a request waits for the store to commit its
+// IngestTimeout is how long a request waits, by default (Config.IngestTimeout), for the store to commit its
 // messages before it answers 503 with Retry-After. A healthy commit takes
 // milliseconds, and a slow one (a busy server, a reconnect after a
 // failover) a second or two; a database cut off answers nothing, and
@@ -81,6 +81,9 @@ type Config struct {
 	// proxy): the settings document points them there (see
 	// ParsePublicURL).
 	PublicURL string
+	// IngestTimeout bounds a request's wait for the store (default
+	// IngestTimeout).
+	IngestTimeout time.Duration
 }
 
 // Handler serves the collection API.
@@ -103,6 +106,9 @@ func New(cfg Config) (*Handler, error) {
 	}
 	if cfg.NewID == nil {
 		cfg.NewID = message.NewID
+	}
+	if cfg.IngestTimeout <= 0 {
+		cfg.IngestTimeout = IngestTimeout
 	}
 	h := &Handler{cfg: cfg, keys: keyIndex{}, mux: http.NewServeMux()}
 	if cfg.PublicURL != "" {
@@ -259,7 +265,7 @@ func (h *Handler) store(w http.ResponseWriter, r *http.Request, src *Source, b *
 		writeError(w, http.StatusBadRequest, "invalid message", details)
 		return
 	}
-	ctx, cancel := context.WithTimeout(r.Context(), IngestTimeout)
+	ctx, cancel := context.WithTimeout(r.Context(), h.cfg.IngestTimeout)
 	defer cancel()
 	if err := h.cfg.Store.Ingest(ctx, msgs); err != nil {
 		switch {
@@ -275,7 +281,7 @@ func (h *Handler) store(w http.ResponseWriter, r *http.Request, src *Source, b *
 			h.onError(http.StatusServiceUnavailable, err)
 		case errors.Is(err, store.ErrUnavailable), errors.Is(err, context.DeadlineExceeded):
 			// The database cannot be reached (stopped, restarting, cut
-			// off) or did not commit within IngestTimeout. The messages
+			// off) or did not commit within Config.IngestTimeout. The messages
 			// may have been committed all the same; a retry is safe, as
 			// the store skips a messageId it has.
 			w.Header().Set("Retry-After", fmt.Sprint(RetryAfter))

@@ -90,6 +90,9 @@ type Config struct {
 	Observer Observer
 	// Breaker configures the endpoints' health state.
 	Breaker BreakerConfig
+	// StoreTimeout bounds a Lease and the store's probe, and twice it a
+	// Complete (default DefaultStoreTimeout): see StoreHealth.
+	StoreTimeout time.Duration
 }
 
 // Forwarder runs the lanes; make one with New and call Run.
@@ -194,7 +197,10 @@ func New(cfg Config) (*Forwarder, error) {
 	cfg.Breaker = cfg.Breaker.withDefaults(cfg.Policy)
 	f := &Forwarder{cfg: cfg, lanes: map[string]*lane{}, tokens: make(tokens, cfg.MaxInFlight), workers: newWorkers(workerIdle),
 		unrecorded: newUnrecorded()}
-	f.health = newStoreHealth(cfg.Store, cfg.Logger)
+	if cfg.StoreTimeout <= 0 {
+		cfg.StoreTimeout = DefaultStoreTimeout
+	}
+	f.health = newStoreHealth(cfg.Store, cfg.StoreTimeout, cfg.Logger)
 	f.cfg.Store = watched{cfg.Store, f.health}
 	f.endpoints, _ = cfg.Observer.(EndpointObserver)
 	for source, dest := range cfg.Destinations {

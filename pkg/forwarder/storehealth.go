@@ -21,24 +21,18 @@ import (
 // balancer sends the node no traffic.
 
 // Probe timing: a probe's deadline is that of the calls it stands for
-// (collector.IngestTimeout, leaseTimeout): a server slow to answer but
-// within it serves its callers and is healthy; one that cannot answer
-// within it is not. While the store is down the probe runs every second,
-// so leasing resumes within about a second of the heal; while up, every
-// two seconds, so a store that fails with no traffic at all shows in
-// /healthz within seven.
+// (Config.StoreTimeout, which is the collector's IngestTimeout too): a
+// server slow to answer but within it serves its callers and is healthy;
+// one that cannot answer within it is not. While the store is down the
+// probe runs every second, so leasing resumes within about a second of
+// the heal; while up, every two seconds, so a store that fails with no
+// traffic at all shows in /healthz within the period and the deadline.
 const (
-	probeTimeout   = 5 * time.Second
 	probeEveryDown = 1 * time.Second
 	probeEveryUp   = 2 * time.Second
-	// leaseTimeout bounds a Lease: on a cut link nothing answers, and the
-	// lane would wait for the kernel to give up on the connection.
-	leaseTimeout = 5 * time.Second
-	// completeTimeout bounds a Complete the same way. It is longer: a
-	// completion is the record of attempts made, and one that fails is
-	// kept and written again (unrecorded), never lost, but costs the
-	// forwarder a pause.
-	completeTimeout = 10 * time.Second
+	// DefaultStoreTimeout is Config.StoreTimeout's default, the
+	// collector's IngestTimeout.
+	DefaultStoreTimeout = 5 * time.Second
 )
 
 // StoreHealth is what the forwarder knows of the store's reachability.
@@ -48,6 +42,12 @@ type StoreHealth struct {
 	pinger  store.Pinger // nil: no probe, always healthy
 	log     *slog.Logger
 	suspect chan struct{} // a call failed: probe now
+	// timeout bounds a probe and a Lease (Config.StoreTimeout): on a cut
+	// link nothing answers, and a lane would wait for the kernel to give
+	// up on the connection. A Complete has twice as long: it is the
+	// record of attempts made, and one that fails is kept and written
+	// again (unrecorded), never lost, but costs the forwarder a pause.
+	timeout time.Duration
 
 	down       atomic.Bool  // err != nil, read without the lock on every call
 	upAt       atomic.Int64 // when the store was last found reachable again (Unix ns)
@@ -58,9 +58,9 @@ type StoreHealth struct {
 	onUp       func()    // wakes the lanes
 }
 
-func newStoreHealth(st store.Store, log *slog.Logger) *StoreHealth {
+func newStoreHealth(st store.Store, timeout time.Duration, log *slog.Logger) *StoreHealth {
 	p, _ := st.(store.Pinger)
-	return &StoreHealth{pinger: p, log: log, suspect: make(chan struct{}, 1)}
+	return &StoreHealth{pinger: p, log: log, timeout: timeout, suspect: make(chan struct{}, 1)}
 }
 
 // Unavailable reports since when and why the store cannot be reached, or
@@ -78,8 +78,9 @@ func (f *Forwarder) StoreHealth() *StoreHealth { return f.health }
 // cannot be reached, and just after, while a Complete that was in the air
 // during the outage may still be on its way. A delivery whose lease ran
 // out meanwhile is due again, and leasing it before its outcome lands
-// would send it a second time; within leaseTimeout of the heal the lanes
-// wait for the Completes in flight to end.
+// would send it a second time; within a Complete's deadline (twice
+// StoreTimeout) of the heal the lanes wait for the Completes in flight to
+// end.
 func (f *Forwarder) storeDown() bool {
 	h := f.health
 	if h.down.Load() {
@@ -89,7 +90,7 @@ func (f *Forwarder) storeDown() bool {
 		return false
 	}
 	up := h.upAt.Load()
-	return up != 0 && time.Since(time.Unix(0, up)) < leaseTimeout
+	return up != 0 && time.Since(time.Unix(0, up)) < 2*h.timeout
 }
 
 // observe takes the outcome of a call made with ctx: a success says the
@@ -163,7 +164,7 @@ func (h *StoreHealth) probe(ctx context.Context) {
 		case <-h.suspect:
 		case <-timer.C:
 		}
-		pctx, cancel := context.WithTimeout(ctx, probeTimeout)
+		pctx, cancel := context.WithTimeout(ctx, h.timeout)
 		err := h.pinger.Ping(pctx)
 		cancel()
 		if ctx.Err() != nil {
@@ -203,7 +204,7 @@ func (w watched) IngestLeased(ctx context.Context, msgs []store.Message, lease s
 }
 
 func (w watched) Lease(ctx context.Context, r store.LeaseRequest) ([]store.Delivery, error) {
-	ctx, cancel := context.WithTimeout(ctx, leaseTimeout)
+	ctx, cancel := context.WithTimeout(ctx, w.h.timeout)
 	defer cancel()
 	ds, err := w.Store.Lease(ctx, r)
 	w.h.observe(ctx, err)
@@ -213,7 +214,7 @@ func (w watched) Lease(ctx context.Context, r store.LeaseRequest) ([]store.Deliv
 func (w watched) Complete(ctx context.Context, cs []store.Completion) error {
 	w.h.completing.Add(1)
 	defer w.h.completing.Add(-1)
-	ctx, cancel := context.WithTimeout(ctx, completeTimeout)
+	ctx, cancel := context.WithTimeout(ctx, 2*w.h.timeout)
 	defer cancel()
 	err := w.Store.Complete(ctx, cs)
 	w.h.observe(ctx, err)

@@ -13,19 +13,26 @@ import (
 	"time"
 
 	"github.com/evfwd/evfwd/internal/faultproxy"
+	"github.com/evfwd/evfwd/internal/testsize"
+	"github.com/evfwd/evfwd/pkg/forwarder"
 	"github.com/evfwd/evfwd/pkg/serve"
 	"github.com/evfwd/evfwd/pkg/store/postgres/pgtest"
 	"github.com/evfwd/evfwd/pkg/webhook"
 )
 
+// The fault tests' store deadline: the default at full size, where the
+// figures they log are the ones the README gives; a second under -race,
+// where the same bounds hold and the waits are a fifth as long.
+var faultStoreTimeout = testsize.Pick(forwarder.DefaultStoreTimeout, time.Second)
+
 // Bounds of TestPostgresFault, each well above what a run measures (they
-// are logged): a request answers within the collector's IngestTimeout (5 s)
-// and, queued behind a group that started late, at most as long again;
-// the probe finds a stopped server at once and a cut link within its
-// 2 s period and 5 s deadline; after the heal it probes every second.
-const (
-	faultAnswerBound  = 12 * time.Second
-	faultHealthBound  = 10 * time.Second
+// are logged): a request answers within the store deadline and, queued
+// behind a group that started late, at most as long again; the probe
+// finds a stopped server at once and a cut link within its 2 s period and
+// the deadline; after the heal it probes every second.
+var (
+	faultAnswerBound  = 2*faultStoreTimeout + 3*time.Second
+	faultHealthBound  = 2*time.Second + faultStoreTimeout + 3*time.Second
 	faultRecoverBound = 5 * time.Second
 	// faultLeaseTTL is the lease of the test's node: longer than the
 	// fault, as the default 2 minutes is longer than a restart, so that a
@@ -35,7 +42,7 @@ const (
 	// is skipped as a repeat, and its deliveries, created leased to the
 	// node for a fresh send that never started, go out once that lease
 	// runs out.
-	faultLeaseTTL = 15 * time.Second
+	faultLeaseTTL = 3 * faultStoreTimeout
 )
 
 // TestPostgresFault puts a TCP proxy between serve and PostgreSQL while
@@ -47,6 +54,7 @@ const (
 // the heal /healthz answers 200 and ingest 200 within seconds, and every
 // acknowledged message is delivered. Timings and duplicates are logged.
 func TestPostgresFault(t *testing.T) {
+	t.Parallel()
 	for _, mode := range []struct {
 		name string
 		mode faultproxy.Mode
@@ -74,7 +82,8 @@ func pgFault(t *testing.T, dbURL string, fault, heal func()) {
 		Addr: "127.0.0.1:0", Store: dbURL,
 		Sources: []serve.Source{{Name: "web", WriteKey: "wk_web", Webhooks: serve.Webhooks{Enabled: true,
 			Destination: webhook.Destination{SharedSecret: secret, Endpoints: []webhook.Endpoint{{URL: rcv.URL}}}}}},
-	}, serve.Options{Poll: 50 * time.Millisecond, LeaseTTL: faultLeaseTTL, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	}, serve.Options{Poll: 50 * time.Millisecond, LeaseTTL: faultLeaseTTL, StoreTimeout: faultStoreTimeout,
+		Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 
 	c := newFaultClients(h.url, 4)
 	defer c.stop()
@@ -99,7 +108,7 @@ func pgFault(t *testing.T, dbURL string, fault, heal func()) {
 		t.Errorf("/livez during the fault: %d %s, want 200", code, lbody)
 	}
 	// Long enough for requests sent during the fault to meet their deadline.
-	time.Sleep(6 * time.Second)
+	time.Sleep(faultStoreTimeout + time.Second)
 
 	heal()
 	healed := time.Now()

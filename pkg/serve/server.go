@@ -53,6 +53,10 @@ type Options struct {
 	// Breaker configures the endpoints' health state (the forwarder's
 	// defaults unless set).
 	Breaker forwarder.BreakerConfig
+	// StoreTimeout bounds each call to the store made for a request or by
+	// the forwarder (default forwarder.DefaultStoreTimeout): past it a
+	// request is answered 503 and the forwarder probes the store.
+	StoreTimeout time.Duration
 	// Store, when set, is the store to serve from instead of opening the
 	// one Config.Store names (leave that empty). It stays the caller's:
 	// serve never closes it, and locks a SQLite file only while it runs
@@ -190,6 +194,7 @@ func (s *Server) build(ctx context.Context) error {
 		Store: s.store, Sender: sender, Destinations: dests, Policy: s.opts.Policy,
 		Owner: owner(), LeaseTTL: s.opts.LeaseTTL, MaxInFlight: s.opts.MaxInFlight, PerSource: s.opts.PerSource, Poll: s.opts.Poll,
 		Grace: s.opts.Grace, Now: s.opts.Now, Logger: s.log, Observer: s.observer(), Breaker: s.opts.Breaker,
+		StoreTimeout: s.opts.StoreTimeout,
 	}); err != nil {
 		return err
 	}
@@ -199,8 +204,9 @@ func (s *Server) build(ctx context.Context) error {
 	trusted, _ := collector.ParseTrustedProxies(s.cfg.TrustedProxies) // validated
 	s.collector, err = collector.New(collector.Config{
 		Sources: sources, Store: s.forwarder, Now: s.opts.Now, TrustedProxies: trusted, PublicURL: s.cfg.PublicURL,
-		OnStored: func(source string, msgs []store.Message) { s.stored(source, len(msgs)) },
-		OnError:  func(status int, err error) { s.log.Warn("collect", "status", status, "err", err) },
+		IngestTimeout: s.opts.StoreTimeout,
+		OnStored:      func(source string, msgs []store.Message) { s.stored(source, len(msgs)) },
+		OnError:       func(status int, err error) { s.log.Warn("collect", "status", status, "err", err) },
 	})
 	if err != nil {
 		return err
