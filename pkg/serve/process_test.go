@@ -2,9 +2,11 @@ package serve_test
 
 import (
 	"bytes"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -18,14 +20,38 @@ import (
 
 // What the subprocess tests (crash, multi-node) share.
 
-// buildEvfwd builds the evfwd binary into a temporary directory.
+// buildEvfwd returns the evfwd binary, built once per test binary into
+// binDir (TestMain removes it): each link costs two CPU-seconds, and
+// four tests run it.
 func buildEvfwd(t *testing.T) string {
 	t.Helper()
-	bin := filepath.Join(t.TempDir(), "evfwd")
-	if out, err := exec.Command("go", "build", "-o", bin, "github.com/evfwd/evfwd").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
+	bin, err := evfwdBin()
+	if err != nil {
+		t.Fatal(err)
 	}
 	return bin
+}
+
+var (
+	binDir   = sync.OnceValues(func() (string, error) { return os.MkdirTemp("", "evfwd-serve-test-") })
+	evfwdBin = sync.OnceValues(func() (string, error) {
+		dir, err := binDir()
+		if err != nil {
+			return "", err
+		}
+		bin := filepath.Join(dir, "evfwd")
+		if out, err := exec.Command("go", "build", "-o", bin, "github.com/evfwd/evfwd").CombinedOutput(); err != nil {
+			return "", fmt.Errorf("go build: %v\n%s", err, out)
+		}
+		return bin, nil
+	})
+)
+
+// removeBin removes what buildEvfwd built, if it did.
+func removeBin() {
+	if dir, err := binDir(); err == nil {
+		os.RemoveAll(dir)
+	}
 }
 
 // processLog is the stderr of `evfwd serve` processes (text logs, at
