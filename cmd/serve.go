@@ -46,15 +46,15 @@ type ServeOptions struct {
 	Check     bool // validate the config, print the effective settings, and stop
 	TLSCert   string
 	TLSKey    string
-	// ForwardTo are the dev source's webhook URLs (only without a config
-	// file).
+	// ForwardTo are the dev source's webhook URLs (only without
+	// configured sources).
 	ForwardTo   []string
 	LogInterval time.Duration // between INFO summaries; 0: none
 	// UI serves the inspector, the delivery log in the browser, on UIAddr.
 	UI     bool
 	UIAddr string
 
-	dev bool // serving the dev source: no config file
+	dev bool // serving the dev source: no sources configured
 	// devTokenFile holds the admin token generated for --ui in dev mode.
 	devTokenFile string
 	ctx          context.Context
@@ -77,17 +77,20 @@ fsync); the forwarder then delivers them at least once, retrying failed
 endpoints for up to 4 hours. Kill it at any moment: nothing acknowledged is
 lost, and the next run picks up where this one stopped.
 
-Without a config file (no --config, no EVFWD_CONFIG, no
-$XDG_CONFIG_HOME/evfwd/config.yaml) serve runs a source for local
-development, "dev": its write key and shared secret are generated once,
-kept in the state dir ($XDG_STATE_HOME/evfwd/dev-source.json) and printed
-at each start as the export lines that evfwd track, send, listen and verify
-read (with --log-format json, as one INFO record). Its events are stored;
---forward-to URL (up to 5) delivers them too. A config file without
-sources is an error.
+The config file is --config FILE, else EVFWD_CONFIG, else ./evfwd.yaml
+(which serve init writes), else $XDG_CONFIG_HOME/evfwd/config.yaml; --config ''
+reads none. The start line names the file read. One file holds the
+settings of every command: serve's beside the client's (endpoint,
+write-key).
 
-Sources come from the config file (--config, EVFWD_CONFIG; serve init
-writes one to start from):
+Without sources in it (or without a file) serve runs a source for local
+development, "dev", and says so: its write key and shared secret are
+generated once, kept in the state dir ($XDG_STATE_HOME/evfwd/dev-source.json)
+and printed at each start as the export lines that evfwd track, send,
+listen and verify read (with --log-format json, as one INFO record). Its
+events are stored; --forward-to URL (up to 5) delivers them too.
+
+Sources come from the config file (serve init writes one to start from):
 
   addr: 127.0.0.1:8787
   store: sqlite:///path/to/evfwd.db
@@ -160,7 +163,7 @@ func NewCmdServe(f *cli.Factory, runF func(*ServeOptions) error) *cobra.Command 
 		Long:  serveLong,
 		Example: `  evfwd serve                                  # the dev source, keys printed
   evfwd serve --forward-to http://127.0.0.1:8788/hooks
-  evfwd serve init && evfwd serve --config evfwd.yaml
+  evfwd serve init && evfwd serve              # reads ./evfwd.yaml
   evfwd serve --config evfwd.yaml --check
   EVFWD_STORE=sqlite:///var/lib/evfwd/evfwd.db evfwd serve --log-format json
   EVFWD_STORE=postgres://evfwd:pw@db.internal/evfwd evfwd serve --addr 0.0.0.0:8787
@@ -234,7 +237,7 @@ func serveConfig(opts *ServeOptions) (serve.Config, error) {
 		cfg.Store = "sqlite://" + serve.DefaultStorePath(opts.Getenv)
 	}
 	if opts.UI {
-		if cfg.AdminToken == "" && opts.Config.File == "" {
+		if cfg.AdminToken == "" && len(cfg.Sources) == 0 {
 			// Dev mode: the inspector gets a generated token, kept in the
 			// state dir for the page to log in with (printDev says where).
 			path := serve.DevAdminTokenPath(serve.StateDir(opts.Getenv))
@@ -261,9 +264,6 @@ func serveConfig(opts *ServeOptions) (serve.Config, error) {
 			where = "config " + opts.Config.File
 		}
 		msg := strings.ReplaceAll(err.Error(), "\n", "\n  ")
-		if len(cfg.Sources) == 0 {
-			msg += "\n" + noSourcesHint
-		}
 		return cfg, cli.UsageErrorf("%s:\n  %s", where, msg)
 	}
 	return cfg, nil
@@ -305,7 +305,7 @@ func serveRun(opts *ServeOptions) error {
 	}
 	defer tuneGC(opts.Getenv)()
 	srv, err := serve.New(ctx, cfg, serve.Options{Logger: log, Version: opts.Version, Grace: opts.Grace, LeaseTTL: opts.LeaseTTL, LogInterval: opts.LogInterval,
-		UI: opts.UI, UIAddr: opts.UIAddr})
+		UI: opts.UI, UIAddr: opts.UIAddr, ConfigFile: opts.Config.File})
 	if err != nil {
 		return fmt.Errorf("serve: %w", err)
 	}
@@ -325,18 +325,16 @@ func serveRun(opts *ServeOptions) error {
 	return srv.Run(ctx)
 }
 
-// noSourcesHint follows the error for a config file without sources.
-const noSourcesHint = "evfwd serve init writes one to start from; without a config file serve runs a dev source"
-
-// devSource gives cfg the dev source when no config file is in play, with
-// the --forward-to endpoints. A config file is never topped up with it:
-// one with no sources is an error (a production config missing them must
-// not open a dev source on its address), and --forward-to beside one is a
-// usage error, its endpoints belong in the file.
+// devSource gives cfg the dev source, with the --forward-to endpoints,
+// when no sources are configured: no config file, or one with other
+// settings only (a client's endpoint and write-key, an addr), and serve
+// says so at start (printDev). Configured sources are never topped up
+// with it, and --forward-to beside them is a usage error: their endpoints
+// belong in the file.
 func devSource(opts *ServeOptions, cfg *serve.Config) error {
-	if opts.Config.File != "" {
+	if len(cfg.Sources) > 0 {
 		if len(opts.ForwardTo) > 0 {
-			return cli.UsageErrorf("--forward-to is for the dev source serve runs without a config file; configured sources take their endpoints from the file")
+			return cli.UsageErrorf("--forward-to is for the dev source serve runs without configured sources; config %s: sources take their endpoints from the file", opts.Config.File)
 		}
 		return nil
 	}
@@ -434,12 +432,20 @@ func printDev(opts *ServeOptions, log *slog.Logger, src serve.Source, endpoint s
 		if opts.devTokenFile != "" {
 			attrs = append(attrs, "admin_token_file", opts.devTokenFile)
 		}
-		log.Info("dev source: no config file", attrs...)
+		if opts.Config.File != "" {
+			log.Info("dev source: no sources in the config file", append(attrs, "config", opts.Config.File)...)
+		} else {
+			log.Info("dev source: no config file", attrs...)
+		}
 		return
 	}
 	w, st := opts.IO.ErrOut, opts.IO.ErrStyles()
-	fmt.Fprintf(w, "%s no config file: running source %s for local development (keys kept in %s)\n",
-		st.Accent.Sprint(">"), st.Bold.Sprintf("%q", src.Name), cli.Printable(keyFile))
+	why := "no config file"
+	if opts.Config.File != "" {
+		why = "config " + cli.Printable(opts.Config.File) + " has no sources"
+	}
+	fmt.Fprintf(w, "%s %s: running source %s for local development (keys kept in %s)\n",
+		st.Accent.Sprint(">"), why, st.Bold.Sprintf("%q", src.Name), cli.Printable(keyFile))
 	if src.Webhooks.Enabled {
 		for _, ep := range src.Webhooks.Endpoints {
 			fmt.Fprintf(w, "  webhooks signed and sent to %s\n", cli.Printable(ep.Display()))
