@@ -23,6 +23,7 @@ import (
 	"github.com/evfwd/evfwd/pkg/inspector"
 	"github.com/evfwd/evfwd/pkg/serve"
 	"github.com/evfwd/evfwd/pkg/store"
+	"github.com/evfwd/evfwd/pkg/store/sqlite"
 	"github.com/evfwd/evfwd/pkg/webhook"
 	"github.com/spf13/cobra"
 )
@@ -306,6 +307,10 @@ func serveRun(opts *ServeOptions) error {
 	defer tuneGC(opts.Getenv)()
 	srv, err := serve.New(ctx, cfg, serve.Options{Logger: log, Version: opts.Version, Grace: opts.Grace, LeaseTTL: opts.LeaseTTL, LogInterval: opts.LogInterval,
 		UI: opts.UI, UIAddr: opts.UIAddr, ConfigFile: opts.Config.File})
+	var pathErr *sqlite.PathError
+	if errors.As(err, &pathErr) {
+		return err // the store path in words, exit 2
+	}
 	if err != nil {
 		return fmt.Errorf("serve: %w", err)
 	}

@@ -5,7 +5,9 @@ import (
 	"context"
 	"crypto/tls"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io/fs"
 	"maps"
 	"net"
 	"net/http"
@@ -801,5 +803,32 @@ func TestServePublicURLFromEnv(t *testing.T) {
 	res = execute(t, testFactory(t, "", false, env), "serve", "--check", "--config", cfg)
 	if res.Code != 2 || !strings.Contains(res.Stderr, `public_url "env.example": want http(s)://host`) {
 		t.Errorf("code %d, stderr %s", res.Code, res.Stderr)
+	}
+}
+
+// A store path that cannot be the store: the cause in words, exit 2, and
+// nothing left beside it (issue 30, row 7).
+func TestServeStorePathInWords(t *testing.T) {
+	dir := t.TempDir()
+	file := writeFile(t, "file", "")
+	for _, tt := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"serve", "--store", "sqlite://" + dir}, "error: store " + dir + ": is a directory; name a file in it, such as " + filepath.Join(dir, "evfwd.db") + "\n"},
+		{[]string{"serve", "--store", "sqlite://" + file + "/evfwd.db"}, "error: store " + file + "/evfwd.db: " + file + " is not a directory\n"},
+		{[]string{"deliveries", "list", "--store", "sqlite://" + dir}, "error: store " + dir + ": is a directory; name a file in it, such as " + filepath.Join(dir, "evfwd.db") + "\n"},
+	} {
+		f := testFactory(t, "", false, map[string]string{"XDG_STATE_HOME": t.TempDir(), "EVFWD_ADDR": "127.0.0.1:0"})
+		res := execute(t, f, tt.args...)
+		if res.Code != 2 || res.Stderr != tt.want {
+			t.Errorf("%v: code %d, stderr %q; want 2 and %q", tt.args, res.Code, res.Stderr, tt.want)
+		}
+	}
+	if _, err := os.Stat(dir + ".lock"); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("%s.lock left behind: %v", dir, err)
+	}
+	if entries, _ := os.ReadDir(dir); len(entries) != 0 {
+		t.Errorf("left behind in %s: %v", dir, entries)
 	}
 }

@@ -162,18 +162,18 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
-	if opts.MustExist {
-		if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
-			return nil, fmt.Errorf("store %s: %w", path, fs.ErrNotExist)
-		}
-	} else {
+	// In words, before SQLite says "unable to open database file".
+	if err := CheckPath(path, opts.MustExist); err != nil {
+		return nil, err
+	}
+	if !opts.MustExist {
 		if dir := filepath.Dir(path); dir != "" {
 			if err := os.MkdirAll(dir, 0o700); err != nil {
-				return nil, fmt.Errorf("store %s: %w", path, err)
+				return nil, pathError(path, err)
 			}
 		}
 		if err := createPrivate(path); err != nil {
-			return nil, fmt.Errorf("store %s: %w", path, err)
+			return nil, pathError(path, err)
 		}
 	}
 	q := url.Values{}
