@@ -143,8 +143,10 @@ the start of the response), filtered by source, status and endpoint; retry
 one, or all failed or dead, with a click, as evfwd deliveries retry does;
 and per endpoint the last hour's delivered, retried and failed attempts and
 latency per minute, with the endpoint's health. It needs the admin token
-(admin_token in the config or EVFWD_ADMIN_TOKEN), which the page asks for
-once; scripts can send it as Authorization: Bearer TOKEN. Its HTTP API is
+(admin_token in the config or EVFWD_ADMIN_TOKEN). At start serve prints a
+sign-in link, never the token: opening it signs the browser in; it works
+once, within 10 minutes. Otherwise the page asks for the token; scripts
+send it as Authorization: Bearer TOKEN. Its HTTP API is
 in docs/INSPECTOR.md. The page loads nothing from the network.
 
 GET /healthz and GET /metrics (Prometheus) are served beside the API.
@@ -169,7 +171,7 @@ func NewCmdServe(f *cli.Factory, runF func(*ServeOptions) error) *cobra.Command 
   EVFWD_STORE=sqlite:///var/lib/evfwd/evfwd.db evfwd serve --log-format json
   EVFWD_STORE=postgres://evfwd:pw@db.internal/evfwd evfwd serve --addr 0.0.0.0:8787
   evfwd serve --config evfwd.yaml --tls-cert cert.pem --tls-key key.pem   # kill -HUP reloads them
-  EVFWD_ADMIN_TOKEN=$(openssl rand -hex 16) evfwd serve --ui   # then open http://127.0.0.1:8790/
+  EVFWD_ADMIN_TOKEN=$(openssl rand -hex 16) evfwd serve --ui   # then open the sign-in link it prints
   evfwd deliveries list --status dead`,
 		GroupID: groupServer,
 		Args:    cli.Args(cobra.NoArgs),
@@ -316,6 +318,9 @@ func serveRun(opts *ServeOptions) error {
 	}
 	if opts.dev {
 		printDev(opts, log, cfg.Sources[0], srv.URL())
+	}
+	if link := srv.SignInLink(); link != "" {
+		printSignIn(opts, log, link)
 	}
 	if cfg.TLSCert != "" {
 		defer reloadOnHUP(srv, opts.hup, opts.reloaded)()
@@ -468,6 +473,20 @@ func printDev(opts *ServeOptions, log *slog.Logger, src serve.Source, endpoint s
 	for _, line := range analyticsJS(src.WriteKey, endpoint) {
 		fmt.Fprintf(w, "  %s\n", st.Bold.Sprint(line))
 	}
+}
+
+// printSignIn prints the inspector's one-time sign-in link, as Jupyter
+// prints its ?token= link: the admin token itself is never printed (logs
+// are kept and shared), and the link works once, for a few minutes.
+func printSignIn(opts *ServeOptions, log *slog.Logger, link string) {
+	ttl := shortDuration(inspector.SignInTTL)
+	if opts.LogFormat == "json" {
+		log.Info("inspector: sign in with this link (once, within "+ttl+")", "signin_url", link)
+		return
+	}
+	w, st := opts.IO.ErrOut, opts.IO.ErrStyles()
+	fmt.Fprintf(w, "%s inspector: open this link to sign in (it works once, within %s):\n  %s\n",
+		st.Accent.Sprint(">"), ttl, st.Bold.Sprint(link))
 }
 
 // analyticsJS are the two lines that make a web page send its events to
