@@ -465,7 +465,7 @@ func printDev(opts *ServeOptions, log *slog.Logger, src serve.Source, endpoint s
 	}
 	if opts.devTokenFile != "" {
 		// The token itself stays out of the output: logs are kept and shared.
-		fmt.Fprintf(w, "  inspector: log in with the admin token generated in %s (cat it; admin_token or %s replaces it)\n",
+		fmt.Fprintf(w, "  inspector: its admin token, for scripts, is in %s (admin_token or %s replaces it)\n",
 			opts.devTokenFile, admin.TokenEnv)
 	}
 	writeExports(opts.IO, vars)
@@ -479,7 +479,7 @@ func printDev(opts *ServeOptions, log *slog.Logger, src serve.Source, endpoint s
 // prints its ?token= link: the admin token itself is never printed (logs
 // are kept and shared), and the link works once, for a few minutes.
 func printSignIn(opts *ServeOptions, log *slog.Logger, link string) {
-	ttl := shortDuration(inspector.SignInTTL)
+	ttl := fmt.Sprintf("%d minutes", int(inspector.SignInTTL.Minutes()))
 	if opts.LogFormat == "json" {
 		log.Info("inspector: sign in with this link (once, within "+ttl+")", "signin_url", link)
 		return

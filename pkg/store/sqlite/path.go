@@ -57,7 +57,7 @@ func CheckPath(path string, mustExist bool) error {
 func pathError(path string, err error) error {
 	switch {
 	case errors.Is(err, fs.ErrPermission):
-		return &PathError{path, "permission denied: evfwd must read and write the file and create files beside it (" + filepath.Base(path) + "-wal, .lock)", err}
+		return &PathError{path, "permission denied: evfwd must read and write the file and create files beside it (" + filepath.Base(path) + "-wal, " + filepath.Base(path) + ".lock)", err}
 	case errors.Is(err, syscall.EISDIR):
 		return &PathError{path, "is a directory", err}
 	case errors.Is(err, syscall.ENOTDIR):

@@ -57,7 +57,7 @@ func TestPathPermissionDenied(t *testing.T) {
 	if err := os.WriteFile(path, nil, 0o000); err != nil {
 		t.Fatal(err)
 	}
-	want := "store " + path + ": permission denied: evfwd must read and write the file and create files beside it (evfwd.db-wal, .lock)"
+	want := "store " + path + ": permission denied: evfwd must read and write the file and create files beside it (evfwd.db-wal, evfwd.db.lock)"
 	_, err := sqlite.Lock(path)
 	checkPathError(t, "Lock", err, want)
 	_, err = sqlite.Open(context.Background(), path, sqlite.Options{})
