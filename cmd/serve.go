@@ -624,7 +624,7 @@ func writeSettings(w io.Writer, st serveSettings) {
 	}
 	ui := "off (--ui serves it)"
 	if st.UI != nil {
-		ui = st.UI.URL + " (log in with the admin token)"
+		ui = st.UI.URL + " (sign in with the link serve prints at start, or the admin token)"
 	}
 	for _, row := range [][2]string{
 		{"config", config}, {"addr", st.Addr}, {"store", st.Store}, {"retention", retention},

@@ -22,6 +22,9 @@ type ServeInitOptions struct {
 	Format cli.Format
 	Path   string // --config, else defaultInitConfig
 	Force  bool
+	// EnvConfig is EVFWD_CONFIG, which serve would read instead of
+	// ./evfwd.yaml.
+	EnvConfig string
 }
 
 // newCmdServeInit builds `evfwd serve init`.
@@ -48,7 +51,7 @@ An existing file is left alone (exit 2) unless --force.`,
 			return err
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
-			opts.IO = f.IO
+			opts.IO, opts.EnvConfig = f.IO, f.Getenv(cli.EnvPrefix+"CONFIG")
 			opts.Path, _ = cmd.Flags().GetString("config")
 			if opts.Path == "" {
 				opts.Path = defaultInitConfig
@@ -72,9 +75,10 @@ func serveInitRun(opts *ServeInitOptions) error {
 		return cli.WriteJSON(opts.IO.Out, map[string]string{"config": opts.Path, "writeKey": src.WriteKey, "secret": src.Webhooks.SharedSecret})
 	}
 	st := opts.IO.ErrStyles()
-	// serve finds ./evfwd.yaml by itself; another file must be named.
+	// serve finds ./evfwd.yaml by itself, unless EVFWD_CONFIG names
+	// another; another file must be named.
 	flag := " --config " + opts.Path
-	if filepath.Clean(opts.Path) == filepath.Clean(cli.LocalConfigFile) {
+	if filepath.Clean(opts.Path) == filepath.Clean(cli.LocalConfigFile) && opts.EnvConfig == "" {
 		flag = ""
 	}
 	fmt.Fprintf(opts.IO.ErrOut, "%s wrote %s\n  check it:  evfwd serve --check%s\n  start:     evfwd serve%[3]s\n",

@@ -733,6 +733,13 @@ func TestServeInitThenServe(t *testing.T) {
 		strings.Contains(stderr, `"dev"`) {
 		t.Errorf("stderr %q, want the start line to name ./evfwd.yaml and its source", stderr)
 	}
+	// With EVFWD_CONFIG naming another file, serve would read that one:
+	// init's hint names the file it wrote.
+	vars["EVFWD_CONFIG"] = "/etc/evfwd/evfwd.yaml"
+	res = execute(t, testFactory(t, "", false, vars), "serve", "init", "--force")
+	if res.Code != 0 || !strings.Contains(res.Stderr, "start:     evfwd serve --config ./evfwd.yaml\n") {
+		t.Errorf("init beside EVFWD_CONFIG: code %d, stderr %q", res.Code, res.Stderr)
+	}
 }
 
 // Under --log-format json the dev source is one INFO record, keys and
