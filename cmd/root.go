@@ -78,15 +78,11 @@ X-Signature, and offline signing for CI.`,
 				return err
 			}
 			f.Format = format
-			explicit := configFile != ""
-			if !explicit {
-				if configFile = f.Getenv(cli.EnvPrefix + "CONFIG"); configFile != "" {
-					explicit = true
-				} else {
-					configFile = f.DefaultConfig
-				}
-			}
-			cfg, err := cli.LoadConfig(configFile, explicit)
+			path, explicit := cli.FindConfig(cli.ConfigSearch{
+				Flag: configFile, FlagSet: cmd.Flags().Changed("config"), Env: f.Getenv(cli.EnvPrefix + "CONFIG"),
+				Local: f.LocalConfig, User: f.DefaultConfig,
+			})
+			cfg, err := cli.LoadConfig(path, explicit)
 			if err != nil {
 				return err
 			}
@@ -99,10 +95,10 @@ X-Signature, and offline signing for CI.`,
 	}
 	root.SetVersionTemplate("evfwd {{.Version}}\n")
 	root.PersistentFlags().StringVarP(&output, "output", "o", "text", "output format: text or json")
-	root.PersistentFlags().StringVar(&configFile, "config", "", "config `FILE` (default $XDG_CONFIG_HOME/evfwd/config.yaml; env EVFWD_CONFIG)")
+	root.PersistentFlags().StringVar(&configFile, "config", "", "config `FILE`; '' reads none (default ./evfwd.yaml, else $XDG_CONFIG_HOME/evfwd/config.yaml; env EVFWD_CONFIG)")
 	root.PersistentFlags().StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile to `FILE` (for performance reports)")
 	root.PersistentFlags().MarkHidden("cpuprofile")
-	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return cli.UsageError(err) })
+	root.SetFlagErrorFunc(cli.FlagError)
 	root.SetIn(f.IO.In)
 	root.SetOut(f.IO.Out)
 	root.SetErr(f.IO.ErrOut)

@@ -23,6 +23,7 @@ import (
 	"github.com/evfwd/evfwd/pkg/inspector"
 	"github.com/evfwd/evfwd/pkg/serve"
 	"github.com/evfwd/evfwd/pkg/store"
+	"github.com/evfwd/evfwd/pkg/store/sqlite"
 	"github.com/evfwd/evfwd/pkg/webhook"
 	"github.com/spf13/cobra"
 )
@@ -46,15 +47,15 @@ type ServeOptions struct {
 	Check     bool // validate the config, print the effective settings, and stop
 	TLSCert   string
 	TLSKey    string
-	// ForwardTo are the dev source's webhook URLs (only without a config
-	// file).
+	// ForwardTo are the dev source's webhook URLs (only without
+	// configured sources).
 	ForwardTo   []string
 	LogInterval time.Duration // between INFO summaries; 0: none
 	// UI serves the inspector, the delivery log in the browser, on UIAddr.
 	UI     bool
 	UIAddr string
 
-	dev bool // serving the dev source: no config file
+	dev bool // serving the dev source: no sources configured
 	// devTokenFile holds the admin token generated for --ui in dev mode.
 	devTokenFile string
 	ctx          context.Context
@@ -77,17 +78,20 @@ fsync); the forwarder then delivers them at least once, retrying failed
 endpoints for up to 4 hours. Kill it at any moment: nothing acknowledged is
 lost, and the next run picks up where this one stopped.
 
-Without a config file (no --config, no EVFWD_CONFIG, no
-$XDG_CONFIG_HOME/evfwd/config.yaml) serve runs a source for local
-development, "dev": its write key and shared secret are generated once,
-kept in the state dir ($XDG_STATE_HOME/evfwd/dev-source.json) and printed
-at each start as the export lines that evfwd track, send, listen and verify
-read (with --log-format json, as one INFO record). Its events are stored;
---forward-to URL (up to 5) delivers them too. A config file without
-sources is an error.
+The config file is --config FILE, else EVFWD_CONFIG, else ./evfwd.yaml
+(which serve init writes), else $XDG_CONFIG_HOME/evfwd/config.yaml; --config ''
+reads none. The start line names the file read. One file holds the
+settings of every command: serve's beside the client's (endpoint,
+write-key).
 
-Sources come from the config file (--config, EVFWD_CONFIG; serve init
-writes one to start from):
+Without sources in it (or without a file) serve runs a source for local
+development, "dev", and says so: its write key and shared secret are
+generated once, kept in the state dir ($XDG_STATE_HOME/evfwd/dev-source.json)
+and printed at each start as the export lines that evfwd track, send,
+listen and verify read (with --log-format json, as one INFO record). Its
+events are stored; --forward-to URL (up to 5) delivers them too.
+
+Sources come from the config file (serve init writes one to start from):
 
   addr: 127.0.0.1:8787
   store: sqlite:///path/to/evfwd.db
@@ -139,8 +143,10 @@ the start of the response), filtered by source, status and endpoint; retry
 one, or all failed or dead, with a click, as evfwd deliveries retry does;
 and per endpoint the last hour's delivered, retried and failed attempts and
 latency per minute, with the endpoint's health. It needs the admin token
-(admin_token in the config or EVFWD_ADMIN_TOKEN), which the page asks for
-once; scripts can send it as Authorization: Bearer TOKEN. Its HTTP API is
+(admin_token in the config or EVFWD_ADMIN_TOKEN). At start serve prints a
+sign-in link, never the token: opening it signs the browser in; it works
+once, within 10 minutes. Otherwise the page asks for the token; scripts
+send it as Authorization: Bearer TOKEN. Its HTTP API is
 in docs/INSPECTOR.md. The page loads nothing from the network.
 
 GET /healthz and GET /metrics (Prometheus) are served beside the API.
@@ -160,12 +166,12 @@ func NewCmdServe(f *cli.Factory, runF func(*ServeOptions) error) *cobra.Command 
 		Long:  serveLong,
 		Example: `  evfwd serve                                  # the dev source, keys printed
   evfwd serve --forward-to http://127.0.0.1:8788/hooks
-  evfwd serve init && evfwd serve --config evfwd.yaml
+  evfwd serve init && evfwd serve              # reads ./evfwd.yaml
   evfwd serve --config evfwd.yaml --check
   EVFWD_STORE=sqlite:///var/lib/evfwd/evfwd.db evfwd serve --log-format json
   EVFWD_STORE=postgres://evfwd:pw@db.internal/evfwd evfwd serve --addr 0.0.0.0:8787
   evfwd serve --config evfwd.yaml --tls-cert cert.pem --tls-key key.pem   # kill -HUP reloads them
-  EVFWD_ADMIN_TOKEN=$(openssl rand -hex 16) evfwd serve --ui   # then open http://127.0.0.1:8790/
+  EVFWD_ADMIN_TOKEN=$(openssl rand -hex 16) evfwd serve --ui   # then open the sign-in link it prints
   evfwd deliveries list --status dead`,
 		GroupID: groupServer,
 		Args:    cli.Args(cobra.NoArgs),
@@ -234,7 +240,7 @@ func serveConfig(opts *ServeOptions) (serve.Config, error) {
 		cfg.Store = "sqlite://" + serve.DefaultStorePath(opts.Getenv)
 	}
 	if opts.UI {
-		if cfg.AdminToken == "" && opts.Config.File == "" {
+		if cfg.AdminToken == "" && len(cfg.Sources) == 0 {
 			// Dev mode: the inspector gets a generated token, kept in the
 			// state dir for the page to log in with (printDev says where).
 			path := serve.DevAdminTokenPath(serve.StateDir(opts.Getenv))
@@ -261,9 +267,6 @@ func serveConfig(opts *ServeOptions) (serve.Config, error) {
 			where = "config " + opts.Config.File
 		}
 		msg := strings.ReplaceAll(err.Error(), "\n", "\n  ")
-		if len(cfg.Sources) == 0 {
-			msg += "\n" + noSourcesHint
-		}
 		return cfg, cli.UsageErrorf("%s:\n  %s", where, msg)
 	}
 	return cfg, nil
@@ -305,12 +308,19 @@ func serveRun(opts *ServeOptions) error {
 	}
 	defer tuneGC(opts.Getenv)()
 	srv, err := serve.New(ctx, cfg, serve.Options{Logger: log, Version: opts.Version, Grace: opts.Grace, LeaseTTL: opts.LeaseTTL, LogInterval: opts.LogInterval,
-		UI: opts.UI, UIAddr: opts.UIAddr})
+		UI: opts.UI, UIAddr: opts.UIAddr, ConfigFile: opts.Config.File})
+	var pathErr *sqlite.PathError
+	if errors.As(err, &pathErr) {
+		return err // the store path in words, exit 2
+	}
 	if err != nil {
 		return fmt.Errorf("serve: %w", err)
 	}
 	if opts.dev {
 		printDev(opts, log, cfg.Sources[0], srv.URL())
+	}
+	if link := srv.SignInLink(); link != "" {
+		printSignIn(opts, log, link)
 	}
 	if cfg.TLSCert != "" {
 		defer reloadOnHUP(srv, opts.hup, opts.reloaded)()
@@ -325,18 +335,16 @@ func serveRun(opts *ServeOptions) error {
 	return srv.Run(ctx)
 }
 
-// noSourcesHint follows the error for a config file without sources.
-const noSourcesHint = "evfwd serve init writes one to start from; without a config file serve runs a dev source"
-
-// devSource gives cfg the dev source when no config file is in play, with
-// the --forward-to endpoints. A config file is never topped up with it:
-// one with no sources is an error (a production config missing them must
-// not open a dev source on its address), and --forward-to beside one is a
-// usage error, its endpoints belong in the file.
+// devSource gives cfg the dev source, with the --forward-to endpoints,
+// when no sources are configured: no config file, or one with other
+// settings only (a client's endpoint and write-key, an addr), and serve
+// says so at start (printDev). Configured sources are never topped up
+// with it, and --forward-to beside them is a usage error: their endpoints
+// belong in the file.
 func devSource(opts *ServeOptions, cfg *serve.Config) error {
-	if opts.Config.File != "" {
+	if len(cfg.Sources) > 0 {
 		if len(opts.ForwardTo) > 0 {
-			return cli.UsageErrorf("--forward-to is for the dev source serve runs without a config file; configured sources take their endpoints from the file")
+			return cli.UsageErrorf("--forward-to is for the dev source serve runs without configured sources; config %s: sources take their endpoints from the file", opts.Config.File)
 		}
 		return nil
 	}
@@ -434,12 +442,20 @@ func printDev(opts *ServeOptions, log *slog.Logger, src serve.Source, endpoint s
 		if opts.devTokenFile != "" {
 			attrs = append(attrs, "admin_token_file", opts.devTokenFile)
 		}
-		log.Info("dev source: no config file", attrs...)
+		if opts.Config.File != "" {
+			log.Info("dev source: no sources in the config file", append(attrs, "config", opts.Config.File)...)
+		} else {
+			log.Info("dev source: no config file", attrs...)
+		}
 		return
 	}
 	w, st := opts.IO.ErrOut, opts.IO.ErrStyles()
-	fmt.Fprintf(w, "%s no config file: running source %s for local development (keys kept in %s)\n",
-		st.Accent.Sprint(">"), st.Bold.Sprintf("%q", src.Name), cli.Printable(keyFile))
+	why := "no config file"
+	if opts.Config.File != "" {
+		why = "config " + cli.Printable(opts.Config.File) + " has no sources"
+	}
+	fmt.Fprintf(w, "%s %s: running source %s for local development (keys kept in %s)\n",
+		st.Accent.Sprint(">"), why, st.Bold.Sprintf("%q", src.Name), cli.Printable(keyFile))
 	if src.Webhooks.Enabled {
 		for _, ep := range src.Webhooks.Endpoints {
 			fmt.Fprintf(w, "  webhooks signed and sent to %s\n", cli.Printable(ep.Display()))
@@ -449,7 +465,7 @@ func printDev(opts *ServeOptions, log *slog.Logger, src serve.Source, endpoint s
 	}
 	if opts.devTokenFile != "" {
 		// The token itself stays out of the output: logs are kept and shared.
-		fmt.Fprintf(w, "  inspector: log in with the admin token generated in %s (cat it; admin_token or %s replaces it)\n",
+		fmt.Fprintf(w, "  inspector: its admin token, for scripts, is in %s (admin_token or %s replaces it)\n",
 			opts.devTokenFile, admin.TokenEnv)
 	}
 	writeExports(opts.IO, vars)
@@ -457,6 +473,20 @@ func printDev(opts *ServeOptions, log *slog.Logger, src serve.Source, endpoint s
 	for _, line := range analyticsJS(src.WriteKey, endpoint) {
 		fmt.Fprintf(w, "  %s\n", st.Bold.Sprint(line))
 	}
+}
+
+// printSignIn prints the inspector's one-time sign-in link, as Jupyter
+// prints its ?token= link: the admin token itself is never printed (logs
+// are kept and shared), and the link works once, for a few minutes.
+func printSignIn(opts *ServeOptions, log *slog.Logger, link string) {
+	ttl := fmt.Sprintf("%d minutes", int(inspector.SignInTTL.Minutes()))
+	if opts.LogFormat == "json" {
+		log.Info("inspector: sign in with this link (once, within "+ttl+")", "signin_url", link)
+		return
+	}
+	w, st := opts.IO.ErrOut, opts.IO.ErrStyles()
+	fmt.Fprintf(w, "%s inspector: open this link to sign in (it works once, within %s):\n  %s\n",
+		st.Accent.Sprint(">"), ttl, st.Bold.Sprint(link))
 }
 
 // analyticsJS are the two lines that make a web page send its events to
@@ -594,7 +624,7 @@ func writeSettings(w io.Writer, st serveSettings) {
 	}
 	ui := "off (--ui serves it)"
 	if st.UI != nil {
-		ui = st.UI.URL + " (log in with the admin token)"
+		ui = st.UI.URL + " (sign in with the link serve prints at start, or the admin token)"
 	}
 	for _, row := range [][2]string{
 		{"config", config}, {"addr", st.Addr}, {"store", st.Store}, {"retention", retention},

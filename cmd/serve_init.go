@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 
 	"github.com/evfwd/evfwd/internal/cli"
 	"github.com/evfwd/evfwd/pkg/analytics"
@@ -11,8 +12,9 @@ import (
 	"github.com/spf13/cobra"
 )
 
-// defaultInitConfig is where `serve init` writes without --config.
-const defaultInitConfig = "evfwd.yaml"
+// defaultInitConfig is where `serve init` writes without --config: the
+// file every command finds in the working directory.
+const defaultInitConfig = cli.LocalConfigFile
 
 // ServeInitOptions are the inputs of `evfwd serve init`.
 type ServeInitOptions struct {
@@ -20,6 +22,9 @@ type ServeInitOptions struct {
 	Format cli.Format
 	Path   string // --config, else defaultInitConfig
 	Force  bool
+	// EnvConfig is EVFWD_CONFIG, which serve would read instead of
+	// ./evfwd.yaml.
+	EnvConfig string
 }
 
 // newCmdServeInit builds `evfwd serve init`.
@@ -35,7 +40,7 @@ is readable by its owner only, as it holds secrets, and passes
 evfwd serve --check as written.
 
 An existing file is left alone (exit 2) unless --force.`,
-		Example: `  evfwd serve init && evfwd serve --check --config evfwd.yaml
+		Example: `  evfwd serve init && evfwd serve --check     # finds ./evfwd.yaml
   evfwd serve init --config /etc/evfwd/evfwd.yaml --force`,
 		Args: cli.Args(cobra.NoArgs),
 		// The root's hook would read --config, the file this writes.
@@ -46,7 +51,7 @@ An existing file is left alone (exit 2) unless --force.`,
 			return err
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
-			opts.IO = f.IO
+			opts.IO, opts.EnvConfig = f.IO, f.Getenv(cli.EnvPrefix+"CONFIG")
 			opts.Path, _ = cmd.Flags().GetString("config")
 			if opts.Path == "" {
 				opts.Path = defaultInitConfig
@@ -70,8 +75,14 @@ func serveInitRun(opts *ServeInitOptions) error {
 		return cli.WriteJSON(opts.IO.Out, map[string]string{"config": opts.Path, "writeKey": src.WriteKey, "secret": src.Webhooks.SharedSecret})
 	}
 	st := opts.IO.ErrStyles()
-	fmt.Fprintf(opts.IO.ErrOut, "%s wrote %s\n  check it:  evfwd serve --check --config %[2]s\n  start:     evfwd serve --config %[2]s\n",
-		st.OK.Sprint(cli.SymOK), opts.Path)
+	// serve finds ./evfwd.yaml by itself, unless EVFWD_CONFIG names
+	// another; another file must be named.
+	flag := " --config " + opts.Path
+	if filepath.Clean(opts.Path) == filepath.Clean(cli.LocalConfigFile) && opts.EnvConfig == "" {
+		flag = ""
+	}
+	fmt.Fprintf(opts.IO.ErrOut, "%s wrote %s\n  check it:  evfwd serve --check%s\n  start:     evfwd serve%[3]s\n",
+		st.OK.Sprint(cli.SymOK), opts.Path, flag)
 	// Its webhooks go to evfwd listen, which needs the secret; its addr is
 	// the default endpoint.
 	writeExports(opts.IO, exportsFor(src, analytics.DefaultEndpoint))

@@ -5,7 +5,9 @@ import (
 	"context"
 	"crypto/tls"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io/fs"
 	"maps"
 	"net"
 	"net/http"
@@ -25,6 +27,7 @@ import (
 	"github.com/evfwd/evfwd/pkg/store/sqlite"
 	"github.com/evfwd/evfwd/pkg/store/storetest"
 	"github.com/google/go-cmp/cmp"
+	"github.com/spf13/cobra"
 )
 
 func TestServeConfigErrorsNameSourceAndEndpoint(t *testing.T) {
@@ -292,10 +295,8 @@ func TestServeCheckExitCodes(t *testing.T) {
 		{"no sources: the dev source", nil, 0, "config valid"},
 		{"forward-to beside sources", []string{"--config", minimal, "--forward-to", "http://127.0.0.1:8788/"}, 2, "--forward-to is for the dev source"},
 		{"forward-to not a URL", []string{"--forward-to", "ftp://x/"}, 2, "error: --forward-to ftp://x/: scheme \"ftp\": only http and https are supported\n"},
-		{"config file without sources", []string{"--config", writeFile(t, "nosources.yaml", "addr: 0.0.0.0:18797\n")}, 2,
-			"no sources configured (sources: [{name, write_key, webhooks}])\n" + noSourcesHint + "\n"},
-		{"forward-to beside a config file without sources", []string{"--config", writeFile(t, "nosources.yaml", "addr: 0.0.0.0:18797\n"), "--forward-to", "http://127.0.0.1:8788/"}, 2,
-			"--forward-to is for the dev source serve runs without a config file"},
+		{"config file without sources: the dev source", []string{"--config", writeFile(t, "nosources.yaml", "addr: 0.0.0.0:18797\n")}, 0, "config valid"},
+		{"forward-to beside a config file without sources", []string{"--config", writeFile(t, "nosources.yaml", "addr: 0.0.0.0:18797\n"), "--forward-to", "http://127.0.0.1:8788/"}, 0, "config valid"},
 		{"six forward-to", []string{"--forward-to", "http://a/", "--forward-to", "http://b/", "--forward-to", "http://c/",
 			"--forward-to", "http://d/", "--forward-to", "http://e/", "--forward-to", "http://f/"}, 2, "at most 5"},
 		{"invalid source", []string{"--config", writeFile(t, "bad.yaml", "sources:\n  - name: web\n    webhooks: {enabled: true}\n")}, 2,
@@ -610,11 +611,11 @@ func initKey(t *testing.T, config []byte, key string) string {
 	return string(m[1])
 }
 
-// A config file without sources, wherever it comes from, is refused with
-// the hint: no dev source on a production address, no keys in its logs.
+// A config file without sources, wherever it comes from, such as one
+// holding the client's settings: serve starts its dev source and says why,
+// and the start line names the file (issue 30, row 3).
 func TestServeConfigFileWithoutSources(t *testing.T) {
-	state := t.TempDir()
-	cfg := writeFile(t, "prod.yaml", "addr: 127.0.0.1:0\nadmin_token: t0ken-0123456789abcdef\n")
+	cfg := writeFile(t, "client.yaml", "endpoint: http://127.0.0.1:8787\nwrite-key: wk_from_the_file\naddr: 127.0.0.1:0\n")
 	for _, tt := range []struct {
 		name string
 		args []string
@@ -626,21 +627,118 @@ func TestServeConfigFileWithoutSources(t *testing.T) {
 		{"the default file", nil, func(f *cli.Factory) { f.DefaultConfig = cfg }, nil},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			env := map[string]string{"XDG_STATE_HOME": state}
+			env := map[string]string{"XDG_STATE_HOME": t.TempDir()}
 			maps.Copy(env, tt.env)
 			f := testFactory(t, "", false, env)
 			if tt.edit != nil {
 				tt.edit(f)
 			}
-			res := execute(t, f, append([]string{"serve", "--log-format", "json"}, tt.args...)...)
-			want := "error: config " + cfg + ":\n  no sources configured (sources: [{name, write_key, webhooks}])\n" + noSourcesHint + "\n"
-			if res.Code != 2 || res.Stderr != want || res.Stdout != "" {
-				t.Errorf("code %d stdout %q stderr %q, want 2 and %q", res.Code, res.Stdout, res.Stderr, want)
+			_, stop := runServe(t, f, nil, tt.args...)
+			if err := stop(); err != nil {
+				t.Fatal(err)
+			}
+			stderr := f.IO.ErrOut.(*bytes.Buffer).String()
+			for _, want := range []string{
+				"> config " + cfg + ` has no sources: running source "dev" for local development`,
+				"msg=serving ", "config=" + cfg + " ",
+			} {
+				if !strings.Contains(stderr, want) {
+					t.Errorf("stderr %q, want it to hold %q", stderr, want)
+				}
 			}
 		})
 	}
-	if entries, _ := os.ReadDir(state); len(entries) != 0 {
-		t.Errorf("a dev source was made: %v", entries)
+}
+
+// --config ” reads no file, not even a broken default one.
+func TestServeConfigEmptyReadsNone(t *testing.T) {
+	broken := writeFile(t, "config.yaml", "sources: [\n")
+	f := testFactory(t, "", false, map[string]string{"XDG_STATE_HOME": t.TempDir()})
+	f.DefaultConfig = broken
+	if res := execute(t, f, "serve", "--check"); res.Code != 2 || !strings.Contains(res.Stderr, "config "+broken) {
+		t.Fatalf("the broken default file was not read: code %d, stderr %q", res.Code, res.Stderr)
+	}
+	f = testFactory(t, "", false, map[string]string{"XDG_STATE_HOME": t.TempDir(), "EVFWD_CONFIG": broken})
+	f.DefaultConfig = broken
+	res := execute(t, f, "serve", "--check", "--config", "")
+	if res.Code != 0 || !strings.Contains(res.Stdout, "config     (none)\n") {
+		t.Errorf("--config '': code %d, stdout %q, stderr %q", res.Code, res.Stdout, res.Stderr)
+	}
+}
+
+// The config file is --config, else EVFWD_CONFIG, else ./evfwd.yaml, else
+// the user's; every command reads the one found (issue 30, row 8).
+func TestConfigDiscovery(t *testing.T) {
+	dir := t.TempDir()
+	t.Chdir(dir)
+	user := writeFile(t, "config.yaml", "write-key: wk_user\n")
+	env := writeFile(t, "env.yaml", "write-key: wk_env\n")
+	named := writeFile(t, "named.yaml", "write-key: wk_named\n")
+	factory := func(vars map[string]string) *cli.Factory {
+		f := testFactory(t, "", false, vars)
+		f.LocalConfig, f.DefaultConfig = cli.LocalConfigFile, user
+		return f
+	}
+	// serve --check names the file it read; track's write key says which
+	// file the client read.
+	check := func(name string, vars map[string]string, args []string, wantFile, wantKey string) {
+		t.Helper()
+		f := factory(vars)
+		res := execute(t, f, append([]string{"serve", "--check", "-o", "json"}, args...)...)
+		var got struct{ Config string }
+		if res.Code != 0 || json.Unmarshal([]byte(res.Stdout), &got) != nil || got.Config != wantFile {
+			t.Errorf("%s: serve read %q (code %d, stderr %q), want %q", name, got.Config, res.Code, res.Stderr, wantFile)
+		}
+		f = factory(vars)
+		var key string
+		root := NewRootCmd(f)
+		track, _, _ := root.Find([]string{"track"})
+		track.RunE = func(cmd *cobra.Command, _ []string) error {
+			key, _ = cmd.Flags().GetString("write-key")
+			return nil
+		}
+		root.SetArgs(append([]string{"track", "--event", "E", "--user-id", "u"}, args...))
+		if err := root.Execute(); err != nil || key != wantKey {
+			t.Errorf("%s: track's write key %q (%v), want %q", name, key, err, wantKey)
+		}
+	}
+	check("the user's file", nil, nil, user, "wk_user")
+	if err := os.WriteFile("evfwd.yaml", []byte("write-key: wk_local\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	check("./evfwd.yaml", nil, nil, cli.LocalConfigFile, "wk_local")
+	check("EVFWD_CONFIG", map[string]string{"EVFWD_CONFIG": env}, nil, env, "wk_env")
+	check("--config", map[string]string{"EVFWD_CONFIG": env}, []string{"--config", named}, named, "wk_named")
+	check("--config ''", map[string]string{"EVFWD_CONFIG": env}, []string{"--config", ""}, "", "")
+}
+
+// serve init, then serve in the same folder: the file is found, and the
+// start line names it.
+func TestServeInitThenServe(t *testing.T) {
+	t.Chdir(t.TempDir())
+	vars := map[string]string{"XDG_STATE_HOME": t.TempDir(), "EVFWD_ADDR": "127.0.0.1:0", "EVFWD_STORE": "sqlite://" + filepath.Join(t.TempDir(), "e.db")}
+	f := testFactory(t, "", false, vars)
+	f.LocalConfig = cli.LocalConfigFile
+	res := execute(t, f, "serve", "init")
+	if res.Code != 0 || !strings.Contains(res.Stderr, "start:     evfwd serve\n") {
+		t.Fatalf("init: code %d, stderr %q", res.Code, res.Stderr)
+	}
+	f = testFactory(t, "", false, vars)
+	f.LocalConfig = cli.LocalConfigFile
+	_, stop := runServe(t, f, nil)
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+	if stderr := f.IO.ErrOut.(*bytes.Buffer).String(); !strings.Contains(stderr, "config=./evfwd.yaml ") || !strings.Contains(stderr, "sources=1 ") ||
+		strings.Contains(stderr, `"dev"`) {
+		t.Errorf("stderr %q, want the start line to name ./evfwd.yaml and its source", stderr)
+	}
+	// With EVFWD_CONFIG naming another file, serve would read that one:
+	// init's hint names the file it wrote.
+	vars["EVFWD_CONFIG"] = "/etc/evfwd/evfwd.yaml"
+	res = execute(t, testFactory(t, "", false, vars), "serve", "init", "--force")
+	if res.Code != 0 || !strings.Contains(res.Stderr, "start:     evfwd serve --config ./evfwd.yaml\n") {
+		t.Errorf("init beside EVFWD_CONFIG: code %d, stderr %q", res.Code, res.Stderr)
 	}
 }
 
@@ -712,5 +810,32 @@ func TestServePublicURLFromEnv(t *testing.T) {
 	res = execute(t, testFactory(t, "", false, env), "serve", "--check", "--config", cfg)
 	if res.Code != 2 || !strings.Contains(res.Stderr, `public_url "env.example": want http(s)://host`) {
 		t.Errorf("code %d, stderr %s", res.Code, res.Stderr)
+	}
+}
+
+// A store path that cannot be the store: the cause in words, exit 2, and
+// nothing left beside it (issue 30, row 7).
+func TestServeStorePathInWords(t *testing.T) {
+	dir := t.TempDir()
+	file := writeFile(t, "file", "")
+	for _, tt := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"serve", "--store", "sqlite://" + dir}, "error: store " + dir + ": is a directory; name a file in it, such as " + filepath.Join(dir, "evfwd.db") + "\n"},
+		{[]string{"serve", "--store", "sqlite://" + file + "/evfwd.db"}, "error: store " + file + "/evfwd.db: " + file + " is not a directory\n"},
+		{[]string{"deliveries", "list", "--store", "sqlite://" + dir}, "error: store " + dir + ": is a directory; name a file in it, such as " + filepath.Join(dir, "evfwd.db") + "\n"},
+	} {
+		f := testFactory(t, "", false, map[string]string{"XDG_STATE_HOME": t.TempDir(), "EVFWD_ADDR": "127.0.0.1:0"})
+		res := execute(t, f, tt.args...)
+		if res.Code != 2 || res.Stderr != tt.want {
+			t.Errorf("%v: code %d, stderr %q; want 2 and %q", tt.args, res.Code, res.Stderr, tt.want)
+		}
+	}
+	if _, err := os.Stat(dir + ".lock"); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("%s.lock left behind: %v", dir, err)
+	}
+	if entries, _ := os.ReadDir(dir); len(entries) != 0 {
+		t.Errorf("left behind in %s: %v", dir, entries)
 	}
 }

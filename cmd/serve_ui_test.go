@@ -25,7 +25,7 @@ func TestServeUIFlags(t *testing.T) {
 		{"no token", nil, []string{"--check", "--ui"}, 2, "", "--ui needs the admin token, which the page asks for: set admin_token in the config or EVFWD_ADMIN_TOKEN"},
 		{"no token, serving", nil, []string{"--ui", "--addr", "127.0.0.1:0"}, 2, "", "set admin_token in the config or EVFWD_ADMIN_TOKEN"},
 		{"bad address", token, []string{"--check", "--ui", "--ui-addr", "8790"}, 2, "", `--ui-addr "8790": want HOST:PORT, such as 127.0.0.1:8790`},
-		{"check", token, []string{"--check", "--ui"}, 0, "inspector  http://127.0.0.1:8790/ (log in with the admin token)\n", ""},
+		{"check", token, []string{"--check", "--ui"}, 0, "inspector  http://127.0.0.1:8790/ (sign in with the link serve prints at start, or the admin token)\n", ""},
 		{"check, every address", token, []string{"--check", "--ui", "--ui-addr", "0.0.0.0:9000"}, 0, "inspector  http://127.0.0.1:9000/", ""},
 		{"check, json", token, []string{"--check", "--ui", "-o", "json"}, 0, `"ui":{"addr":"127.0.0.1:8790","url":"http://127.0.0.1:8790/"}`, ""},
 		{"check, off", token, []string{"--check"}, 0, "inspector  off (--ui serves it)\n", ""},

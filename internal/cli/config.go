@@ -43,6 +43,44 @@ func DefaultConfigFile() string {
 	return filepath.Join(dir, "evfwd", "config.yaml")
 }
 
+// LocalConfigFile is the config file of a project, in the working
+// directory: the file `evfwd serve init` writes.
+const LocalConfigFile = "./evfwd.yaml"
+
+// ConfigSearch is where a command's config file may come from, in the
+// order FindConfig tries them.
+type ConfigSearch struct {
+	Flag    string // --config's value
+	FlagSet bool   // --config was given; --config '' reads no file
+	Env     string // EVFWD_CONFIG
+	Local   string // LocalConfigFile, "" to skip
+	User    string // DefaultConfigFile, "" to skip
+}
+
+// FindConfig says which file to read, and whether the user named it (a
+// named file must exist): --config, else EVFWD_CONFIG, else the first of
+// the working directory's evfwd.yaml and the user config dir's file that
+// exists; "" when none.
+func FindConfig(s ConfigSearch) (path string, explicit bool) {
+	switch {
+	case s.FlagSet:
+		return s.Flag, s.Flag != ""
+	case s.Env != "":
+		return s.Env, true
+	}
+	for _, p := range []string{s.Local, s.User} {
+		if p == "" {
+			continue
+		}
+		// A file there that cannot be read is still the one meant:
+		// LoadConfig says why it cannot.
+		if _, err := os.Stat(p); !errors.Is(err, os.ErrNotExist) {
+			return p, false
+		}
+	}
+	return "", false
+}
+
 // LoadConfig reads path. A missing file is fine unless the user named it
 // (explicit); a broken one is an error naming the file and line.
 func LoadConfig(path string, explicit bool) (*Config, error) {

@@ -41,14 +41,25 @@ func UsageErrorf(format string, a ...any) error { return UsageError(fmt.Errorf(f
 // Silent ends the command with code and prints nothing more.
 func Silent(code int) error { return &ExitError{Code: code} }
 
+// inputError is an error of a library package that is the user's input
+// at fault (a store path that is a directory, say): exit 2 from whichever
+// command meets it, without cmd wrapping each one.
+type inputError interface {
+	error
+	InputError() bool
+}
+
 // ExitCode maps the error a command returned to the process exit code.
 func ExitCode(err error) int {
 	var ee *ExitError
+	var ie inputError
 	switch {
 	case err == nil:
 		return ExitOK
 	case errors.As(err, &ee):
 		return ee.Code
+	case errors.As(err, &ie) && ie.InputError():
+		return ExitUsage
 	case errors.Is(err, context.Canceled):
 		return ExitInterrupted
 	default:

@@ -13,8 +13,10 @@ type Factory struct {
 	Getenv  func(string) string
 	Now     func() time.Time
 	Version string // evfwd's version, for User-Agent headers and `version`
-	// DefaultConfig is the config file read when neither --config nor
-	// EVFWD_CONFIG names one; "" reads none.
+	// LocalConfig, then DefaultConfig, is the config file read when
+	// neither --config nor EVFWD_CONFIG names one (the first that exists;
+	// see FindConfig); "" skips it.
+	LocalConfig   string
 	DefaultConfig string
 
 	// Format is the root --output value, set before any command runs.
@@ -32,6 +34,7 @@ func NewFactory(version string) *Factory {
 		Version: version,
 		Format:  FormatText,
 
+		LocalConfig:   LocalConfigFile,
 		DefaultConfig: DefaultConfigFile(),
 	}
 }
@@ -41,7 +44,7 @@ func TestFactory() (*Factory, *IOStreams) {
 	io, _, _, _ := Test()
 	f := NewFactory("0.0.0-test")
 	f.IO = io
-	f.DefaultConfig = ""
+	f.LocalConfig, f.DefaultConfig = "", ""
 	f.Getenv = func(string) string { return "" }
 	return f, io
 }

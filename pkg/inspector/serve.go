@@ -120,6 +120,8 @@ type Serve struct {
 	// limit counts wrong admin tokens by client address (the login rate
 	// limit).
 	limit *lockout.Limiter
+	// signIn are the one-time sign-in links' codes (signin.go).
+	signIn signInCodes
 }
 
 // uiSession is one login's session.
@@ -362,8 +364,9 @@ func (s *Serve) session(w http.ResponseWriter, r *http.Request) {
 	})
 }
 
-// login checks the admin token, under the rate limit, and starts a
-// session: an id that the page sends back as SessionHeader.
+// login checks the admin token, or the code of a sign-in link (signin.go),
+// under the rate limit, and starts a session: an id that the page sends
+// back as SessionHeader.
 func (s *Serve) login(w http.ResponseWriter, r *http.Request) {
 	if wait, locked := s.lockedOut(r); locked {
 		s.refuse(w, wait)
@@ -371,11 +374,18 @@ func (s *Serve) login(w http.ResponseWriter, r *http.Request) {
 	}
 	var req struct {
 		Token string `json:"token"`
+		Code  string `json:"code"`
 	}
 	if !decodeBody(w, r, &req) {
 		return
 	}
-	if !s.token.Matches(req.Token) {
+	if req.Code != "" {
+		if !s.signIn.redeem(req.Code, s.cfg.Now()) {
+			s.failed(r, "link")
+			writeError(w, http.StatusForbidden, "this sign-in link has been used or has expired: sign in with the admin token, or start serve again for a new link")
+			return
+		}
+	} else if !s.token.Matches(req.Token) {
 		s.failed(r, "login")
 		writeError(w, http.StatusForbidden, "wrong admin token")
 		return
@@ -395,7 +405,11 @@ func (s *Serve) login(w http.ResponseWriter, r *http.Request) {
 	s.sessions[key] = &uiSession{used: now, done: make(chan struct{})}
 	s.logins = append(s.logins, key)
 	s.mu.Unlock()
-	s.cfg.Logger.Info("inspector: logged in", "remote", r.RemoteAddr)
+	with := "admin token"
+	if req.Code != "" {
+		with = "sign-in link"
+	}
+	s.cfg.Logger.Info("inspector: logged in", "remote", r.RemoteAddr, "with", with)
 	writeJSON(w, http.StatusOK, map[string]any{"session": id, "idleMs": s.cfg.SessionIdle.Milliseconds()})
 }
 

@@ -71,6 +71,9 @@ type Options struct {
 	UI         bool
 	UIAddr     string
 	UIListener net.Listener
+	// ConfigFile is the config file the settings came from, for the start
+	// line ("" when none: "(none)").
+	ConfigFile string
 }
 
 // DefaultUIAddr is where the inspector listens by default: loopback only.
@@ -335,7 +338,11 @@ func (s *Server) Run(ctx context.Context) error {
 	go func() { defer close(summaryDone); logSummaries(runCtx, s.metrics, s.opts.LogInterval, s.log) }()
 	srvErr := make(chan error, 2)
 	go func() { srvErr <- hs.Serve(s.ln) }()
-	s.log.Info("serving", "addr", s.Addr(), "url", s.URL(), "store", storeName(s.store), "sources", len(s.cfg.Sources), "retention", s.cfg.Retention)
+	config := s.opts.ConfigFile
+	if config == "" {
+		config = "(none)"
+	}
+	s.log.Info("serving", "addr", s.Addr(), "url", s.URL(), "config", config, "store", storeName(s.store), "sources", len(s.cfg.Sources), "retention", s.cfg.Retention)
 	var uis *http.Server
 	if s.ui != nil {
 		uis = &http.Server{

@@ -75,6 +75,17 @@ func (s *Server) UIURL() string {
 	return "http://" + inspector.DialAddr(s.uiLn.Addr().String()) + "/"
 }
 
+// SignInLink returns a link that signs a browser in to the inspector
+// once, within inspector.SignInTTL, without the admin token (see
+// inspector.Serve.SignInLink); "" when the inspector is off. Each call
+// makes a new link.
+func (s *Server) SignInLink() string {
+	if s.ui == nil {
+		return ""
+	}
+	return s.ui.SignInLink(s.UIURL())
+}
+
 // observer is what the forwarder reports to: the metrics, and the
 // inspector too when it is on.
 func (s *Server) observer() forwarder.Observer {

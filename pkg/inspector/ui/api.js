@@ -40,6 +40,7 @@ export class Client {
     this.session = null;
     this.onUnauthorized = null;
     this.memorySession = ''; // when the browser refuses sessionStorage
+    this.signInCode = '';    // a sign-in link's code, until redeemed
     this.listenToken = stored(LISTEN_TOKEN_KEY);
   }
 
@@ -61,6 +62,17 @@ export class Client {
     const m = /^#token=([A-Za-z0-9._~-]+)$/.exec(location.hash);
     if (!m) return;
     this.keepListenToken(decodeURIComponent(m[1]));
+    history.replaceState(null, '', location.pathname + location.search);
+  }
+
+  // takeSignInCode keeps the address's #signin= (the one-time link serve
+  // --ui prints) for the serve app to redeem, and removes it from the
+  // address bar and the history first, so that it is never shown, kept or
+  // shared.
+  takeSignInCode() {
+    const m = /^#signin=([A-Za-z0-9_-]+)$/.exec(location.hash);
+    if (!m) return;
+    this.signInCode = m[1];
     history.replaceState(null, '', location.pathname + location.search);
   }
 

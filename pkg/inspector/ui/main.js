@@ -9,6 +9,7 @@ import {Client} from './api.js';
 async function start() {
   const client = new Client();
   client.takeListenToken();
+  client.takeSignInCode();
   try {
     await client.loadSession();
   } catch (e) {

@@ -32,6 +32,9 @@ export class ServeApp {
       // stop what the signed-in page ran; a login starts it anew.
       this.signedOut('The session has ended: enter the admin token again.');
     };
+    const code = this.client.signInCode;
+    this.client.signInCode = '';
+    if (!this.client.session.auth && code) { this.redeem(code).catch(report); return; }
     if (!this.client.session.auth) { this.showLogin(this.client.sessionID() ? 'The session has ended: enter the admin token again.' : ''); this.client.keepSession(''); return; }
     this.logoutButton().hidden = false;
     const s = this.client.session.serve || {};
@@ -118,6 +121,21 @@ export class ServeApp {
     }
     await this.client.loadSession();
     if (!this.client.session.auth) { err.textContent = 'Signed in, but the session was not kept.'; return; }
+    document.body.classList.remove('mode-serve');
+    this.start();
+  }
+
+  // redeem exchanges a sign-in link's code for a session, as login does
+  // the admin token; a used or expired link asks for the token.
+  async redeem(code) {
+    try {
+      const res = await this.client.post('/api/session', {code}, true);
+      this.client.keepSession(res.session);
+      await this.client.loadSession();
+    } catch (e) {
+      this.showLogin(e.status === 403 ? 'That sign-in link has been used or has expired: enter the admin token, or start evfwd serve --ui again for a new link.' : e.message);
+      return;
+    }
     document.body.classList.remove('mode-serve');
     this.start();
   }

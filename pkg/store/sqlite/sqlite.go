@@ -162,19 +162,8 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
-	if opts.MustExist {
-		if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
-			return nil, fmt.Errorf("store %s: %w", path, fs.ErrNotExist)
-		}
-	} else {
-		if dir := filepath.Dir(path); dir != "" {
-			if err := os.MkdirAll(dir, 0o700); err != nil {
-				return nil, fmt.Errorf("store %s: %w", path, err)
-			}
-		}
-		if err := createPrivate(path); err != nil {
-			return nil, fmt.Errorf("store %s: %w", path, err)
-		}
+	if err := prepareFile(path, opts.MustExist); err != nil {
+		return nil, err
 	}
 	q := url.Values{}
 	// secure_delete zeroes what a DELETE or UPDATE frees, so a purged body
@@ -247,6 +236,22 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 		return nil, fmt.Errorf("store %s: %w", path, err)
 	}
 	return s, nil
+}
+
+// prepareFile checks path (CheckPath: in words, before SQLite says
+// "unable to open database file") and, unless mustExist, creates the
+// file and its directory when missing.
+func prepareFile(path string, mustExist bool) error {
+	if err := CheckPath(path, mustExist); err != nil || mustExist {
+		return err
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return pathError(path, err)
+	}
+	if err := createPrivate(path); err != nil {
+		return pathError(path, err)
+	}
+	return nil
 }
 
 // createPrivate creates the database file, when missing, empty (SQLite
