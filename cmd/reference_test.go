@@ -75,4 +75,3 @@ func TestManMarkdownNeedsDir(t *testing.T) {
 		t.Errorf("exit %d, stderr %q; want 2 naming --dir", r.Code, r.Stderr)
 	}
 }
-
