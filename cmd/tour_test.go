@@ -50,7 +50,8 @@ func TestTour(t *testing.T) {
 	// Every message the tour sent is delivered to its listen once: the
 	// repeats of lines that carry a fixed messageId are not (README:
 	// "Sending the same lines again does not send the same webhooks again").
-	if got, want := delivered(t, serve.printed["EVFWD_ENDPOINT"], tourMessages(t)), tourMessages(t); got != want {
+	want := tourMessages(t)
+	if got := delivered(t, serve.printed["EVFWD_ENDPOINT"], want); got != want {
 		t.Errorf("serve delivered %d webhooks, want %d", got, want)
 	}
 	if b, err := os.ReadFile(filepath.Join(tr.dir, "rejected.ndjson")); err == nil && len(b) > 0 {
