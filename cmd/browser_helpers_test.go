@@ -22,7 +22,7 @@ import (
 // The browser tests drive a real Chromium, headless, through chromedp.
 // Without one they skip, unless EVFWD_BROWSER=required (as CI sets it):
 // then a missing browser fails them. EVFWD_SCREENSHOTS=DIR saves the
-// README's screenshots there.
+// screenshots of docs/img there.
 
 const (
 	browserTimeout = 60 * time.Second // all of one test, browser start included

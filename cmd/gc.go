@@ -6,8 +6,8 @@ import (
 	"time"
 )
 
-// serve's collector settings (bench/serve/run.sh measured them; README,
-// Performance): collecting and forwarding make short-lived garbage at a
+// serve's collector settings (bench/serve/run.sh measured them;
+// docs/PERFORMANCE.md): collecting and forwarding make short-lived garbage at a
 // high rate, and GOGC 400 cuts the collector's work on it (its background
 // marking from 6% of serve's CPU to 1% while forwarding) under a soft
 // memory limit that keeps the heap small. The limit follows the live heap (softLimit), so that it never
