@@ -140,6 +140,7 @@ func (o *deliveredIDs) len() int {
 // freed every outcome is recorded and every message has gone out exactly
 // once.
 func TestFullDiskSendsOnce(t *testing.T) {
+	t.Parallel()
 	n := testsize.Pick(4000, 1500) // the race detector slows SQLite tenfold
 	const ttl = time.Minute
 	c := newClock()

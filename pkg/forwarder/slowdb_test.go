@@ -29,6 +29,7 @@ import (
 // Lease, the other node would take them too and both would send them. The
 // receiver counts each messageId: every one must come exactly once.
 func TestSlowDatabaseNoDuplicates(t *testing.T) {
+	t.Parallel()
 	const (
 		n     = 1200
 		batch = 20

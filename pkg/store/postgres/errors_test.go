@@ -81,6 +81,7 @@ func TestClassifyUnavailable(t *testing.T) {
 // makes Ingest fail with store.ErrFull and store nothing; once the server
 // writes again, so does Ingest.
 func TestIngestDiskFull(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	s, err := Open(ctx, pgtest.URL(t), Options{})
 	if err != nil {
@@ -131,6 +132,7 @@ func TestIngestDiskFull(t *testing.T) {
 // store.ErrUnavailable (an ingest queued behind a stuck group as well as
 // the group's own), and work again once the link passes.
 func TestCutLink(t *testing.T) {
+	t.Parallel()
 	u, err := url.Parse(pgtest.URL(t))
 	if err != nil {
 		t.Fatal(err)
