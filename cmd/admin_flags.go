@@ -32,6 +32,9 @@ func (a *adminFlags) client(version string) (*admin.Client, error) {
 	if a.Token == "" {
 		return nil, cli.UsageErrorf("an admin token is required: use --admin-token or %s (serve's admin_token)", cli.EnvName("admin-token"))
 	}
+	if err := cli.CheckURLScheme("--endpoint", a.Endpoint); err != nil {
+		return nil, err
+	}
 	return &admin.Client{Endpoint: a.Endpoint, Token: a.Token, UserAgent: "evfwd/" + version}, nil
 }
 

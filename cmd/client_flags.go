@@ -52,6 +52,9 @@ func (c *clientFlags) config(version string, now func() time.Time, stub bool) (a
 		}
 		key = "stub"
 	}
+	if err := cli.CheckURLScheme("--endpoint", c.Endpoint); err != nil {
+		return analytics.Config{}, err
+	}
 	endpoint := c.Endpoint
 	if endpoint == "" {
 		endpoint = c.Fallback // analytics.DefaultEndpoint when empty too

@@ -77,7 +77,7 @@ func describe(b *strings.Builder, path string, v any, raw []byte) {
 
 // TestJSONShapes pins the keys of -o json output that has no exact golden
 // of its own (run-dependent values): trigger's attempt, summary and load
-// records, send's summary, the admin commands' answers, version.
+// records, send's summary, demo's records, the admin commands' answers, version.
 func TestJSONShapes(t *testing.T) {
 	t.Run("trigger", func(t *testing.T) {
 		e := newEndpoint(t, 503, 200)
@@ -119,6 +119,29 @@ func TestJSONShapes(t *testing.T) {
 			t.Fatalf("%+v", r)
 		}
 		golden(t, "send/json.shape", jsonShape(t, r.Stdout))
+	})
+	t.Run("demo", func(t *testing.T) {
+		r := execute(t, testFactory(t, "", false, nil), "demo", "--timeout", "20s", "-o", "json")
+		if r.Code != 0 || r.Stderr != "" {
+			t.Fatalf("%+v", r)
+		}
+		// Webhooks arrive in any order and only some carry an event: the
+		// shape pins the track one's, so the golden is the same every run.
+		var keep strings.Builder
+		webhooks := 0
+		for line := range strings.Lines(r.Stdout) {
+			if strings.HasPrefix(line, `{"record":"webhook",`) {
+				webhooks++
+				if !strings.Contains(line, `"type":"track"`) {
+					continue
+				}
+			}
+			keep.WriteString(line)
+		}
+		if webhooks != 6 {
+			t.Errorf("%d webhook records, want 6:\n%s", webhooks, r.Stdout)
+		}
+		golden(t, "demo/json.shape", jsonShape(t, keep.String()))
 	})
 	t.Run("version", func(t *testing.T) {
 		r := execute(t, testFactory(t, "", false, nil), "version", "-o", "json")

@@ -220,6 +220,9 @@ func (o *ListenOptions) check() error {
 	case o.ForwardTo != "" && (o.Status != 0 || len(o.Respond) > 0):
 		return cli.UsageErrorf("--forward-to answers with the app's status: drop --status/--respond")
 	}
+	if err := cli.CheckURLScheme("--forward-to", o.ForwardTo); err != nil {
+		return err
+	}
 	if !o.UI && (o.UIToken != "" && o.uiTokenFlag || o.AllowReplay) {
 		return cli.UsageErrorf("--ui-token and --allow-replay-local are for the inspector: give --ui too")
 	}

@@ -59,10 +59,7 @@ const triggerWindow = 30 * time.Second
 // NewCmdTrigger builds `evfwd trigger`; runF replaces triggerRun in tests.
 func NewCmdTrigger(f *cli.Factory, runF func(*TriggerOptions) error) *cobra.Command {
 	opts := &TriggerOptions{}
-	typeNames := make([]string, len(webhook.Types))
-	for i, t := range webhook.Types {
-		typeNames[i] = string(t)
-	}
+	typeNames := webhookTypeNames()
 	cmd := &cobra.Command{
 		Use:   "trigger TYPE --url URL [--url URL ...]",
 		Short: "Send a webhook to your endpoint exactly as the destination would",
@@ -102,7 +99,7 @@ error, 130 interrupted.`,
   evfwd trigger delete --user-id u_42 --url https://hooks.example/gdpr -o json
   evfwd trigger track --url http://localhost:3000/webhooks/stripe --scheme stripe --secret-file whsec.txt`,
 		GroupID:   groupTools,
-		Args:      cli.Args(cobra.ExactArgs(1)),
+		Args:      triggerArgs(typeNames),
 		ValidArgs: typeNames,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts.IO, opts.Format, opts.Now, opts.Version = f.IO, f.Format, f.Now, f.Version
@@ -136,6 +133,30 @@ error, 130 interrupted.`,
 	return cmd
 }
 
+// webhookTypeNames are the types trigger sends, in the destination's order.
+func webhookTypeNames() []string {
+	names := make([]string, len(webhook.Types))
+	for i, t := range webhook.Types {
+		names[i] = string(t)
+	}
+	return names
+}
+
+// triggerArgs wants one TYPE and, without it, lists the types to pick
+// from, as stripe trigger does, rather than cobra's count of arguments.
+func triggerArgs(types []string) cobra.PositionalArgs {
+	return func(cmd *cobra.Command, args []string) error {
+		list := strings.Join(types[:len(types)-1], ", ") + " or " + types[len(types)-1]
+		switch {
+		case len(args) == 0:
+			return cli.UsageErrorf("give the TYPE of message to send: %s\n  e.g. evfwd trigger track --url http://localhost:8080/hooks", list)
+		case len(args) > 1:
+			return cli.UsageErrorf("one TYPE at a time (%s), got %d arguments: %s", list, len(args), cli.Printable(strings.Join(args, " ")))
+		}
+		return nil
+	}
+}
+
 // trigger is one run: the checked inputs and what prints the results.
 type trigger struct {
 	opts   *TriggerOptions
@@ -165,7 +186,7 @@ func newTrigger(opts *TriggerOptions) (*trigger, error) {
 		tr.ctx = context.Background()
 	}
 	if !webhook.ValidType(tr.typ) {
-		return nil, cli.UsageErrorf("unknown type %q: want one of page, screen, identify, track, alias, group, delete", opts.Type)
+		return nil, cli.UsageErrorf("unknown type %q: want one of %s", opts.Type, strings.Join(webhookTypeNames(), ", "))
 	}
 	switch {
 	case opts.Count < 1:
@@ -219,6 +240,9 @@ func newTrigger(opts *TriggerOptions) (*trigger, error) {
 		}
 	}
 	for _, u := range opts.URLs {
+		if err := cli.CheckURLScheme("--url", u); err != nil {
+			return nil, err
+		}
 		tr.dest.Endpoints = append(tr.dest.Endpoints, webhook.Endpoint{URL: u, Headers: headers})
 	}
 	if err := tr.dest.Validate(); err != nil {

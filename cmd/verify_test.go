@@ -187,8 +187,35 @@ func TestVerifyReasons(t *testing.T) {
 	f := testFactory(t, testBody, false, nil)
 	f.Now = func() time.Time { return time.Unix(1700000000+600, 0) }
 	got := execute(t, f, old(append([]string{"--scheme", "stripe", "-o", "json"}, stripe...)...)...)
-	want := `{"valid":false,"reason":"expired","message":"signature valid, but signed 10m0s ago, over the 5m0s tolerance (a replay, or clocks apart)","scheme":"stripe","timestamp":1700000000}` + "\n"
+	want := `{"valid":false,"reason":"expired","message":"signature valid, but signed 10 minutes ago, over the 5m0s tolerance (a replay, or clocks apart)","scheme":"stripe","timestamp":1700000000}` + "\n"
 	if got.Code != 1 || got.Stdout != want {
 		t.Errorf("expired json: %+v\nwant %s", got, want)
+	}
+}
+
+// TestVerifyHumanAge: how far the signed timestamp is from now reads as a
+// person says it (the issue's `signed 26582h18m11s ago`).
+func TestVerifyHumanAge(t *testing.T) {
+	stripe := signedHeaders(t, "stripe", testBody, "--secret", "k", "--timestamp", "1700000000")
+	standard := signedHeaders(t, "standard", testBody, "--secret", "whsec_b2xk", "--timestamp", "1700000000", "--id", "msg_1")
+	for _, tt := range []struct {
+		name string
+		now  time.Duration // after the signed timestamp
+		args []string
+		want string
+	}{
+		{"years", 26582*time.Hour + 18*time.Minute + 11*time.Second, append([]string{"--scheme", "stripe", "--secret", "k"}, stripe...),
+			"✗ stripe: signature valid, but signed 3 years ago, over the 5m0s tolerance (a replay, or clocks apart)\n"},
+		{"seconds", 42 * time.Second, append([]string{"--scheme", "stripe", "--secret", "k", "--tolerance", "30s"}, stripe...),
+			"✗ stripe: signature valid, but signed 42 seconds ago, over the 30s tolerance (a replay, or clocks apart)\n"},
+		{"future", -3 * time.Minute, append([]string{"--scheme", "standard", "--secret", "whsec_b2xk", "--tolerance", "1m"}, standard...),
+			"✗ standard: signature valid, but its timestamp is in 3 minutes, over the 1m0s tolerance (clocks apart)\n"},
+	} {
+		f := testFactory(t, testBody, false, nil)
+		f.Now = func() time.Time { return time.Unix(1700000000, 0).Add(tt.now) }
+		got := execute(t, f, append([]string{"verify"}, tt.args...)...)
+		if diff := cmp.Diff(result{Stdout: tt.want, Code: 1}, got); diff != "" {
+			t.Errorf("%s (-want +got):\n%s", tt.name, diff)
+		}
 	}
 }

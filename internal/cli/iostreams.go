@@ -8,7 +8,7 @@ import (
 	"io"
 	"os"
 
-	"github.com/muesli/termenv"
+	"github.com/fatih/color"
 	"golang.org/x/term"
 )
 
@@ -31,18 +31,24 @@ func System() *IOStreams {
 	s.InTTY = isTerminal(os.Stdin)
 	s.OutTTY = isTerminal(os.Stdout)
 	s.ErrTTY = isTerminal(os.Stderr)
-	colorOK := os.Getenv("NO_COLOR") == "" && os.Getenv("TERM") != "dumb"
-	s.OutColor = s.OutTTY && colorOK
-	s.ErrColor = s.ErrTTY && colorOK
-	// A Windows console shows colour codes as text until asked not to
-	// (a no-op elsewhere and on Windows Terminal).
+	s.OutColor = ColorFor(s.OutTTY, os.Getenv)
+	s.ErrColor = ColorFor(s.ErrTTY, os.Getenv)
+	// An old Windows console shows colour codes as text: fatih/color's
+	// streams translate them there (elsewhere they are os.Stdout and
+	// os.Stderr themselves).
 	if s.OutColor {
-		termenv.EnableVirtualTerminalProcessing(termenv.NewOutput(os.Stdout))
+		s.Out = color.Output
 	}
 	if s.ErrColor {
-		termenv.EnableVirtualTerminalProcessing(termenv.NewOutput(os.Stderr))
+		s.ErrOut = color.Error
 	}
 	return s
+}
+
+// ColorFor is the colour decision of one stream: a TTY, NO_COLOR unset
+// (https://no-color.org: any non-empty value), TERM not "dumb".
+func ColorFor(tty bool, getenv func(string) string) bool {
+	return tty && getenv("NO_COLOR") == "" && getenv("TERM") != "dumb"
 }
 
 func isTerminal(f *os.File) bool { return term.IsTerminal(int(f.Fd())) }

@@ -1,10 +1,10 @@
 package cli
 
 import (
-	"fmt"
 	"io"
 
 	"github.com/charmbracelet/lipgloss"
+	"github.com/fatih/color"
 	"github.com/muesli/termenv"
 )
 
@@ -16,17 +16,19 @@ type Styles struct {
 	Box lipgloss.Style
 }
 
-// Style paints a piece of inline text in one look. It is the termenv style
-// lipgloss renders with, used directly: a lipgloss.Style would also lay
-// the text out (pad the lines of multi-line text to one width, turn tabs
-// into spaces), and a command's text must stay its own, colour or not.
-type Style struct{ t termenv.Style }
+// Style paints a piece of inline text in one look with a fatih/color
+// Color, switched on or off for its own stream (EnableColor/DisableColor),
+// never by color.NoColor, the package's guess from stdout alone. Inline
+// text is not a lipgloss.Style's job: that would also lay the text out
+// (pad the lines of multi-line text to one width, turn tabs into spaces),
+// and a command's text must stay its own, colour or not.
+type Style struct{ c *color.Color }
 
 // Sprint paints fmt.Sprint(a...).
-func (s Style) Sprint(a ...any) string { return s.t.Styled(fmt.Sprint(a...)) }
+func (s Style) Sprint(a ...any) string { return s.c.Sprint(a...) }
 
 // Sprintf paints fmt.Sprintf(format, a...).
-func (s Style) Sprintf(format string, a ...any) string { return s.t.Styled(fmt.Sprintf(format, a...)) }
+func (s Style) Sprintf(format string, a ...any) string { return s.c.Sprintf(format, a...) }
 
 // Symbols used in verdicts.
 const (
@@ -36,23 +38,33 @@ const (
 )
 
 // NewStyles returns styles for w; colour decides whether they paint. The
-// decision is the stream's (IOStreams), never lipgloss's own guess from
-// w: the 16 basic colours on a colour stream, none otherwise.
+// decision is the stream's (IOStreams), never a library's own guess from
+// w or the environment: the 16 basic colours on a colour stream, none
+// otherwise.
 func NewStyles(w io.Writer, colour bool) *Styles {
+	look := func(a ...color.Attribute) Style {
+		c := color.New(a...)
+		if colour {
+			c.EnableColor()
+		} else {
+			c.DisableColor()
+		}
+		return Style{c}
+	}
+	// lipgloss v1 takes its renderer's profile as a termenv.Profile only:
+	// termenv is imported for that and nothing else.
 	r := lipgloss.NewRenderer(w)
 	r.SetColorProfile(termenv.Ascii)
 	if colour {
 		r.SetColorProfile(termenv.ANSI)
 	}
-	p := r.ColorProfile()
-	fg := func(c string) Style { return Style{p.String().Foreground(p.Color(c))} }
 	return &Styles{
-		OK:     fg("2"),
-		Fail:   fg("1"),
-		Warn:   fg("3"),
-		Muted:  Style{p.String().Faint()},
-		Bold:   Style{p.String().Bold()},
-		Accent: fg("6"),
+		OK:     look(color.FgGreen),
+		Fail:   look(color.FgRed),
+		Warn:   look(color.FgYellow),
+		Muted:  look(color.Faint),
+		Bold:   look(color.Bold),
+		Accent: look(color.FgCyan),
 		Box:    r.NewStyle().Border(lipgloss.RoundedBorder()).BorderForeground(lipgloss.Color("8")).Padding(0, 1),
 	}
 }

@@ -331,9 +331,9 @@ func (r Result) Message() string {
 	case ReasonTrailingNewline:
 		return "body differs: it ends with a newline the signed body did not have (without it, the signature verifies)"
 	case ReasonExpired:
-		return fmt.Sprintf("signature valid, but signed %s ago, over the %s tolerance (a replay, or clocks apart)", r.Skew.Round(time.Second), r.Tolerance)
+		return fmt.Sprintf("signature valid, but signed %s, over the %s tolerance (a replay, or clocks apart)", Ago(r.Skew), r.Tolerance)
 	case ReasonFuture:
-		return fmt.Sprintf("signature valid, but signed %s in the future, over the %s tolerance (clocks apart)", (-r.Skew).Round(time.Second), r.Tolerance)
+		return fmt.Sprintf("signature valid, but its timestamp is %s, over the %s tolerance (clocks apart)", Ago(r.Skew), r.Tolerance)
 	}
 	if r.Detail != "" {
 		return r.Detail

@@ -218,8 +218,8 @@ func TestReasons(t *testing.T) {
 		{"hex where base64 is expected", Shopify, shopifyHex, body, atOpts("k"), ReasonEncoding, "hex where the shopify scheme sends base64 (read that way it matches"},
 		{"trailing newline", Stripe, stripe, body + "\n", atOpts("k"), ReasonTrailingNewline, "ends with a newline"},
 		{"trailing CRLF", Standard, standard, body + "\r\n", atOpts(secretFor[Standard][0]), ReasonTrailingNewline, "newline"},
-		{"expired", Stripe, stripe, body, Options{Secrets: [][]byte{[]byte("k")}, Now: at.Add(5*time.Minute + time.Second)}, ReasonExpired, "signed 5m1s ago, over the 5m0s tolerance"},
-		{"future", Standard, standard, body, Options{Secrets: [][]byte{[]byte(secretFor[Standard][0])}, Now: at.Add(-10 * time.Minute), Tolerance: time.Minute}, ReasonFuture, "10m0s in the future, over the 1m0s tolerance"},
+		{"expired", Stripe, stripe, body, Options{Secrets: [][]byte{[]byte("k")}, Now: at.Add(5*time.Minute + time.Second)}, ReasonExpired, "signed 5 minutes ago, over the 5m0s tolerance"},
+		{"future", Standard, standard, body, Options{Secrets: [][]byte{[]byte(secretFor[Standard][0])}, Now: at.Add(-10 * time.Minute), Tolerance: time.Minute}, ReasonFuture, "its timestamp is in 10 minutes, over the 1m0s tolerance"},
 		// Stripe's and Slack's libraries accept a timestamp ahead of their clock.
 		{"stripe ahead", Stripe, stripe, body, Options{Secrets: [][]byte{[]byte("k")}, Now: at.Add(-10 * time.Minute)}, ReasonOK, "valid"},
 		{"slack ahead", Slack, sign(t, Slack, body, "k"), body, Options{Secrets: [][]byte{[]byte("k")}, Now: at.Add(-10 * time.Minute)}, ReasonOK, "valid"},
