@@ -357,6 +357,9 @@ func devSource(opts *ServeOptions, cfg *serve.Config) error {
 		return err
 	}
 	for _, u := range opts.ForwardTo {
+		if err := cli.CheckURLScheme("--forward-to", u); err != nil {
+			return err
+		}
 		src.Webhooks.Endpoints = append(src.Webhooks.Endpoints, webhook.Endpoint{URL: u})
 	}
 	if src.Webhooks.Enabled = len(src.Webhooks.Endpoints) > 0; src.Webhooks.Enabled {
