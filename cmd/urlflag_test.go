@@ -1,6 +1,7 @@
 package cmd
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -24,6 +25,30 @@ func TestURLFlagsWithoutScheme(t *testing.T) {
 		r := execute(t, testFactory(t, "", false, nil), tt.args...)
 		if diff := cmp.Diff(result{Stderr: "error: " + tt.want + "\n", Code: 2}, r); diff != "" {
 			t.Errorf("%v (-want +got):\n%s", tt.args, diff)
+		}
+	}
+}
+
+// TestConfigWebhookURLWithoutScheme: a webhook endpoint in serve's config
+// typed without its scheme gets the same fix as a URL flag
+// (webhook.MissingScheme), naming the file and the endpoint, exit 2.
+func TestConfigWebhookURLWithoutScheme(t *testing.T) {
+	cfg := writeFile(t, "evfwd.yaml", `sources:
+  - name: web
+    write_key: wk_web_0123456789
+    webhooks:
+      enabled: true
+      endpoints:
+        - url: 127.0.0.1:8788/hooks
+        - url: hooks.example.com/in?token=s3cret
+`)
+	r := execute(t, testFactory(t, "", false, nil), "serve", "--check", "--config", cfg)
+	for _, want := range []string{
+		`source "web": webhooks: endpoints[0] (127.0.0.1:8788/hooks): no scheme; did you mean http://127.0.0.1:8788/hooks?`,
+		`source "web": webhooks: endpoints[1] (hooks.example.com/in?token=****): no scheme; did you mean https://hooks.example.com/in?token=****?`,
+	} {
+		if r.Code != 2 || !strings.Contains(r.Stderr, want) || strings.Contains(r.Stderr, "s3cret") {
+			t.Errorf("code %d, want 2 and %q in stderr:\n%s", r.Code, want, r.Stderr)
 		}
 	}
 }

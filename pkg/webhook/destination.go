@@ -108,8 +108,14 @@ func (d *Destination) Validate() error {
 	// static one would be verified instead of what the sender signs.
 	standardHeaders := append(signature.Standard.Headers(), signature.HeaderSvixID, signature.HeaderSvixTime, signature.HeaderSvix)
 	for i, ep := range d.Endpoints {
+		shown := ep.Display()
+		if typed, _, slip := MissingScheme(ep.URL); slip && ep.Name == "" {
+			// RedactURL masks the whole of a URL it cannot parse: show
+			// what was typed instead, its credentials still masked.
+			shown = typed
+		}
 		bad := func(format string, a ...any) {
-			errs = append(errs, &ConfigError{Index: i, URL: ep.Display(), Reason: fmt.Sprintf(format, a...)})
+			errs = append(errs, &ConfigError{Index: i, URL: shown, Reason: fmt.Sprintf(format, a...)})
 		}
 		if !validHeaderValue(ep.Name) || strings.TrimSpace(ep.Name) != ep.Name {
 			bad("name %q: no control characters or surrounding spaces", ep.Name)
@@ -195,6 +201,9 @@ func (d *Destination) secrets() [][]byte {
 func checkURL(raw string) error {
 	if raw == "" {
 		return errors.New("URL is required")
+	}
+	if _, fix, ok := MissingScheme(raw); ok {
+		return errors.New(fix)
 	}
 	u, err := url.Parse(raw)
 	if err != nil {
