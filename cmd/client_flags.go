@@ -40,6 +40,7 @@ func (c *clientFlags) add(cmd *cobra.Command) {
 func endpointFlag(cmd *cobra.Command, p *string, def, usage string) {
 	cmd.Flags().StringVar(p, "endpoint", def, usage)
 	cli.BindEnv(cmd, "endpoint")
+	cli.MarkURLFlags(cmd, "endpoint")
 }
 
 // config returns the client config of evfwd at version, or a usage error

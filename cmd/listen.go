@@ -180,6 +180,7 @@ func (o *ListenOptions) addFlags(cmd *cobra.Command) {
 	fl.DurationVar(&o.Delay, "delay", 0, "hold each answer back this long (e.g. 6s)")
 	fl.Float64Var(&o.FailRate, "fail-rate", 0, "answer this fraction of requests 500 (0 to 1)")
 	fl.StringVar(&o.ForwardTo, "forward-to", "", "relay each request to `URL` and answer with its response")
+	cli.MarkURLFlags(cmd, "forward-to")
 	fl.IntVar(&o.Count, "count", 0, "exit 0 after `N` accepted requests")
 	fl.StringVar(&o.Type, "type", "", "with --count, count only messages of this `TYPE`")
 	fl.DurationVar(&o.Timeout, "timeout", 0, "stop after this long; exit 1 if --count was not reached")

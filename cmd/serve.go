@@ -205,6 +205,7 @@ func (o *ServeOptions) addFlags(cmd *cobra.Command) {
 	fl.StringVar(&o.TLSCert, "tls-cert", "", "serve HTTPS with this certificate `FILE` (PEM; reloaded on SIGHUP)")
 	fl.StringVar(&o.TLSKey, "tls-key", "", "private key `FILE` (PEM) for --tls-cert")
 	fl.StringArrayVar(&o.ForwardTo, "forward-to", nil, "without a config file: deliver the dev source's events to `URL` (repeatable, up to 5, tried in order)")
+	cli.MarkURLFlags(cmd, "forward-to")
 	fl.DurationVar(&o.LogInterval, "log-interval", serve.DefaultLogInterval, "log a summary at INFO this often while there is work (0: never)")
 	fl.BoolVar(&o.UI, "ui", false, "serve the inspector, the delivery log in the browser, on --ui-addr (needs the admin token)")
 	fl.StringVar(&o.UIAddr, "ui-addr", serve.DefaultUIAddr, "`HOST:PORT` of the inspector")

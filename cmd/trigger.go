@@ -114,6 +114,7 @@ error, 130 interrupted.`,
 	}
 	fl := cmd.Flags()
 	fl.StringArrayVar(&opts.URLs, "url", nil, "webhook `URL` (http or https; repeat for up to 5, tried in order)")
+	cli.MarkURLFlags(cmd, "url")
 	fl.StringVar(&opts.Data, "data", "", "the message: JSON, @FILE, or - for stdin (default: a sample of TYPE)")
 	fl.StringVar(&opts.From, "from", "server", "the sample as sent from a server, web (Analytics.js) or mobile (analytics-kotlin) source")
 	cmd.RegisterFlagCompletionFunc("from", cobra.FixedCompletions(webhook.SampleSources, cobra.ShellCompDirectiveNoFileComp))

@@ -52,3 +52,26 @@ func TestConfigWebhookURLWithoutScheme(t *testing.T) {
 		}
 	}
 }
+
+// TestURLFromEnvOrFileWithoutScheme: a URL set by EVFWD_ENDPOINT or the
+// client config file, not typed, is named as it was set (cli.MarkURLFlags).
+func TestURLFromEnvOrFileWithoutScheme(t *testing.T) {
+	cfg := writeFile(t, "config.yaml", "endpoint: localhost:8080\nlisten:\n  forward_to: app:3000/hooks\n")
+	for _, tt := range []struct {
+		args []string
+		env  map[string]string
+		want string
+	}{
+		{[]string{"track", "--write-key", "k", "--user-id", "u", "--event", "E"}, map[string]string{"EVFWD_ENDPOINT": "127.0.0.1:9100"},
+			"EVFWD_ENDPOINT 127.0.0.1:9100: no scheme; did you mean http://127.0.0.1:9100?"},
+		{[]string{"--config", cfg, "track", "--write-key", "k", "--user-id", "u", "--event", "E"}, nil,
+			"config " + cfg + ": endpoint localhost:8080: no scheme; did you mean http://localhost:8080?"},
+		{[]string{"--config", cfg, "listen"}, nil,
+			"config " + cfg + ": forward_to app:3000/hooks: no scheme; did you mean http://app:3000/hooks?"},
+	} {
+		r := execute(t, testFactory(t, "", false, tt.env), tt.args...)
+		if diff := cmp.Diff(result{Stderr: "error: " + tt.want + "\n", Code: 2}, r); diff != "" {
+			t.Errorf("%v (-want +got):\n%s", tt.args, diff)
+		}
+	}
+}

@@ -176,6 +176,26 @@ func BindEnv(cmd *cobra.Command, names ...string) {
 	}
 }
 
+// annotationURL marks a flag whose value is a URL (MarkURLFlags).
+const annotationURL = "evfwd_url"
+
+// MarkURLFlags says the named flags hold URLs: a value from the
+// environment or the config file without its scheme is refused by Apply
+// naming where it came from (EVFWD_ENDPOINT, the file and key), where the
+// command's own CheckURLScheme could only name the flag, which nobody typed.
+func MarkURLFlags(cmd *cobra.Command, names ...string) {
+	for _, name := range names {
+		f := cmd.Flags().Lookup(name)
+		if f == nil {
+			panic("cli.MarkURLFlags: no flag " + name)
+		}
+		if f.Annotations == nil {
+			f.Annotations = map[string][]string{}
+		}
+		f.Annotations[annotationURL] = []string{"true"}
+	}
+}
+
 // noConfig lists flags the file never sets: they say where the file is or
 // are resolved by their own rules (secrets).
 var noConfig = map[string]bool{"help": true, "config": true, "secret": true, "secret-file": true}
@@ -195,25 +215,46 @@ func (c *Config) Apply(cmd *cobra.Command, getenv func(string) string) error {
 		if f.Changed || noConfig[f.Name] {
 			return
 		}
-		from, val, ok := "", "", false
+		// from is where the value came from; name, how that place calls it.
+		from, name, val, ok := "", "", "", false
 		if env := f.Annotations[annotationEnv]; len(env) > 0 {
 			if val = getenv(env[0]); val != "" {
-				from, ok = env[0], true
+				from, name, ok = env[0], env[0], true
 			}
 		}
 		if !ok {
 			if val, ok = c.Lookup(cmd.Name(), f.Name); ok {
-				from = "config " + c.File
+				from, name = "config "+c.File, "config "+c.File+": "+underscore(f.Name)
 			}
 		}
 		if !ok {
 			return
 		}
-		if err := setFlag(f, val); err != nil {
+		if err := checkURLValues(f, name, val); err != nil {
+			errs = append(errs, err)
+		} else if err := setFlag(f, val); err != nil {
 			errs = append(errs, UsageErrorf("%s: invalid value %q for --%s: %v", from, val, f.Name, err))
 		}
 	})
 	return errors.Join(errs...)
+}
+
+// checkURLValues is CheckURLScheme for a URL flag's value (a comma list
+// for a slice flag) from the environment or the file, named as there.
+func checkURLValues(f *pflag.Flag, name, val string) error {
+	if f.Annotations[annotationURL] == nil {
+		return nil
+	}
+	vals := []string{val}
+	if _, ok := f.Value.(pflag.SliceValue); ok {
+		vals = strings.Split(val, ",")
+	}
+	for _, v := range vals {
+		if err := CheckURLScheme(name, v); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // setFlag sets f from one string; slice flags take a comma list.

@@ -83,6 +83,48 @@ func TestConfigErrors(t *testing.T) {
 	}
 }
 
+// TestConfigURLWithoutScheme: a URL flag's value from the environment or
+// the file without its scheme says where it came from, not the flag
+// nobody typed; a typed flag is left to the command's CheckURLScheme.
+func TestConfigURLWithoutScheme(t *testing.T) {
+	cfgPath := filepath.Join(t.TempDir(), "config.yaml")
+	os.WriteFile(cfgPath, []byte("endpoint: localhost:8080\nforward_to: hooks.example/in?token=s3cret\n"), 0o600)
+	cfg, err := LoadConfig(cfgPath, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		env  map[string]string
+		args []string
+		want string
+	}{
+		{nil, []string{"--forward-to", "http://ok.example"}, "config " + cfgPath + ": endpoint localhost:8080: no scheme; did you mean http://localhost:8080?"},
+		{map[string]string{"EVFWD_ENDPOINT": "127.0.0.1:9100"}, nil, "EVFWD_ENDPOINT 127.0.0.1:9100: no scheme; did you mean http://127.0.0.1:9100?\n" +
+			"config " + cfgPath + ": forward_to hooks.example/in?token=****: no scheme; did you mean https://hooks.example/in?token=****?"},
+		{map[string]string{"EVFWD_ENDPOINT": "http://ok.example"}, []string{"--forward-to", "x"}, ""},
+	} {
+		cmd := &cobra.Command{Use: "listen"}
+		cmd.Flags().String("endpoint", "", "")
+		cmd.Flags().StringArray("forward-to", nil, "")
+		BindEnv(cmd, "endpoint")
+		MarkURLFlags(cmd, "endpoint", "forward-to")
+		if err := cmd.ParseFlags(tt.args); err != nil {
+			t.Fatal(err)
+		}
+		err := cfg.Apply(cmd, func(k string) string { return tt.env[k] })
+		got := ""
+		if err != nil {
+			got = err.Error()
+			if ExitCode(err) != ExitUsage {
+				t.Errorf("exit %d, want %d", ExitCode(err), ExitUsage)
+			}
+		}
+		if got != tt.want {
+			t.Errorf("env %v args %v:\n got %s\nwant %s", tt.env, tt.args, got, tt.want)
+		}
+	}
+}
+
 func TestExitCode(t *testing.T) {
 	tests := []struct {
 		err  error
