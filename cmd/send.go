@@ -123,9 +123,18 @@ func sendRun(opts *SendOptions) error {
 		return err
 	}
 	cfg.BatchSize, cfg.MaxQueueSize = opts.BatchSize, opts.MaxQueueSize
-	inputs, err := sendInputs(opts.IO, opts.Files)
+	console := newConsole(opts.IO)
+	inputs, unread, err := sendInputs(opts.IO, opts.Files)
 	if err != nil {
 		return err
+	}
+	// Like cat, a FILE that cannot be read is said first and the others
+	// are still sent; with none left there is nothing to report but that.
+	for i, e := range unread {
+		if len(inputs) == 0 && i == len(unread)-1 {
+			return cli.UsageError(e)
+		}
+		console.line("error: " + cli.Printable(e.Error()))
 	}
 	var resume importer.Position
 	if opts.Resume != "" {
@@ -138,15 +147,17 @@ func sendRun(opts *SendOptions) error {
 		return err
 	}
 	defer errorsOut.close()
-	console := newConsole(opts.IO)
 	im, err := importer.New(inputs, importer.Options{
 		Client: cfg, Workers: opts.Workers, Rate: opts.Rate, KeepLines: errorsOut != nil,
 		Skip: opts.Skip, Resume: resume,
 		OnLineError: func(e *importer.LineError) {
 			console.line(cli.Printable(e.Error())) // it quotes the line
-			errorsOut.write(e.Bytes)
+			errorsOut.write(e)
 		},
-		OnReadError: func(err error) { console.line("error: " + cli.Printable(err.Error())) },
+		OnReadError: func(err error) {
+			unread = append(unread, err) // called by Run's own goroutine
+			console.line("error: " + cli.Printable(err.Error()))
+		},
 	})
 	if err != nil {
 		var ce *analytics.ConfigError
@@ -167,14 +178,17 @@ func sendRun(opts *SendOptions) error {
 		console.line("error: --errors-file: " + cli.Printable(err.Error()))
 	}
 	interrupted := readCtx.Err() != nil
+	if sum.Lines == 0 && len(unread) == len(opts.Files) && sum.Fatal == nil && !interrupted {
+		return cli.Silent(cli.ExitUsage) // no input opened: the errors said it all
+	}
 	var names []string
 	for _, in := range inputs {
 		names = append(names, in.Name)
 	}
-	if err := printSendSummary(opts, newSendSummary(names, sum, interrupted)); err != nil {
+	if err := printSendSummary(opts, newSendSummary(names, sum, interrupted, unread)); err != nil {
 		return err
 	}
-	return opts.result(sum, interrupted)
+	return opts.result(sum, interrupted, unread)
 }
 
 func (o *SendOptions) check() error {
@@ -227,9 +241,14 @@ func (o *SendOptions) handleInterrupts(console *console, im *importer.Import) (r
 }
 
 // result is send's exit: 1 when the run failed or left lines not
-// accepted, 130 when interrupted.
-func (o *SendOptions) result(sum importer.Summary, interrupted bool) error {
+// accepted, 2 when an input could not be read, 130 when interrupted.
+func (o *SendOptions) result(sum importer.Summary, interrupted bool, unread []error) error {
 	notAccepted := sum.Rejected + sum.Failed + sum.Unsent
+	var lines error
+	if notAccepted > 0 {
+		lines = fmt.Errorf("%d of %s not accepted (%d rejected as bad input, %d not delivered)",
+			notAccepted, plural(sum.Lines-sum.Blank-sum.Skipped, "line", "lines"), sum.Rejected, sum.Failed+sum.Unsent)
+	}
 	switch {
 	case errors.Is(sum.Fatal, importer.ErrUnauthorized):
 		return &cli.ExitError{Code: cli.ExitFailure, Err: fmt.Errorf("%w: check --write-key or %s", sum.Fatal, cli.EnvName("write-key"))}
@@ -239,14 +258,45 @@ func (o *SendOptions) result(sum importer.Summary, interrupted bool) error {
 		return &cli.ExitError{Code: cli.ExitFailure, Err: sum.Fatal}
 	case interrupted:
 		return cli.Silent(cli.ExitInterrupted)
-	case notAccepted > 0 || sum.ReadErrors > 0:
-		return &cli.ExitError{Code: cli.ExitFailure, Err: fmt.Errorf("%d of %s not accepted (%d rejected as bad input, %d not delivered)",
-			notAccepted, plural(sum.Lines-sum.Blank-sum.Skipped, "line", "lines"), sum.Rejected, sum.Failed+sum.Unsent)}
+	case len(unread) > 0:
+		// An input error (exit 2) outranks lines refused: the input is
+		// what to fix first.
+		err := fmt.Errorf("%d of %s not read to the end: %s", len(unread), plural(len(o.inputNames()), "input", "inputs"), strings.Join(readErrorInputs(unread), ", "))
+		if lines != nil {
+			err = fmt.Errorf("%w; %w", err, lines)
+		}
+		return cli.UsageError(err)
+	case lines != nil:
+		return &cli.ExitError{Code: cli.ExitFailure, Err: lines}
 	}
 	return nil
 }
 
-// errorsFile is --errors-file: rejected and undelivered lines, as read.
+// inputNames are the FILE arguments, stdin for none.
+func (o *SendOptions) inputNames() []string {
+	if len(o.Files) == 0 {
+		return []string{"-"}
+	}
+	return o.Files
+}
+
+// readErrorInputs names the inputs of errs, printable.
+func readErrorInputs(errs []error) []string {
+	var out []string
+	for _, err := range errs {
+		name := err.Error()
+		var re *importer.ReadError
+		if errors.As(err, &re) {
+			name = re.Input
+		}
+		out = append(out, cli.Printable(name))
+	}
+	return out
+}
+
+// errorsFile is --errors-file: every line read and not accepted, as read,
+// each after a "# FILE:LINE: reason" line. send skips lines starting with
+// #, so the file can be fixed and sent again as it is.
 // A nil *errorsFile (no flag) takes nothing.
 type errorsFile struct {
 	f  *os.File
@@ -266,15 +316,19 @@ func openErrorsFile(path string) (*errorsFile, error) {
 	return &errorsFile{f: f, w: bufio.NewWriter(f)}, nil
 }
 
-// write adds line, when the importer kept it.
-func (e *errorsFile) write(line []byte) {
-	if e == nil || line == nil {
+// write adds e's reason and line; a line too long to keep leaves its
+// reason alone.
+func (e *errorsFile) write(le *importer.LineError) {
+	if e == nil {
 		return
 	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	e.w.Write(line)
-	e.w.WriteByte('\n')
+	e.w.WriteString("# " + oneLine(le.Error(), 1000) + "\n")
+	if le.Bytes != nil {
+		e.w.Write(le.Bytes)
+		e.w.WriteByte('\n')
+	}
 }
 
 func (e *errorsFile) flush() error {
@@ -290,30 +344,32 @@ func (e *errorsFile) close() {
 	}
 }
 
-// sendInputs checks every FILE before anything is sent, so a typo is a
-// usage error rather than a half-done import.
-func sendInputs(ios *cli.IOStreams, files []string) ([]importer.Input, error) {
+// sendInputs checks every FILE before anything is sent: it returns the
+// inputs that can be read and, apart, a *importer.ReadError for each that
+// cannot (missing, a directory, not readable). Stdin twice is a usage
+// error.
+func sendInputs(ios *cli.IOStreams, files []string) (inputs []importer.Input, unread []error, err error) {
 	if len(files) == 0 {
 		files = []string{"-"}
 	}
-	var out []importer.Input
 	stdin := false
 	for _, p := range files {
 		if p == "-" {
 			if stdin {
-				return nil, cli.UsageErrorf("stdin (-) given twice")
+				return nil, nil, cli.UsageErrorf("stdin (-) given twice")
 			}
 			stdin = true
-			out = append(out, importer.Stream(stdinName, ios.In))
+			inputs = append(inputs, importer.Stream(stdinName, ios.In))
 			continue
 		}
 		in, err := importer.File(p)
 		if err != nil {
-			return nil, cli.UsageError(err)
+			unread = append(unread, err)
+			continue
 		}
-		out = append(out, in)
+		inputs = append(inputs, in)
 	}
-	return out, nil
+	return inputs, unread, nil
 }
 
 // stdinName is what send calls stdin in positions and summaries.

@@ -58,9 +58,12 @@ type sendSummary struct {
 	Resume string `json:"resume,omitempty"`
 	// Error is why the run stopped on its own (a refused write key).
 	Error string `json:"error,omitempty"`
+	// Unread are the inputs that could not be opened or read to the end,
+	// each with why: "cannot read a.ndjson: permission denied".
+	Unread []string `json:"unread,omitempty"`
 }
 
-func newSendSummary(files []string, sum importer.Summary, interrupted bool) sendSummary {
+func newSendSummary(files []string, sum importer.Summary, interrupted bool, unread []error) sendSummary {
 	seconds := sum.Elapsed.Seconds()
 	out := sendSummary{
 		Files: files, Lines: sum.Lines, Accepted: sum.Accepted, Rejected: sum.Rejected,
@@ -71,6 +74,9 @@ func newSendSummary(files []string, sum importer.Summary, interrupted bool) send
 	}
 	if sum.Fatal != nil {
 		out.Error = sum.Fatal.Error()
+	}
+	for _, err := range unread {
+		out.Unread = append(out.Unread, err.Error())
 	}
 	// Lines after the last accepted one were never read or never sent:
 	// lines merely refused run to the end, and --errors-file has them.
@@ -94,7 +100,7 @@ func printSendSummary(opts *SendOptions, sum sendSummary) error {
 		head = st.Fail.Sprint(cli.SymFail) + " stopped"
 	} else if sum.Interrupted {
 		head = st.Warn.Sprint("!") + " interrupted"
-	} else if sum.Rejected+sum.Failed+sum.Unsent > 0 {
+	} else if sum.Rejected+sum.Failed+sum.Unsent > 0 || len(sum.Unread) > 0 {
 		head = st.Fail.Sprint(cli.SymFail) + " sent with errors"
 	}
 	var b strings.Builder
@@ -132,6 +138,9 @@ func printSendSummary(opts *SendOptions, sum sendSummary) error {
 		last = "none"
 	}
 	row("last accepted", cli.Printable(last), "every line up to here is accepted or rejected")
+	for _, u := range sum.Unread {
+		fmt.Fprintf(&b, "  %-15s %s\n", "not read", cli.Printable(strings.TrimPrefix(u, "cannot read ")))
+	}
 	if sum.stoppedEarly() {
 		if sum.Resume != "" {
 			// The position is absolute, so it replaces --skip (the two exclude each other).

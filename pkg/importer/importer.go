@@ -21,11 +21,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/evfwd/evfwd/pkg/analytics"
@@ -46,21 +48,55 @@ type Input struct {
 }
 
 // File is the input of the file at path. It looks at the file now, so
-// that a wrong path fails before anything is sent.
+// that a wrong path fails before anything is sent: a missing file, a
+// directory or a regular file that cannot be opened for reading gives a
+// *ReadError. A FIFO or device is only opened at its turn, since opening
+// one can wait for a writer.
 func File(path string) (Input, error) {
 	st, err := os.Stat(path)
 	if err != nil {
-		return Input{}, err
+		return Input{}, &ReadError{Input: path, Err: err}
 	}
 	if st.IsDir() {
-		return Input{}, fmt.Errorf("%s is a directory", path)
+		return Input{}, &ReadError{Input: path, Err: syscall.EISDIR}
 	}
 	size := st.Size()
-	if !st.Mode().IsRegular() {
+	if st.Mode().IsRegular() {
+		f, err := os.Open(path)
+		if err != nil {
+			return Input{}, &ReadError{Input: path, Err: err}
+		}
+		f.Close()
+	} else {
 		size = -1
 	}
 	return Input{Name: path, Size: size, Open: func() (io.ReadCloser, error) { return os.Open(path) }}, nil
 }
+
+// ReadError is an input that could not be opened, or read to its end.
+type ReadError struct {
+	Input string // Input.Name
+	// Line is the line being read when reading failed; 0 when the input
+	// could not be opened.
+	Line int64
+	Err  error
+}
+
+// Error names the input (and line) and gives the cause in words:
+// "cannot read a.ndjson: permission denied".
+func (e *ReadError) Error() string {
+	cause := e.Err
+	var pe *fs.PathError
+	if errors.As(cause, &pe) { // the path is said already
+		cause = pe.Err
+	}
+	if e.Line > 0 {
+		return fmt.Sprintf("cannot read %s at line %d: %v", e.Input, e.Line, cause)
+	}
+	return fmt.Sprintf("cannot read %s: %v", e.Input, cause)
+}
+
+func (e *ReadError) Unwrap() error { return e.Err }
 
 // Stream is the input of r, such as stdin; Run does not close it. Its
 // size is known when r is a regular file.
@@ -94,7 +130,12 @@ type Options struct {
 	// abandoned run leaves unsent (Summary.Unsent). Workers and clients
 	// call it from their goroutines, so calls may overlap.
 	OnLineError func(*LineError)
-	// OnReadError is called when an input cannot be opened or read to its
+	// OnUnsent is called for each line an abandoned or stopped run left
+	// unsent (Summary.Unsent), with LineError.Unsent set: lines a resume
+	// sends again, so OnLineError does not report them one by one. Called
+	// from the clients' goroutines, as OnLineError.
+	OnUnsent func(*LineError)
+	// OnReadError is called, with a *ReadError, when an input cannot be opened or read to its
 	// end; the import goes on with the next input.
 	OnReadError func(error)
 
@@ -122,7 +163,13 @@ type LineError struct {
 	// reached after retries (Err is the client's). Otherwise it was
 	// refused as bad input and never sent.
 	Sent bool
-	Err  error
+	// Unsent: the line was queued when the run was abandoned or stopped
+	// (Options.OnUnsent); Err says why, and whether a request carrying it
+	// was cut off.
+	Unsent bool
+	// Attempts is how many requests carried the line (Sent or Unsent).
+	Attempts int
+	Err      error
 }
 
 // Error is "INPUT:LINE: reason", the reason in a user's terms.
@@ -133,8 +180,17 @@ func (e *LineError) Error() string {
 func (e *LineError) Unwrap() error { return e.Err }
 
 func (e *LineError) reason() string {
-	if e.Sent {
-		return "not delivered: " + strings.TrimPrefix(e.Err.Error(), "analytics: ")
+	cause := strings.TrimPrefix(fmt.Sprint(e.Err), "analytics: ")
+	if e.Attempts > 1 {
+		cause += fmt.Sprintf(" (after %d attempts)", e.Attempts)
+	}
+	switch {
+	case e.Unsent && e.Attempts > 0:
+		return "not delivered, the run stopped: " + cause
+	case e.Unsent:
+		return "not sent, the run stopped: " + cause
+	case e.Sent:
+		return "not delivered: " + cause
 	}
 	var ve *message.ValidationError
 	var se *message.SizeError
@@ -269,6 +325,7 @@ type Import struct {
 	// Lines at or past these seqs are not settled: the first line that
 	// failed delivery and the first that was never sent (interrupted).
 	firstFailed, firstUnsent atomic.Int64
+	firstUnread              atomic.Int64 // the first line of an input that could not be read
 	lastSeq                  atomic.Int64 // the last line handed to a worker
 }
 
@@ -358,7 +415,7 @@ func (im *Import) Run(ctx context.Context) Summary {
 				w.client.Close(context.Background())
 			}
 			im.workers = nil
-			im.readError(err)
+			im.fatal.CompareAndSwap(nil, &err)
 			return im.Summary()
 		}
 		im.workers = append(im.workers, w)
@@ -416,7 +473,7 @@ func (im *Import) Summary() Summary {
 		}
 	}
 	last := im.lastSeq.Load()
-	for _, first := range []int64{im.firstFailed.Load(), im.firstUnsent.Load()} {
+	for _, first := range []int64{im.firstFailed.Load(), im.firstUnsent.Load(), im.firstUnread.Load()} {
 		if first > 0 {
 			last = min(last, first-1)
 		}
@@ -440,14 +497,33 @@ func (im *Import) position(seq int64) Position {
 
 // lineError reports a line not accepted; b is kept only when asked for.
 func (im *Import) lineError(input int32, num int64, b []byte, sent bool, err error) {
-	if im.opts.OnLineError == nil {
+	im.report(im.opts.OnLineError, &LineError{Input: im.inputs[input].Name, Line: num, Bytes: b, Sent: sent, Err: err})
+}
+
+// report hands e to fn, without its bytes unless they were asked for.
+func (im *Import) report(fn func(*LineError), e *LineError) {
+	if fn == nil {
 		return
 	}
-	e := &LineError{Input: im.inputs[input].Name, Line: num, Sent: sent, Err: err}
-	if im.opts.KeepLines {
-		e.Bytes = b
+	if !im.opts.KeepLines {
+		e.Bytes = nil
 	}
-	im.opts.OnLineError(e)
+	fn(e)
+}
+
+// ErrAbandoned is why lines queued when Abandon was called were not sent.
+var ErrAbandoned = errors.New("the run was abandoned (Abandon, a second Ctrl-C)")
+
+// unsentCause is why the lines of a batch that ended with err were not
+// delivered once the run was abandoned or stopped.
+func (im *Import) unsentCause(err error) error {
+	if !errors.Is(err, analytics.ErrClosed) && !errors.Is(err, context.Canceled) {
+		return err // the batch's own failure, the one that stopped the run
+	}
+	if f := im.fatal.Load(); f != nil {
+		return *f
+	}
+	return ErrAbandoned
 }
 
 // stop ends the run for err, as Abandon does; the first err is the one
@@ -463,8 +539,16 @@ func (im *Import) stop(err error) {
 	}
 }
 
-func (im *Import) readError(err error) {
+// readError reports input i unread from line (0: not opened on), after seq
+// lines of the whole import: no line past seq counts as settled, so a
+// resume does not skip what was never read.
+func (im *Import) readError(i int, line, seq int64, err error) {
+	if cause := errors.Unwrap(err); cause != nil { // drop the name the reader or os put in
+		err = cause
+	}
+	minStore(&im.firstUnread, seq+1)
 	im.readErrors.Add(1)
+	err = &ReadError{Input: im.inputs[i].Name, Line: line, Err: err}
 	if im.opts.OnReadError != nil {
 		im.opts.OnReadError(err)
 	}

@@ -70,7 +70,7 @@ func (w *worker) line(b []byte, l *chunkLine) bool {
 		im.lineError(l.input, l.num, nil, false, l.err)
 		return true
 	}
-	if isBlank(b) {
+	if isBlank(b) || b[0] == '#' { // a note, as an errors file holds: never JSON
 		im.blank.Add(1)
 		return true
 	}
@@ -125,11 +125,15 @@ func (w *worker) onBatch(res analytics.BatchResult) {
 		if len(lines) > 0 {
 			minStore(&im.firstUnsent, firstSeq(lines))
 		}
+		cause := im.unsentCause(res.Err)
+		for _, p := range lines {
+			im.report(im.opts.OnUnsent, &LineError{Input: im.inputs[p.input].Name, Line: p.num, Bytes: p.raw, Unsent: true, Attempts: res.Attempts, Err: cause})
+		}
 	default:
 		im.failed.Add(n)
 		minStore(&im.firstFailed, firstSeq(lines))
 		for _, p := range lines {
-			im.lineError(p.input, p.num, p.raw, true, res.Err)
+			im.report(im.opts.OnLineError, &LineError{Input: im.inputs[p.input].Name, Line: p.num, Bytes: p.raw, Sent: true, Attempts: res.Attempts, Err: res.Err})
 		}
 	}
 }
