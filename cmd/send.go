@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -124,17 +125,20 @@ func sendRun(opts *SendOptions) error {
 	}
 	cfg.BatchSize, cfg.MaxQueueSize = opts.BatchSize, opts.MaxQueueSize
 	console := newConsole(opts.IO)
+	cfg.OnRetry = newRetryRounds(console, opts.Now).event
 	inputs, unread, err := sendInputs(opts.IO, opts.Files)
 	if err != nil {
 		return err
 	}
 	// Like cat, a FILE that cannot be read is said first and the others
 	// are still sent; with none left there is nothing to report but that.
+	said := map[string]bool{}
 	for i, e := range unread {
-		if len(inputs) == 0 && i == len(unread)-1 {
+		if len(unread) == len(inputs) && i == len(unread)-1 {
 			return cli.UsageError(e)
 		}
 		console.line("error: " + cli.Printable(e.Error()))
+		said[readErrorInputs(unread[i:i+1])[0]] = true
 	}
 	var resume importer.Position
 	if opts.Resume != "" {
@@ -154,8 +158,14 @@ func sendRun(opts *SendOptions) error {
 			console.line(cli.Printable(e.Error())) // it quotes the line
 			errorsOut.write(e)
 		},
-		OnReadError: func(err error) {
-			unread = append(unread, err) // called by Run's own goroutine
+		// Lines a stopped run leaves are one error on stderr (the run's),
+		// and each in the errors file.
+		OnUnsent: errorsOut.write,
+		OnReadError: func(err error) { // called by Run's own goroutine
+			if said[readErrorInputs([]error{err})[0]] {
+				return
+			}
+			unread = append(unread, err)
 			console.line("error: " + cli.Printable(err.Error()))
 		},
 	})
@@ -178,12 +188,14 @@ func sendRun(opts *SendOptions) error {
 		console.line("error: --errors-file: " + cli.Printable(err.Error()))
 	}
 	interrupted := readCtx.Err() != nil
-	if sum.Lines == 0 && len(unread) == len(opts.Files) && sum.Fatal == nil && !interrupted {
+	if sum.Lines == 0 && len(unread) == len(inputs) && sum.Fatal == nil && !interrupted {
 		return cli.Silent(cli.ExitUsage) // no input opened: the errors said it all
 	}
 	var names []string
 	for _, in := range inputs {
-		names = append(names, in.Name)
+		if !said[cli.Printable(in.Name)] {
+			names = append(names, in.Name)
+		}
 	}
 	if err := printSendSummary(opts, newSendSummary(names, sum, interrupted, unread)); err != nil {
 		return err
@@ -243,6 +255,10 @@ func (o *SendOptions) handleInterrupts(console *console, im *importer.Import) (r
 // result is send's exit: 1 when the run failed or left lines not
 // accepted, 2 when an input could not be read, 130 when interrupted.
 func (o *SendOptions) result(sum importer.Summary, interrupted bool, unread []error) error {
+	inputs := len(o.Files)
+	if inputs == 0 {
+		inputs = 1 // stdin
+	}
 	notAccepted := sum.Rejected + sum.Failed + sum.Unsent
 	var lines error
 	if notAccepted > 0 {
@@ -261,7 +277,7 @@ func (o *SendOptions) result(sum importer.Summary, interrupted bool, unread []er
 	case len(unread) > 0:
 		// An input error (exit 2) outranks lines refused: the input is
 		// what to fix first.
-		err := fmt.Errorf("%d of %s not read to the end: %s", len(unread), plural(len(o.inputNames()), "input", "inputs"), strings.Join(readErrorInputs(unread), ", "))
+		err := fmt.Errorf("%d of %s not read to the end: %s", len(unread), plural(inputs, "input", "inputs"), strings.Join(readErrorInputs(unread), ", "))
 		if lines != nil {
 			err = fmt.Errorf("%w; %w", err, lines)
 		}
@@ -270,14 +286,6 @@ func (o *SendOptions) result(sum importer.Summary, interrupted bool, unread []er
 		return &cli.ExitError{Code: cli.ExitFailure, Err: lines}
 	}
 	return nil
-}
-
-// inputNames are the FILE arguments, stdin for none.
-func (o *SendOptions) inputNames() []string {
-	if len(o.Files) == 0 {
-		return []string{"-"}
-	}
-	return o.Files
 }
 
 // readErrorInputs names the inputs of errs, printable.
@@ -345,9 +353,8 @@ func (e *errorsFile) close() {
 }
 
 // sendInputs checks every FILE before anything is sent: it returns the
-// inputs that can be read and, apart, a *importer.ReadError for each that
-// cannot (missing, a directory, not readable). Stdin twice is a usage
-// error.
+// inputs and, apart, a *importer.ReadError for each that cannot be read
+// (missing, a directory, not readable). Stdin twice is a usage error.
 func sendInputs(ios *cli.IOStreams, files []string) (inputs []importer.Input, unread []error, err error) {
 	if len(files) == 0 {
 		files = []string{"-"}
@@ -364,8 +371,10 @@ func sendInputs(ios *cli.IOStreams, files []string) (inputs []importer.Input, un
 		}
 		in, err := importer.File(p)
 		if err != nil {
+			// It stays an input, failing at its turn, so that no position
+			// past it counts as settled: a resume would skip it.
 			unread = append(unread, err)
-			continue
+			in = importer.Input{Name: p, Open: func() (io.ReadCloser, error) { return nil, err }}
 		}
 		inputs = append(inputs, in)
 	}

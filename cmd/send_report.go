@@ -5,9 +5,11 @@ import (
 	"io"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/evfwd/evfwd/internal/cli"
+	"github.com/evfwd/evfwd/pkg/analytics"
 	"github.com/evfwd/evfwd/pkg/importer"
 )
 
@@ -214,4 +216,42 @@ func humanBytes(n int64) string {
 		return fmt.Sprintf("%.1f KB", float64(n)/1e3)
 	}
 	return fmt.Sprintf("%d B", n)
+}
+
+// retryRounds prints one stderr line per round of retries, on a terminal
+// or not: a run against a down endpoint otherwise says nothing for as long
+// as its retries take. With several workers, or batch after batch failing
+// alike, a round is shown once: an event is printed when it goes to a later
+// attempt than the last one printed, or retryQuiet after it.
+type retryRounds struct {
+	con *console
+	now func() time.Time
+
+	mu      sync.Mutex
+	attempt int // of the last line printed
+	at      time.Time
+}
+
+// retryQuiet is the least time between two lines for the same attempt.
+const retryQuiet = 5 * time.Second
+
+func newRetryRounds(con *console, now func() time.Time) *retryRounds {
+	if now == nil {
+		now = time.Now
+	}
+	return &retryRounds{con: con, now: now}
+}
+
+func (r *retryRounds) event(e analytics.RetryEvent) {
+	r.mu.Lock()
+	now := r.now()
+	show := e.Attempt > r.attempt || now.Sub(r.at) >= retryQuiet
+	if show {
+		r.attempt, r.at = e.Attempt, now
+	}
+	r.mu.Unlock()
+	if show {
+		r.con.line(fmt.Sprintf("retrying %s in %s: %s (attempt %d of %d failed)", plural(e.Messages, "event", "events"),
+			e.Delay.Round(10*time.Millisecond), cli.Printable(oneLine(importer.Cause(e.Err), 200)), e.Attempt, e.MaxAttempts))
+	}
 }

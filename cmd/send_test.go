@@ -155,10 +155,12 @@ error: 7 of 10 lines not accepted (7 rejected as bad input, 0 not delivered)
 	if diff := cmp.Diff(wantSum, sum, cmpopts.IgnoreFields(sendSummary{}, "Batches")); diff != "" {
 		t.Errorf("summary mismatch (-want +got):\n%s", diff)
 	}
+	// Each line comes after its reason, on a # line that send skips.
 	inLines := strings.Split(in, "\n")
+	reasons := strings.Split(strings.TrimSuffix(wantErr, "\n"), "\n")
 	var wantRejected string
-	for _, n := range []int{2, 3, 5, 7, 8, 9, 10} {
-		wantRejected += inLines[n-1] + "\n"
+	for i, n := range []int{2, 3, 5, 7, 8, 9, 10} {
+		wantRejected += "# " + reasons[i] + "\n" + inLines[n-1] + "\n"
 	}
 	gotRejected, _ := os.ReadFile(errFile)
 	if string(gotRejected) != wantRejected {
@@ -276,7 +278,8 @@ error: 2 of 6 lines not accepted (0 rejected as bad input, 2 not delivered)
 	}
 	golden(t, "send/undeliverable.golden", res.Stdout)
 	lines := strings.SplitAfter(in, "\n")
-	if b, _ := os.ReadFile(errFile); string(b) != lines[2]+lines[3] {
+	if b, _ := os.ReadFile(errFile); string(b) != "# stdin:3: not delivered: server answered 400: invalid batch\n"+lines[2]+
+		"# stdin:4: not delivered: server answered 400: invalid batch\n"+lines[3] {
 		t.Errorf("errors file %q", b)
 	}
 }
@@ -375,13 +378,13 @@ func TestSendUsageErrors(t *testing.T) {
 		env  map[string]string
 		want string
 	}{
-		{[]string{"send", "/nonexistent.ndjson"}, nil, "stat /nonexistent.ndjson: no such file or directory"},
+		{[]string{"send", "/nonexistent.ndjson"}, nil, "cannot read /nonexistent.ndjson: no such file or directory"},
 		{[]string{"send", "--workers", "0"}, nil, "--workers must be at least 1"},
 		{[]string{"send", "--batch-size", "0"}, nil, "--batch-size must be at least 1"},
 		{[]string{"send", "--max-queue-size", "-1"}, nil, "--max-queue-size must be at least 1"},
 		{[]string{"send", "--rate", "-1"}, nil, "--rate must not be negative"},
 		{[]string{"send", "-", "-"}, nil, "stdin (-) given twice"},
-		{[]string{"send", "."}, nil, ". is a directory"},
+		{[]string{"send", "."}, nil, "cannot read .: is a directory"},
 		{[]string{"send"}, map[string]string{}, "a write key is required: use --write-key or EVFWD_WRITE_KEY"},
 		{[]string{"send", "--errors-file", "/nonexistent/dir/e"}, nil, "--errors-file: open /nonexistent/dir/e: no such file or directory"},
 		{[]string{"send", "--skip", "-1"}, nil, "--skip must not be negative"},
@@ -671,5 +674,66 @@ func TestSendSkipAndResumeFiles(t *testing.T) {
 		if !skipped.MatchString(res.Stdout) || strings.Contains(res.Stdout, "to send the rest") {
 			t.Errorf("%v: summary\n%s", tt.args, res.Stdout)
 		}
+	}
+}
+
+// An input that cannot be read is said first, in words, with no summary
+// when it is the only one, and exits 2 (input error), whoever runs it.
+func TestSendUnreadableInput(t *testing.T) {
+	dir := t.TempDir()
+	plain := writeFile(t, "plain.ndjson", genLines(1))
+	tests := []struct{ path, cause string }{
+		{dir, "is a directory"},
+		{filepath.Join(dir, "missing.ndjson"), "no such file or directory"},
+		{filepath.Join(plain, "x.ndjson"), "not a directory"},
+	}
+	if os.Geteuid() != 0 { // root reads a mode-000 file
+		locked := writeFile(t, "locked.ndjson", genLines(1))
+		if err := os.Chmod(locked, 0); err != nil {
+			t.Fatal(err)
+		}
+		tests = append(tests, struct{ path, cause string }{locked, "permission denied"})
+	}
+	for _, tt := range tests {
+		srv := newCollectServer(t, nil)
+		got := execute(t, clientFactory(t, "", srv), "send", tt.path)
+		want := result{Stderr: "error: cannot read " + tt.path + ": " + tt.cause + "\n", Code: 2}
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("%s: (-want +got):\n%s", tt.path, diff)
+		}
+		if n := len(srv.requests()); n != 0 {
+			t.Errorf("%s: %d requests", tt.path, n)
+		}
+	}
+}
+
+// Like cat, the FILEs that can be read are still sent when one cannot;
+// the bad one is said first, the summary names it, and the exit is 2.
+func TestSendSomeInputsUnreadable(t *testing.T) {
+	all := strings.SplitAfter(genLines(6), "\n")
+	a := writeFile(t, "a.ndjson", strings.Join(all[:3], ""))
+	c := writeFile(t, "c.ndjson", strings.Join(all[3:6], ""))
+	bad := t.TempDir()
+	srv := newCollectServer(t, nil)
+	res := execute(t, clientFactory(t, "", srv), "send", a, bad, c)
+	if diff := cmp.Diff(lineRange(1, 6), linesArrived(t, srv)); diff != "" {
+		t.Errorf("lines (-want +got):\n%s", diff)
+	}
+	want := "error: cannot read " + bad + ": is a directory\n" +
+		"error: 1 of 3 inputs not read to the end: " + bad + "\n"
+	if res.Code != 2 || res.Stderr != want {
+		t.Errorf("exit %d, stderr:\n%s\nwant:\n%s", res.Code, res.Stderr, want)
+	}
+	if !strings.HasPrefix(res.Stdout, "✗ sent with errors: 6 lines from "+a+", "+c+" in ") ||
+		!strings.Contains(res.Stdout, "  not read        "+bad+": is a directory\n") {
+		t.Errorf("summary:\n%s", res.Stdout)
+	}
+	// No position past the unread FILE counts as settled: a --resume
+	// from there would skip it.
+	res = execute(t, clientFactory(t, "", newCollectServer(t, nil)), "send", a, bad, c, "-o", "json")
+	var sum sendSummary
+	json.Unmarshal([]byte(res.Stdout), &sum)
+	if sum.LastAccepted != a+":3" || sum.Accepted != 6 || len(sum.Unread) != 1 || res.Code != 2 {
+		t.Errorf("exit %d, summary %+v", res.Code, sum)
 	}
 }

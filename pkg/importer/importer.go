@@ -22,6 +22,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"net/url"
 	"os"
 	"strconv"
 	"strings"
@@ -180,7 +181,7 @@ func (e *LineError) Error() string {
 func (e *LineError) Unwrap() error { return e.Err }
 
 func (e *LineError) reason() string {
-	cause := strings.TrimPrefix(fmt.Sprint(e.Err), "analytics: ")
+	cause := Cause(e.Err)
 	if e.Attempts > 1 {
 		cause += fmt.Sprintf(" (after %d attempts)", e.Attempts)
 	}
@@ -236,7 +237,7 @@ var ErrNoServer = errors.New("nothing listens at the endpoint")
 // RefusedError is a batch's final refused connection.
 type RefusedError struct{ Err error }
 
-func (e *RefusedError) Error() string        { return e.Err.Error() }
+func (e *RefusedError) Error() string        { return Cause(e.Err) }
 func (e *RefusedError) Is(target error) bool { return target == ErrNoServer }
 func (e *RefusedError) Unwrap() error        { return e.Err }
 
@@ -251,6 +252,24 @@ func (im *Import) fatalError(err error) error {
 		return &RefusedError{Err: err}
 	}
 	return nil
+}
+
+// Cause is a failed request's error in words: "POST URL: connection
+// refused" rather than Go's quoted URL and dial chain; an answer is
+// "server answered 400: why".
+func Cause(err error) string {
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		cause := ue.Err
+		for next := errors.Unwrap(cause); next != nil; next = errors.Unwrap(cause) {
+			cause = next
+		}
+		if errors.Is(cause, context.DeadlineExceeded) {
+			return strings.ToUpper(ue.Op) + " " + ue.URL + ": no answer in time"
+		}
+		return strings.ToUpper(ue.Op) + " " + ue.URL + ": " + cause.Error()
+	}
+	return strings.TrimPrefix(fmt.Sprint(err), "analytics: ")
 }
 
 // Position is a line of an input.
