@@ -138,7 +138,7 @@ func sendRun(opts *SendOptions) error {
 			return cli.UsageError(e)
 		}
 		console.line("error: " + cli.Printable(e.Error()))
-		said[readErrorInputs(unread[i:i+1])[0]] = true
+		said[readErrorInputs(unread[i : i+1])[0]] = true
 	}
 	var resume importer.Position
 	if opts.Resume != "" {

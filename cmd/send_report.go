@@ -243,15 +243,20 @@ func newRetryRounds(con *console, now func() time.Time) *retryRounds {
 }
 
 func (r *retryRounds) event(e analytics.RetryEvent) {
-	r.mu.Lock()
+	r.mu.Lock() // held while printing, so that rounds print in order
+	defer r.mu.Unlock()
 	now := r.now()
-	show := e.Attempt > r.attempt || now.Sub(r.at) >= retryQuiet
-	if show {
+	if e.Attempt > r.attempt || now.Sub(r.at) >= retryQuiet {
 		r.attempt, r.at = e.Attempt, now
-	}
-	r.mu.Unlock()
-	if show {
 		r.con.line(fmt.Sprintf("retrying %s in %s: %s (attempt %d of %d failed)", plural(e.Messages, "event", "events"),
-			e.Delay.Round(10*time.Millisecond), cli.Printable(oneLine(importer.Cause(e.Err), 200)), e.Attempt, e.MaxAttempts))
+			roundDelay(e.Delay), cli.Printable(oneLine(importer.Cause(e.Err), 200)), e.Attempt, e.MaxAttempts))
 	}
+}
+
+// roundDelay is d as a person reads it: 40ms, 2.3s.
+func roundDelay(d time.Duration) time.Duration {
+	if d < time.Second {
+		return d.Round(time.Millisecond)
+	}
+	return d.Round(100 * time.Millisecond)
 }

@@ -737,3 +737,120 @@ func TestSendSomeInputsUnreadable(t *testing.T) {
 		t.Errorf("exit %d, summary %+v", res.Code, sum)
 	}
 }
+
+// errorsFileEntries reads an errors file: each line after its "# " reason.
+func errorsFileEntries(t *testing.T, path string) (reasons, lines []string) {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	all := strings.Split(strings.TrimSuffix(string(b), "\n"), "\n")
+	if len(all)%2 != 0 {
+		t.Fatalf("errors file of %d lines, want a reason before each line:\n%.500s", len(all), b)
+	}
+	for i := 0; i < len(all); i += 2 {
+		if !strings.HasPrefix(all[i], "# stdin:") || strings.HasPrefix(all[i+1], "#") {
+			t.Fatalf("entry %q %q, want a # reason then the line", all[i], all[i+1])
+		}
+		reasons, lines = append(reasons, all[i]), append(lines, all[i+1])
+	}
+	return reasons, lines
+}
+
+// A server you chose that is down: every line read and not delivered
+// lands in --errors-file with why, the one that ran out of retries and
+// those queued behind it alike, and stderr says each retry round once,
+// whatever the workers, rather than nothing until the end.
+func TestSendDeadEndpointErrorsFile(t *testing.T) {
+	const n = 3000
+	in := genLines(n)
+	errFile := filepath.Join(t.TempDir(), "e.ndjson")
+	f := clientFactory(t, in, nil)
+	res := execute(t, f, "send", "--endpoint", closedURL(t), "--retry-base", "1ms", "--workers", "3", "--batch-size", "10",
+		"--max-queue-size", "50", "--errors-file", errFile, "-o", "json")
+	var sum sendSummary
+	if err := json.Unmarshal([]byte(res.Stdout), &sum); err != nil || res.Code != 1 {
+		t.Fatalf("exit %d %v: %s", res.Code, err, res.Stderr)
+	}
+	reasons, lines := errorsFileEntries(t, errFile)
+	if int64(len(lines)) != sum.Failed+sum.Unsent || len(lines) == 0 || sum.Accepted != 0 {
+		t.Errorf("%d lines in the errors file, summary %+v", len(lines), sum)
+	}
+	inLines := strings.Split(in, "\n")
+	outOfRetries := 0
+	for i, r := range reasons {
+		var num int
+		fmt.Sscanf(r, "# stdin:%d:", &num)
+		if num < 1 || num > n || inLines[num-1] != lines[i] {
+			t.Fatalf("%q then %q: not the line it names", r, lines[i])
+		}
+		switch {
+		case strings.HasSuffix(r, ": connection refused (after 10 attempts)"):
+			outOfRetries++
+		case !strings.Contains(r, ": not sent, the run stopped: POST http://") && !strings.Contains(r, "not delivered, the run stopped"):
+			t.Errorf("reason %q", r)
+		}
+	}
+	if outOfRetries == 0 {
+		t.Errorf("no line out of retries in:\n%s", strings.Join(reasons[:min(5, len(reasons))], "\n"))
+	}
+	var rounds []string
+	for l := range strings.Lines(res.Stderr) {
+		if strings.HasPrefix(l, "retrying ") {
+			rounds = append(rounds, l)
+		}
+	}
+	if len(rounds) != 9 {
+		t.Fatalf("%d retry lines, want one per round (9):\n%s", len(rounds), res.Stderr)
+	}
+	for i, l := range rounds {
+		want := regexp.MustCompile(fmt.Sprintf(`^retrying (1 event|\d+ events) in \d+(\.\d+)?m?s: POST http://127\.0\.0\.1:\d+/v1/batch: connection refused \(attempt %d of 10 failed\)\n$`, i+1))
+		if !want.MatchString(l) {
+			t.Errorf("retry line %q", l)
+		}
+	}
+}
+
+// Lines a second Ctrl-C leaves queued are in --errors-file too, saying so.
+func TestSendAbandonedErrorsFile(t *testing.T) {
+	release := make(chan struct{})
+	arrived := make(chan struct{}, 100)
+	srv := newCollectServer(t, func(_ int, _ []map[string]json.RawMessage, w http.ResponseWriter) {
+		arrived <- struct{}{}
+		<-release
+	})
+	defer close(release)
+	errFile := filepath.Join(t.TempDir(), "e.ndjson")
+	f := clientFactory(t, genLines(50), srv)
+	sigs := make(chan os.Signal, 2)
+	cmd := NewCmdSend(f, func(o *SendOptions) error {
+		o.interrupts = sigs
+		return sendRun(o)
+	})
+	cmd.SilenceErrors, cmd.SilenceUsage = true, true
+	f.Format = cli.FormatJSON
+	cmd.SetArgs([]string{"--write-key", "k", "--endpoint", srv.URL(), "--batch-size", "10", "--errors-file", errFile})
+	done := make(chan error, 1)
+	go func() { done <- cmd.Execute() }()
+	<-arrived
+	sigs <- syscall.SIGINT
+	sigs <- syscall.SIGINT
+	if err := <-done; cli.ExitCode(err) != 130 {
+		t.Fatalf("err %v", err)
+	}
+	var sum sendSummary
+	json.Unmarshal(f.IO.Out.(*bytes.Buffer).Bytes(), &sum)
+	reasons, lines := errorsFileEntries(t, errFile)
+	if int64(len(lines)) != sum.Unsent || len(lines) == 0 {
+		t.Errorf("%d lines in the errors file, summary %+v", len(lines), sum)
+	}
+	// The first batch was in flight; how many lines it took depends on
+	// how many were queued when it left.
+	const inFlight, queued = ": abandoned while its request was in flight: it may have arrived", ": abandoned before it was sent"
+	for i, r := range reasons {
+		if !strings.HasSuffix(r, inFlight) && (i == 0 || !strings.HasSuffix(r, queued)) {
+			t.Errorf("reason %q", r)
+		}
+	}
+}

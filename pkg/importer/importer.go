@@ -186,6 +186,10 @@ func (e *LineError) reason() string {
 		cause += fmt.Sprintf(" (after %d attempts)", e.Attempts)
 	}
 	switch {
+	case e.Unsent && errors.Is(e.Err, ErrAbandoned) && e.Attempts > 0:
+		return "abandoned while its request was in flight: it may have arrived"
+	case e.Unsent && errors.Is(e.Err, ErrAbandoned):
+		return "abandoned before it was sent"
 	case e.Unsent && e.Attempts > 0:
 		return "not delivered, the run stopped: " + cause
 	case e.Unsent:
@@ -531,7 +535,7 @@ func (im *Import) report(fn func(*LineError), e *LineError) {
 }
 
 // ErrAbandoned is why lines queued when Abandon was called were not sent.
-var ErrAbandoned = errors.New("the run was abandoned (Abandon, a second Ctrl-C)")
+var ErrAbandoned = errors.New("the run was abandoned")
 
 // unsentCause is why the lines of a batch that ended with err were not
 // delivered once the run was abandoned or stopped.
