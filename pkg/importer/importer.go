@@ -298,7 +298,7 @@ type Summary struct {
 	Rejected   int64 // bad input, never sent
 	Failed     int64 // refused by the API or undeliverable after retries
 	Unsent     int64 // queued when the run was abandoned or stopped by Fatal
-	Blank      int64
+	Blank      int64 // blank lines and lines starting with # (notes, as in an errors file)
 	Skipped    int64 // read but not sent: Options.Skip or Options.Resume
 	ReadErrors int64 // inputs that could not be opened or read to the end
 	BytesRead  int64 // input bytes read (the compressed size for gzip)
@@ -469,12 +469,15 @@ func (im *Import) Abandon() { im.abandon() }
 
 // Summary is the account so far; it may be called while Run goes on.
 func (im *Import) Summary() Summary {
+	// Lines are counted before they are settled, so loading them last
+	// keeps every settled count within Lines while the run goes on.
 	sum := Summary{
-		Lines: im.lines.Load(), Accepted: im.accepted.Load(), Rejected: im.rejected.Load(),
+		Accepted: im.accepted.Load(), Rejected: im.rejected.Load(),
 		Failed: im.failed.Load(), Unsent: im.unsent.Load(), Blank: im.blank.Load(),
 		Skipped: im.skipped.Load(), ReadErrors: im.readErrors.Load(), BytesRead: im.bytesDone.Load(),
 		Elapsed: im.now().Sub(im.began),
 	}
+	sum.Lines = im.lines.Load()
 	if f := im.fatal.Load(); f != nil {
 		sum.Fatal = *f
 	}

@@ -121,8 +121,8 @@ func (im *Import) skip(input int, num, seq int64) bool {
 	if seq > im.opts.Skip && (input != im.resumeAt || num > im.opts.Resume.Line) {
 		return false
 	}
+	im.lines.Add(1) // first, as Summary loads it last
 	im.skipped.Add(1)
-	im.lines.Add(1)
 	im.lastSeq.Store(seq)
 	return true
 }

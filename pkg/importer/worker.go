@@ -39,7 +39,11 @@ func (w *worker) loop() {
 	im := w.im
 	stopped := false
 	for c := range w.in {
-		read := 0 // counted once per chunk: progress needs no more
+		// Lines count as read once per chunk (progress needs no more), and
+		// before any is handled: no summary shows more lines settled than
+		// read. Those left unhandled when reading stops are taken back.
+		im.lines.Add(int64(len(c.lines)))
+		unhandled := 0
 		for i := range c.lines {
 			l := &c.lines[i]
 			if stopped || im.readCtx.Err() != nil {
@@ -47,16 +51,18 @@ func (w *worker) loop() {
 					stopped = true
 					minStore(&im.firstUnsent, l.seq)
 				}
+				unhandled++
 				continue
 			}
 			if !w.line(c.data[l.start:l.end], l) {
 				stopped = true
 				minStore(&im.firstUnsent, l.seq)
-				continue
+				unhandled++
 			}
-			read++
 		}
-		im.lines.Add(int64(read))
+		if unhandled > 0 {
+			im.lines.Add(-int64(unhandled))
+		}
 		c.reset()
 		im.chunks.Put(c)
 	}
