@@ -42,6 +42,8 @@ type SendOptions struct {
 	// interrupts is a second interrupt source for tests (default: SIGINT,
 	// SIGTERM).
 	interrupts <-chan os.Signal
+	// progressEvery is between progress redraws (tests shorten it).
+	progressEvery time.Duration
 }
 
 // NewCmdSend builds `evfwd send`; runF replaces sendRun in tests.
@@ -125,6 +127,7 @@ func sendRun(opts *SendOptions) error {
 	}
 	cfg.BatchSize, cfg.MaxQueueSize = opts.BatchSize, opts.MaxQueueSize
 	console := newConsole(opts.IO)
+	console.every = opts.progressEvery
 	cfg.OnRetry = newRetryRounds(console, opts.Now).event
 	inputs, unread, err := sendInputs(opts.IO, opts.Files)
 	if err != nil {
@@ -180,7 +183,8 @@ func sendRun(opts *SendOptions) error {
 	readCtx, stop := opts.handleInterrupts(console, im)
 	defer stop()
 	if opts.IO.ErrTTY {
-		console.startProgress(func() string { return progressLine(im.Summary()) })
+		meter := &progressMeter{}
+		console.startProgress(func() string { return meter.line(im.Summary()) })
 	}
 	sum := im.Run(readCtx)
 	console.stopProgress()

@@ -13,24 +13,64 @@ import (
 	"github.com/evfwd/evfwd/pkg/importer"
 )
 
-// progressLine is the text of the progress line: counts, rate, bytes, ETA.
-func progressLine(sum importer.Summary) string {
-	elapsed := sum.Elapsed.Seconds()
-	read := sum.BytesRead
+// progressMeter renders the progress line from summaries sampled as a run
+// goes on. Its rates are over the last rateWindow, not the whole run: the
+// reader races ahead while the queues fill, and a run slows or speeds up,
+// so an average from the start gives an ETA that drifts for minutes.
+// One goroutine calls line; the meter holds no lock.
+type progressMeter struct {
+	samples []progressSample // oldest first, spanning at most rateWindow
+}
+
+type progressSample struct {
+	at       time.Duration // Summary.Elapsed
+	done     int64         // lines settled, skipped ones apart
+	accepted int64
+}
+
+// rateWindow is how far back rates look; minRateSpan is the least span
+// they need before the windowed rate replaces the average since the start.
+const (
+	rateWindow  = 10 * time.Second
+	minRateSpan = time.Second
+)
+
+// progressLine is the text of the progress line of one summary alone.
+func progressLine(sum importer.Summary) string { return (&progressMeter{}).line(sum) }
+
+// line adds sum as a sample and returns the progress line: counts, rate,
+// bytes and ETA.
+func (m *progressMeter) line(sum importer.Summary) string {
+	settled := sum.Accepted + sum.Rejected + sum.Failed + sum.Unsent + sum.Blank
+	m.samples = append(m.samples, progressSample{at: sum.Elapsed, done: settled, accepted: sum.Accepted})
+	for len(m.samples) > 2 && sum.Elapsed-m.samples[1].at >= rateWindow {
+		m.samples = m.samples[1:]
+	}
+	first := m.samples[0]
+	span := (sum.Elapsed - first.at).Seconds()
+	if sum.Elapsed-first.at < minRateSpan {
+		first, span = progressSample{}, sum.Elapsed.Seconds()
+	}
+	doneRate := perSecond(settled-first.done, span)
 	parts := []string{
 		"read " + groupDigits(sum.Lines),
 		"sent " + groupDigits(sum.Accepted),
 		"failed " + groupDigits(sum.Rejected+sum.Failed),
-		groupDigits(int64(perSecond(sum.Accepted, elapsed))) + " ev/s",
+		groupDigits(int64(perSecond(sum.Accepted-first.accepted, span))) + " ev/s",
 	}
-	if total := sum.TotalBytes; total > 0 {
-		parts = append(parts, humanBytes(read)+" of "+humanBytes(total))
-		if read > 0 && elapsed > 0 && read < total {
-			eta := time.Duration(float64(total-read) / (float64(read) / elapsed) * float64(time.Second))
+	read := sum.BytesRead
+	if sum.TotalBytes <= 0 {
+		return strings.Join(append(parts, humanBytes(read)), " · ")
+	}
+	parts = append(parts, humanBytes(read)+" of "+humanBytes(sum.TotalBytes))
+	// The work left is the lines not yet settled, estimated from the
+	// input's size at the bytes per line read so far.
+	if read > 0 && doneRate > 0 {
+		lines := float64(sum.TotalBytes) * float64(sum.Lines) / float64(read)
+		if left := lines - float64(settled+sum.Skipped); left > 0 {
+			eta := time.Duration(left / doneRate * float64(time.Second))
 			parts = append(parts, "ETA "+eta.Round(time.Second).String())
 		}
-	} else {
-		parts = append(parts, humanBytes(read))
 	}
 	return strings.Join(parts, " · ")
 }

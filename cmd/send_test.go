@@ -854,3 +854,77 @@ func TestSendAbandonedErrorsFile(t *testing.T) {
 		}
 	}
 }
+
+// The ETA settles: a run that reads its first 10,000 lines at once (the
+// queues filling) and then sends 1,000 lines/s shows the time truly left
+// once its rate has a second of history, rather than one that grows as
+// the average since the start falls.
+func TestSendProgressETASettles(t *testing.T) {
+	const total, perSec, ahead, lineBytes = 100_000, 1000, 10_000, 100
+	m := &progressMeter{}
+	eta := regexp.MustCompile(` · ETA (\S+)$`)
+	var last time.Duration
+	for tick := 1; tick <= 360; tick++ { // 90 s at 250 ms
+		at := time.Duration(tick) * 250 * time.Millisecond
+		done := min(int64(at.Seconds()*perSec), total)
+		read := min(done+ahead, total)
+		line := m.line(importer.Summary{Lines: read, Accepted: done, BytesRead: read * lineBytes, TotalBytes: total * lineBytes, Elapsed: at})
+		match := eta.FindStringSubmatch(line)
+		if done == total {
+			if match != nil {
+				t.Errorf("at %s, all sent: %q", at, line)
+			}
+			continue
+		}
+		if match == nil {
+			t.Fatalf("at %s: no ETA in %q", at, line)
+		}
+		got, _ := time.ParseDuration(match[1])
+		want := time.Duration(float64(total-done) / perSec * float64(time.Second))
+		if at >= 2*time.Second && (got-want).Abs() > time.Second {
+			t.Errorf("at %s: ETA %s, want %s", at, got, want.Round(time.Second))
+		}
+		if tick > 1 && got > last+time.Second {
+			t.Errorf("at %s: ETA grew from %s to %s", at, last, got)
+		}
+		last = got
+	}
+}
+
+// On a terminal, no progress line shows more lines sent than read, even
+// while a full queue holds a worker mid-chunk as batches complete.
+func TestSendProgressSentWithinRead(t *testing.T) {
+	srv := newCollectServer(t, func(_ int, _ []map[string]json.RawMessage, w http.ResponseWriter) {
+		time.Sleep(200 * time.Microsecond)
+		w.Write([]byte(`{"success":true}`))
+	})
+	f := clientFactory(t, "", srv)
+	f.IO.SetTTY(true)
+	cmd := NewCmdSend(f, func(o *SendOptions) error {
+		o.progressEvery = time.Millisecond
+		return sendRun(o)
+	})
+	cmd.SetArgs([]string{writeFile(t, "in.ndjson", genLines(3000)), "--write-key", "k", "--endpoint", srv.URL(), "--batch-size", "10", "--max-queue-size", "20", "--workers", "2"})
+	cmd.SilenceErrors, cmd.SilenceUsage = true, true
+	if err := cmd.Execute(); err != nil {
+		t.Fatal(err)
+	}
+	counts := regexp.MustCompile(`read ([\d,]+) · sent ([\d,]+) · `)
+	samples := 0
+	for _, draw := range strings.Split(f.IO.ErrOut.(*bytes.Buffer).String(), "\r\x1b[K") {
+		m := counts.FindStringSubmatch(draw)
+		if m == nil {
+			continue
+		}
+		samples++
+		var read, sent int
+		fmt.Sscan(strings.ReplaceAll(m[1], ",", ""), &read)
+		fmt.Sscan(strings.ReplaceAll(m[2], ",", ""), &sent)
+		if sent > read {
+			t.Errorf("progress %q: sent above read", draw)
+		}
+	}
+	if samples < 3 {
+		t.Errorf("%d progress lines drawn", samples)
+	}
+}
