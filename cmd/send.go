@@ -64,10 +64,17 @@ and a timestamp in another accepted form is rewritten as UTC with
 milliseconds. Blank lines are skipped.
 
 A bad line (invalid JSON, unknown type, a missing required field, over 32 KB)
-is reported as FILE:LINE: reason on stderr and, with --errors-file, written
-there as the original line so it can be fixed and sent again; every other line
-still goes. Lines the API rejects or that cannot be delivered after retries
-are reported and written the same way.
+is reported as FILE:LINE: reason on stderr; every other line still goes. Lines
+the API rejects or that cannot be delivered after retries are reported the same
+way. --errors-file gets every line read and not accepted, for any reason (those
+queued when a run stopped or was abandoned too, which stderr does not list one
+by one): each as read, after a "# FILE:LINE: reason" line. send skips lines
+that start with #, so the file can be fixed and sent again as it is.
+
+A FILE that cannot be read (missing, a directory, no permission) is reported
+first; the other FILEs are still sent, and the exit status is 2. While a batch
+is retried, stderr says so once per round: "retrying 100 events in 2s: POST
+URL: connection refused (attempt 3 of 10 failed)".
 
 When the queue is full, reading waits (back-pressure). --workers N runs N
 independent clients, each with one request in flight; lines go to workers in
@@ -75,7 +82,7 @@ fixed blocks, so the same input always splits the same way. --rate caps
 events per second.
 
 On a terminal a progress line shows lines read, sent, failed, events/s,
-bytes and the ETA; a summary follows at the end (-o json: one JSON object).
+bytes and the ETA (both from the last 10 seconds); a summary follows at the end (-o json: one JSON object).
 Ctrl-C stops reading, flushes what is queued and prints the summary with the
 last line fully accepted, so an import can resume after it; a second Ctrl-C
 stops at once. An API answer of 401 or 403 (a wrong write key) stops the
@@ -88,7 +95,8 @@ the first N lines of the inputs taken as one stream, as if concatenated.
 Skipped lines are read but neither parsed nor sent, and are counted.
 
 Exit status: 0 every line accepted, 1 some line rejected or not delivered, or
-the write key refused, 2 usage error (nothing sent), 130 interrupted.`,
+the write key refused, 2 usage error (nothing sent) or a FILE not read to its
+end, 130 interrupted.`,
 		Example: `  cat events.ndjson | evfwd send --write-key $KEY
   evfwd send history-2023.ndjson.gz history-2024.ndjson.gz --errors-file rejected.ndjson
   evfwd send big.ndjson --workers 4 --batch-size 500
@@ -107,7 +115,7 @@ the write key refused, 2 usage error (nothing sent), 130 interrupted.`,
 	}
 	fl := cmd.Flags()
 	opts.Client.add(cmd)
-	fl.StringVar(&opts.ErrorsFile, "errors-file", "", "write rejected and undelivered lines, as read, to `FILE`")
+	fl.StringVar(&opts.ErrorsFile, "errors-file", "", "write every line not accepted, as read, after a # line with why, to `FILE`")
 	fl.IntVar(&opts.BatchSize, "batch-size", analytics.DefaultBatchSize, "most messages in one request (a request also stays under 500 KB)")
 	fl.IntVar(&opts.MaxQueueSize, "max-queue-size", analytics.DefaultMaxQueueSize, "most messages waiting per worker; reading waits when full")
 	fl.IntVar(&opts.Workers, "workers", 1, "independent clients sending in parallel")
