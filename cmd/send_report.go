@@ -183,6 +183,9 @@ func printSendSummary(opts *SendOptions, sum sendSummary) error {
 	for _, u := range sum.Unread {
 		fmt.Fprintf(&b, "  %-15s %s\n", "not read", cli.Printable(strings.TrimPrefix(u, "cannot read ")))
 	}
+	if notAccepted := sum.Rejected + sum.Failed + sum.Unsent; notAccepted > 0 && opts.ErrorsFile != "" {
+		fmt.Fprintf(&b, "%s not accepted, each with why, in %s\n", plural(notAccepted, "line", "lines"), cli.Printable(shellArg(opts.ErrorsFile)))
+	}
 	if sum.stoppedEarly() {
 		if sum.Resume != "" {
 			// The position is absolute, so it replaces --skip (the two exclude each other).

@@ -276,11 +276,19 @@ error: 2 of 6 lines not accepted (0 rejected as bad input, 2 not delivered)
 	if res.Code != 1 || res.Stderr != want {
 		t.Errorf("exit %d stderr\n%s\nwant\n%s", res.Code, res.Stderr, want)
 	}
-	golden(t, "send/undeliverable.golden", res.Stdout)
+	golden(t, "send/undeliverable.golden", strings.ReplaceAll(res.Stdout, errFile, "ERRORS.ndjson"))
 	lines := strings.SplitAfter(in, "\n")
 	if b, _ := os.ReadFile(errFile); string(b) != "# stdin:3: not delivered: server answered 400: invalid batch\n"+lines[2]+
 		"# stdin:4: not delivered: server answered 400: invalid batch\n"+lines[3] {
 		t.Errorf("errors file %q", b)
+	}
+	// The errors file is sent again as it is: its # lines are skipped.
+	again := newCollectServer(t, nil)
+	res = execute(t, clientFactory(t, "", again), "send", errFile, "-o", "json")
+	var sum sendSummary
+	json.Unmarshal([]byte(res.Stdout), &sum)
+	if diff := cmp.Diff([]int{3, 4}, linesArrived(t, again)); res.Code != 0 || diff != "" || sum.Blank != 2 {
+		t.Errorf("resent: exit %d %s, summary %+v, lines (-want +got):\n%s", res.Code, res.Stderr, sum, diff)
 	}
 }
 
@@ -926,5 +934,22 @@ func TestSendProgressSentWithinRead(t *testing.T) {
 	}
 	if samples < 3 {
 		t.Errorf("%d progress lines drawn", samples)
+	}
+}
+
+// An input cut short (a truncated .gz) is an input error too: the lines
+// before the cut are sent, the cut is said in words, and the exit is 2.
+func TestSendTruncatedInput(t *testing.T) {
+	full := gzipFile(t, "full.ndjson.gz", genLines(2000))
+	b, _ := os.ReadFile(full)
+	cut := writeFile(t, "cut.ndjson.gz", string(b[:len(b)/2]))
+	srv := newCollectServer(t, nil)
+	res := execute(t, clientFactory(t, "", srv), "send", cut, "-o", "json")
+	var sum sendSummary
+	json.Unmarshal([]byte(res.Stdout), &sum)
+	stderr := regexp.MustCompile(`^error: cannot read ` + regexp.QuoteMeta(cut) + ` at line \d+: unexpected EOF\n` +
+		`error: 1 of 1 input not read to the end: ` + regexp.QuoteMeta(cut) + "\n$")
+	if res.Code != 2 || !stderr.MatchString(res.Stderr) || sum.Accepted == 0 || sum.Accepted != int64(len(srv.accepted())) {
+		t.Errorf("exit %d, stderr %q, summary %+v", res.Code, res.Stderr, sum)
 	}
 }
