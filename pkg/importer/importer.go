@@ -8,9 +8,10 @@
 // Every line read ends as accepted by the collection API, rejected as bad
 // input (never sent), not delivered (refused by the API or out of
 // retries), unsent (a run abandoned while it was queued) or skipped (a
-// resumed run). Lines not accepted are handed to the caller with their
-// input, line number and bytes, so they can be fixed and sent again, and
-// the summary names the line up to which everything was settled: where to
+// resumed run). Lines not accepted, unsent ones too, are handed to the
+// caller with their input, line number, bytes and reason, so they can be
+// fixed and sent again (lines starting with #, skipped as blank ones are,
+// can carry the reason above each line), and the summary names the line up to which everything was settled: where to
 // resume (Options.Resume). An answer that refuses the write key, or a
 // refused connection the client takes as final, ends the whole run
 // (Summary.Fatal): every other batch would fail alike.

@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -671,6 +672,7 @@ func TestSummarySettledWithinRead(t *testing.T) {
 			return
 		default:
 		}
+		runtime.Gosched() // sample often, but leave the run its CPU
 		sum := im.Summary()
 		samples++
 		if settled := sum.Accepted + sum.Rejected + sum.Failed + sum.Unsent + sum.Blank + sum.Skipped; settled > sum.Lines {
