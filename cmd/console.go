@@ -17,6 +17,7 @@ type console struct {
 	stop     chan struct{}
 	stopped  chan struct{}
 	lastDraw string
+	every    time.Duration // between redraws; 0 for progressEvery
 }
 
 func newConsole(ios *cli.IOStreams) *console { return &console{w: ios.ErrOut} }
@@ -39,7 +40,11 @@ func (c *console) startProgress(render func() string) {
 	c.stop, c.stopped = make(chan struct{}), make(chan struct{})
 	go func() {
 		defer close(c.stopped)
-		t := time.NewTicker(progressEvery)
+		every := c.every
+		if every <= 0 {
+			every = progressEvery
+		}
+		t := time.NewTicker(every)
 		defer t.Stop()
 		for {
 			select {

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -41,6 +42,8 @@ type SendOptions struct {
 	// interrupts is a second interrupt source for tests (default: SIGINT,
 	// SIGTERM).
 	interrupts <-chan os.Signal
+	// progressEvery is between progress redraws (tests shorten it).
+	progressEvery time.Duration
 }
 
 // NewCmdSend builds `evfwd send`; runF replaces sendRun in tests.
@@ -61,10 +64,17 @@ and a timestamp in another accepted form is rewritten as UTC with
 milliseconds. Blank lines are skipped.
 
 A bad line (invalid JSON, unknown type, a missing required field, over 32 KB)
-is reported as FILE:LINE: reason on stderr and, with --errors-file, written
-there as the original line so it can be fixed and sent again; every other line
-still goes. Lines the API rejects or that cannot be delivered after retries
-are reported and written the same way.
+is reported as FILE:LINE: reason on stderr; every other line still goes. Lines
+the API rejects or that cannot be delivered after retries are reported the same
+way. --errors-file gets every line read and not accepted, for any reason (those
+queued when a run stopped or was abandoned too, which stderr does not list one
+by one): each as read, after a "# FILE:LINE: reason" line. send skips lines
+that start with #, so the file can be fixed and sent again as it is.
+
+A FILE that cannot be read (missing, a directory, no permission) is reported
+first; the other FILEs are still sent, and the exit status is 2. While a batch
+is retried, stderr says so once per round: "retrying 100 events in 2s: POST
+URL: connection refused (attempt 3 of 10 failed)".
 
 When the queue is full, reading waits (back-pressure). --workers N runs N
 independent clients, each with one request in flight; lines go to workers in
@@ -72,7 +82,7 @@ fixed blocks, so the same input always splits the same way. --rate caps
 events per second.
 
 On a terminal a progress line shows lines read, sent, failed, events/s,
-bytes and the ETA; a summary follows at the end (-o json: one JSON object).
+bytes and the ETA (both from the last 10 seconds); a summary follows at the end (-o json: one JSON object).
 Ctrl-C stops reading, flushes what is queued and prints the summary with the
 last line fully accepted, so an import can resume after it; a second Ctrl-C
 stops at once. An API answer of 401 or 403 (a wrong write key) stops the
@@ -85,7 +95,8 @@ the first N lines of the inputs taken as one stream, as if concatenated.
 Skipped lines are read but neither parsed nor sent, and are counted.
 
 Exit status: 0 every line accepted, 1 some line rejected or not delivered, or
-the write key refused, 2 usage error (nothing sent), 130 interrupted.`,
+the write key refused, 2 usage error (nothing sent) or a FILE not read to its
+end, 130 interrupted.`,
 		Example: `  cat events.ndjson | evfwd send --write-key $KEY
   evfwd send history-2023.ndjson.gz history-2024.ndjson.gz --errors-file rejected.ndjson
   evfwd send big.ndjson --workers 4 --batch-size 500
@@ -104,7 +115,7 @@ the write key refused, 2 usage error (nothing sent), 130 interrupted.`,
 	}
 	fl := cmd.Flags()
 	opts.Client.add(cmd)
-	fl.StringVar(&opts.ErrorsFile, "errors-file", "", "write rejected and undelivered lines, as read, to `FILE`")
+	fl.StringVar(&opts.ErrorsFile, "errors-file", "", "write every line not accepted, as read, after a # line with why, to `FILE`")
 	fl.IntVar(&opts.BatchSize, "batch-size", analytics.DefaultBatchSize, "most messages in one request (a request also stays under 500 KB)")
 	fl.IntVar(&opts.MaxQueueSize, "max-queue-size", analytics.DefaultMaxQueueSize, "most messages waiting per worker; reading waits when full")
 	fl.IntVar(&opts.Workers, "workers", 1, "independent clients sending in parallel")
@@ -123,9 +134,22 @@ func sendRun(opts *SendOptions) error {
 		return err
 	}
 	cfg.BatchSize, cfg.MaxQueueSize = opts.BatchSize, opts.MaxQueueSize
-	inputs, err := sendInputs(opts.IO, opts.Files)
+	console := newConsole(opts.IO)
+	console.every = opts.progressEvery
+	cfg.OnRetry = newRetryRounds(console, opts.Now).event
+	inputs, unread, err := sendInputs(opts.IO, opts.Files)
 	if err != nil {
 		return err
+	}
+	// Like cat, a FILE that cannot be read is said first and the others
+	// are still sent; with none left there is nothing to report but that.
+	said := map[string]bool{}
+	for i, e := range unread {
+		if len(unread) == len(inputs) && i == len(unread)-1 {
+			return cli.UsageError(e)
+		}
+		console.line("error: " + cli.Printable(e.Error()))
+		said[readErrorInputs(unread[i : i+1])[0]] = true
 	}
 	var resume importer.Position
 	if opts.Resume != "" {
@@ -138,15 +162,23 @@ func sendRun(opts *SendOptions) error {
 		return err
 	}
 	defer errorsOut.close()
-	console := newConsole(opts.IO)
 	im, err := importer.New(inputs, importer.Options{
 		Client: cfg, Workers: opts.Workers, Rate: opts.Rate, KeepLines: errorsOut != nil,
 		Skip: opts.Skip, Resume: resume,
 		OnLineError: func(e *importer.LineError) {
 			console.line(cli.Printable(e.Error())) // it quotes the line
-			errorsOut.write(e.Bytes)
+			errorsOut.write(e)
 		},
-		OnReadError: func(err error) { console.line("error: " + cli.Printable(err.Error())) },
+		// Lines a stopped run leaves are one error on stderr (the run's),
+		// and each in the errors file.
+		OnUnsent: errorsOut.write,
+		OnReadError: func(err error) { // called by Run's own goroutine
+			if said[readErrorInputs([]error{err})[0]] {
+				return
+			}
+			unread = append(unread, err)
+			console.line("error: " + cli.Printable(err.Error()))
+		},
 	})
 	if err != nil {
 		var ce *analytics.ConfigError
@@ -159,7 +191,8 @@ func sendRun(opts *SendOptions) error {
 	readCtx, stop := opts.handleInterrupts(console, im)
 	defer stop()
 	if opts.IO.ErrTTY {
-		console.startProgress(func() string { return progressLine(im.Summary()) })
+		meter := &progressMeter{}
+		console.startProgress(func() string { return meter.line(im.Summary()) })
 	}
 	sum := im.Run(readCtx)
 	console.stopProgress()
@@ -167,14 +200,19 @@ func sendRun(opts *SendOptions) error {
 		console.line("error: --errors-file: " + cli.Printable(err.Error()))
 	}
 	interrupted := readCtx.Err() != nil
+	if sum.Lines == 0 && len(unread) == len(inputs) && sum.Fatal == nil && !interrupted {
+		return cli.Silent(cli.ExitUsage) // no input opened: the errors said it all
+	}
 	var names []string
 	for _, in := range inputs {
-		names = append(names, in.Name)
+		if !said[cli.Printable(in.Name)] {
+			names = append(names, in.Name)
+		}
 	}
-	if err := printSendSummary(opts, newSendSummary(names, sum, interrupted)); err != nil {
+	if err := printSendSummary(opts, newSendSummary(names, sum, interrupted, unread)); err != nil {
 		return err
 	}
-	return opts.result(sum, interrupted)
+	return opts.result(sum, interrupted, unread)
 }
 
 func (o *SendOptions) check() error {
@@ -227,9 +265,18 @@ func (o *SendOptions) handleInterrupts(console *console, im *importer.Import) (r
 }
 
 // result is send's exit: 1 when the run failed or left lines not
-// accepted, 130 when interrupted.
-func (o *SendOptions) result(sum importer.Summary, interrupted bool) error {
+// accepted, 2 when an input could not be read, 130 when interrupted.
+func (o *SendOptions) result(sum importer.Summary, interrupted bool, unread []error) error {
+	inputs := len(o.Files)
+	if inputs == 0 {
+		inputs = 1 // stdin
+	}
 	notAccepted := sum.Rejected + sum.Failed + sum.Unsent
+	var lines error
+	if notAccepted > 0 {
+		lines = fmt.Errorf("%d of %s not accepted (%d rejected as bad input, %d not delivered)",
+			notAccepted, plural(sum.Lines-sum.Blank-sum.Skipped, "line", "lines"), sum.Rejected, sum.Failed+sum.Unsent)
+	}
 	switch {
 	case errors.Is(sum.Fatal, importer.ErrUnauthorized):
 		return &cli.ExitError{Code: cli.ExitFailure, Err: fmt.Errorf("%w: check --write-key or %s", sum.Fatal, cli.EnvName("write-key"))}
@@ -239,14 +286,37 @@ func (o *SendOptions) result(sum importer.Summary, interrupted bool) error {
 		return &cli.ExitError{Code: cli.ExitFailure, Err: sum.Fatal}
 	case interrupted:
 		return cli.Silent(cli.ExitInterrupted)
-	case notAccepted > 0 || sum.ReadErrors > 0:
-		return &cli.ExitError{Code: cli.ExitFailure, Err: fmt.Errorf("%d of %s not accepted (%d rejected as bad input, %d not delivered)",
-			notAccepted, plural(sum.Lines-sum.Blank-sum.Skipped, "line", "lines"), sum.Rejected, sum.Failed+sum.Unsent)}
+	case len(unread) > 0:
+		// An input error (exit 2) outranks lines refused: the input is
+		// what to fix first.
+		err := fmt.Errorf("%d of %s not read to the end: %s", len(unread), plural(inputs, "input", "inputs"), strings.Join(readErrorInputs(unread), ", "))
+		if lines != nil {
+			err = fmt.Errorf("%w; %w", err, lines)
+		}
+		return cli.UsageError(err)
+	case lines != nil:
+		return &cli.ExitError{Code: cli.ExitFailure, Err: lines}
 	}
 	return nil
 }
 
-// errorsFile is --errors-file: rejected and undelivered lines, as read.
+// readErrorInputs names the inputs of errs, printable.
+func readErrorInputs(errs []error) []string {
+	var out []string
+	for _, err := range errs {
+		name := err.Error()
+		var re *importer.ReadError
+		if errors.As(err, &re) {
+			name = re.Input
+		}
+		out = append(out, cli.Printable(name))
+	}
+	return out
+}
+
+// errorsFile is --errors-file: every line read and not accepted, as read,
+// each after a "# FILE:LINE: reason" line. send skips lines starting with
+// #, so the file can be fixed and sent again as it is.
 // A nil *errorsFile (no flag) takes nothing.
 type errorsFile struct {
 	f  *os.File
@@ -266,15 +336,19 @@ func openErrorsFile(path string) (*errorsFile, error) {
 	return &errorsFile{f: f, w: bufio.NewWriter(f)}, nil
 }
 
-// write adds line, when the importer kept it.
-func (e *errorsFile) write(line []byte) {
-	if e == nil || line == nil {
+// write adds e's reason and line; a line too long to keep leaves its
+// reason alone.
+func (e *errorsFile) write(le *importer.LineError) {
+	if e == nil {
 		return
 	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	e.w.Write(line)
-	e.w.WriteByte('\n')
+	e.w.WriteString("# " + oneLine(le.Error(), 1000) + "\n")
+	if le.Bytes != nil {
+		e.w.Write(le.Bytes)
+		e.w.WriteByte('\n')
+	}
 }
 
 func (e *errorsFile) flush() error {
@@ -290,30 +364,33 @@ func (e *errorsFile) close() {
 	}
 }
 
-// sendInputs checks every FILE before anything is sent, so a typo is a
-// usage error rather than a half-done import.
-func sendInputs(ios *cli.IOStreams, files []string) ([]importer.Input, error) {
+// sendInputs checks every FILE before anything is sent: it returns the
+// inputs and, apart, a *importer.ReadError for each that cannot be read
+// (missing, a directory, not readable). Stdin twice is a usage error.
+func sendInputs(ios *cli.IOStreams, files []string) (inputs []importer.Input, unread []error, err error) {
 	if len(files) == 0 {
 		files = []string{"-"}
 	}
-	var out []importer.Input
 	stdin := false
 	for _, p := range files {
 		if p == "-" {
 			if stdin {
-				return nil, cli.UsageErrorf("stdin (-) given twice")
+				return nil, nil, cli.UsageErrorf("stdin (-) given twice")
 			}
 			stdin = true
-			out = append(out, importer.Stream(stdinName, ios.In))
+			inputs = append(inputs, importer.Stream(stdinName, ios.In))
 			continue
 		}
 		in, err := importer.File(p)
 		if err != nil {
-			return nil, cli.UsageError(err)
+			// It stays an input, failing at its turn, so that no position
+			// past it counts as settled: a resume would skip it.
+			unread = append(unread, err)
+			in = importer.Input{Name: p, Open: func() (io.ReadCloser, error) { return nil, err }}
 		}
-		out = append(out, in)
+		inputs = append(inputs, in)
 	}
-	return out, nil
+	return inputs, unread, nil
 }
 
 // stdinName is what send calls stdin in positions and summaries.

@@ -5,30 +5,72 @@ import (
 	"io"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/evfwd/evfwd/internal/cli"
+	"github.com/evfwd/evfwd/pkg/analytics"
 	"github.com/evfwd/evfwd/pkg/importer"
 )
 
-// progressLine is the text of the progress line: counts, rate, bytes, ETA.
-func progressLine(sum importer.Summary) string {
-	elapsed := sum.Elapsed.Seconds()
-	read := sum.BytesRead
+// progressMeter renders the progress line from summaries sampled as a run
+// goes on. Its rates are over the last rateWindow, not the whole run: the
+// reader races ahead while the queues fill, and a run slows or speeds up,
+// so an average from the start gives an ETA that drifts for minutes.
+// One goroutine calls line; the meter holds no lock.
+type progressMeter struct {
+	samples []progressSample // oldest first, spanning at most rateWindow
+}
+
+type progressSample struct {
+	at       time.Duration // Summary.Elapsed
+	done     int64         // lines settled, skipped ones apart
+	accepted int64
+}
+
+// rateWindow is how far back rates look; minRateSpan is the least span
+// they need before the windowed rate replaces the average since the start.
+const (
+	rateWindow  = 10 * time.Second
+	minRateSpan = time.Second
+)
+
+// progressLine is the text of the progress line of one summary alone.
+func progressLine(sum importer.Summary) string { return (&progressMeter{}).line(sum) }
+
+// line adds sum as a sample and returns the progress line: counts, rate,
+// bytes and ETA.
+func (m *progressMeter) line(sum importer.Summary) string {
+	settled := sum.Accepted + sum.Rejected + sum.Failed + sum.Unsent + sum.Blank
+	m.samples = append(m.samples, progressSample{at: sum.Elapsed, done: settled, accepted: sum.Accepted})
+	for len(m.samples) > 2 && sum.Elapsed-m.samples[1].at >= rateWindow {
+		m.samples = m.samples[1:]
+	}
+	first := m.samples[0]
+	span := (sum.Elapsed - first.at).Seconds()
+	if sum.Elapsed-first.at < minRateSpan {
+		first, span = progressSample{}, sum.Elapsed.Seconds()
+	}
+	doneRate := perSecond(settled-first.done, span)
 	parts := []string{
 		"read " + groupDigits(sum.Lines),
 		"sent " + groupDigits(sum.Accepted),
 		"failed " + groupDigits(sum.Rejected+sum.Failed),
-		groupDigits(int64(perSecond(sum.Accepted, elapsed))) + " ev/s",
+		groupDigits(int64(perSecond(sum.Accepted-first.accepted, span))) + " ev/s",
 	}
-	if total := sum.TotalBytes; total > 0 {
-		parts = append(parts, humanBytes(read)+" of "+humanBytes(total))
-		if read > 0 && elapsed > 0 && read < total {
-			eta := time.Duration(float64(total-read) / (float64(read) / elapsed) * float64(time.Second))
+	read := sum.BytesRead
+	if sum.TotalBytes <= 0 {
+		return strings.Join(append(parts, humanBytes(read)), " · ")
+	}
+	parts = append(parts, humanBytes(read)+" of "+humanBytes(sum.TotalBytes))
+	// The work left is the lines not yet settled, estimated from the
+	// input's size at the bytes per line read so far.
+	if read > 0 && doneRate > 0 {
+		lines := float64(sum.TotalBytes) * float64(sum.Lines) / float64(read)
+		if left := lines - float64(settled+sum.Skipped); left > 0 {
+			eta := time.Duration(left / doneRate * float64(time.Second))
 			parts = append(parts, "ETA "+eta.Round(time.Second).String())
 		}
-	} else {
-		parts = append(parts, humanBytes(read))
 	}
 	return strings.Join(parts, " · ")
 }
@@ -58,9 +100,12 @@ type sendSummary struct {
 	Resume string `json:"resume,omitempty"`
 	// Error is why the run stopped on its own (a refused write key).
 	Error string `json:"error,omitempty"`
+	// Unread are the inputs that could not be opened or read to the end,
+	// each with why: "cannot read a.ndjson: permission denied".
+	Unread []string `json:"unread,omitempty"`
 }
 
-func newSendSummary(files []string, sum importer.Summary, interrupted bool) sendSummary {
+func newSendSummary(files []string, sum importer.Summary, interrupted bool, unread []error) sendSummary {
 	seconds := sum.Elapsed.Seconds()
 	out := sendSummary{
 		Files: files, Lines: sum.Lines, Accepted: sum.Accepted, Rejected: sum.Rejected,
@@ -71,6 +116,9 @@ func newSendSummary(files []string, sum importer.Summary, interrupted bool) send
 	}
 	if sum.Fatal != nil {
 		out.Error = sum.Fatal.Error()
+	}
+	for _, err := range unread {
+		out.Unread = append(out.Unread, err.Error())
 	}
 	// Lines after the last accepted one were never read or never sent:
 	// lines merely refused run to the end, and --errors-file has them.
@@ -94,7 +142,7 @@ func printSendSummary(opts *SendOptions, sum sendSummary) error {
 		head = st.Fail.Sprint(cli.SymFail) + " stopped"
 	} else if sum.Interrupted {
 		head = st.Warn.Sprint("!") + " interrupted"
-	} else if sum.Rejected+sum.Failed+sum.Unsent > 0 {
+	} else if sum.Rejected+sum.Failed+sum.Unsent > 0 || len(sum.Unread) > 0 {
 		head = st.Fail.Sprint(cli.SymFail) + " sent with errors"
 	}
 	var b strings.Builder
@@ -132,6 +180,12 @@ func printSendSummary(opts *SendOptions, sum sendSummary) error {
 		last = "none"
 	}
 	row("last accepted", cli.Printable(last), "every line up to here is accepted or rejected")
+	for _, u := range sum.Unread {
+		fmt.Fprintf(&b, "  %-15s %s\n", "not read", cli.Printable(strings.TrimPrefix(u, "cannot read ")))
+	}
+	if notAccepted := sum.Rejected + sum.Failed + sum.Unsent; notAccepted > 0 && opts.ErrorsFile != "" {
+		fmt.Fprintf(&b, "%s not accepted, each with why, in %s\n", plural(notAccepted, "line", "lines"), cli.Printable(shellArg(opts.ErrorsFile)))
+	}
 	if sum.stoppedEarly() {
 		if sum.Resume != "" {
 			// The position is absolute, so it replaces --skip (the two exclude each other).
@@ -205,4 +259,47 @@ func humanBytes(n int64) string {
 		return fmt.Sprintf("%.1f KB", float64(n)/1e3)
 	}
 	return fmt.Sprintf("%d B", n)
+}
+
+// retryRounds prints one stderr line per round of retries, on a terminal
+// or not: a run against a down endpoint otherwise says nothing for as long
+// as its retries take. With several workers, or batch after batch failing
+// alike, a round is shown once: an event is printed when it goes to a later
+// attempt than the last one printed, or retryQuiet after it.
+type retryRounds struct {
+	con *console
+	now func() time.Time
+
+	mu      sync.Mutex
+	attempt int // of the last line printed
+	at      time.Time
+}
+
+// retryQuiet is the least time between two lines for the same attempt.
+const retryQuiet = 5 * time.Second
+
+func newRetryRounds(con *console, now func() time.Time) *retryRounds {
+	if now == nil {
+		now = time.Now
+	}
+	return &retryRounds{con: con, now: now}
+}
+
+func (r *retryRounds) event(e analytics.RetryEvent) {
+	r.mu.Lock() // held while printing, so that rounds print in order
+	defer r.mu.Unlock()
+	now := r.now()
+	if e.Attempt > r.attempt || now.Sub(r.at) >= retryQuiet {
+		r.attempt, r.at = e.Attempt, now
+		r.con.line(fmt.Sprintf("retrying %s in %s: %s (attempt %d of %d failed)", plural(e.Messages, "event", "events"),
+			roundDelay(e.Delay), cli.Printable(oneLine(importer.Cause(e.Err), 200)), e.Attempt, e.MaxAttempts))
+	}
+}
+
+// roundDelay is d as a person reads it: 40ms, 2.3s.
+func roundDelay(d time.Duration) time.Duration {
+	if d < time.Second {
+		return d.Round(time.Millisecond)
+	}
+	return d.Round(100 * time.Millisecond)
 }

@@ -155,10 +155,12 @@ error: 7 of 10 lines not accepted (7 rejected as bad input, 0 not delivered)
 	if diff := cmp.Diff(wantSum, sum, cmpopts.IgnoreFields(sendSummary{}, "Batches")); diff != "" {
 		t.Errorf("summary mismatch (-want +got):\n%s", diff)
 	}
+	// Each line comes after its reason, on a # line that send skips.
 	inLines := strings.Split(in, "\n")
+	reasons := strings.Split(strings.TrimSuffix(wantErr, "\n"), "\n")
 	var wantRejected string
-	for _, n := range []int{2, 3, 5, 7, 8, 9, 10} {
-		wantRejected += inLines[n-1] + "\n"
+	for i, n := range []int{2, 3, 5, 7, 8, 9, 10} {
+		wantRejected += "# " + reasons[i] + "\n" + inLines[n-1] + "\n"
 	}
 	gotRejected, _ := os.ReadFile(errFile)
 	if string(gotRejected) != wantRejected {
@@ -274,10 +276,19 @@ error: 2 of 6 lines not accepted (0 rejected as bad input, 2 not delivered)
 	if res.Code != 1 || res.Stderr != want {
 		t.Errorf("exit %d stderr\n%s\nwant\n%s", res.Code, res.Stderr, want)
 	}
-	golden(t, "send/undeliverable.golden", res.Stdout)
+	golden(t, "send/undeliverable.golden", strings.ReplaceAll(res.Stdout, errFile, "ERRORS.ndjson"))
 	lines := strings.SplitAfter(in, "\n")
-	if b, _ := os.ReadFile(errFile); string(b) != lines[2]+lines[3] {
+	if b, _ := os.ReadFile(errFile); string(b) != "# stdin:3: not delivered: server answered 400: invalid batch\n"+lines[2]+
+		"# stdin:4: not delivered: server answered 400: invalid batch\n"+lines[3] {
 		t.Errorf("errors file %q", b)
+	}
+	// The errors file is sent again as it is: its # lines are skipped.
+	again := newCollectServer(t, nil)
+	res = execute(t, clientFactory(t, "", again), "send", errFile, "-o", "json")
+	var sum sendSummary
+	json.Unmarshal([]byte(res.Stdout), &sum)
+	if diff := cmp.Diff([]int{3, 4}, linesArrived(t, again)); res.Code != 0 || diff != "" || sum.Blank != 2 {
+		t.Errorf("resent: exit %d %s, summary %+v, lines (-want +got):\n%s", res.Code, res.Stderr, sum, diff)
 	}
 }
 
@@ -375,13 +386,13 @@ func TestSendUsageErrors(t *testing.T) {
 		env  map[string]string
 		want string
 	}{
-		{[]string{"send", "/nonexistent.ndjson"}, nil, "stat /nonexistent.ndjson: no such file or directory"},
+		{[]string{"send", "/nonexistent.ndjson"}, nil, "cannot read /nonexistent.ndjson: no such file or directory"},
 		{[]string{"send", "--workers", "0"}, nil, "--workers must be at least 1"},
 		{[]string{"send", "--batch-size", "0"}, nil, "--batch-size must be at least 1"},
 		{[]string{"send", "--max-queue-size", "-1"}, nil, "--max-queue-size must be at least 1"},
 		{[]string{"send", "--rate", "-1"}, nil, "--rate must not be negative"},
 		{[]string{"send", "-", "-"}, nil, "stdin (-) given twice"},
-		{[]string{"send", "."}, nil, ". is a directory"},
+		{[]string{"send", "."}, nil, "cannot read .: is a directory"},
 		{[]string{"send"}, map[string]string{}, "a write key is required: use --write-key or EVFWD_WRITE_KEY"},
 		{[]string{"send", "--errors-file", "/nonexistent/dir/e"}, nil, "--errors-file: open /nonexistent/dir/e: no such file or directory"},
 		{[]string{"send", "--skip", "-1"}, nil, "--skip must not be negative"},
@@ -671,5 +682,274 @@ func TestSendSkipAndResumeFiles(t *testing.T) {
 		if !skipped.MatchString(res.Stdout) || strings.Contains(res.Stdout, "to send the rest") {
 			t.Errorf("%v: summary\n%s", tt.args, res.Stdout)
 		}
+	}
+}
+
+// An input that cannot be read is said first, in words, with no summary
+// when it is the only one, and exits 2 (input error), whoever runs it.
+func TestSendUnreadableInput(t *testing.T) {
+	dir := t.TempDir()
+	plain := writeFile(t, "plain.ndjson", genLines(1))
+	tests := []struct{ path, cause string }{
+		{dir, "is a directory"},
+		{filepath.Join(dir, "missing.ndjson"), "no such file or directory"},
+		{filepath.Join(plain, "x.ndjson"), "not a directory"},
+	}
+	if os.Geteuid() != 0 { // root reads a mode-000 file
+		locked := writeFile(t, "locked.ndjson", genLines(1))
+		if err := os.Chmod(locked, 0); err != nil {
+			t.Fatal(err)
+		}
+		tests = append(tests, struct{ path, cause string }{locked, "permission denied"})
+	}
+	for _, tt := range tests {
+		srv := newCollectServer(t, nil)
+		got := execute(t, clientFactory(t, "", srv), "send", tt.path)
+		want := result{Stderr: "error: cannot read " + tt.path + ": " + tt.cause + "\n", Code: 2}
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("%s: (-want +got):\n%s", tt.path, diff)
+		}
+		if n := len(srv.requests()); n != 0 {
+			t.Errorf("%s: %d requests", tt.path, n)
+		}
+	}
+}
+
+// Like cat, the FILEs that can be read are still sent when one cannot;
+// the bad one is said first, the summary names it, and the exit is 2.
+func TestSendSomeInputsUnreadable(t *testing.T) {
+	all := strings.SplitAfter(genLines(6), "\n")
+	a := writeFile(t, "a.ndjson", strings.Join(all[:3], ""))
+	c := writeFile(t, "c.ndjson", strings.Join(all[3:6], ""))
+	bad := t.TempDir()
+	srv := newCollectServer(t, nil)
+	res := execute(t, clientFactory(t, "", srv), "send", a, bad, c)
+	if diff := cmp.Diff(lineRange(1, 6), linesArrived(t, srv)); diff != "" {
+		t.Errorf("lines (-want +got):\n%s", diff)
+	}
+	want := "error: cannot read " + bad + ": is a directory\n" +
+		"error: 1 of 3 inputs not read to the end: " + bad + "\n"
+	if res.Code != 2 || res.Stderr != want {
+		t.Errorf("exit %d, stderr:\n%s\nwant:\n%s", res.Code, res.Stderr, want)
+	}
+	if !strings.HasPrefix(res.Stdout, "✗ sent with errors: 6 lines from "+a+", "+c+" in ") ||
+		!strings.Contains(res.Stdout, "  not read        "+bad+": is a directory\n") {
+		t.Errorf("summary:\n%s", res.Stdout)
+	}
+	// No position past the unread FILE counts as settled: a --resume
+	// from there would skip it.
+	res = execute(t, clientFactory(t, "", newCollectServer(t, nil)), "send", a, bad, c, "-o", "json")
+	var sum sendSummary
+	json.Unmarshal([]byte(res.Stdout), &sum)
+	if sum.LastAccepted != a+":3" || sum.Accepted != 6 || len(sum.Unread) != 1 || res.Code != 2 {
+		t.Errorf("exit %d, summary %+v", res.Code, sum)
+	}
+}
+
+// errorsFileEntries reads an errors file: each line after its "# " reason.
+func errorsFileEntries(t *testing.T, path string) (reasons, lines []string) {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	all := strings.Split(strings.TrimSuffix(string(b), "\n"), "\n")
+	if len(all)%2 != 0 {
+		t.Fatalf("errors file of %d lines, want a reason before each line:\n%.500s", len(all), b)
+	}
+	for i := 0; i < len(all); i += 2 {
+		if !strings.HasPrefix(all[i], "# stdin:") || strings.HasPrefix(all[i+1], "#") {
+			t.Fatalf("entry %q %q, want a # reason then the line", all[i], all[i+1])
+		}
+		reasons, lines = append(reasons, all[i]), append(lines, all[i+1])
+	}
+	return reasons, lines
+}
+
+// A server you chose that is down: every line read and not delivered
+// lands in --errors-file with why, the one that ran out of retries and
+// those queued behind it alike, and stderr says each retry round once,
+// whatever the workers, rather than nothing until the end.
+func TestSendDeadEndpointErrorsFile(t *testing.T) {
+	const n = 3000
+	in := genLines(n)
+	errFile := filepath.Join(t.TempDir(), "e.ndjson")
+	f := clientFactory(t, in, nil)
+	res := execute(t, f, "send", "--endpoint", closedURL(t), "--retry-base", "1ms", "--workers", "3", "--batch-size", "10",
+		"--max-queue-size", "50", "--errors-file", errFile, "-o", "json")
+	var sum sendSummary
+	if err := json.Unmarshal([]byte(res.Stdout), &sum); err != nil || res.Code != 1 {
+		t.Fatalf("exit %d %v: %s", res.Code, err, res.Stderr)
+	}
+	reasons, lines := errorsFileEntries(t, errFile)
+	if int64(len(lines)) != sum.Failed+sum.Unsent || len(lines) == 0 || sum.Accepted != 0 {
+		t.Errorf("%d lines in the errors file, summary %+v", len(lines), sum)
+	}
+	inLines := strings.Split(in, "\n")
+	outOfRetries := 0
+	for i, r := range reasons {
+		var num int
+		fmt.Sscanf(r, "# stdin:%d:", &num)
+		if num < 1 || num > n || inLines[num-1] != lines[i] {
+			t.Fatalf("%q then %q: not the line it names", r, lines[i])
+		}
+		switch {
+		case strings.HasSuffix(r, ": connection refused (after 10 attempts)"):
+			outOfRetries++
+		case !strings.Contains(r, ": not sent, the run stopped: POST http://") && !strings.Contains(r, "not delivered, the run stopped"):
+			t.Errorf("reason %q", r)
+		}
+	}
+	if outOfRetries == 0 {
+		t.Errorf("no line out of retries in:\n%s", strings.Join(reasons[:min(5, len(reasons))], "\n"))
+	}
+	var rounds []string
+	for l := range strings.Lines(res.Stderr) {
+		if strings.HasPrefix(l, "retrying ") {
+			rounds = append(rounds, l)
+		}
+	}
+	if len(rounds) != 9 {
+		t.Fatalf("%d retry lines, want one per round (9):\n%s", len(rounds), res.Stderr)
+	}
+	for i, l := range rounds {
+		want := regexp.MustCompile(fmt.Sprintf(`^retrying (1 event|\d+ events) in \d+(\.\d+)?m?s: POST http://127\.0\.0\.1:\d+/v1/batch: connection refused \(attempt %d of 10 failed\)\n$`, i+1))
+		if !want.MatchString(l) {
+			t.Errorf("retry line %q", l)
+		}
+	}
+}
+
+// Lines a second Ctrl-C leaves queued are in --errors-file too, saying so.
+func TestSendAbandonedErrorsFile(t *testing.T) {
+	release := make(chan struct{})
+	arrived := make(chan struct{}, 100)
+	srv := newCollectServer(t, func(_ int, _ []map[string]json.RawMessage, w http.ResponseWriter) {
+		arrived <- struct{}{}
+		<-release
+	})
+	defer close(release)
+	errFile := filepath.Join(t.TempDir(), "e.ndjson")
+	f := clientFactory(t, genLines(50), srv)
+	sigs := make(chan os.Signal, 2)
+	cmd := NewCmdSend(f, func(o *SendOptions) error {
+		o.interrupts = sigs
+		return sendRun(o)
+	})
+	cmd.SilenceErrors, cmd.SilenceUsage = true, true
+	f.Format = cli.FormatJSON
+	cmd.SetArgs([]string{"--write-key", "k", "--endpoint", srv.URL(), "--batch-size", "10", "--errors-file", errFile})
+	done := make(chan error, 1)
+	go func() { done <- cmd.Execute() }()
+	<-arrived
+	sigs <- syscall.SIGINT
+	sigs <- syscall.SIGINT
+	if err := <-done; cli.ExitCode(err) != 130 {
+		t.Fatalf("err %v", err)
+	}
+	var sum sendSummary
+	json.Unmarshal(f.IO.Out.(*bytes.Buffer).Bytes(), &sum)
+	reasons, lines := errorsFileEntries(t, errFile)
+	if int64(len(lines)) != sum.Unsent || len(lines) == 0 {
+		t.Errorf("%d lines in the errors file, summary %+v", len(lines), sum)
+	}
+	// The first batch was in flight; how many lines it took depends on
+	// how many were queued when it left.
+	const inFlight, queued = ": abandoned while its request was in flight: it may have arrived", ": abandoned before it was sent"
+	for i, r := range reasons {
+		if !strings.HasSuffix(r, inFlight) && (i == 0 || !strings.HasSuffix(r, queued)) {
+			t.Errorf("reason %q", r)
+		}
+	}
+}
+
+// The ETA settles: a run that reads its first 10,000 lines at once (the
+// queues filling) and then sends 1,000 lines/s shows the time truly left
+// once its rate has a second of history, rather than one that grows as
+// the average since the start falls.
+func TestSendProgressETASettles(t *testing.T) {
+	const total, perSec, ahead, lineBytes = 100_000, 1000, 10_000, 100
+	m := &progressMeter{}
+	eta := regexp.MustCompile(` · ETA (\S+)$`)
+	var last time.Duration
+	for tick := 1; tick <= 360; tick++ { // 90 s at 250 ms
+		at := time.Duration(tick) * 250 * time.Millisecond
+		done := min(int64(at.Seconds()*perSec), total)
+		read := min(done+ahead, total)
+		line := m.line(importer.Summary{Lines: read, Accepted: done, BytesRead: read * lineBytes, TotalBytes: total * lineBytes, Elapsed: at})
+		match := eta.FindStringSubmatch(line)
+		if done == total {
+			if match != nil {
+				t.Errorf("at %s, all sent: %q", at, line)
+			}
+			continue
+		}
+		if match == nil {
+			t.Fatalf("at %s: no ETA in %q", at, line)
+		}
+		got, _ := time.ParseDuration(match[1])
+		want := time.Duration(float64(total-done) / perSec * float64(time.Second))
+		if at >= 2*time.Second && (got-want).Abs() > time.Second {
+			t.Errorf("at %s: ETA %s, want %s", at, got, want.Round(time.Second))
+		}
+		if tick > 1 && got > last+time.Second {
+			t.Errorf("at %s: ETA grew from %s to %s", at, last, got)
+		}
+		last = got
+	}
+}
+
+// On a terminal, no progress line shows more lines sent than read, even
+// while a full queue holds a worker mid-chunk as batches complete.
+func TestSendProgressSentWithinRead(t *testing.T) {
+	srv := newCollectServer(t, func(_ int, _ []map[string]json.RawMessage, w http.ResponseWriter) {
+		time.Sleep(200 * time.Microsecond)
+		w.Write([]byte(`{"success":true}`))
+	})
+	f := clientFactory(t, "", srv)
+	f.IO.SetTTY(true)
+	cmd := NewCmdSend(f, func(o *SendOptions) error {
+		o.progressEvery = time.Millisecond
+		return sendRun(o)
+	})
+	cmd.SetArgs([]string{writeFile(t, "in.ndjson", genLines(3000)), "--write-key", "k", "--endpoint", srv.URL(), "--batch-size", "10", "--max-queue-size", "20", "--workers", "2"})
+	cmd.SilenceErrors, cmd.SilenceUsage = true, true
+	if err := cmd.Execute(); err != nil {
+		t.Fatal(err)
+	}
+	counts := regexp.MustCompile(`read ([\d,]+) · sent ([\d,]+) · `)
+	samples := 0
+	for _, draw := range strings.Split(f.IO.ErrOut.(*bytes.Buffer).String(), "\r\x1b[K") {
+		m := counts.FindStringSubmatch(draw)
+		if m == nil {
+			continue
+		}
+		samples++
+		var read, sent int
+		fmt.Sscan(strings.ReplaceAll(m[1], ",", ""), &read)
+		fmt.Sscan(strings.ReplaceAll(m[2], ",", ""), &sent)
+		if sent > read {
+			t.Errorf("progress %q: sent above read", draw)
+		}
+	}
+	if samples < 3 {
+		t.Errorf("%d progress lines drawn", samples)
+	}
+}
+
+// An input cut short (a truncated .gz) is an input error too: the lines
+// before the cut are sent, the cut is said in words, and the exit is 2.
+func TestSendTruncatedInput(t *testing.T) {
+	full := gzipFile(t, "full.ndjson.gz", genLines(2000))
+	b, _ := os.ReadFile(full)
+	cut := writeFile(t, "cut.ndjson.gz", string(b[:len(b)/2]))
+	srv := newCollectServer(t, nil)
+	res := execute(t, clientFactory(t, "", srv), "send", cut, "-o", "json")
+	var sum sendSummary
+	json.Unmarshal([]byte(res.Stdout), &sum)
+	stderr := regexp.MustCompile(`^error: cannot read ` + regexp.QuoteMeta(cut) + ` at line \d+: unexpected EOF\n` +
+		`error: 1 of 1 input not read to the end: ` + regexp.QuoteMeta(cut) + "\n$")
+	if res.Code != 2 || !stderr.MatchString(res.Stderr) || sum.Accepted == 0 || sum.Accepted != int64(len(srv.accepted())) {
+		t.Errorf("exit %d, stderr %q, summary %+v", res.Code, res.Stderr, sum)
 	}
 }

@@ -145,7 +145,7 @@ func (c *Client) deliver(b *batch) BatchResult {
 			wait = min(ra, p.MaxRetryAfter)
 		}
 		if c.cfg.OnRetry != nil {
-			c.cfg.OnRetry(RetryEvent{Attempt: attempt, MaxAttempts: p.MaxAttempts, Delay: wait, Status: status, Err: err})
+			c.cfg.OnRetry(RetryEvent{Attempt: attempt, MaxAttempts: p.MaxAttempts, Delay: wait, Status: status, Err: err, Messages: len(b.entries)})
 		}
 		if c.cfg.sleep(c.ctx, wait) != nil {
 			return BatchResult{Status: status, Err: err, Attempts: attempt}

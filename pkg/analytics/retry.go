@@ -40,6 +40,7 @@ type RetryEvent struct {
 	Delay       time.Duration // the wait before attempt Attempt+1
 	Status      int           // the HTTP status, -1 when no answer came
 	Err         error         // an *APIError or a *TransportError
+	Messages    int           // how many messages the batch carries
 }
 
 // IsRefused reports whether err is a connection refused by the endpoint's

@@ -60,8 +60,8 @@ func TestOnRetryReportsEachWait(t *testing.T) {
 	}
 	delays := s.got()
 	for i, e := range events {
-		if e.Attempt != i+1 || e.MaxAttempts != 4 || e.Status != -1 || e.Delay != delays[i] {
-			t.Errorf("event %d = %+v, want attempt %d of 4, status -1, delay %v", i, e, i+1, delays[i])
+		if e.Attempt != i+1 || e.MaxAttempts != 4 || e.Status != -1 || e.Delay != delays[i] || e.Messages != 1 {
+			t.Errorf("event %d = %+v, want attempt %d of 4, status -1, delay %v, 1 message", i, e, i+1, delays[i])
 		}
 		if !analytics.IsRefused(e.Err) {
 			t.Errorf("event %d error %v is not a refusal", i, e.Err)

@@ -8,9 +8,10 @@
 // Every line read ends as accepted by the collection API, rejected as bad
 // input (never sent), not delivered (refused by the API or out of
 // retries), unsent (a run abandoned while it was queued) or skipped (a
-// resumed run). Lines not accepted are handed to the caller with their
-// input, line number and bytes, so they can be fixed and sent again, and
-// the summary names the line up to which everything was settled: where to
+// resumed run). Lines not accepted, unsent ones too, are handed to the
+// caller with their input, line number, bytes and reason, so they can be
+// fixed and sent again (lines starting with #, skipped as blank ones are,
+// can carry the reason above each line), and the summary names the line up to which everything was settled: where to
 // resume (Options.Resume). An answer that refuses the write key, or a
 // refused connection the client takes as final, ends the whole run
 // (Summary.Fatal): every other batch would fail alike.
@@ -21,11 +22,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
+	"net/url"
 	"os"
 	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/evfwd/evfwd/pkg/analytics"
@@ -46,21 +50,55 @@ type Input struct {
 }
 
 // File is the input of the file at path. It looks at the file now, so
-// that a wrong path fails before anything is sent.
+// that a wrong path fails before anything is sent: a missing file, a
+// directory or a regular file that cannot be opened for reading gives a
+// *ReadError. A FIFO or device is only opened at its turn, since opening
+// one can wait for a writer.
 func File(path string) (Input, error) {
 	st, err := os.Stat(path)
 	if err != nil {
-		return Input{}, err
+		return Input{}, &ReadError{Input: path, Err: err}
 	}
 	if st.IsDir() {
-		return Input{}, fmt.Errorf("%s is a directory", path)
+		return Input{}, &ReadError{Input: path, Err: syscall.EISDIR}
 	}
 	size := st.Size()
-	if !st.Mode().IsRegular() {
+	if st.Mode().IsRegular() {
+		f, err := os.Open(path)
+		if err != nil {
+			return Input{}, &ReadError{Input: path, Err: err}
+		}
+		f.Close()
+	} else {
 		size = -1
 	}
 	return Input{Name: path, Size: size, Open: func() (io.ReadCloser, error) { return os.Open(path) }}, nil
 }
+
+// ReadError is an input that could not be opened, or read to its end.
+type ReadError struct {
+	Input string // Input.Name
+	// Line is the line being read when reading failed; 0 when the input
+	// could not be opened.
+	Line int64
+	Err  error
+}
+
+// Error names the input (and line) and gives the cause in words:
+// "cannot read a.ndjson: permission denied".
+func (e *ReadError) Error() string {
+	cause := e.Err
+	var pe *fs.PathError
+	if errors.As(cause, &pe) { // the path is said already
+		cause = pe.Err
+	}
+	if e.Line > 0 {
+		return fmt.Sprintf("cannot read %s at line %d: %v", e.Input, e.Line, cause)
+	}
+	return fmt.Sprintf("cannot read %s: %v", e.Input, cause)
+}
+
+func (e *ReadError) Unwrap() error { return e.Err }
 
 // Stream is the input of r, such as stdin; Run does not close it. Its
 // size is known when r is a regular file.
@@ -94,7 +132,12 @@ type Options struct {
 	// abandoned run leaves unsent (Summary.Unsent). Workers and clients
 	// call it from their goroutines, so calls may overlap.
 	OnLineError func(*LineError)
-	// OnReadError is called when an input cannot be opened or read to its
+	// OnUnsent is called for each line an abandoned or stopped run left
+	// unsent (Summary.Unsent), with LineError.Unsent set: lines a resume
+	// sends again, so OnLineError does not report them one by one. Called
+	// from the clients' goroutines, as OnLineError.
+	OnUnsent func(*LineError)
+	// OnReadError is called, with a *ReadError, when an input cannot be opened or read to its
 	// end; the import goes on with the next input.
 	OnReadError func(error)
 
@@ -122,7 +165,13 @@ type LineError struct {
 	// reached after retries (Err is the client's). Otherwise it was
 	// refused as bad input and never sent.
 	Sent bool
-	Err  error
+	// Unsent: the line was queued when the run was abandoned or stopped
+	// (Options.OnUnsent); Err says why, and whether a request carrying it
+	// was cut off.
+	Unsent bool
+	// Attempts is how many requests carried the line (Sent or Unsent).
+	Attempts int
+	Err      error
 }
 
 // Error is "INPUT:LINE: reason", the reason in a user's terms.
@@ -133,8 +182,21 @@ func (e *LineError) Error() string {
 func (e *LineError) Unwrap() error { return e.Err }
 
 func (e *LineError) reason() string {
-	if e.Sent {
-		return "not delivered: " + strings.TrimPrefix(e.Err.Error(), "analytics: ")
+	cause := Cause(e.Err)
+	if e.Attempts > 1 {
+		cause += fmt.Sprintf(" (after %d attempts)", e.Attempts)
+	}
+	switch {
+	case e.Unsent && errors.Is(e.Err, ErrAbandoned) && e.Attempts > 0:
+		return "abandoned while its request was in flight: it may have arrived"
+	case e.Unsent && errors.Is(e.Err, ErrAbandoned):
+		return "abandoned before it was sent"
+	case e.Unsent && e.Attempts > 0:
+		return "not delivered, the run stopped: " + cause
+	case e.Unsent:
+		return "not sent, the run stopped: " + cause
+	case e.Sent:
+		return "not delivered: " + cause
 	}
 	var ve *message.ValidationError
 	var se *message.SizeError
@@ -180,7 +242,7 @@ var ErrNoServer = errors.New("nothing listens at the endpoint")
 // RefusedError is a batch's final refused connection.
 type RefusedError struct{ Err error }
 
-func (e *RefusedError) Error() string        { return e.Err.Error() }
+func (e *RefusedError) Error() string        { return Cause(e.Err) }
 func (e *RefusedError) Is(target error) bool { return target == ErrNoServer }
 func (e *RefusedError) Unwrap() error        { return e.Err }
 
@@ -195,6 +257,24 @@ func (im *Import) fatalError(err error) error {
 		return &RefusedError{Err: err}
 	}
 	return nil
+}
+
+// Cause is a failed request's error in words: "POST URL: connection
+// refused" rather than Go's quoted URL and dial chain; an answer is
+// "server answered 400: why".
+func Cause(err error) string {
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		cause := ue.Err
+		for next := errors.Unwrap(cause); next != nil; next = errors.Unwrap(cause) {
+			cause = next
+		}
+		if errors.Is(cause, context.DeadlineExceeded) {
+			return strings.ToUpper(ue.Op) + " " + ue.URL + ": no answer in time"
+		}
+		return strings.ToUpper(ue.Op) + " " + ue.URL + ": " + cause.Error()
+	}
+	return strings.TrimPrefix(fmt.Sprint(err), "analytics: ")
 }
 
 // Position is a line of an input.
@@ -219,7 +299,7 @@ type Summary struct {
 	Rejected   int64 // bad input, never sent
 	Failed     int64 // refused by the API or undeliverable after retries
 	Unsent     int64 // queued when the run was abandoned or stopped by Fatal
-	Blank      int64
+	Blank      int64 // blank lines and lines starting with # (notes, as in an errors file)
 	Skipped    int64 // read but not sent: Options.Skip or Options.Resume
 	ReadErrors int64 // inputs that could not be opened or read to the end
 	BytesRead  int64 // input bytes read (the compressed size for gzip)
@@ -269,6 +349,7 @@ type Import struct {
 	// Lines at or past these seqs are not settled: the first line that
 	// failed delivery and the first that was never sent (interrupted).
 	firstFailed, firstUnsent atomic.Int64
+	firstUnread              atomic.Int64 // the first line of an input that could not be read
 	lastSeq                  atomic.Int64 // the last line handed to a worker
 }
 
@@ -358,7 +439,7 @@ func (im *Import) Run(ctx context.Context) Summary {
 				w.client.Close(context.Background())
 			}
 			im.workers = nil
-			im.readError(err)
+			im.fatal.CompareAndSwap(nil, &err)
 			return im.Summary()
 		}
 		im.workers = append(im.workers, w)
@@ -389,12 +470,15 @@ func (im *Import) Abandon() { im.abandon() }
 
 // Summary is the account so far; it may be called while Run goes on.
 func (im *Import) Summary() Summary {
+	// Lines are counted before they are settled, so loading them last
+	// keeps every settled count within Lines while the run goes on.
 	sum := Summary{
-		Lines: im.lines.Load(), Accepted: im.accepted.Load(), Rejected: im.rejected.Load(),
+		Accepted: im.accepted.Load(), Rejected: im.rejected.Load(),
 		Failed: im.failed.Load(), Unsent: im.unsent.Load(), Blank: im.blank.Load(),
 		Skipped: im.skipped.Load(), ReadErrors: im.readErrors.Load(), BytesRead: im.bytesDone.Load(),
 		Elapsed: im.now().Sub(im.began),
 	}
+	sum.Lines = im.lines.Load()
 	if f := im.fatal.Load(); f != nil {
 		sum.Fatal = *f
 	}
@@ -416,7 +500,7 @@ func (im *Import) Summary() Summary {
 		}
 	}
 	last := im.lastSeq.Load()
-	for _, first := range []int64{im.firstFailed.Load(), im.firstUnsent.Load()} {
+	for _, first := range []int64{im.firstFailed.Load(), im.firstUnsent.Load(), im.firstUnread.Load()} {
 		if first > 0 {
 			last = min(last, first-1)
 		}
@@ -440,14 +524,33 @@ func (im *Import) position(seq int64) Position {
 
 // lineError reports a line not accepted; b is kept only when asked for.
 func (im *Import) lineError(input int32, num int64, b []byte, sent bool, err error) {
-	if im.opts.OnLineError == nil {
+	im.report(im.opts.OnLineError, &LineError{Input: im.inputs[input].Name, Line: num, Bytes: b, Sent: sent, Err: err})
+}
+
+// report hands e to fn, without its bytes unless they were asked for.
+func (im *Import) report(fn func(*LineError), e *LineError) {
+	if fn == nil {
 		return
 	}
-	e := &LineError{Input: im.inputs[input].Name, Line: num, Sent: sent, Err: err}
-	if im.opts.KeepLines {
-		e.Bytes = b
+	if !im.opts.KeepLines {
+		e.Bytes = nil
 	}
-	im.opts.OnLineError(e)
+	fn(e)
+}
+
+// ErrAbandoned is why lines queued when Abandon was called were not sent.
+var ErrAbandoned = errors.New("the run was abandoned")
+
+// unsentCause is why the lines of a batch that ended with err were not
+// delivered once the run was abandoned or stopped.
+func (im *Import) unsentCause(err error) error {
+	if !errors.Is(err, analytics.ErrClosed) && !errors.Is(err, context.Canceled) {
+		return err // the batch's own failure, the one that stopped the run
+	}
+	if f := im.fatal.Load(); f != nil {
+		return *f
+	}
+	return ErrAbandoned
 }
 
 // stop ends the run for err, as Abandon does; the first err is the one
@@ -463,8 +566,16 @@ func (im *Import) stop(err error) {
 	}
 }
 
-func (im *Import) readError(err error) {
+// readError reports input i unread from line (0: not opened on), after seq
+// lines of the whole import: no line past seq counts as settled, so a
+// resume does not skip what was never read.
+func (im *Import) readError(i int, line, seq int64, err error) {
+	if cause := errors.Unwrap(err); cause != nil { // drop the name the reader or os put in
+		err = cause
+	}
+	minStore(&im.firstUnread, seq+1)
 	im.readErrors.Add(1)
+	err = &ReadError{Input: im.inputs[i].Name, Line: line, Err: err}
 	if im.opts.OnReadError != nil {
 		im.opts.OnReadError(err)
 	}

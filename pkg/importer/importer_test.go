@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -644,6 +645,53 @@ func TestSkipResumeErrors(t *testing.T) {
 		tt.opts.Client = cfg
 		if _, err := New(inputs, tt.opts); err == nil || err.Error() != tt.want {
 			t.Errorf("%+v: error %v, want %s", tt.opts, err, tt.want)
+		}
+	}
+}
+
+// While a run goes on, no summary shows more lines settled than read, even
+// with a worker held mid-chunk by a full queue while batches complete.
+func TestSummarySettledWithinRead(t *testing.T) {
+	srv := newCollector(t, nil)
+	cfg := clientConfig(srv)
+	cfg.BatchSize, cfg.MaxQueueSize = 10, 20
+	in := strings.Replace(genLines(3000), "\n", "\n\n# a note\n", 100) // blank lines are settled at once
+	im, err := New([]Input{Stream("in", strings.NewReader(in))}, Options{Client: cfg, Workers: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan Summary)
+	go func() { done <- im.Run(context.Background()) }()
+	samples := 0
+	for {
+		select {
+		case sum := <-done:
+			if sum.Accepted != 3000 || sum.Blank != 200 || sum.Lines != 3200 || samples == 0 {
+				t.Errorf("final %+v after %d samples", sum, samples)
+			}
+			return
+		default:
+		}
+		runtime.Gosched() // sample often, but leave the run its CPU
+		sum := im.Summary()
+		samples++
+		if settled := sum.Accepted + sum.Rejected + sum.Failed + sum.Unsent + sum.Blank + sum.Skipped; settled > sum.Lines {
+			t.Fatalf("%d lines settled of %d read: %+v", settled, sum.Lines, sum)
+		}
+	}
+}
+
+// A FILE that cannot be read says so in words, at New's caller.
+func TestFileUnreadable(t *testing.T) {
+	dir := t.TempDir()
+	for path, want := range map[string]string{
+		dir:                  "cannot read " + dir + ": is a directory",
+		dir + "/none.ndjson": "cannot read " + dir + "/none.ndjson: no such file or directory",
+	} {
+		_, err := File(path)
+		var re *ReadError
+		if !errors.As(err, &re) || err.Error() != want {
+			t.Errorf("File(%s) = %v, want %s", path, err, want)
 		}
 	}
 }

@@ -77,7 +77,7 @@ func (im *Import) read() {
 		}
 		r, closeIn, err := open(in)
 		if err != nil {
-			im.readError(err)
+			im.readError(i, 0, seq, err)
 			continue
 		}
 		im.current.Store(r)
@@ -101,7 +101,7 @@ func (im *Import) read() {
 			c.lines = append(c.lines, chunkLine{start: start, end: len(c.data), input: int32(i), num: l.Num, seq: seq, err: l.Err})
 		}
 		if err := r.Err(); err != nil {
-			im.readError(err)
+			im.readError(i, r.Line().Num, seq, err)
 		}
 		im.bytesDone.Add(r.Offset())
 		im.current.Store(nil)
@@ -121,8 +121,8 @@ func (im *Import) skip(input int, num, seq int64) bool {
 	if seq > im.opts.Skip && (input != im.resumeAt || num > im.opts.Resume.Line) {
 		return false
 	}
+	im.lines.Add(1) // first, as Summary loads it last
 	im.skipped.Add(1)
-	im.lines.Add(1)
 	im.lastSeq.Store(seq)
 	return true
 }

@@ -39,7 +39,11 @@ func (w *worker) loop() {
 	im := w.im
 	stopped := false
 	for c := range w.in {
-		read := 0 // counted once per chunk: progress needs no more
+		// Lines count as read once per chunk (progress needs no more), and
+		// before any is handled: no summary shows more lines settled than
+		// read. Those left unhandled when reading stops are taken back.
+		im.lines.Add(int64(len(c.lines)))
+		unhandled := 0
 		for i := range c.lines {
 			l := &c.lines[i]
 			if stopped || im.readCtx.Err() != nil {
@@ -47,16 +51,18 @@ func (w *worker) loop() {
 					stopped = true
 					minStore(&im.firstUnsent, l.seq)
 				}
+				unhandled++
 				continue
 			}
 			if !w.line(c.data[l.start:l.end], l) {
 				stopped = true
 				minStore(&im.firstUnsent, l.seq)
-				continue
+				unhandled++
 			}
-			read++
 		}
-		im.lines.Add(int64(read))
+		if unhandled > 0 {
+			im.lines.Add(-int64(unhandled))
+		}
 		c.reset()
 		im.chunks.Put(c)
 	}
@@ -70,7 +76,7 @@ func (w *worker) line(b []byte, l *chunkLine) bool {
 		im.lineError(l.input, l.num, nil, false, l.err)
 		return true
 	}
-	if isBlank(b) {
+	if isBlank(b) || b[0] == '#' { // a note, as an errors file holds: never JSON
 		im.blank.Add(1)
 		return true
 	}
@@ -125,11 +131,15 @@ func (w *worker) onBatch(res analytics.BatchResult) {
 		if len(lines) > 0 {
 			minStore(&im.firstUnsent, firstSeq(lines))
 		}
+		cause := im.unsentCause(res.Err)
+		for _, p := range lines {
+			im.report(im.opts.OnUnsent, &LineError{Input: im.inputs[p.input].Name, Line: p.num, Bytes: p.raw, Unsent: true, Attempts: res.Attempts, Err: cause})
+		}
 	default:
 		im.failed.Add(n)
 		minStore(&im.firstFailed, firstSeq(lines))
 		for _, p := range lines {
-			im.lineError(p.input, p.num, p.raw, true, res.Err)
+			im.report(im.opts.OnLineError, &LineError{Input: im.inputs[p.input].Name, Line: p.num, Bytes: p.raw, Sent: true, Attempts: res.Attempts, Err: res.Err})
 		}
 	}
 }
