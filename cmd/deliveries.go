@@ -4,8 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
+	"slices"
 	"strconv"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -33,7 +36,7 @@ type DeliveriesOptions struct {
 }
 
 // NewCmdDeliveries builds `evfwd deliveries` and its list, show, retry,
-// prune and endpoints.
+// resend, prune and endpoints.
 func NewCmdDeliveries(f *cli.Factory) *cobra.Command {
 	opts := &DeliveriesOptions{}
 	// bind fills what a subcommand uses, once the root has read --output
@@ -90,7 +93,38 @@ pending again so the running (or next) serve delivers them.`,
 	retry.Flags().StringVar(&opts.Status, "status", "", "retry every delivery in this `STATUS` (failed or dead)")
 	retry.Flags().StringVar(&opts.Source, "source", "", "with --status, only this `SOURCE`")
 
-	cmd.AddCommand(list, show, retry, newCmdDeliveriesPrune(f, opts, bind), newCmdDeliveriesEndpoints(opts, bind))
+	cmd.AddCommand(list, show, retry, newCmdDeliveriesResend(opts, bind), newCmdDeliveriesPrune(f, opts, bind),
+		newCmdDeliveriesEndpoints(opts, bind))
+	return cmd
+}
+
+// newCmdDeliveriesResend builds `evfwd deliveries resend`; bind fills
+// opts.
+func newCmdDeliveriesResend(opts *DeliveriesOptions, bind func(*cobra.Command)) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "resend [ID...]",
+		Short: "Send finished deliveries again, delivered ones too (by ID, or every one --status/--source select)",
+		Long: `Send deliveries that are finished (delivered, failed or dead) again, as a
+new attempt to the same webhook, as the resend of Svix's and Stripe's
+dashboards does: each becomes pending and due now, and the running (or
+next) serve sends it, signed as usual, with the same message id. Its
+earlier attempts stay in its history (evfwd deliveries show ID).
+
+retry is for what failed; resend also replays what was delivered, for
+an endpoint that lost it or a new endpoint that needs it. A pending
+delivery is left alone (it is on its way), and so is one whose message a
+deletion request withdrew (cancelled, or its body purged): there is
+nothing left to send. Without IDs, --status and/or --source select the
+deliveries; one of them is required, so that a bare resend never sends
+everything again.`,
+		Example: "  evfwd deliveries resend 42 43\n  evfwd deliveries resend --status delivered --source web",
+		RunE: func(c *cobra.Command, args []string) error {
+			bind(c)
+			return deliveriesResend(opts, args)
+		},
+	}
+	cmd.Flags().StringVar(&opts.Status, "status", "", "resend every delivery in this `STATUS` (delivered, failed or dead)")
+	cmd.Flags().StringVar(&opts.Source, "source", "", "resend the finished deliveries of this `SOURCE` only")
 	return cmd
 }
 
@@ -298,13 +332,9 @@ func deliveriesRetry(o *DeliveriesOptions, args []string) error {
 	if err != nil {
 		return err
 	}
-	var ids []int64
-	for _, a := range args {
-		id, err := parseID(a)
-		if err != nil {
-			return err
-		}
-		ids = append(ids, id)
+	ids, err := parseIDs(args)
+	if err != nil {
+		return err
 	}
 	st, err := o.open()
 	if err != nil {
@@ -320,10 +350,75 @@ func deliveriesRetry(o *DeliveriesOptions, args []string) error {
 	}
 	fmt.Fprintf(o.IO.Out, "%s scheduled for retry\n", plural(n, "delivery", "deliveries"))
 	if len(ids) > 0 && n < len(ids) {
-		fmt.Fprintf(o.IO.ErrOut, "%d left alone: unknown, delivered, or in flight\n", len(ids)-n)
+		fmt.Fprintf(o.IO.ErrOut, "%d left alone: unknown, in flight, or delivered (to send a delivered one again: evfwd deliveries resend ID)\n", len(ids)-n)
 		return cli.Silent(cli.ExitFailure)
 	}
 	return nil
+}
+
+// parseIDs parses the delivery IDs of args.
+func parseIDs(args []string) ([]int64, error) {
+	var out []int64
+	for _, a := range args {
+		id, err := parseID(a)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, id)
+	}
+	return out, nil
+}
+
+func deliveriesResend(o *DeliveriesOptions, args []string) error {
+	req := admin.ResendRequest{Status: store.Status(o.Status), Source: o.Source}
+	switch {
+	case len(args) == 0 && o.Status == "" && o.Source == "":
+		return cli.UsageErrorf("give delivery IDs, or --status (delivered, failed or dead) and/or --source to resend every finished delivery they select")
+	case len(args) > 0 && (o.Status != "" || o.Source != ""):
+		return cli.UsageErrorf("give delivery IDs or --status/--source, not both")
+	case req.Status != "" && !slices.Contains(admin.Resendable(), req.Status):
+		return cli.UsageErrorf("--status %q: only delivered, failed or dead deliveries are resent (pending ones are on their way)", o.Status)
+	}
+	var err error
+	if req.IDs, err = parseIDs(args); err != nil {
+		return err
+	}
+	st, err := o.open()
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	res, err := st.Resend(o.ctx, req.IDs, req.Filter(), o.Now())
+	if err != nil {
+		return err
+	}
+	if o.Format.JSON() {
+		if err := cli.WriteJSON(o.IO.Out, admin.ViewResent(res)); err != nil {
+			return err
+		}
+	} else {
+		fmt.Fprintf(o.IO.Out, "%s resent\n", plural(res.N, "delivery", "deliveries"))
+		w := o.IO.ErrOut
+		leftAlone(w, res.Pending, "still pending, left alone: it goes when due (evfwd deliveries show ID)")
+		leftAlone(w, res.Purged, "cannot be resent: a deletion request withdrew its message")
+		leftAlone(w, res.Unknown, "no such delivery (never stored, or pruned)")
+	}
+	if len(res.Pending)+len(res.Purged)+len(res.Unknown) > 0 {
+		return cli.Silent(cli.ExitFailure)
+	}
+	return nil
+}
+
+// leftAlone prints the ids a resend left alone for one reason.
+func leftAlone(w io.Writer, ids []int64, why string) {
+	if len(ids) == 0 {
+		return
+	}
+	s := make([]string, len(ids))
+	for i, id := range ids {
+		s[i] = strconv.FormatInt(id, 10)
+	}
+	fmt.Fprintf(w, "%s: %s\n", strings.Join(s, ", "), why)
 }
 
 func deliveriesPrune(o *DeliveriesOptions) error {
