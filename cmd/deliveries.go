@@ -47,10 +47,11 @@ func NewCmdDeliveries(f *cli.Factory) *cobra.Command {
 	}
 	cmd := &cobra.Command{
 		Use:   "deliveries",
-		Short: "List, show and retry the deliveries in the serve store",
+		Short: "List, show, retry and resend the deliveries in the serve store",
 		Long: `Read the store that evfwd serve uses (also while it runs): list deliveries,
-show one with its message and every attempt, or make failed and dead ones
-pending again so the running (or next) serve delivers them.`,
+show one with its message and every attempt, make failed and dead ones
+pending again (retry), or send finished ones again, delivered ones too
+(resend), so that the running (or next) serve delivers them.`,
 		GroupID: groupServer,
 		Args:    cli.Args(cobra.NoArgs),
 	}
