@@ -32,6 +32,7 @@ type DeliveriesOptions struct {
 	Source string
 	Limit  int
 	Older  time.Duration
+	Since  string // resend's --since: a duration back from now, or a time
 	ctx    context.Context
 }
 
@@ -115,10 +116,10 @@ retry is for what failed; resend also replays what was delivered, for
 an endpoint that lost it or a new endpoint that needs it. A pending
 delivery is left alone (it is on its way), and so is one whose message a
 deletion request withdrew (cancelled, or its body purged): there is
-nothing left to send. Without IDs, --status and/or --source select the
-deliveries; one of them is required, so that a bare resend never sends
-everything again.`,
-		Example: "  evfwd deliveries resend 42 43\n  evfwd deliveries resend --status delivered --source web",
+nothing left to send. Without IDs, --status, --source and/or --since
+select the deliveries; one of them is required, so that a bare resend
+never sends everything again.`,
+		Example: "  evfwd deliveries resend 42 43\n  evfwd deliveries resend --status delivered --source web --since 24h",
 		RunE: func(c *cobra.Command, args []string) error {
 			bind(c)
 			return deliveriesResend(opts, args)
@@ -126,6 +127,7 @@ everything again.`,
 	}
 	cmd.Flags().StringVar(&opts.Status, "status", "", "resend every delivery in this `STATUS` (delivered, failed or dead)")
 	cmd.Flags().StringVar(&opts.Source, "source", "", "resend the finished deliveries of this `SOURCE` only")
+	cmd.Flags().StringVar(&opts.Since, "since", "", "resend the finished deliveries created since `WHEN`: a duration back from now (24h) or a time (2026-11-26, RFC 3339)")
 	return cmd
 }
 
@@ -372,17 +374,23 @@ func parseIDs(args []string) ([]int64, error) {
 
 func deliveriesResend(o *DeliveriesOptions, args []string) error {
 	req := admin.ResendRequest{Status: store.Status(o.Status), Source: o.Source}
+	byFilter := o.Status != "" || o.Source != "" || o.Since != ""
 	switch {
-	case len(args) == 0 && o.Status == "" && o.Source == "":
-		return cli.UsageErrorf("give delivery IDs, or --status (delivered, failed or dead) and/or --source to resend every finished delivery they select")
-	case len(args) > 0 && (o.Status != "" || o.Source != ""):
-		return cli.UsageErrorf("give delivery IDs or --status/--source, not both")
+	case len(args) == 0 && !byFilter:
+		return cli.UsageErrorf("give delivery IDs, or --status (delivered, failed or dead), --source and/or --since to resend every finished delivery they select")
+	case len(args) > 0 && byFilter:
+		return cli.UsageErrorf("give delivery IDs or --status/--source/--since, not both")
 	case req.Status != "" && !slices.Contains(admin.Resendable(), req.Status):
 		return cli.UsageErrorf("--status %q: only delivered, failed or dead deliveries are resent (pending ones are on their way)", o.Status)
 	}
 	var err error
 	if req.IDs, err = parseIDs(args); err != nil {
 		return err
+	}
+	if o.Since != "" {
+		if req.Since, err = parseSince(o.Since, o.Now()); err != nil {
+			return err
+		}
 	}
 	st, err := o.open()
 	if err != nil {
@@ -408,6 +416,20 @@ func deliveriesResend(o *DeliveriesOptions, args []string) error {
 		return cli.Silent(cli.ExitFailure)
 	}
 	return nil
+}
+
+// parseSince reads --since: a duration back from now, an RFC 3339 time, or
+// a date (midnight UTC).
+func parseSince(s string, now time.Time) (time.Time, error) {
+	if d, err := time.ParseDuration(s); err == nil && d > 0 {
+		return now.Add(-d), nil
+	}
+	for _, layout := range []string{time.RFC3339Nano, time.DateOnly} {
+		if t, err := time.Parse(layout, s); err == nil {
+			return t, nil
+		}
+	}
+	return time.Time{}, cli.UsageErrorf("--since %q: want a positive duration back from now (24h, 90m) or a time (2026-11-26 or 2026-11-26T10:00:00Z)", s)
 }
 
 // leftAlone prints the ids a resend left alone for one reason.

@@ -156,13 +156,42 @@ func TestDeliveriesResend(t *testing.T) {
 	if res := resend("-o", "json", "2", "99"); res.Code != 1 || res.Stdout != `{"resent":0,"pending":[2],"purged":[],"unknown":[99]}`+"\n" || res.Stderr != "" {
 		t.Errorf("resend -o json: code %d, stdout %q, stderr %q", res.Code, res.Stdout, res.Stderr)
 	}
-	for _, args := range [][]string{{}, {"--status", "pending"}, {"--status", "cancelled"}, {"1", "--status", "delivered"}, {"1", "--source", "web"}, {"x"}} {
+	for _, args := range [][]string{{}, {"--status", "pending"}, {"--status", "cancelled"}, {"1", "--status", "delivered"},
+		{"1", "--source", "web"}, {"1", "--since", "1h"}, {"--since", "yesterday"}, {"--since", "-1h"}, {"x"}} {
 		if res := resend(args...); res.Code != 2 || res.Stdout != "" {
 			t.Errorf("resend %v: code %d, stdout %q, stderr %q; want 2", args, res.Code, res.Stdout, res.Stderr)
 		}
 	}
 	if res := resend("--status", "delivered", "--source", "web"); res.Code != 0 || res.Stdout != "0 deliveries resent\n" {
 		t.Errorf("resend --status delivered: code %d, stdout %q, stderr %q; want 0 resent (1 is pending again)", res.Code, res.Stdout, res.Stderr)
+	}
+	// The store stamps deliveries on its clock (now): --since 30m (from
+	// later) selects none, a date before them all.
+	markDelivered(t, path, now)
+	if res := resend("--since", "30m"); res.Code != 0 || res.Stdout != "0 deliveries resent\n" {
+		t.Errorf("resend --since 30m: code %d, stdout %q, stderr %q; want 0 resent", res.Code, res.Stdout, res.Stderr)
+	}
+	if res := resend("--since", "2024-05-01"); res.Code != 0 || res.Stdout != "1 delivery resent\n" {
+		t.Errorf("resend --since 2024-05-01: code %d, stdout %q, stderr %q; want 1 resent", res.Code, res.Stdout, res.Stderr)
+	}
+}
+
+// markDelivered leases one due delivery of web in the store at path and
+// completes it delivered.
+func markDelivered(t *testing.T, path string, now time.Time) {
+	t.Helper()
+	ctx := context.Background()
+	st, err := sqlite.Open(ctx, path, sqlite.Options{Now: func() time.Time { return now }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	ds, err := st.Lease(ctx, store.LeaseRequest{Owner: "o", Source: "web", Limit: 1, Now: now.Add(2 * time.Hour), TTL: time.Minute})
+	if err != nil || len(ds) != 1 {
+		t.Fatalf("Lease: %v, %d", err, len(ds))
+	}
+	if err := st.Complete(ctx, []store.Completion{{ID: ds[0].ID, Owner: "o", Status: store.Delivered, Attempts: 1, FirstAttempt: now}}); err != nil {
+		t.Fatal(err)
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"slices"
+	"time"
 
 	"github.com/evfwd/evfwd/pkg/store"
 )
@@ -18,23 +19,25 @@ const MaxResendIDs = 1000
 func Resendable() []store.Status { return []store.Status{store.Delivered, store.Failed, store.Dead} }
 
 // ResendRequest is the body of POST /admin/v1/deliveries/resend and of
-// the page's POST /api/resend: IDs, or every finished delivery that Status
-// and Source select (at least one of them, so that an empty body resends
-// nothing rather than everything).
+// the page's POST /api/resend: IDs, or every finished delivery that Status,
+// Source and Since select (at least one of them, so that an empty body
+// resends nothing rather than everything).
 type ResendRequest struct {
 	IDs    []int64      `json:"ids,omitempty"`
 	Status store.Status `json:"status,omitempty"`
 	Source string       `json:"source,omitempty"`
+	// Since selects the deliveries created at or after it (RFC 3339).
+	Since time.Time `json:"since,omitzero"`
 }
 
 // Check says what is wrong with r, naming the field.
 func (r ResendRequest) Check() error {
-	byFilter := r.Status != "" || r.Source != ""
+	byFilter := r.Status != "" || r.Source != "" || !r.Since.IsZero()
 	switch {
 	case len(r.IDs) == 0 && !byFilter:
-		return fmt.Errorf(`give "ids", or "status" (%s) and/or "source" to resend every finished delivery they select`, quoted(Resendable()))
+		return fmt.Errorf(`give "ids", or "status" (%s), "source" and/or "since" to resend every finished delivery they select`, quoted(Resendable()))
 	case len(r.IDs) > 0 && byFilter:
-		return fmt.Errorf(`"ids" or "status"/"source", not both`)
+		return fmt.Errorf(`"ids" or "status"/"source"/"since", not both`)
 	case len(r.IDs) > MaxResendIDs:
 		return fmt.Errorf(`"ids": %d, at most %d at a time`, len(r.IDs), MaxResendIDs)
 	case r.Status != "" && !slices.Contains(Resendable(), r.Status):
@@ -48,8 +51,10 @@ func (r ResendRequest) Check() error {
 	return nil
 }
 
-// Filter is the store.Filter of a request by status and source.
-func (r ResendRequest) Filter() store.Filter { return store.Filter{Status: r.Status, Source: r.Source} }
+// Filter is the store.Filter of a request by status, source and since.
+func (r ResendRequest) Filter() store.Filter {
+	return store.Filter{Status: r.Status, Source: r.Source, Since: r.Since}
+}
 
 func quoted(ss []store.Status) string {
 	out := ""
@@ -105,7 +110,7 @@ func (a *Handler) resend(w http.ResponseWriter, r *http.Request) {
 		a.storeError(w, "resend", err)
 		return
 	}
-	a.cfg.Logger.Info("resend", "ids", len(req.IDs), "status", req.Status, "source", req.Source, "resent", res.N)
+	a.cfg.Logger.Info("resend", "ids", len(req.IDs), "status", req.Status, "source", req.Source, "since", req.Since, "resent", res.N)
 	if res.N > 0 {
 		for _, s := range a.cfg.Sources {
 			if s.Webhooks && (req.Source == "" || req.Source == s.Name) {

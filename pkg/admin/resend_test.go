@@ -63,8 +63,13 @@ func TestResend(t *testing.T) {
 		}
 	}
 	// By filter: the one delivered is pending again already, so nothing.
-	if code, body := a.post(t, "/admin/v1/deliveries/resend", `{"status":"delivered","source":"web"}`); code != 200 ||
-		body != `{"resent":0,"pending":[],"purged":[],"unknown":[]}`+"\n" {
-		t.Errorf("resend by filter: %d %s", code, body)
+	for _, f := range []string{`{"status":"delivered","source":"web"}`, `{"since":"2024-01-01T00:00:00Z"}`} {
+		if code, body := a.post(t, "/admin/v1/deliveries/resend", f); code != 200 ||
+			body != `{"resent":0,"pending":[],"purged":[],"unknown":[]}`+"\n" {
+			t.Errorf("resend by filter %s: %d %s", f, code, body)
+		}
+	}
+	if code, body := a.post(t, "/admin/v1/deliveries/resend", `{"since":"yesterday"}`); code != 400 {
+		t.Errorf("resend since yesterday: %d %s, want 400", code, body)
 	}
 }

@@ -179,6 +179,8 @@ type Filter struct {
 	Limit    int   // 0: no limit
 	After    int64 // only ids greater than this (paging oldest first)
 	Before   int64 // only ids less than this (paging newest first); 0: no bound
+	// Since, when set, selects the deliveries created at or after it.
+	Since time.Time
 	// Desc lists newest first (by id, descending) instead of oldest
 	// first; with Limit and Before it pages back from the newest. Retry
 	// ignores it.

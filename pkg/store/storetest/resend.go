@@ -50,9 +50,14 @@ func testResend(t *testing.T, s store.Store) {
 	if d.Status != store.Pending || d.Attempts != 0 || !d.FirstAttempt.IsZero() || !d.NextAttempt.Equal(later) || len(d.Records) != 1 {
 		t.Errorf("resent delivery: %+v with %d attempt records; want pending, due %s, its 1 record kept", d.Delivery, len(d.Records), later)
 	}
-	// By filter: every finished one of web (b failed, c dead), no other
-	// source's.
-	if got, err := s.Resend(ctx, nil, store.Filter{Source: "web"}, later); err != nil || got.N != 2 {
+	// By filter: none created in ten years' time (on whichever clock
+	// the store stamps them); every finished one of web created since a
+	// year before (b failed, c dead), no other source's.
+	future := time.Now().AddDate(10, 0, 0)
+	if got, err := s.Resend(ctx, nil, store.Filter{Source: "web", Since: future}, later); err != nil || got.N != 0 {
+		t.Fatalf("Resend(source web, since %s) = %+v, %v; want 0", future, got, err)
+	}
+	if got, err := s.Resend(ctx, nil, store.Filter{Source: "web", Since: t0.AddDate(-1, 0, 0)}, later); err != nil || got.N != 2 {
 		t.Fatalf("Resend(source web) = %+v, %v; want 2 (b and c)", got, err)
 	}
 	for _, k := range []string{"web/b", "web/c", "web/d", "web/e", "app/f"} {

@@ -44,6 +44,10 @@ func Where(f store.Filter, p Placeholder) (string, []any) {
 		clause += " AND d.id < " + p()
 		args = append(args, f.Before)
 	}
+	if !f.Since.IsZero() {
+		clause += " AND d.created_at >= " + p()
+		args = append(args, store.Millis(f.Since))
+	}
 	if f.Endpoint != "" {
 		// A semi-join probing attempts_delivery per delivery, in the
 		// order the deliveries are walked: no index on attempts.url
