@@ -169,7 +169,8 @@ type IngestLease struct {
 	Limit int
 }
 
-// Filter selects deliveries to list or retry; zero fields select all.
+// Filter selects deliveries to list, retry or resend; zero fields select
+// all.
 type Filter struct {
 	Status Status
 	Source string
