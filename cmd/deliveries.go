@@ -4,8 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
+	"slices"
 	"strconv"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -29,11 +32,12 @@ type DeliveriesOptions struct {
 	Source string
 	Limit  int
 	Older  time.Duration
+	Since  string // resend's --since: a duration back from now, or a time
 	ctx    context.Context
 }
 
 // NewCmdDeliveries builds `evfwd deliveries` and its list, show, retry,
-// prune and endpoints.
+// resend, prune and endpoints.
 func NewCmdDeliveries(f *cli.Factory) *cobra.Command {
 	opts := &DeliveriesOptions{}
 	// bind fills what a subcommand uses, once the root has read --output
@@ -44,10 +48,11 @@ func NewCmdDeliveries(f *cli.Factory) *cobra.Command {
 	}
 	cmd := &cobra.Command{
 		Use:   "deliveries",
-		Short: "List, show and retry the deliveries in the serve store",
+		Short: "List, show, retry and resend the deliveries in the serve store",
 		Long: `Read the store that evfwd serve uses (also while it runs): list deliveries,
-show one with its message and every attempt, or make failed and dead ones
-pending again so the running (or next) serve delivers them.`,
+show one with its message and every attempt, make failed and dead ones
+pending again (retry), or send finished ones again, delivered ones too
+(resend), so that the running (or next) serve delivers them.`,
 		GroupID: groupServer,
 		Args:    cli.Args(cobra.NoArgs),
 	}
@@ -90,7 +95,39 @@ pending again so the running (or next) serve delivers them.`,
 	retry.Flags().StringVar(&opts.Status, "status", "", "retry every delivery in this `STATUS` (failed or dead)")
 	retry.Flags().StringVar(&opts.Source, "source", "", "with --status, only this `SOURCE`")
 
-	cmd.AddCommand(list, show, retry, newCmdDeliveriesPrune(f, opts, bind), newCmdDeliveriesEndpoints(opts, bind))
+	cmd.AddCommand(list, show, retry, newCmdDeliveriesResend(opts, bind), newCmdDeliveriesPrune(f, opts, bind),
+		newCmdDeliveriesEndpoints(opts, bind))
+	return cmd
+}
+
+// newCmdDeliveriesResend builds `evfwd deliveries resend`; bind fills
+// opts.
+func newCmdDeliveriesResend(opts *DeliveriesOptions, bind func(*cobra.Command)) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "resend [ID...]",
+		Short: "Send finished deliveries again, delivered ones too (by ID, or every one --status/--source select)",
+		Long: `Send deliveries that are finished (delivered, failed or dead) again, as a
+new attempt to the same webhook, as the resend of Svix's and Stripe's
+dashboards does: each becomes pending and due now, and the running (or
+next) serve sends it, signed as usual, with the same message id. Its
+earlier attempts stay in its history (evfwd deliveries show ID).
+
+retry is for what failed; resend also replays what was delivered, for
+an endpoint that lost it or a new endpoint that needs it. A pending
+delivery is left alone (it is on its way), and so is one whose message a
+deletion request withdrew (cancelled, or its body purged): there is
+nothing left to send. Without IDs, --status, --source and/or --since
+select the deliveries; one of them is required, so that a bare resend
+never sends everything again.`,
+		Example: "  evfwd deliveries resend 42 43\n  evfwd deliveries resend --status delivered --source web --since 24h",
+		RunE: func(c *cobra.Command, args []string) error {
+			bind(c)
+			return deliveriesResend(opts, args)
+		},
+	}
+	cmd.Flags().StringVar(&opts.Status, "status", "", "resend every delivery in this `STATUS` (delivered, failed or dead)")
+	cmd.Flags().StringVar(&opts.Source, "source", "", "resend the finished deliveries of this `SOURCE` only")
+	cmd.Flags().StringVar(&opts.Since, "since", "", "resend the finished deliveries created since `WHEN`: a duration back from now (24h) or a time (2026-11-26, RFC 3339)")
 	return cmd
 }
 
@@ -298,13 +335,9 @@ func deliveriesRetry(o *DeliveriesOptions, args []string) error {
 	if err != nil {
 		return err
 	}
-	var ids []int64
-	for _, a := range args {
-		id, err := parseID(a)
-		if err != nil {
-			return err
-		}
-		ids = append(ids, id)
+	ids, err := parseIDs(args)
+	if err != nil {
+		return err
 	}
 	st, err := o.open()
 	if err != nil {
@@ -320,10 +353,95 @@ func deliveriesRetry(o *DeliveriesOptions, args []string) error {
 	}
 	fmt.Fprintf(o.IO.Out, "%s scheduled for retry\n", plural(n, "delivery", "deliveries"))
 	if len(ids) > 0 && n < len(ids) {
-		fmt.Fprintf(o.IO.ErrOut, "%d left alone: unknown, delivered, or in flight\n", len(ids)-n)
+		fmt.Fprintf(o.IO.ErrOut, "%d left alone: unknown, in flight, or delivered (to send a delivered one again: evfwd deliveries resend ID)\n", len(ids)-n)
 		return cli.Silent(cli.ExitFailure)
 	}
 	return nil
+}
+
+// parseIDs parses the delivery IDs of args.
+func parseIDs(args []string) ([]int64, error) {
+	var out []int64
+	for _, a := range args {
+		id, err := parseID(a)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, id)
+	}
+	return out, nil
+}
+
+func deliveriesResend(o *DeliveriesOptions, args []string) error {
+	req := admin.ResendRequest{Status: store.Status(o.Status), Source: o.Source}
+	byFilter := o.Status != "" || o.Source != "" || o.Since != ""
+	switch {
+	case len(args) == 0 && !byFilter:
+		return cli.UsageErrorf("give delivery IDs, or --status (delivered, failed or dead), --source and/or --since to resend every finished delivery they select")
+	case len(args) > 0 && byFilter:
+		return cli.UsageErrorf("give delivery IDs or --status/--source/--since, not both")
+	case req.Status != "" && !slices.Contains(admin.Resendable(), req.Status):
+		return cli.UsageErrorf("--status %q: only delivered, failed or dead deliveries are resent (pending ones are on their way)", o.Status)
+	}
+	var err error
+	if req.IDs, err = parseIDs(args); err != nil {
+		return err
+	}
+	if o.Since != "" {
+		if req.Since, err = parseSince(o.Since, o.Now()); err != nil {
+			return err
+		}
+	}
+	st, err := o.open()
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	res, err := st.Resend(o.ctx, req.IDs, req.Filter(), o.Now())
+	if err != nil {
+		return err
+	}
+	if o.Format.JSON() {
+		if err := cli.WriteJSON(o.IO.Out, admin.ViewResent(res)); err != nil {
+			return err
+		}
+	} else {
+		fmt.Fprintf(o.IO.Out, "%s resent\n", plural(res.N, "delivery", "deliveries"))
+		w := o.IO.ErrOut
+		leftAlone(w, res.Pending, "still pending, left alone: it goes when due (evfwd deliveries show ID)")
+		leftAlone(w, res.Purged, "cannot be resent: a deletion request withdrew its message")
+		leftAlone(w, res.Unknown, "no such delivery (never stored, or pruned)")
+	}
+	if len(res.Pending)+len(res.Purged)+len(res.Unknown) > 0 {
+		return cli.Silent(cli.ExitFailure)
+	}
+	return nil
+}
+
+// parseSince reads --since: a duration back from now, an RFC 3339 time, or
+// a date (midnight UTC).
+func parseSince(s string, now time.Time) (time.Time, error) {
+	if d, err := time.ParseDuration(s); err == nil && d > 0 {
+		return now.Add(-d), nil
+	}
+	for _, layout := range []string{time.RFC3339Nano, time.DateOnly} {
+		if t, err := time.Parse(layout, s); err == nil {
+			return t, nil
+		}
+	}
+	return time.Time{}, cli.UsageErrorf("--since %q: want a positive duration back from now (24h, 90m) or a time (2026-11-26 or 2026-11-26T10:00:00Z)", s)
+}
+
+// leftAlone prints the ids a resend left alone for one reason.
+func leftAlone(w io.Writer, ids []int64, why string) {
+	if len(ids) == 0 {
+		return
+	}
+	s := make([]string, len(ids))
+	for i, id := range ids {
+		s[i] = strconv.FormatInt(id, 10)
+	}
+	fmt.Fprintf(w, "%s: %s\n", strings.Join(s, ", "), why)
 }
 
 func deliveriesPrune(o *DeliveriesOptions) error {

@@ -102,3 +102,106 @@ func TestDeliveriesMissingStore(t *testing.T) {
 		t.Errorf("the state directory was touched: %v", err)
 	}
 }
+
+// TestDeliveriesResend: resend sends a delivered delivery again as a new
+// attempt (pending, due now, its attempt kept), reports the IDs it left
+// alone and why (exit 1), selects by --status/--source, and refuses to
+// run with neither IDs nor a filter (exit 2).
+func TestDeliveriesResend(t *testing.T) {
+	now := time.Date(2024, 5, 1, 12, 0, 0, 0, time.UTC)
+	path := filepath.Join(t.TempDir(), "evfwd.db")
+	ctx := context.Background()
+	st, err := sqlite.Open(ctx, path, sqlite.Options{Now: func() time.Time { return now }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := st.Ingest(ctx, []store.Message{storetest.Msg("web", "m1", 0, true), storetest.Msg("web", "m2", 0, true)}); err != nil {
+		t.Fatal(err)
+	}
+	ds, err := st.Lease(ctx, store.LeaseRequest{Owner: "o", Source: "web", Limit: 1, Now: now, TTL: time.Minute})
+	if err != nil || len(ds) != 1 {
+		t.Fatalf("Lease: %v, %d", err, len(ds))
+	}
+	err = st.Complete(ctx, []store.Completion{{ID: ds[0].ID, Owner: "o", Status: store.Delivered, Attempts: 1, FirstAttempt: now,
+		Records: []store.Attempt{{Delivery: 1, URL: "http://x", Start: now, Status: 200, Class: "ok", Outcome: "delivered"}}}})
+	st.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := map[string]string{"EVFWD_STORE": "sqlite://" + path}
+	later := now.Add(time.Hour)
+	resend := func(args ...string) result {
+		t.Helper()
+		f := testFactory(t, "", false, env)
+		f.Now = func() time.Time { return later }
+		return execute(t, f, append([]string{"deliveries", "resend"}, args...)...)
+	}
+	if res := resend("1"); res.Code != 0 || res.Stdout != "1 delivery resent\n" || res.Stderr != "store: "+path+"\n" {
+		t.Errorf("resend 1: code %d, stdout %q, stderr %q; want 0 and 1 delivery resent", res.Code, res.Stdout, res.Stderr)
+	}
+	st, err = sqlite.Open(ctx, path, sqlite.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := st.Get(ctx, 1)
+	st.Close()
+	if err != nil || d.Status != store.Pending || !d.NextAttempt.Equal(later) || len(d.Records) != 1 {
+		t.Errorf("resent delivery: %+v, %v; want pending, due %s, its attempt kept", d, err, later)
+	}
+	res := resend("1", "2", "99")
+	if res.Code != 1 || res.Stdout != "0 deliveries resent\n" || !strings.Contains(res.Stderr, "1, 2: still pending, left alone") ||
+		!strings.Contains(res.Stderr, "99: no such delivery") {
+		t.Errorf("resend 1 2 99: code %d, stdout %q, stderr %q; want 1, saying 1 and 2 are pending and 99 unknown", res.Code, res.Stdout, res.Stderr)
+	}
+	if res := resend("-o", "json", "2", "99"); res.Code != 1 || res.Stdout != `{"resent":0,"pending":[2],"purged":[],"unknown":[99]}`+"\n" || res.Stderr != "" {
+		t.Errorf("resend -o json: code %d, stdout %q, stderr %q", res.Code, res.Stdout, res.Stderr)
+	}
+	for _, args := range [][]string{{}, {"--status", "pending"}, {"--status", "cancelled"}, {"1", "--status", "delivered"},
+		{"1", "--source", "web"}, {"1", "--since", "1h"}, {"--since", "yesterday"}, {"--since", "-1h"}, {"x"}} {
+		if res := resend(args...); res.Code != 2 || res.Stdout != "" {
+			t.Errorf("resend %v: code %d, stdout %q, stderr %q; want 2", args, res.Code, res.Stdout, res.Stderr)
+		}
+	}
+	if res := resend("--status", "delivered", "--source", "web"); res.Code != 0 || res.Stdout != "0 deliveries resent\n" {
+		t.Errorf("resend --status delivered: code %d, stdout %q, stderr %q; want 0 resent (1 is pending again)", res.Code, res.Stdout, res.Stderr)
+	}
+	// The store stamps deliveries on its clock (now): --since 30m (from
+	// later) selects none, a date before them all.
+	markDelivered(t, path, now)
+	if res := resend("--since", "30m"); res.Code != 0 || res.Stdout != "0 deliveries resent\n" {
+		t.Errorf("resend --since 30m: code %d, stdout %q, stderr %q; want 0 resent", res.Code, res.Stdout, res.Stderr)
+	}
+	if res := resend("--since", "2024-05-01"); res.Code != 0 || res.Stdout != "1 delivery resent\n" {
+		t.Errorf("resend --since 2024-05-01: code %d, stdout %q, stderr %q; want 1 resent", res.Code, res.Stdout, res.Stderr)
+	}
+}
+
+// markDelivered leases one due delivery of web in the store at path and
+// completes it delivered.
+func markDelivered(t *testing.T, path string, now time.Time) {
+	t.Helper()
+	ctx := context.Background()
+	st, err := sqlite.Open(ctx, path, sqlite.Options{Now: func() time.Time { return now }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	ds, err := st.Lease(ctx, store.LeaseRequest{Owner: "o", Source: "web", Limit: 1, Now: now.Add(2 * time.Hour), TTL: time.Minute})
+	if err != nil || len(ds) != 1 {
+		t.Fatalf("Lease: %v, %d", err, len(ds))
+	}
+	if err := st.Complete(ctx, []store.Completion{{ID: ds[0].ID, Owner: "o", Status: store.Delivered, Attempts: 1, FirstAttempt: now}}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestDeliveriesRetryPointsToResend: retry of a delivered delivery leaves
+// it alone and says which command sends it again.
+func TestDeliveriesRetryPointsToResend(t *testing.T) {
+	path, _ := fixedStore(t)
+	env := map[string]string{"EVFWD_STORE": "sqlite://" + path}
+	if res := execute(t, testFactory(t, "", false, env), "deliveries", "retry", "99"); res.Code != 1 ||
+		!strings.Contains(res.Stderr, "1 left alone") || !strings.Contains(res.Stderr, "evfwd deliveries resend ID") {
+		t.Errorf("retry 99: code %d, stderr %q; want 1 naming evfwd deliveries resend", res.Code, res.Stderr)
+	}
+}

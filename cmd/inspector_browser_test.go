@@ -2,6 +2,7 @@ package cmd
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
@@ -10,6 +11,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -390,14 +392,24 @@ const serveUIToken = "adm1n-t0ken-for-the-page"
 type flakyHook struct {
 	*httptest.Server
 	status atomic.Int32
+	// signed counts the requests with a valid signature (secret
+	// whsec_page) it answered 2xx, by message id.
+	mu     sync.Mutex
+	signed map[string]int
 }
 
 func newFlakyHook(t *testing.T, status int) *flakyHook {
-	h := &flakyHook{}
+	h := &flakyHook{signed: map[string]int{}}
 	h.status.Store(int32(status))
 	h.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		io.Copy(io.Discard, r.Body)
+		body, _ := io.ReadAll(r.Body)
 		code := int(h.status.Load())
+		var m struct{ MessageID string }
+		if json.Unmarshal(body, &m) == nil && code < 300 && signature.Verify([]byte("whsec_page"), body, r.Header.Get(signature.Header)) == nil {
+			h.mu.Lock()
+			h.signed[m.MessageID]++
+			h.mu.Unlock()
+		}
 		w.WriteHeader(code)
 		fmt.Fprintf(w, `{"answer":%d}`, code)
 	}))
@@ -406,6 +418,13 @@ func newFlakyHook(t *testing.T, status int) *flakyHook {
 }
 
 func (h *flakyHook) heal() { h.status.Store(http.StatusOK) }
+
+// delivered is how many signed requests of messageID it answered 2xx.
+func (h *flakyHook) delivered(messageID string) int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.signed[messageID]
+}
 
 // servingUI is `evfwd serve --ui` run in-process through pkg/serve, as
 // cmd/serve.go runs it, with a retry policy in milliseconds.
@@ -579,6 +598,21 @@ func TestBrowserServeRetriesFailedDeliveries(t *testing.T) {
 	p.click("#retry-dead")
 	p.waitFor("w2 delivered on the page", isDelivered(w2))
 	within(t, 10*time.Second, "all three delivered in the store", func() bool { return len(s.deliveries(t, "", store.Delivered)) == 3 })
+
+	// w1 is delivered: its detail offers Resend instead of Retry, which
+	// sends it again as a new attempt, signed, its earlier attempts kept.
+	p.waitFor("w1's Resend", `document.querySelector('#delivery:not([hidden]) #resend:not([disabled])') && !document.querySelector('#delivery #retry')`)
+	before := eval[int](p, `document.querySelectorAll('#delivery #attempts li').length`)
+	if n := web.delivered("w1"); n != 1 {
+		t.Errorf("web's endpoint had w1 signed and answered 200 %d times before the resend, want 1", n)
+	}
+	p.click("#resend")
+	p.waitFor("the resend's toast", `document.querySelector('#toast')?.innerText.includes('1 resent')`)
+	p.waitFor("w1's new attempt", fmt.Sprintf(`document.querySelectorAll('#delivery:not([hidden]) #attempts li').length === %d && %s`, before+1, isDelivered(w1)))
+	within(t, 10*time.Second, "w1 delivered again, signed", func() bool { return web.delivered("w1") == 2 && s.statusOf(t, w1) == store.Delivered })
+	if d, err := s.srv.Store().Get(context.Background(), w1); err != nil || len(d.Records) != before+1 {
+		t.Errorf("w1 in the store after its resend: %v, %v; want %d attempt records", d, err, before+1)
+	}
 
 	cards := eval[[]map[string]any](p, `[...document.querySelectorAll('#chart .endpoint')].map(e => ({url: e.dataset.url, state: e.dataset.state, svg: !!e.querySelector('svg')}))`)
 	urls := map[string]bool{}

@@ -7,6 +7,7 @@
 //	GET  /admin/v1/deletions/{id}                                                 → 200 Deletion
 //	POST /admin/v1/audiences/{name}/sync    NDJSON or JSON array of userIds        → 200 SyncReport
 //	POST /admin/v1/traits/{name}/sync       NDJSON or JSON array of {userId,value} → 200 SyncReport
+//	POST /admin/v1/deliveries/resend        {"ids": [...]} or {"status", "source"} → 200 ResentView
 //
 // Syncs take ?source=NAME (repeatable) to pick the sources whose webhook
 // destination gets the identify messages; by default every source with
@@ -77,7 +78,8 @@ type Config struct {
 	Logger *slog.Logger
 	// Queued, when set, hears of the messages a request committed to the
 	// queue, n for source, once they are durable: the service counts them
-	// and wakes its forwarder.
+	// and wakes its forwarder. n is 0 after a resend, which made stored
+	// deliveries of source due again without a new message.
 	Queued func(source string, n int)
 	// AuthFailure, when set, hears each request refused for its token:
 	// reason is AuthWrongToken or AuthRateLimited (serve counts them in
@@ -140,6 +142,7 @@ func New(cfg Config) (*Handler, error) {
 	a.mux.HandleFunc("GET /admin/v1/deletions/{id}", a.getDeletion)
 	a.mux.HandleFunc("POST /admin/v1/audiences/{name}/sync", a.sync(store.KindAudience))
 	a.mux.HandleFunc("POST /admin/v1/traits/{name}/sync", a.sync(store.KindTrait))
+	a.mux.HandleFunc("POST /admin/v1/deliveries/resend", a.resend)
 	a.mux.HandleFunc("/admin/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, "no admin endpoint "+r.Method+" "+r.URL.Path)
 	})

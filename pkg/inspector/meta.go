@@ -1,6 +1,7 @@
 package inspector
 
 import (
+	"github.com/evfwd/evfwd/pkg/admin"
 	"github.com/evfwd/evfwd/pkg/message"
 	"github.com/evfwd/evfwd/pkg/receiver"
 	"github.com/evfwd/evfwd/pkg/store"
@@ -50,6 +51,9 @@ type serveMeta struct {
 	Statuses []store.Status `json:"statuses"`
 	// Retryable are the statuses POST /api/retry takes.
 	Retryable []store.Status `json:"retryable"`
+	// Resendable are the statuses POST /api/resend sends again
+	// (admin.Resendable).
+	Resendable []store.Status `json:"resendable"`
 	// Series are the counts of a minute of GET /api/stats, stacked
 	// from the bottom.
 	Series []string `json:"series"`
@@ -58,7 +62,7 @@ type serveMeta struct {
 
 func newServeMeta() serveMeta {
 	return serveMeta{
-		Statuses: store.Statuses, Retryable: retryable(), Series: minuteSeries(),
+		Statuses: store.Statuses, Retryable: retryable(), Resendable: admin.Resendable(), Series: minuteSeries(),
 		Events: []string{eventAttempt, eventDelivery, eventEndpoint, eventStored},
 	}
 }

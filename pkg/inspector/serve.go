@@ -92,7 +92,7 @@ type ServeConfig struct {
 	// LoginWrongToken or LoginRateLimited (serve counts them in /metrics).
 	LoginFailure func(reason string)
 	// Wake, when set, tells the forwarder that source's deliveries may
-	// be due now (forwarder.Notify), after a retry.
+	// be due now (forwarder.Notify), after a retry or a resend.
 	Wake func(source string)
 	// Health, when set, gives the endpoints' live health
 	// (forwarder.Health); without it GET /api/stats reads the states the
@@ -162,6 +162,7 @@ func NewServe(cfg ServeConfig) (*Serve, error) {
 	mux.HandleFunc("GET /api/deliveries", s.list)
 	mux.HandleFunc("GET /api/deliveries/{id}", s.detail)
 	mux.HandleFunc("POST /api/retry", s.retry)
+	mux.HandleFunc("POST /api/resend", s.resend)
 	mux.HandleFunc("GET /api/stats", s.statsHandler)
 	mux.HandleFunc("GET /api/events", s.events)
 	mux.HandleFunc("/api/", noAPI)
@@ -567,14 +568,47 @@ func (s *Serve) retry(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.cfg.Logger.Info("inspector: retry", "ids", len(req.IDs), "status", req.Status, "source", req.Source, "endpoint", req.Endpoint, "retried", n)
-	if n > 0 && s.cfg.Wake != nil {
-		for _, src := range s.cfg.Sources {
-			if src.Webhooks && (req.Source == "" || req.Source == src.Name) {
-				s.cfg.Wake(src.Name)
-			}
-		}
+	if n > 0 {
+		s.wake(req.Source)
 	}
 	writeJSON(w, http.StatusOK, map[string]int{"retried": n})
+}
+
+// resend sends finished deliveries again, delivered ones too, as `evfwd
+// deliveries resend` does (admin.ResendRequest), and wakes the forwarder
+// for them.
+func (s *Serve) resend(w http.ResponseWriter, r *http.Request) {
+	var req admin.ResendRequest
+	if !decodeBody(w, r, &req) {
+		return
+	}
+	if err := req.Check(); err != nil {
+		writeError(w, http.StatusBadRequest, err.Error())
+		return
+	}
+	res, err := s.cfg.Store.Resend(r.Context(), req.IDs, req.Filter(), s.cfg.Now())
+	if err != nil {
+		writeError(w, http.StatusInternalServerError, "resend: "+err.Error())
+		return
+	}
+	s.cfg.Logger.Info("inspector: resend", "ids", len(req.IDs), "status", req.Status, "source", req.Source, "since", req.Since, "resent", res.N)
+	if res.N > 0 {
+		s.wake(req.Source)
+	}
+	writeJSON(w, http.StatusOK, admin.ViewResent(res))
+}
+
+// wake tells the forwarder that deliveries of source ("" for every
+// source) may be due now.
+func (s *Serve) wake(source string) {
+	if s.cfg.Wake == nil {
+		return
+	}
+	for _, src := range s.cfg.Sources {
+		if src.Webhooks && (source == "" || source == src.Name) {
+			s.cfg.Wake(src.Name)
+		}
+	}
 }
 
 // EndpointStats is one endpoint in GET /api/stats: its health (State ""

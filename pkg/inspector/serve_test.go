@@ -532,6 +532,39 @@ func TestServeRetry(t *testing.T) {
 	}
 }
 
+// Resend is the store's Resend, as `evfwd deliveries resend`: a delivered
+// delivery becomes pending again with its attempts kept; pending and
+// unknown ids are reported; the forwarder is woken for the sources
+// concerned.
+func TestServeResend(t *testing.T) {
+	b := newServeBench(t, nil)
+	ids := b.fill(t)
+	code, out, _ := b.call(t, nil, "POST", "/api/resend", fmt.Sprintf(`{"ids":[%d,%d,999]}`, ids["m1"], ids["m5"]),
+		"Authorization", "Bearer "+adminToken, "Content-Type", "application/json")
+	want := fmt.Sprintf(`{"resent":1,"pending":[%d],"purged":[],"unknown":[999]}`, ids["m5"])
+	if code != 200 || strings.TrimSpace(string(out)) != want {
+		t.Fatalf("resend ids: %d %s, want 200 %s", code, out, want)
+	}
+	d, err := b.st.Get(context.Background(), ids["m1"])
+	if err != nil || d.Status != store.Pending || len(d.Records) != 1 {
+		t.Errorf("m1 after resend: %+v, %v; want pending with its attempt kept", d, err)
+	}
+	if got := b.wakes(); fmt.Sprint(got) != "[web app]" {
+		t.Errorf("woken %v, want the sources with webhooks", got)
+	}
+	code, out, _ = b.call(t, nil, "POST", "/api/resend", `{"status":"delivered","source":"app"}`,
+		"Authorization", "Bearer "+adminToken, "Content-Type", "application/json")
+	if code != 200 || !strings.HasPrefix(string(out), `{"resent":1,`) {
+		t.Errorf("resend delivered of app: %d %s, want 1 (m3)", code, out)
+	}
+	for _, bad := range []string{`{}`, `{"status":"pending"}`, `{"ids":[1],"source":"web"}`, `{"ids":[0]}`, `{"idz":[1]}`} {
+		code, out, _ := b.call(t, nil, "POST", "/api/resend", bad, "Authorization", "Bearer "+adminToken, "Content-Type", "application/json")
+		if code != 400 {
+			t.Errorf("resend %s: %d %s, want 400", bad, code, out)
+		}
+	}
+}
+
 type statsAnswer struct {
 	Endpoints []inspector.EndpointStats `json:"endpoints"`
 }
@@ -978,8 +1011,8 @@ func TestServeSessionMeta(t *testing.T) {
 	b := newServeBench(t, nil)
 	var s struct {
 		Meta struct {
-			Statuses, Retryable []store.Status
-			Series, Events      []string
+			Statuses, Retryable, Resendable []store.Status
+			Series, Events                  []string
 		}
 	}
 	b.bearerJSON(t, "/api/session", &s)
@@ -998,6 +1031,9 @@ func TestServeSessionMeta(t *testing.T) {
 	}
 	if len(m.Retryable) == 0 {
 		t.Error("no retryable status served")
+	}
+	if diff := cmp.Diff(admin.Resendable(), m.Resendable); diff != "" {
+		t.Errorf("resendable, -admin.Resendable +served:\n%s", diff)
 	}
 
 	var stats struct {

@@ -169,7 +169,8 @@ type IngestLease struct {
 	Limit int
 }
 
-// Filter selects deliveries to list or retry; zero fields select all.
+// Filter selects deliveries to list, retry or resend; zero fields select
+// all.
 type Filter struct {
 	Status Status
 	Source string
@@ -179,10 +180,27 @@ type Filter struct {
 	Limit    int   // 0: no limit
 	After    int64 // only ids greater than this (paging oldest first)
 	Before   int64 // only ids less than this (paging newest first); 0: no bound
+	// Since, when set, selects the deliveries created at or after it.
+	Since time.Time
 	// Desc lists newest first (by id, descending) instead of oldest
 	// first; with Limit and Before it pages back from the newest. Retry
 	// ignores it.
 	Desc bool
+}
+
+// Resent is what Resend did: N deliveries made pending, and which of the
+// ids it was given it left alone, by reason (empty when it selected by
+// Filter).
+type Resent struct {
+	N int
+	// Pending are still on their way (waiting, or in flight): they are
+	// sent anyway.
+	Pending []int64
+	// Purged belong to a message a deletion request withdrew: cancelled,
+	// or delivered before and its body emptied since.
+	Purged []int64
+	// Unknown are in no delivery of the store: never were, or pruned.
+	Unknown []int64
 }
 
 // Count is the number of deliveries of one source in one status.
@@ -235,6 +253,15 @@ type Store interface {
 	// starting a new retry window. Delivered ones are left alone. It
 	// reports how many changed.
 	Retry(ctx context.Context, ids []int64, f Filter, now time.Time) (int, error)
+	// Resend sends the selected finished deliveries (ids, or every one f
+	// selects when ids is empty) again, as a new attempt to the same
+	// destination: delivered, failed and dead ones become pending and due
+	// at now, with a new retry window; their recorded attempts are kept.
+	// Pending ones are left alone, and so are those whose message a
+	// deletion request withdrew (cancelled, or its body purged): there is
+	// nothing left to send. Of the ids given, Resent says which it left
+	// alone and why.
+	Resend(ctx context.Context, ids []int64, f Filter, now time.Time) (Resent, error)
 	// Counts returns the number of deliveries per source and status.
 	Counts(ctx context.Context) ([]Count, error)
 	// Stats returns the pending deliveries per source and the store's size

@@ -326,17 +326,8 @@ export class ServeApp {
   }
 
   renderDelivery(panel, d) {
-    const retryable = this.client.meta.retryable;
-    const canRetry = retryable.includes(d.status);
-    const which = retryable.join(' or ');
-    const focusedRetry = document.activeElement && document.activeElement.id === 'retry';
-    const retry = h('button', {type: 'button', id: 'retry', class: 'primary', disabled: !canRetry,
-      title: canRetry ? 'Send this delivery again now' : 'Only ' + which + ' deliveries can be retried', text: 'Retry',
-      onclick: guarded(async () => {
-        const res = await this.client.post('/api/retry', {ids: [d.id]});
-        toast(res.retried + ' retried');
-        await Promise.all([this.loadDeliveries(true), this.openDelivery(d.id, true)]);
-      })});
+    const focused = document.activeElement && ['retry', 'resend'].includes(document.activeElement.id);
+    const action = this.deliveryAction(d);
     const attempts = (d.attemptRecords || []).map((a, i) => h('li', {class: 'attempt', data: {status: a.status || 0, outcome: a.outcome || ''}},
       h('div', {class: 'attempt-line'},
         h('span', {class: 'muted', text: (i + 1) + '.'}), ' ',
@@ -349,7 +340,7 @@ export class ServeApp {
       a.error ? h('div', {class: 'error small', text: a.error}) : null,
       a.bodyExcerpt ? jsonBlock(a.bodyExcerpt, 'excerpt') : null));
     replace(panel, this.deliveryHead(d.id, d),
-      h('div', {class: 'actions'}, retry, canRetry ? null : h('span', {class: 'muted', text: 'Retry applies to ' + which + ' deliveries.'})),
+      h('div', {class: 'actions'}, action),
       h('div', {class: 'panel-body'},
         h('dl', {class: 'fields'},
           field('Source', d.source), field('Destination', d.destination), field('Type', d.type), field('User', d.userId),
@@ -359,7 +350,41 @@ export class ServeApp {
           field('Last error', d.lastError, 'error')),
         section('Attempts (' + attempts.length + ')', true, attempts.length ? h('ol', {id: 'attempts', class: 'attempts'}, attempts) : [h('ol', {id: 'attempts', class: 'attempts'}), h('p', {class: 'muted', text: 'No attempt yet.'})]),
         section('Message', true, d.message != null ? jsonBlock(d.message) : h('p', {class: 'muted', text: 'No message body.'}))));
-    if (focusedRetry) $('#retry').focus();
+    const again = $('#retry') || $('#resend');
+    if (focused && again) again.focus();
+  }
+
+  // deliveryAction is the detail's button: Retry for what failed, Resend
+  // (a new attempt, as Svix's and Stripe's resend) for what was delivered,
+  // and a disabled Retry with the reason for the rest.
+  deliveryAction(d) {
+    const {retryable, resendable} = this.client.meta;
+    const done = async (what, n) => {
+      toast(what);
+      if (n) await Promise.all([this.loadDeliveries(true), this.openDelivery(d.id, true)]);
+    };
+    if (retryable.includes(d.status)) {
+      return h('button', {type: 'button', id: 'retry', class: 'primary', title: 'Send this delivery again now', text: 'Retry',
+        onclick: guarded(async () => {
+          const res = await this.client.post('/api/retry', {ids: [d.id]});
+          await done(res.retried + ' retried', true);
+        })});
+    }
+    if (resendable.includes(d.status)) {
+      // A deletion request empties the message: nothing is left to send.
+      const purged = d.message == null;
+      return [h('button', {type: 'button', id: 'resend', class: 'primary', disabled: purged, text: 'Resend',
+        title: purged ? 'Its message was withdrawn by a deletion request' : 'Send this delivery again as a new attempt; its earlier attempts stay listed',
+        onclick: guarded(async () => {
+          const res = await this.client.post('/api/resend', {ids: [d.id]});
+          await done(res.resent ? res.resent + ' resent' : 'Not resent: ' + notResent(res), res.resent);
+        })}),
+      purged ? h('span', {class: 'muted', text: 'Its message was withdrawn by a deletion request: nothing to resend.'}) : null];
+    }
+    const which = retryable.join(' or ');
+    return [h('button', {type: 'button', id: 'retry', class: 'primary', disabled: true, text: 'Retry',
+      title: 'Only ' + which + ' deliveries can be retried'}),
+    h('span', {class: 'muted', text: 'Retry applies to ' + which + ' deliveries, Resend to ' + resendable.filter(s => !retryable.includes(s)).join(' or ') + ' ones.'})];
   }
 
   async retryAll(status) {
@@ -377,6 +402,13 @@ export class ServeApp {
     const data = await this.client.api('/api/stats');
     renderChart(data.endpoints || [], this.client.meta.series);
   }
+}
+
+// notResent says why POST /api/resend left a delivery alone.
+function notResent(res) {
+  if (res.purged.length) return 'its message was withdrawn by a deletion request';
+  if (res.pending.length) return 'it is pending already';
+  return 'no such delivery (pruned?)';
 }
 
 function hostOf(url) {

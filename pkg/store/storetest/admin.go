@@ -22,6 +22,7 @@ func RunAdmin(t *testing.T, open Open) {
 	}{
 		{"DeletionCancelsAndPurges", testDeletion},
 		{"DeletionUnknown", testDeletionUnknown},
+		{"ResendPurged", testResendPurged},
 		{"DeletionInSteps", testDeletionInSteps},
 		{"DeletionWhileIngesting", testDeletionWhileIngesting},
 		{"SyncAudienceDiff", testSyncAudience},

@@ -47,6 +47,7 @@ func Run(t *testing.T, open Open) {
 		{"ListFilters", testList},
 		{"ListNewestFirstByEndpoint", testListPages},
 		{"Retry", testRetry},
+		{"Resend", testResend},
 		{"ConcurrentIngest", testConcurrentIngest},
 		{"Stats", testStats},
 		{"PruneFinishedBeforeWindow", testPrune},

@@ -1,6 +1,6 @@
 // Package sharedsql builds the statements both engines run alike, the
-// delivery filter of List and Retry, List, Get and the breaker rows' upsert,
-// so that they are written once. They differ only in how a parameter is
+// delivery filter of List, Retry and Resend, List, Get, Resend and the
+// breaker rows' upsert, so that they are written once. They differ only in how a parameter is
 // written (Placeholder); what an engine runs its own way (its indexes, its
 // collation, its locking) stays in the engine.
 package sharedsql
@@ -43,6 +43,10 @@ func Where(f store.Filter, p Placeholder) (string, []any) {
 	if f.Before > 0 {
 		clause += " AND d.id < " + p()
 		args = append(args, f.Before)
+	}
+	if !f.Since.IsZero() {
+		clause += " AND d.created_at >= " + p()
+		args = append(args, store.Millis(f.Since))
 	}
 	if f.Endpoint != "" {
 		// A semi-join probing attempts_delivery per delivery, in the

@@ -1,0 +1,81 @@
+package sharedsql
+
+import (
+	"github.com/evfwd/evfwd/pkg/store"
+	"github.com/evfwd/evfwd/pkg/store/internal/rowscan"
+)
+
+// Resendable narrows a Where clause on deliveries d joined to messages m
+// to what Resend sends again: finished, not cancelled, and with its
+// message's body (a deletion request empties it).
+const Resendable = ` AND d.status IN ('delivered', 'failed', 'dead') AND length(m.body) > 0`
+
+// Resend is the start of Resend's statement, up to the WHERE of the
+// deliveries d (joined to their messages m) it selects, and its
+// parameters: the caller appends a clause, Resendable and ")". The
+// delivery starts afresh (no attempts, a new retry window, no lease), as
+// Retry starts one; its attempt rows are not touched.
+func Resend(now int64, p Placeholder) (string, []any) {
+	return `UPDATE deliveries SET status = 'pending', attempts = 0, first_attempt_at = 0, next_attempt_at = ` + p() + `,
+		last_error = '', lease_owner = NULL, lease_expires_at = 0, updated_at = ` + p() + `
+		WHERE id IN (SELECT d.id FROM deliveries d JOIN messages m ON m.id = d.message`, []any{now, now}
+}
+
+// ResendState is the statement of the state of the deliveries a clause
+// selects (on deliveries d joined to messages m): rows of id, status and
+// whether the message's body was purged.
+func ResendState(clause string) string {
+	return `SELECT d.id, d.status, length(m.body) = 0 FROM deliveries d JOIN messages m ON m.id = d.message` + clause
+}
+
+// Found is one row of ResendState.
+type Found struct {
+	ID     int64
+	Status store.Status
+	Purged bool
+}
+
+// FoundRow scans a row of ResendState.
+func FoundRow(s rowscan.Scanner) (Found, error) {
+	var f Found
+	err := s.Scan(&f.ID, &f.Status, &f.Purged)
+	return f, err
+}
+
+// IDRow scans a row of one id (Resend's RETURNING id).
+func IDRow(s rowscan.Scanner) (int64, error) {
+	var id int64
+	err := s.Scan(&id)
+	return id, err
+}
+
+// Report files the ids given to Resend that it did not make pending
+// (those not in resent) by why, in the order given, from their state
+// after it (found).
+func Report(ids, resent []int64, rows []Found) store.Resent {
+	r := store.Resent{N: len(resent)}
+	found := make(map[int64]Found, len(rows))
+	for _, f := range rows {
+		found[f.ID] = f
+	}
+	done := make(map[int64]bool, len(resent))
+	for _, id := range resent {
+		done[id] = true
+	}
+	for _, id := range ids {
+		f, ok := found[id]
+		switch {
+		case done[id]:
+			continue
+		case !ok:
+			r.Unknown = append(r.Unknown, id)
+		case f.Status == store.Cancelled || f.Purged:
+			r.Purged = append(r.Purged, id)
+		default:
+			// Pending now: waiting, in flight, or resent meanwhile.
+			r.Pending = append(r.Pending, id)
+		}
+		done[id] = true // an id given twice is reported once
+	}
+	return r
+}
