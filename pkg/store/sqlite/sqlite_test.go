@@ -2,6 +2,7 @@ package sqlite_test
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"path/filepath"
 	"testing"
@@ -88,4 +89,57 @@ func TestLock(t *testing.T) {
 func TestAdminConformance(t *testing.T) {
 	t.Parallel()
 	storetest.RunAdmin(t, open)
+}
+
+// TestAutoVacuumIncremental: a new file is made with auto_vacuum=INCREMENTAL
+// from its first table (so Open rewrites nothing), and a file made without
+// it, as before evfwd set it, is converted once by Open. Either way freed
+// pages can be given back to the file system.
+func TestAutoVacuumIncremental(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	mode := func(path string) int {
+		t.Helper()
+		db, err := sql.Open("sqlite", path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer db.Close()
+		var m int
+		if err := db.QueryRowContext(ctx, `PRAGMA auto_vacuum`).Scan(&m); err != nil {
+			t.Fatal(err)
+		}
+		return m
+	}
+	reopen := func(path string) {
+		t.Helper()
+		s, err := sqlite.Open(ctx, path, sqlite.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.Close()
+	}
+
+	fresh := filepath.Join(t.TempDir(), "evfwd.db")
+	reopen(fresh)
+	if m := mode(fresh); m != 2 {
+		t.Errorf("a new store's auto_vacuum = %d, want 2 (incremental)", m)
+	}
+
+	old := filepath.Join(t.TempDir(), "evfwd.db")
+	db, err := sql.Open("sqlite", old)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.ExecContext(ctx, `CREATE TABLE before_evfwd (x INTEGER)`); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	if m := mode(old); m != 0 {
+		t.Fatalf("the old file's auto_vacuum = %d before Open, want 0", m)
+	}
+	reopen(old)
+	if m := mode(old); m != 2 {
+		t.Errorf("an old file's auto_vacuum after Open = %d, want 2 (converted)", m)
+	}
 }
