@@ -103,6 +103,20 @@ var _ store.Store = (*Store)(nil)
 // walLimit is the size the WAL is truncated back to after a checkpoint.
 const walLimit = 64 << 20
 
+// newFileIncremental sets auto_vacuum=INCREMENTAL on a file with no
+// tables yet, which takes it with its first table: incrementalVacuum then
+// finds it set and has no VACUUM to run (a fifth of opening a new store).
+// A file with tables is left as it is: setting the pragma there would
+// write to it, and one a newer evfwd made must stay untouched.
+func newFileIncremental(ctx context.Context, db *sql.DB) error {
+	var tables int
+	if err := db.QueryRowContext(ctx, `SELECT count(*) FROM sqlite_master`).Scan(&tables); err != nil || tables > 0 {
+		return err
+	}
+	_, err := db.ExecContext(ctx, `PRAGMA auto_vacuum = INCREMENTAL`)
+	return err
+}
+
 // incrementalVacuum makes sure the file can give freed pages back
 // (auto_vacuum=INCREMENTAL). A file made before evfwd set it is converted
 // once by a VACUUM, which rewrites it.
@@ -171,11 +185,8 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 	// WAL back after a checkpoint instead of keeping its largest size.
 	// Foreign keys are declared but not enforced (SQLite's default):
 	// nothing relies on them, and checking each attempt's delivery was
-	// a tenth of the cost of recording an outcome. auto_vacuum first: a new
-	// file takes it when its first table is made, so incrementalVacuum
-	// finds it set and has nothing to rewrite (on a file with tables it
-	// changes nothing until that VACUUM).
-	for _, p := range []string{"auto_vacuum(INCREMENTAL)", "journal_mode(WAL)", "synchronous(FULL)", "busy_timeout(10000)",
+	// a tenth of the cost of recording an outcome.
+	for _, p := range []string{"journal_mode(WAL)", "synchronous(FULL)", "busy_timeout(10000)",
 		"secure_delete(ON)", fmt.Sprintf("journal_size_limit(%d)", walLimit)} {
 		q.Add("_pragma", p)
 	}
@@ -189,6 +200,10 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 	write.SetMaxIdleConns(1)
 	write.SetConnMaxLifetime(0)
 	if err := write.PingContext(ctx); err != nil {
+		write.Close()
+		return nil, fmt.Errorf("store %s: %w", path, err)
+	}
+	if err := newFileIncremental(ctx, write); err != nil {
 		write.Close()
 		return nil, fmt.Errorf("store %s: %w", path, err)
 	}
