@@ -103,17 +103,23 @@ var _ store.Store = (*Store)(nil)
 // walLimit is the size the WAL is truncated back to after a checkpoint.
 const walLimit = 64 << 20
 
-// newFileIncremental sets auto_vacuum=INCREMENTAL on a file with no
-// tables yet, which takes it with its first table: incrementalVacuum then
-// finds it set and has no VACUUM to run (a fifth of opening a new store).
-// A file with tables is left as it is: setting the pragma there would
-// write to it, and one a newer evfwd made must stay untouched.
-func newFileIncremental(ctx context.Context, db *sql.DB) error {
-	var tables int
-	if err := db.QueryRowContext(ctx, `SELECT count(*) FROM sqlite_master`).Scan(&tables); err != nil || tables > 0 {
+// newFileIncremental gives a new (missing or empty) file
+// auto_vacuum=INCREMENTAL before anything else is written to it:
+// incrementalVacuum then finds it set and has no VACUUM to run, a fifth of
+// opening a new store. The setting only takes on a file with no pages yet,
+// before journal_mode=WAL writes the first, hence a connection of its own;
+// the VACUUM of the empty file writes that first page with it. A file with
+// content is left as it is: one a newer evfwd made must stay untouched.
+func newFileIncremental(ctx context.Context, path string) error {
+	if fi, err := os.Stat(path); err == nil && fi.Size() > 0 {
+		return nil
+	}
+	db, err := sql.Open("sqlite", "file:"+path+"?_pragma=auto_vacuum(INCREMENTAL)")
+	if err != nil {
 		return err
 	}
-	_, err := db.ExecContext(ctx, `PRAGMA auto_vacuum = INCREMENTAL`)
+	defer db.Close()
+	_, err = db.ExecContext(ctx, `VACUUM`)
 	return err
 }
 
@@ -179,6 +185,9 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 	if err := prepareFile(path, opts.MustExist); err != nil {
 		return nil, err
 	}
+	if err := newFileIncremental(ctx, path); err != nil {
+		return nil, fmt.Errorf("store %s: %w", path, err)
+	}
 	q := url.Values{}
 	// secure_delete zeroes what a DELETE or UPDATE frees, so a purged body
 	// is not left readable in free pages; journal_size_limit truncates the
@@ -200,10 +209,6 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 	write.SetMaxIdleConns(1)
 	write.SetConnMaxLifetime(0)
 	if err := write.PingContext(ctx); err != nil {
-		write.Close()
-		return nil, fmt.Errorf("store %s: %w", path, err)
-	}
-	if err := newFileIncremental(ctx, write); err != nil {
 		write.Close()
 		return nil, fmt.Errorf("store %s: %w", path, err)
 	}
