@@ -111,17 +111,18 @@ func TestAutoVacuumIncremental(t *testing.T) {
 		}
 		return m
 	}
-	reopen := func(path string) {
+	reopen := func(path string, opts sqlite.Options) {
 		t.Helper()
-		s, err := sqlite.Open(ctx, path, sqlite.Options{})
+		s, err := sqlite.Open(ctx, path, opts)
 		if err != nil {
 			t.Fatal(err)
 		}
 		s.Close()
 	}
 
+	// NoRecover skips the conversion: a new file has it from the start.
 	fresh := filepath.Join(t.TempDir(), "evfwd.db")
-	reopen(fresh)
+	reopen(fresh, sqlite.Options{NoRecover: true})
 	if m := mode(fresh); m != 2 {
 		t.Errorf("a new store's auto_vacuum = %d, want 2 (incremental)", m)
 	}
@@ -138,7 +139,7 @@ func TestAutoVacuumIncremental(t *testing.T) {
 	if m := mode(old); m != 0 {
 		t.Fatalf("the old file's auto_vacuum = %d before Open, want 0", m)
 	}
-	reopen(old)
+	reopen(old, sqlite.Options{})
 	if m := mode(old); m != 2 {
 		t.Errorf("an old file's auto_vacuum after Open = %d, want 2 (converted)", m)
 	}
