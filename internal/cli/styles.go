@@ -5,7 +5,6 @@ import (
 
 	"github.com/charmbracelet/lipgloss"
 	"github.com/fatih/color"
-	"github.com/muesli/termenv"
 )
 
 // Styles are the few looks evfwd uses, bound to one stream so that text for
@@ -51,12 +50,10 @@ func NewStyles(w io.Writer, colour bool) *Styles {
 		}
 		return Style{c}
 	}
-	// lipgloss v1 takes its renderer's profile as a termenv.Profile only:
-	// termenv is imported for that and nothing else.
 	r := lipgloss.NewRenderer(w)
-	r.SetColorProfile(termenv.Ascii)
+	r.SetColorProfile(profileASCII)
 	if colour {
-		r.SetColorProfile(termenv.ANSI)
+		r.SetColorProfile(profileANSI)
 	}
 	return &Styles{
 		OK:     look(color.FgGreen),
@@ -68,6 +65,15 @@ func NewStyles(w io.Writer, colour bool) *Styles {
 		Box:    r.NewStyle().Border(lipgloss.RoundedBorder()).BorderForeground(lipgloss.Color("8")).Padding(0, 1),
 	}
 }
+
+// lipgloss v1 takes its renderer's colour profile as a termenv.Profile;
+// these are that type's ANSI and Ascii values, given as untyped constants
+// so that fatih/color stays the one colour library evfwd imports itself
+// (TestLipglossProfiles pins them to termenv's).
+const (
+	profileANSI  = 2
+	profileASCII = 3
+)
 
 // OutStyles and ErrStyles bind styles to stdout and stderr.
 func (s *IOStreams) OutStyles() *Styles { return NewStyles(s.Out, s.OutColor) }

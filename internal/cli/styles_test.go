@@ -4,6 +4,8 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/muesli/termenv"
 )
 
 // sgr matches a colour escape (Select Graphic Rendition).
@@ -56,5 +58,14 @@ func TestStylesFollowTheStream(t *testing.T) {
 				t.Errorf("Box: %q: painted %v, want %v", box, !colour, colour)
 			}
 		})
+	}
+}
+
+// TestLipglossProfiles: the profiles NewStyles gives lipgloss's renderer
+// are termenv's ANSI and Ascii, which lipgloss v1's SetColorProfile takes.
+func TestLipglossProfiles(t *testing.T) {
+	if profileANSI != termenv.ANSI || profileASCII != termenv.Ascii {
+		t.Errorf("profileANSI, profileASCII = %d, %d; termenv's ANSI, Ascii are %d, %d",
+			profileANSI, profileASCII, termenv.ANSI, termenv.Ascii)
 	}
 }
