@@ -341,16 +341,23 @@ func TestSendInterrupted(t *testing.T) {
 	}
 }
 
-// A second Ctrl-C abandons the flush: the command returns while a request
-// still hangs.
-func TestSendSecondInterrupt(t *testing.T) {
+// hangingCollectServer is a collection API whose requests hang until the
+// test ends; arrived says when each came.
+func hangingCollectServer(t *testing.T) (*collectServer, <-chan struct{}) {
 	release := make(chan struct{})
 	arrived := make(chan struct{}, 100)
 	srv := newCollectServer(t, func(_ int, _ []map[string]json.RawMessage, w http.ResponseWriter) {
 		arrived <- struct{}{}
 		<-release
 	})
-	defer close(release)
+	t.Cleanup(func() { close(release) }) // before the server's own cleanup, which waits for them
+	return srv, arrived
+}
+
+// A second Ctrl-C abandons the flush: the command returns while a request
+// still hangs.
+func TestSendSecondInterrupt(t *testing.T) {
+	srv, arrived := hangingCollectServer(t)
 	f := clientFactory(t, genLines(50), srv)
 	sigs := make(chan os.Signal, 2)
 	cmd := NewCmdSend(f, func(o *SendOptions) error {
@@ -822,13 +829,7 @@ func TestSendDeadEndpointErrorsFile(t *testing.T) {
 
 // Lines a second Ctrl-C leaves queued are in --errors-file too, saying so.
 func TestSendAbandonedErrorsFile(t *testing.T) {
-	release := make(chan struct{})
-	arrived := make(chan struct{}, 100)
-	srv := newCollectServer(t, func(_ int, _ []map[string]json.RawMessage, w http.ResponseWriter) {
-		arrived <- struct{}{}
-		<-release
-	})
-	defer close(release)
+	srv, arrived := hangingCollectServer(t)
 	errFile := filepath.Join(t.TempDir(), "e.ndjson")
 	f := clientFactory(t, genLines(50), srv)
 	sigs := make(chan os.Signal, 2)
