@@ -9,6 +9,7 @@ import (
 	"errors"
 	"io"
 	"net"
+	"net/url"
 	"sync"
 	"testing"
 	"time"
@@ -49,6 +50,20 @@ func New(t testing.TB, target string) *Proxy {
 	go p.accept()
 	t.Cleanup(p.Close)
 	return p
+}
+
+// InFront starts a proxy to the host of the URL raw (a database's, say)
+// and returns raw with the proxy's address as its host: a client given it
+// connects through the proxy.
+func InFront(t testing.TB, raw string) (string, *Proxy) {
+	t.Helper()
+	u, err := url.Parse(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := New(t, u.Host)
+	u.Host = p.Addr()
+	return u.String(), p
 }
 
 // Addr is the proxy's "host:port".

@@ -8,7 +8,6 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
-	"net/url"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -36,10 +35,12 @@ func TestSlowDatabaseNoDuplicates(t *testing.T) {
 		ttl   = time.Second
 		delay = 700 * time.Millisecond // each way: a round trip of 1.4 s
 	)
-	base := pgtest.URL(t)
-	proxy := faultproxy.New(t, pgHost(t, base))
+	base := pgtest.URL(t) // with a query (its schema's search_path)
+	// A pool that keeps a few connections open from the start: a
+	// connection made through the delay takes several of its round trips.
+	slowURL, proxy := faultproxy.InFront(t, base+"&pool_min_conns=4")
 	fast := openPostgres(t, base)
-	slow := openPostgres(t, viaProxy(t, base, proxy.Addr()))
+	slow := openPostgres(t, slowURL)
 	recv := newIDCount(t)
 	proxy.SetDelay(delay) // after Open: the schema and the pool's connections came fast
 
@@ -120,32 +121,6 @@ func openPostgres(t *testing.T, url string) store.Store {
 	}
 	t.Cleanup(func() { s.Close() })
 	return s
-}
-
-// pgHost is the host:port of a PostgreSQL URL.
-func pgHost(t *testing.T, raw string) string {
-	t.Helper()
-	u, err := url.Parse(raw)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return u.Host
-}
-
-// viaProxy is raw with its host:port replaced by addr, and a pool that
-// keeps a few connections open from the start: a connection made through
-// the delay takes several of its round trips.
-func viaProxy(t *testing.T, raw, addr string) string {
-	t.Helper()
-	u, err := url.Parse(raw)
-	if err != nil {
-		t.Fatal(err)
-	}
-	u.Host = addr
-	q := u.Query()
-	q.Set("pool_min_conns", "4")
-	u.RawQuery = q.Encode()
-	return u.String()
 }
 
 // idCount is a webhook receiver that counts the requests of each

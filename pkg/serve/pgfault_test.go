@@ -6,7 +6,6 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
-	"net/url"
 	"strings"
 	"sync"
 	"testing"
@@ -61,13 +60,8 @@ func TestPostgresFault(t *testing.T) {
 	}{{"stopped", faultproxy.Refuse}, {"cut", faultproxy.Blackhole}} {
 		t.Run(mode.name, func(t *testing.T) {
 			t.Parallel()
-			u, err := url.Parse(pgtest.URL(t))
-			if err != nil {
-				t.Fatal(err)
-			}
-			proxy := faultproxy.New(t, u.Host)
-			u.Host = proxy.Addr()
-			pgFault(t, u.String(), func() { proxy.SetMode(mode.mode) }, func() { proxy.SetMode(faultproxy.Pass) })
+			dbURL, proxy := faultproxy.InFront(t, pgtest.URL(t))
+			pgFault(t, dbURL, func() { proxy.SetMode(mode.mode) }, func() { proxy.SetMode(faultproxy.Pass) })
 		})
 	}
 }

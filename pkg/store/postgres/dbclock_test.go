@@ -2,7 +2,6 @@ package postgres
 
 import (
 	"context"
-	"net/url"
 	"testing"
 	"time"
 
@@ -25,17 +24,10 @@ func TestSlowLeaseLastsFromDatabaseClock(t *testing.T) {
 	t.Parallel()
 	const delay, ttl = 2 * time.Second, 1500 * time.Millisecond
 	ctx := context.Background()
-	base := pgtest.URL(t)
-	u, err := url.Parse(base)
-	if err != nil {
-		t.Fatal(err)
-	}
-	proxy := faultproxy.New(t, u.Host)
-	u.Host = proxy.Addr()
-	q := u.Query()
-	q.Set("pool_max_conns", "1") // the connection the warm-up prepares is the Lease's
-	u.RawQuery = q.Encode()
-	fast, slow := openT(t, base), openT(t, u.String())
+	base := pgtest.URL(t) // with a query (its schema's search_path)
+	// One connection: the one the warm-up prepares is the Lease's.
+	slowURL, proxy := faultproxy.InFront(t, base+"&pool_max_conns=1")
+	fast, slow := openURL(t, base), openURL(t, slowURL)
 	if err := fast.Ingest(ctx, []store.Message{storetest.Msg("web", "a", 0, true)}); err != nil {
 		t.Fatal(err)
 	}
@@ -98,16 +90,6 @@ func TestSlowLeaseLastsFromDatabaseClock(t *testing.T) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-}
-
-func openT(t *testing.T, url string) *Store {
-	t.Helper()
-	s, err := Open(context.Background(), url, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Close() })
-	return s
 }
 
 // waitOwner waits until the delivery's lease is owner's, as s reads it,

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"net/url"
 	"os"
 	"syscall"
 	"testing"
@@ -133,14 +132,9 @@ func TestIngestDiskFull(t *testing.T) {
 // the group's own), and work again once the link passes.
 func TestCutLink(t *testing.T) {
 	t.Parallel()
-	u, err := url.Parse(pgtest.URL(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	proxy := faultproxy.New(t, u.Host)
-	u.Host = proxy.Addr()
+	dbURL, proxy := faultproxy.InFront(t, pgtest.URL(t))
 	ctx := context.Background()
-	s, err := Open(ctx, u.String(), Options{})
+	s, err := Open(ctx, dbURL, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
