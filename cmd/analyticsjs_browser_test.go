@@ -24,6 +24,7 @@ import (
 	"time"
 
 	"github.com/chromedp/chromedp"
+	"github.com/evfwd/evfwd/internal/syncbuf"
 	"github.com/evfwd/evfwd/pkg/serve"
 	"github.com/evfwd/evfwd/pkg/store"
 	"github.com/evfwd/evfwd/pkg/webhook"
@@ -322,7 +323,7 @@ type ajsServe struct {
 	url  string
 	wire *wireListener
 	hook *hookReceiver
-	logs *lockedBuffer
+	logs *syncbuf.Buffer
 }
 
 const (
@@ -351,7 +352,7 @@ func startAJSServe(t *testing.T) *ajsServe {
 		t.Fatal(err)
 	}
 	wire := &wireListener{Listener: ln}
-	logs := &lockedBuffer{}
+	logs := &syncbuf.Buffer{}
 	opts := serve.Options{
 		Logger: slog.New(slog.NewTextHandler(logs, nil)), Version: "0.0.0-test",
 		Policy:   webhook.Policy{Initial: 10 * time.Millisecond, Max: 10 * time.Millisecond, Window: time.Second, Jitter: -1},
@@ -378,24 +379,6 @@ func startAJSServe(t *testing.T) *ajsServe {
 		}
 	})
 	return s
-}
-
-// lockedBuffer is a bytes.Buffer for several goroutines.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }
 
 // ajsCall is one call the page made, and the messageId Analytics.js gave

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/chromedp/chromedp"
+	"github.com/evfwd/evfwd/internal/syncbuf"
 )
 
 // signInLine is the link serve --ui prints (printSignIn).
@@ -17,11 +18,11 @@ var signInLine = regexp.MustCompile(`(?m)^  (http://127\.0\.0\.1:\d+/#signin=[A-
 // token nobody sees (the README's EVFWD_ADMIN_TOKEN=$(openssl rand -hex
 // 16)), and returns the inspector's URL, the sign-in link it printed and
 // all it printed.
-func startServeUICmd(t *testing.T, token string) (ui, link string, stderr *lockedBuffer) {
+func startServeUICmd(t *testing.T, token string) (ui, link string, stderr *syncbuf.Buffer) {
 	t.Helper()
 	env := map[string]string{"EVFWD_ADMIN_TOKEN": token, "XDG_STATE_HOME": t.TempDir()}
 	f := testFactory(t, "", false, env)
-	stderr = &lockedBuffer{}
+	stderr = &syncbuf.Buffer{}
 	f.IO.ErrOut = stderr
 	uiURL := make(chan string, 1)
 	runServe(t, f, func(o *ServeOptions) { o.uiReady = func(u string) { uiURL <- u } },

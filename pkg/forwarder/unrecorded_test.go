@@ -5,10 +5,10 @@ import (
 	"context"
 	"log/slog"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
+	"github.com/evfwd/evfwd/internal/syncbuf"
 	"github.com/evfwd/evfwd/pkg/store"
 	"github.com/evfwd/evfwd/pkg/webhook"
 )
@@ -110,7 +110,7 @@ func TestUnrecordedPausesUntilRecorded(t *testing.T) {
 // counted in the log, and Run returns all the same. Its deliveries stay
 // pending in the store, to be made again (at least once).
 func TestUnrecordedAtShutdown(t *testing.T) {
-	log := &syncBuffer{}
+	log := &syncbuf.Buffer{}
 	s, watched, r := twoWaiting(t, slog.New(slog.NewTextHandler(log, nil)))
 	before := watched.failed.Load()
 	r.stop(t)
@@ -138,24 +138,6 @@ func TestUnrecordedRecordedAtShutdown(t *testing.T) {
 			t.Errorf("delivery %d: %s after %d attempts, want delivered after 1", d.ID, d.Status, d.Attempts)
 		}
 	}
-}
-
-// syncBuffer is a log's output, written by many goroutines.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 // bodyID is the messageId of a webhook body.

@@ -1,27 +1,14 @@
 package receiver
 
 import (
-	"bytes"
 	"net/http"
 	"net/http/httptest"
 	"strings"
-	"sync"
 	"testing"
 
+	"github.com/evfwd/evfwd/internal/syncbuf"
 	"github.com/evfwd/evfwd/pkg/signature"
 )
-
-// syncBuffer is a record sink the test reads after Close.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
 
 // TestRedactHeaders: a header named in RedactHeaders, in any case, keeps
 // its value out of the report and the record, while the signature is
@@ -31,7 +18,7 @@ func TestRedactHeaders(t *testing.T) {
 	var relayed http.Header
 	app := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { relayed = r.Header.Clone() }))
 	defer app.Close()
-	var rec syncBuffer
+	var rec syncbuf.Buffer
 	var got *Request
 	h, err := New(Options{
 		Secrets: [][]byte{[]byte(secret)}, ForwardTo: app.URL, Record: &rec,
@@ -67,7 +54,7 @@ func TestRedactHeaders(t *testing.T) {
 			t.Errorf("report's %s = %q, want %q", name, v, Redacted)
 		}
 	}
-	line := rec.b.String()
+	line := rec.String()
 	if strings.Contains(line, "SENTINEL") || !strings.Contains(line, `"Cookie":"[redacted]"`) || !strings.Contains(line, `"Authorization":"[redacted]"`) {
 		t.Errorf("record line: %s", line)
 	}

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/evfwd/evfwd/internal/syncbuf"
 	"github.com/evfwd/evfwd/pkg/admin"
 	"github.com/evfwd/evfwd/pkg/serve"
 	"github.com/evfwd/evfwd/pkg/store"
@@ -261,7 +262,7 @@ func TestTraitSyncValueChange(t *testing.T) {
 func TestAdminAuthFailuresInMetrics(t *testing.T) {
 	t.Parallel()
 	c := newClock(time.Date(2024, 5, 1, 12, 0, 0, 0, time.UTC))
-	var logs syncBuffer
+	var logs syncbuf.Buffer
 	h, good := startAdminOpts(t, serve.Options{Now: c.now, Logger: slog.New(slog.NewTextHandler(&logs, nil))}, adminToken, newHook(t), newHook(t))
 	failures := func() (wrong, limited float64) {
 		t.Helper()

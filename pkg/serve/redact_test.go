@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/evfwd/evfwd/internal/syncbuf"
 	"github.com/evfwd/evfwd/pkg/serve"
 	"github.com/evfwd/evfwd/pkg/store"
 	"github.com/evfwd/evfwd/pkg/webhook"
@@ -43,7 +44,7 @@ func TestURLCredentialsNeverShown(t *testing.T) {
 	}
 	wrap(refuse)
 	wrap(named)
-	logs := &syncBuffer{}
+	logs := &syncbuf.Buffer{}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -91,7 +92,7 @@ func TestURLCredentialsNeverShown(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	events := &syncBuffer{}
+	events := &syncbuf.Buffer{}
 	streamed := make(chan struct{})
 	go func() { defer close(streamed); io.Copy(events, stream.Body) }()
 

@@ -1,7 +1,6 @@
 package serve_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/base64"
 	"encoding/json"
@@ -13,11 +12,11 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/evfwd/evfwd/internal/cli"
+	"github.com/evfwd/evfwd/internal/syncbuf"
 	"github.com/evfwd/evfwd/pkg/admin"
 	"github.com/evfwd/evfwd/pkg/serve"
 	"github.com/evfwd/evfwd/pkg/signature"
@@ -28,24 +27,6 @@ import (
 // signingSecret is a Standard Webhooks secret as Svix shows one.
 var signingSecret = "whsec_" + base64.StdEncoding.EncodeToString([]byte("serve's standard webhooks key"))
 
-// syncBuffer is a log sink the service writes from its goroutines.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // TestStandardSigningEndToEnd: an endpoint with signing: standard gets
 // the spec's X-Signature and valid Standard Webhooks headers; a retry
 // carries the same webhook-id (the messageId) and its own timestamp; the
@@ -55,7 +36,7 @@ func TestStandardSigningEndToEnd(t *testing.T) {
 	t.Parallel()
 	c := newClock(t0)
 	signed, plain := newHook(t, 500, 200), newHook(t)
-	var logs syncBuffer
+	var logs syncbuf.Buffer
 	cfg := serve.Config{
 		Addr:       "127.0.0.1:0",
 		Store:      "sqlite://" + filepath.Join(t.TempDir(), "evfwd.db"),

@@ -1,43 +1,22 @@
 package serve
 
 import (
-	"bytes"
 	"context"
 	"log/slog"
 	"strings"
-	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
 
+	"github.com/evfwd/evfwd/internal/syncbuf"
 	"github.com/evfwd/evfwd/pkg/store"
 )
-
-// syncBuffer is a log destination the summary goroutine and the test share.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.Write(p)
-}
-
-func (b *syncBuffer) take() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	s := b.b.String()
-	b.b.Reset()
-	return s
-}
 
 func TestLogSummaries(t *testing.T) {
 	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		m := NewMetrics("web")
-		var out syncBuffer
+		var out syncbuf.Buffer
 		log := slog.New(slog.NewTextHandler(&out, &slog.HandlerOptions{ReplaceAttr: func(_ []string, a slog.Attr) slog.Attr {
 			if a.Key == slog.TimeKey {
 				return slog.Attr{}
@@ -51,7 +30,7 @@ func TestLogSummaries(t *testing.T) {
 		step := func() string {
 			time.Sleep(time.Minute) // the bubble's clock: no real wait
 			synctest.Wait()
-			return out.take()
+			return out.Take()
 		}
 		if got := step(); got != "" {
 			t.Errorf("idle minute logged %q", got)

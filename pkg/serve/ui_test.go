@@ -18,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/evfwd/evfwd/internal/syncbuf"
 	"github.com/evfwd/evfwd/pkg/admin"
 	"github.com/evfwd/evfwd/pkg/inspector"
 	"github.com/evfwd/evfwd/pkg/serve"
@@ -309,7 +310,7 @@ func TestUILoginFailuresInMetrics(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var logs syncBuffer
+	var logs syncbuf.Buffer
 	logger := slog.New(slog.NewTextHandler(&logs, nil))
 	h, _ := startAdminOpts(t, serve.Options{UIListener: ln, Logger: logger}, adminToken, newHook(t), newHook(t))
 	failures := func() (wrong, limited float64) {
