@@ -21,10 +21,7 @@ func fixedStore(t *testing.T) (path string, now time.Time) {
 	now = time.Date(2024, 5, 1, 12, 0, 0, 0, time.UTC)
 	path = filepath.Join(t.TempDir(), "evfwd.db")
 	ctx := context.Background()
-	st, err := sqlite.Open(ctx, path, sqlite.Options{Now: func() time.Time { return now }})
-	if err != nil {
-		t.Fatal(err)
-	}
+	st := openStoreAt(t, path, now)
 	defer st.Close()
 	if err := st.Ingest(ctx, []store.Message{storetest.Msg("web", "m1", 0, true), storetest.Msg("web", "m2", 0, true)}); err != nil {
 		t.Fatal(err)
@@ -111,23 +108,12 @@ func TestDeliveriesResend(t *testing.T) {
 	now := time.Date(2024, 5, 1, 12, 0, 0, 0, time.UTC)
 	path := filepath.Join(t.TempDir(), "evfwd.db")
 	ctx := context.Background()
-	st, err := sqlite.Open(ctx, path, sqlite.Options{Now: func() time.Time { return now }})
-	if err != nil {
-		t.Fatal(err)
-	}
+	st := openStoreAt(t, path, now)
 	if err := st.Ingest(ctx, []store.Message{storetest.Msg("web", "m1", 0, true), storetest.Msg("web", "m2", 0, true)}); err != nil {
 		t.Fatal(err)
 	}
-	ds, err := st.Lease(ctx, store.LeaseRequest{Owner: "o", Source: "web", Limit: 1, Now: now, TTL: time.Minute})
-	if err != nil || len(ds) != 1 {
-		t.Fatalf("Lease: %v, %d", err, len(ds))
-	}
-	err = st.Complete(ctx, []store.Completion{{ID: ds[0].ID, Owner: "o", Status: store.Delivered, Attempts: 1, FirstAttempt: now,
-		Records: []store.Attempt{{Delivery: 1, URL: "http://x", Start: now, Status: 200, Class: "ok", Outcome: "delivered"}}}})
 	st.Close()
-	if err != nil {
-		t.Fatal(err)
-	}
+	markDelivered(t, path, now)
 	env := map[string]string{"EVFWD_STORE": "sqlite://" + path}
 	later := now.Add(time.Hour)
 	resend := func(args ...string) result {
@@ -139,10 +125,7 @@ func TestDeliveriesResend(t *testing.T) {
 	if res := resend("1"); res.Code != 0 || res.Stdout != "1 delivery resent\n" || res.Stderr != "store: "+path+"\n" {
 		t.Errorf("resend 1: code %d, stdout %q, stderr %q; want 0 and 1 delivery resent", res.Code, res.Stdout, res.Stderr)
 	}
-	st, err = sqlite.Open(ctx, path, sqlite.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	st = openStoreAt(t, path, later)
 	d, err := st.Get(ctx, 1)
 	st.Close()
 	if err != nil || d.Status != store.Pending || !d.NextAttempt.Equal(later) || len(d.Records) != 1 {
@@ -176,21 +159,29 @@ func TestDeliveriesResend(t *testing.T) {
 	}
 }
 
-// markDelivered leases one due delivery of web in the store at path and
-// completes it delivered.
-func markDelivered(t *testing.T, path string, now time.Time) {
+// openStoreAt opens the SQLite store at path on a clock stopped at now.
+func openStoreAt(t *testing.T, path string, now time.Time) *sqlite.Store {
 	t.Helper()
-	ctx := context.Background()
-	st, err := sqlite.Open(ctx, path, sqlite.Options{Now: func() time.Time { return now }})
+	st, err := sqlite.Open(context.Background(), path, sqlite.Options{Now: func() time.Time { return now }})
 	if err != nil {
 		t.Fatal(err)
 	}
+	return st
+}
+
+// markDelivered leases one due delivery of web in the store at path and
+// completes it delivered, with its attempt on record.
+func markDelivered(t *testing.T, path string, now time.Time) {
+	t.Helper()
+	ctx := context.Background()
+	st := openStoreAt(t, path, now)
 	defer st.Close()
 	ds, err := st.Lease(ctx, store.LeaseRequest{Owner: "o", Source: "web", Limit: 1, Now: now.Add(2 * time.Hour), TTL: time.Minute})
 	if err != nil || len(ds) != 1 {
 		t.Fatalf("Lease: %v, %d", err, len(ds))
 	}
-	if err := st.Complete(ctx, []store.Completion{{ID: ds[0].ID, Owner: "o", Status: store.Delivered, Attempts: 1, FirstAttempt: now}}); err != nil {
+	if err := st.Complete(ctx, []store.Completion{{ID: ds[0].ID, Owner: "o", Status: store.Delivered, Attempts: 1, FirstAttempt: now,
+		Records: []store.Attempt{{Delivery: 1, URL: "http://x", Start: now, Status: 200, Class: "ok", Outcome: "delivered"}}}}); err != nil {
 		t.Fatal(err)
 	}
 }

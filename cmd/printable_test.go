@@ -18,7 +18,6 @@ import (
 	"unicode/utf8"
 
 	"github.com/evfwd/evfwd/pkg/store"
-	"github.com/evfwd/evfwd/pkg/store/sqlite"
 	"github.com/evfwd/evfwd/pkg/store/storetest"
 )
 
@@ -133,10 +132,7 @@ func TestDeliveriesOutputPrintable(t *testing.T) {
 	now := time.Date(2024, 5, 1, 12, 0, 0, 0, time.UTC)
 	path := filepath.Join(t.TempDir(), "evfwd.db")
 	ctx := context.Background()
-	st, err := sqlite.Open(ctx, path, sqlite.Options{Now: func() time.Time { return now }})
-	if err != nil {
-		t.Fatal(err)
-	}
+	st := openStoreAt(t, path, now)
 	ss := steering()
 	var msgs []store.Message
 	for i, c := range ss {
