@@ -28,16 +28,6 @@ import (
 // or is shutting down, asks the client to wait, in seconds.
 const RetryAfter = 1
 
-// IngestTimeout is how long a request waits, by default (Config.IngestTimeout), for the store to commit its
-// messages before it answers 503 with Retry-After. A healthy commit takes
-// milliseconds, and a slow one (a busy server, a reconnect after a
-// failover) a second or two; a database cut off answers nothing, and
-// without a deadline the request would hang until the client gave up,
-// with no status, even after a commit. It is well under the libraries'
-// own request timeouts (10 s and more) and load balancers' (60 s), so the
-// client sees a 503 and retries, on this node or another.
-const IngestTimeout = 5 * time.Second
-
 // Source is one configured source.
 type Source struct {
 	Name     string
@@ -81,8 +71,9 @@ type Config struct {
 	// proxy): the settings document points them there (see
 	// ParsePublicURL).
 	PublicURL string
-	// IngestTimeout bounds a request's wait for the store (default
-	// IngestTimeout).
+	// IngestTimeout bounds a request's wait for the store to commit its
+	// messages, after which it answers 503 with Retry-After (default
+	// store.CallTimeout).
 	IngestTimeout time.Duration
 }
 
@@ -108,7 +99,7 @@ func New(cfg Config) (*Handler, error) {
 		cfg.NewID = message.NewID
 	}
 	if cfg.IngestTimeout <= 0 {
-		cfg.IngestTimeout = IngestTimeout
+		cfg.IngestTimeout = store.CallTimeout
 	}
 	h := &Handler{cfg: cfg, keys: keyIndex{}, mux: http.NewServeMux()}
 	if cfg.PublicURL != "" {

@@ -248,7 +248,7 @@ func TestStoreFull(t *testing.T) {
 }
 
 // TestStoreUnavailable: a store that cannot be reached, or that did not
-// answer within IngestTimeout, is a 503 with Retry-After, never a 500, and
+// answer within Config.IngestTimeout, is a 503 with Retry-After, never a 500, and
 // reported to OnError.
 func TestStoreUnavailable(t *testing.T) {
 	for _, cause := range []error{

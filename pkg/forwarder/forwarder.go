@@ -91,7 +91,7 @@ type Config struct {
 	// Breaker configures the endpoints' health state.
 	Breaker BreakerConfig
 	// StoreTimeout bounds a Lease and the store's probe, and twice it a
-	// Complete (default DefaultStoreTimeout): see StoreHealth.
+	// Complete (default store.CallTimeout): see StoreHealth.
 	StoreTimeout time.Duration
 }
 
@@ -198,7 +198,7 @@ func New(cfg Config) (*Forwarder, error) {
 	f := &Forwarder{cfg: cfg, lanes: map[string]*lane{}, tokens: make(tokens, cfg.MaxInFlight), workers: newWorkers(workerIdle),
 		unrecorded: newUnrecorded()}
 	if cfg.StoreTimeout <= 0 {
-		cfg.StoreTimeout = DefaultStoreTimeout
+		cfg.StoreTimeout = store.CallTimeout
 	}
 	f.health = newStoreHealth(cfg.Store, cfg.StoreTimeout, cfg.Logger)
 	f.cfg.Store = watched{cfg.Store, f.health}

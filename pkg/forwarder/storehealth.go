@@ -21,7 +21,7 @@ import (
 // balancer sends the node no traffic.
 
 // Probe timing: a probe's deadline is that of the calls it stands for
-// (Config.StoreTimeout, which is the collector's IngestTimeout too): a
+// (Config.StoreTimeout, store.CallTimeout by default): a
 // server slow to answer but within it serves its callers and is healthy;
 // one that cannot answer within it is not. While the store is down the
 // probe runs every second, so leasing resumes within about a second of
@@ -30,9 +30,6 @@ import (
 const (
 	probeEveryDown = 1 * time.Second
 	probeEveryUp   = 2 * time.Second
-	// DefaultStoreTimeout is Config.StoreTimeout's default, the
-	// collector's IngestTimeout.
-	DefaultStoreTimeout = 5 * time.Second
 )
 
 // StoreHealth is what the forwarder knows of the store's reachability.

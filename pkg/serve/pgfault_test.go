@@ -13,8 +13,8 @@ import (
 
 	"github.com/evfwd/evfwd/internal/faultproxy"
 	"github.com/evfwd/evfwd/internal/testsize"
-	"github.com/evfwd/evfwd/pkg/forwarder"
 	"github.com/evfwd/evfwd/pkg/serve"
+	"github.com/evfwd/evfwd/pkg/store"
 	"github.com/evfwd/evfwd/pkg/store/postgres/pgtest"
 	"github.com/evfwd/evfwd/pkg/webhook"
 )
@@ -22,7 +22,7 @@ import (
 // The fault tests' store deadline: the default at full size, where the
 // figures they log are the ones the README gives; a second under -race,
 // where the same bounds hold and the waits are a fifth as long.
-var faultStoreTimeout = testsize.Pick(forwarder.DefaultStoreTimeout, time.Second)
+var faultStoreTimeout = testsize.Pick(store.CallTimeout, time.Second)
 
 // Bounds of TestPostgresFault, each well above what a run measures (they
 // are logged): a request answers within the store deadline and, queued

@@ -54,7 +54,7 @@ type Options struct {
 	// defaults unless set).
 	Breaker forwarder.BreakerConfig
 	// StoreTimeout bounds each call to the store made for a request or by
-	// the forwarder (default forwarder.DefaultStoreTimeout): past it a
+	// the forwarder (default store.CallTimeout): past it a
 	// request is answered 503 and the forwarder probes the store.
 	StoreTimeout time.Duration
 	// Store, when set, is the store to serve from instead of opening the

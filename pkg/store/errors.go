@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"errors"
+	"time"
 )
 
 // ErrFull is a write the store could not make for lack of capacity: the
@@ -13,6 +14,17 @@ import (
 // write"). Stores wrap it around the driver's error, so errors.Is(err,
 // ErrFull) holds and the driver's text stays in the message.
 var ErrFull = errors.New("store: full")
+
+// CallTimeout is how long a caller waits for one call to the store by
+// default: a request for its commit (collector.Config.IngestTimeout), the
+// forwarder for a Lease or a probe (forwarder.Config.StoreTimeout). A
+// healthy commit takes milliseconds, and a slow one (a busy server, a
+// reconnect after a failover) a second or two; a database cut off answers
+// nothing, and without a deadline a request would hang until the client
+// gave up, with no status, even after a commit. It is well under the
+// libraries' own request timeouts (10 s and more) and load balancers' (60
+// s), so the client sees a 503 and retries, on this node or another.
+const CallTimeout = 5 * time.Second
 
 // ErrUnavailable is a call the store could not make because the database
 // could not be reached: the connection was refused or reset, the server is

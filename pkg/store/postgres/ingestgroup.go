@@ -53,7 +53,7 @@ func (r *ingestReq) abandon() bool { return r.state.CompareAndSwap(reqQueued, re
 // deadline of its own: on a cut link nothing answers, and without a
 // deadline a statement waits for the kernel to give up on the connection
 // (many minutes). Collected requests carry a shorter deadline
-// (collector.IngestTimeout).
+// (store.CallTimeout).
 const callTimeout = 30 * time.Second
 
 // groupDeadline is when group's statements give up: the latest of its
