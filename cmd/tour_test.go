@@ -30,7 +30,6 @@ func TestTour(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the binary")
 	}
-	bin := buildEvfwd(t) // for the Ctrl-C checks; it also warms the build cache go install uses
 	tr := newTour(t)
 	blocks := readmeBlocks(t)
 	// The servers of the tour run until the README has the reader stop
@@ -60,6 +59,7 @@ func TestTour(t *testing.T) {
 
 	// A server stopped by Ctrl-C exits 0; a --count wait cut short, 130.
 	tr.stopBackground(t)
+	bin := tr.lookPath(t)
 	for _, b := range blocks[fg:] {
 		tr.run(t, b)
 	}
@@ -373,20 +373,6 @@ func (tr *tour) lookPath(t *testing.T) string {
 		t.Fatal("evfwd is not on the tour's PATH: the README's install lines did not put it there")
 	}
 	return path
-}
-
-// buildEvfwd builds the binary into the test's temporary directory.
-func buildEvfwd(t *testing.T) string {
-	t.Helper()
-	gobin, err := exec.LookPath("go")
-	if err != nil {
-		t.Skip("no go command to build evfwd with")
-	}
-	bin := filepath.Join(t.TempDir(), "bin", "evfwd")
-	if out, err := exec.Command(gobin, "build", "-o", bin, "..").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
-	return bin
 }
 
 // readmeBlocks returns the command lines of every sh block in the README,
