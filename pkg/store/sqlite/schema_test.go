@@ -171,3 +171,59 @@ func TestDeliveryWritesNeedNoTempTable(t *testing.T) {
 		}
 	}
 }
+
+// TestNewFileSchemaAsMigrated: a new file gets at once the schema that the
+// migrations build one by one — every table, column, index and its
+// definition — with every version recorded; and a file migrated one
+// migration at a time opens as up to date.
+func TestNewFileSchemaAsMigrated(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	dir := t.TempDir()
+	fresh, stepwise := filepath.Join(dir, "fresh.db"), filepath.Join(dir, "stepwise.db")
+	s, err := sqlite.Open(ctx, fresh, sqlite.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	if err := sqlite.MigrateStepwise(stepwise); err != nil {
+		t.Fatal(err)
+	}
+	describe := func(path string) string {
+		db := schemaDB(t, path)
+		var b strings.Builder
+		for _, q := range []string{
+			`SELECT type || ' ' || name || ' on ' || tbl_name || ': ' || coalesce(sql, '') FROM sqlite_schema ORDER BY type, name`,
+			`SELECT m.name || '.' || p.name || ' ' || p.type || ' notnull=' || p."notnull" || ' default=' || coalesce(p.dflt_value, 'NULL') || ' pk=' || p.pk
+				FROM sqlite_schema m, pragma_table_xinfo(m.name) p WHERE m.type = 'table' ORDER BY m.name, p.cid`,
+			`SELECT group_concat(version) FROM schema_migrations`,
+		} {
+			rows, err := db.Query(q)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for rows.Next() {
+				var line string
+				rows.Scan(&line)
+				b.WriteString(line + "\n")
+			}
+			rows.Close()
+		}
+		return b.String()
+	}
+	want := describe(stepwise)
+	if !strings.Contains(want, "index deliveries_settled") {
+		t.Fatalf("the stepwise schema lacks the last migration's index:\n%s", want)
+	}
+	if got := describe(fresh); got != want {
+		t.Errorf("a new file's schema differs from the migrated one\nnew:\n%s\nmigrated:\n%s", got, want)
+	}
+	s, err = sqlite.Open(ctx, stepwise, sqlite.Options{})
+	if err != nil {
+		t.Fatalf("Open of the stepwise-migrated file: %v", err)
+	}
+	s.Close()
+	if got := describe(stepwise); got != want {
+		t.Errorf("Open changed an up-to-date file's schema:\n%s", got)
+	}
+}
