@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/evfwd/evfwd/internal/testmain"
+	"github.com/evfwd/evfwd/internal/testsize"
 	"github.com/evfwd/evfwd/pkg/inspector"
 	"github.com/evfwd/evfwd/pkg/message"
 	"github.com/evfwd/evfwd/pkg/receiver"
@@ -492,10 +493,12 @@ func TestCopiesVerify(t *testing.T) {
 // reads as today's.
 func TestLoadIsBounded(t *testing.T) {
 	// A bound of 8 MB shows the rule as well as the default 64 MB, with a
-	// file a fifth the size (loading 80 MB took a minute under -race).
-	const keep = 8 << 20
+	// file a fifth the size (loading 80 MB took a minute under -race);
+	// under -race half that again, the eight records just over ListBytes
+	// to a bound that holds three.
+	keep := testsize.Pick(8<<20, 4<<20)
 	var file bytes.Buffer
-	big := strings.Repeat("z", 2<<20) // over ListBytes: kept beside its record
+	big := strings.Repeat("z", testsize.Pick(2<<20, inspector.ListBytes+64<<10)) // over ListBytes: kept beside its record
 	for i := range 8 {
 		r := &receiver.Request{ReceivedAt: time.Unix(int64(i), 0), Method: "POST", Path: "/", Header: http.Header{},
 			Body: []byte(big), Signature: receiver.Signature{Verdict: receiver.SigUnchecked}, Status: 200}
@@ -584,7 +587,9 @@ func TestLargeBodiesListedWithout(t *testing.T) {
 
 	// A body just under the receiver's 5 MB whose record is far larger
 	// (each < and & is six bytes in it): kept, and it replays exactly.
-	xml := strings.Repeat("<a>&amp;</a>", (receiver.DefaultMaxBodyBytes-1000)/12)
+	// Under -race, 256 KB (its record still six times the body): copying
+	// and escaping 5 MB there took 5 of this test's 6 CPU-seconds.
+	xml := strings.Repeat("<a>&amp;</a>", testsize.Pick(receiver.DefaultMaxBodyBytes-1000, 256<<10)/12)
 	b.send(t, xml, signature.Header, signature.Sign([]byte(secret), []byte(xml)))
 	if code, body := b.get(t, "/api/requests/3/body"); code != 200 || string(body) != xml {
 		t.Errorf("xml body: %d, %d bytes of %d", code, len(body), len(xml))
