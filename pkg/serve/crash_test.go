@@ -19,7 +19,7 @@ import (
 )
 
 // TestCrashLosesNoAcknowledgedMessage runs `evfwd serve` as a subprocess,
-// sends 50,000 events (10,000 under -race) through the batching client while killing the server
+// sends 50,000 events (5,000 under -race) through the batching client while killing the server
 // with SIGKILL at random moments and restarting it, and checks that every
 // messageId answered 200 reaches the receiver. Duplicates are reported.
 func TestCrashLosesNoAcknowledgedMessage(t *testing.T) {
@@ -27,9 +27,14 @@ func TestCrashLosesNoAcknowledgedMessage(t *testing.T) {
 	if testing.Short() {
 		t.Skip("crash test: runs without -short")
 	}
-	// Under -race, 10,000 events: the client sends them for seconds, long
-	// enough for several kills at random moments (checked below).
-	events := testsize.Pick(50_000, 10_000)
+	// Under -race, 5,000 events, killed every 100-500 ms rather than every
+	// 200-1000: the client sends them for over a second, long enough for
+	// several kills at random moments (checked below).
+	events := testsize.Pick(50_000, 5_000)
+	killEvery := func() time.Duration {
+		low := testsize.Pick(200, 100)
+		return time.Duration(low+rand.IntN(4*low)) * time.Millisecond
+	}
 	dir := t.TempDir()
 	bin := buildEvfwd(t)
 	rcv := newIDCounter(t)
@@ -104,7 +109,7 @@ loop:
 		select {
 		case <-sent:
 			break loop
-		case <-time.After(time.Duration(200+rand.IntN(800)) * time.Millisecond):
+		case <-time.After(killEvery()):
 			proc.Process.Signal(syscall.SIGKILL)
 			proc.Wait()
 			kills++

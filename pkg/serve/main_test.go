@@ -6,4 +6,4 @@ import (
 	"github.com/evfwd/evfwd/internal/testmain"
 )
 
-func TestMain(m *testing.M) { testmain.Run(m, removeBin) }
+func TestMain(m *testing.M) { testmain.Run(m) }

@@ -2,6 +2,8 @@ package serve_test
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"io"
 	"net/http"
@@ -20,9 +22,10 @@ import (
 
 // What the subprocess tests (crash, multi-node) share.
 
-// buildEvfwd returns the evfwd binary, built once per test binary into
-// binDir (TestMain removes it): each link costs two CPU-seconds, and
-// four tests run it.
+// buildEvfwd returns the evfwd binary, built once per test binary into a
+// directory kept between runs (binDir): go build leaves a binary there
+// that is up to date as it is, where a link into a new directory cost
+// two CPU-seconds of each run of these tests.
 func buildEvfwd(t *testing.T) string {
 	t.Helper()
 	bin, err := evfwdBin()
@@ -32,26 +35,38 @@ func buildEvfwd(t *testing.T) string {
 	return bin
 }
 
-var (
-	binDir   = sync.OnceValues(func() (string, error) { return os.MkdirTemp("", "evfwd-serve-test-") })
-	evfwdBin = sync.OnceValues(func() (string, error) {
-		dir, err := binDir()
-		if err != nil {
-			return "", err
-		}
-		bin := filepath.Join(dir, "evfwd")
-		if out, err := exec.Command("go", "build", "-o", bin, "github.com/evfwd/evfwd").CombinedOutput(); err != nil {
-			return "", fmt.Errorf("go build: %v\n%s", err, out)
-		}
-		return bin, nil
-	})
-)
-
-// removeBin removes what buildEvfwd built, if it did.
-func removeBin() {
-	if dir, err := binDir(); err == nil {
-		os.RemoveAll(dir)
+var evfwdBin = sync.OnceValues(func() (string, error) {
+	dir, err := binDir()
+	if err != nil {
+		return "", err
 	}
+	// Another test process of this tree may be building it too.
+	unlock, err := lockDir(dir)
+	if err != nil {
+		return "", err
+	}
+	defer unlock()
+	bin := filepath.Join(dir, "evfwd")
+	if out, err := exec.Command("go", "build", "-o", bin, "github.com/evfwd/evfwd").CombinedOutput(); err != nil {
+		return "", fmt.Errorf("go build: %v\n%s", err, out)
+	}
+	return bin, nil
+})
+
+// binDir is the directory of the binary built from this source tree: one
+// per tree in the user's cache, so that two clones never share one.
+func binDir() (string, error) {
+	root, err := filepath.Abs(filepath.Join("..", ".."))
+	if err != nil {
+		return "", err
+	}
+	cache, err := os.UserCacheDir()
+	if err != nil {
+		cache = os.TempDir()
+	}
+	sum := sha256.Sum256([]byte(root))
+	dir := filepath.Join(cache, "evfwd-test", hex.EncodeToString(sum[:8]))
+	return dir, os.MkdirAll(dir, 0o700)
 }
 
 // processLog is the stderr of `evfwd serve` processes (text logs, at
