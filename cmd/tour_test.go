@@ -16,6 +16,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/evfwd/evfwd/internal/testmain"
 )
 
 // TestTour runs every sh block of the README, as written, one line at a
@@ -179,6 +181,13 @@ func newTour(t *testing.T) *tour {
 	// Everything is in the module cache already; a fresh machine would
 	// download it.
 	env = append(env, "GOPROXY=off")
+	// go install puts evfwd in a GOPATH kept between runs, where it does
+	// not link again a binary that is up to date (2.3 CPU-seconds).
+	gopath, err := testmain.CacheDir("tour-gopath")
+	if err != nil {
+		t.Fatal(err)
+	}
+	env = append(env, "GOPATH="+gopath)
 	return &tour{repo: repo, dir: work, env: env}
 }
 

@@ -1,4 +1,5 @@
-// Package testmain is the TestMain of every test binary in evfwd.
+// Package testmain is the TestMain of every test binary in evfwd, and the
+// directory they keep between runs (CacheDir).
 //
 // Under -race the runtime sleeps a second before the process exits, so
 // that a goroutine still running can report a race first. With some thirty
@@ -8,7 +9,11 @@
 package testmain
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
 	"os"
+	"path/filepath"
 	"syscall"
 	"testing"
 
@@ -29,4 +34,33 @@ func Run(m *testing.M, after ...func()) {
 		syscall.Exit(code)
 	}
 	os.Exit(code)
+}
+
+// CacheDir returns a directory that the tests of the source tree holding
+// the working directory keep between runs (a binary go build leaves alone
+// when it is up to date), one per tree, so that two clones never share
+// one: in the user's cache directory, named after the tree's root, found
+// from the working directory up to go.mod.
+func CacheDir(name string) (string, error) {
+	root, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(root, "go.mod")); err == nil {
+			break
+		}
+		parent := filepath.Dir(root)
+		if parent == root {
+			return "", errors.New("no go.mod above the working directory")
+		}
+		root = parent
+	}
+	cache, err := os.UserCacheDir()
+	if err != nil {
+		cache = os.TempDir()
+	}
+	sum := sha256.Sum256([]byte(root))
+	dir := filepath.Join(cache, "evfwd-test", hex.EncodeToString(sum[:8]), name)
+	return dir, os.MkdirAll(dir, 0o700)
 }

@@ -2,13 +2,10 @@ package serve_test
 
 import (
 	"bytes"
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -17,13 +14,14 @@ import (
 	"time"
 
 	"github.com/evfwd/evfwd/internal/broadcast"
+	"github.com/evfwd/evfwd/internal/testmain"
 	"github.com/evfwd/evfwd/pkg/rawjson"
 )
 
 // What the subprocess tests (crash, multi-node) share.
 
 // buildEvfwd returns the evfwd binary, built once per test binary into a
-// directory kept between runs (binDir): go build leaves a binary there
+// directory kept between runs (testmain.CacheDir): go build leaves a binary there
 // that is up to date as it is, where a link into a new directory cost
 // two CPU-seconds of each run of these tests.
 func buildEvfwd(t *testing.T) string {
@@ -36,7 +34,7 @@ func buildEvfwd(t *testing.T) string {
 }
 
 var evfwdBin = sync.OnceValues(func() (string, error) {
-	dir, err := binDir()
+	dir, err := testmain.CacheDir("serve")
 	if err != nil {
 		return "", err
 	}
@@ -52,22 +50,6 @@ var evfwdBin = sync.OnceValues(func() (string, error) {
 	}
 	return bin, nil
 })
-
-// binDir is the directory of the binary built from this source tree: one
-// per tree in the user's cache, so that two clones never share one.
-func binDir() (string, error) {
-	root, err := filepath.Abs(filepath.Join("..", ".."))
-	if err != nil {
-		return "", err
-	}
-	cache, err := os.UserCacheDir()
-	if err != nil {
-		cache = os.TempDir()
-	}
-	sum := sha256.Sum256([]byte(root))
-	dir := filepath.Join(cache, "evfwd-test", hex.EncodeToString(sum[:8]))
-	return dir, os.MkdirAll(dir, 0o700)
-}
 
 // processLog is the stderr of `evfwd serve` processes (text logs, at
 // least info), kept for the failure report and watched for their start.
