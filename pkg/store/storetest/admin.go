@@ -293,9 +293,10 @@ func testSyncFailed(t *testing.T, s store.Store, a store.Admin) {
 	}
 	sent(t, s, &after)
 	bad := errors.New("line 3: bad")
-	// Long enough to be staged in more than one chunk before it fails.
+	// Long enough to be staged in more than one chunk (1,000 values)
+	// before it fails.
 	failing := func(yield func(store.Value, error) bool) {
-		for i := range 5000 {
+		for i := range 2500 {
 			if !yield(store.Value{UserID: fmt.Sprintf("u%05d", i), Value: []byte("true")}, nil) {
 				return
 			}
