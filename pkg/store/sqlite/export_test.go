@@ -19,10 +19,5 @@ func MigrateStepwise(path string) error {
 	if _, err := db.Exec(createSchemaMigrations); err != nil {
 		return err
 	}
-	for v := 1; v < len(migrations); v++ {
-		if err := apply(context.Background(), db, v); err != nil {
-			return err
-		}
-	}
-	return nil
+	return applyEach(context.Background(), db)
 }

@@ -190,9 +190,13 @@ CREATE INDEX deliveries_settled ON deliveries (status, source) WHERE status = 'f
 `,
 }
 
-// createSchemaMigrations makes the table of the versions applied.
-const createSchemaMigrations = `CREATE TABLE IF NOT EXISTS schema_migrations (
+// createSchemaMigrations makes the table of the versions applied, and
+// recordVersion records one.
+const (
+	createSchemaMigrations = `CREATE TABLE IF NOT EXISTS schema_migrations (
 		version INTEGER PRIMARY KEY, applied_at INTEGER NOT NULL)`
+	recordVersion = `INSERT INTO schema_migrations (version, applied_at) VALUES (?, ?)`
+)
 
 // migrate brings the schema to the newest version. A store that records a
 // version newer than this build knows is refused (*store.SchemaError)
@@ -232,6 +236,12 @@ func migrate(ctx context.Context, db *sql.DB) error {
 	if err := tx.Commit(); err != nil {
 		return fmt.Errorf("migrate: %w", err)
 	}
+	return applyEach(ctx, db)
+}
+
+// applyEach applies the migrations not yet applied, one by one, each in
+// its own transaction.
+func applyEach(ctx context.Context, db *sql.DB) error {
 	for v := 1; v < len(migrations); v++ {
 		if err := apply(ctx, db, v); err != nil {
 			if errors.Is(err, store.ErrSchemaNewer) {
@@ -257,7 +267,7 @@ func createNewest(ctx context.Context, tx *sql.Tx) error {
 	}
 	now := time.Now().UnixMilli()
 	for v := 1; v < len(migrations); v++ {
-		if _, err := tx.ExecContext(ctx, `INSERT INTO schema_migrations (version, applied_at) VALUES (?, ?)`, v, now); err != nil {
+		if _, err := tx.ExecContext(ctx, recordVersion, v, now); err != nil {
 			return err
 		}
 	}
@@ -332,7 +342,7 @@ func apply(ctx context.Context, db *sql.DB, v int) error {
 	if _, err := tx.ExecContext(ctx, migrations[v]); err != nil {
 		return err
 	}
-	if _, err := tx.ExecContext(ctx, `INSERT INTO schema_migrations (version, applied_at) VALUES (?, ?)`, v, time.Now().UnixMilli()); err != nil {
+	if _, err := tx.ExecContext(ctx, recordVersion, v, time.Now().UnixMilli()); err != nil {
 		return err
 	}
 	return tx.Commit()
