@@ -29,9 +29,12 @@ const (
 	stepTimeout    = 10 * time.Second // one wait for the page
 )
 
-// browserPath finds a Chromium-family browser on PATH.
+// browserPath finds a Chromium-family browser on PATH, Debian's
+// chromium-headless-shell first: the same engine without the browser
+// around it, it takes a third of the CPU of a headless chromium here
+// (13 rather than 34 CPU-seconds for these tests under -race).
 func browserPath() string {
-	for _, name := range []string{"chromium", "chromium-browser", "google-chrome", "google-chrome-stable"} {
+	for _, name := range []string{"chromium-headless-shell", "chromium", "chromium-browser", "google-chrome", "google-chrome-stable"} {
 		if p, err := exec.LookPath(name); err == nil {
 			return p
 		}
@@ -112,9 +115,9 @@ func newPage(t *testing.T) *page {
 	path := browserPath()
 	if path == "" {
 		if os.Getenv("EVFWD_BROWSER") == "required" {
-			t.Fatal("EVFWD_BROWSER=required, but there is no chromium, chromium-browser or google-chrome on PATH")
+			t.Fatal("EVFWD_BROWSER=required, but there is no chromium-headless-shell, chromium, chromium-browser or google-chrome on PATH")
 		}
-		t.Skip("no chromium, chromium-browser or google-chrome on PATH (EVFWD_BROWSER=required makes this a failure)")
+		t.Skip("no chromium-headless-shell, chromium, chromium-browser or google-chrome on PATH (EVFWD_BROWSER=required makes this a failure)")
 	}
 	shared, err := startBrowser(path)
 	if err != nil {

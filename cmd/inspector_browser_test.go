@@ -44,9 +44,11 @@ func rowsAre(ids ...int) string {
 }
 
 // detailOpen is a JavaScript test that #detail shows request id with its
-// check steps loaded.
+// check steps and its body loaded. The body comes later and pushes the
+// sections below it down: a click aimed at a header's "show" button
+// before then landed on the Headers summary and closed it.
 func detailOpen(id int) string {
-	return fmt.Sprintf(`(d => d && !d.hidden && d.dataset.id === '%d' && d.querySelector('#check-steps li'))(document.querySelector('#detail'))`, id)
+	return fmt.Sprintf(`(d => d && !d.hidden && d.dataset.id === '%d' && d.querySelector('#check-steps li') && !d.querySelector('#body[aria-busy]'))(document.querySelector('#detail'))`, id)
 }
 
 func TestBrowserListenShowsAWebhookWithinASecond(t *testing.T) {

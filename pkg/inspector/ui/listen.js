@@ -500,7 +500,7 @@ export class ListenApp {
       field('Error', fwd.error, 'error')),
       fwd.body != null ? jsonBlock(fwd.body) : null) : null;
 
-    const bodyPre = h('pre', {id: 'body', class: 'code', tabindex: '0', 'aria-label': 'Body'}, h('span', {class: 'muted', text: 'Loading the body…'}));
+    const bodyPre = h('pre', {id: 'body', class: 'code', tabindex: '0', 'aria-label': 'Body', 'aria-busy': 'true'}, h('span', {class: 'muted', text: 'Loading the body…'}));
     const bodySect = section('Body', true,
       h('div', {class: 'sect-tools'},
         h('button', {type: 'button', id: 'show-raw', 'aria-pressed': 'false', title: 'Toggle between pretty-printed and the exact bytes', text: 'Raw bytes',
@@ -551,6 +551,7 @@ export class ListenApp {
   renderBody() {
     const b = this.body, pre = $('#body'), note = $('#body-note');
     if (!pre || !b) return;
+    pre.removeAttribute('aria-busy');
     pre.classList.toggle('raw', b.raw);
     if (!b.bytes.length) { replace(pre, h('span', {class: 'muted', text: '(empty body)'})); note.textContent = ''; return; }
     if (b.text == null) {
