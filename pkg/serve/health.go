@@ -11,7 +11,11 @@ import (
 
 // storeUp adds evfwd_store_up to m: 1 while h finds the store reachable,
 // 0 while it does not (what /healthz says, for alerts and dashboards).
+// While it does not, a scrape answers at once, without the queue gauges:
+// on a cut link their query would hold it for statsTimeout (5 s). It is
+// called before the metrics are served.
 func (m *Metrics) storeUp(h *forwarder.StoreHealth) {
+	m.health = h
 	m.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "evfwd_store_up",
 		Help: "1 while the store can be reached, 0 while it cannot (/healthz answers 503 then)."},
 		func() float64 {

@@ -39,6 +39,11 @@ type Metrics struct {
 
 	mu      sync.RWMutex
 	sources map[string]*sourceMetrics
+
+	// health, once storeUp has set it, is what a scrape asks before it
+	// queries the store: while the store is known to be unreachable, the
+	// queue gauges are left out at once rather than after statsTimeout.
+	health *forwarder.StoreHealth
 }
 
 // sourceMetrics are one source's series, looked up once.
@@ -153,8 +158,8 @@ func (m *Metrics) Skipped(source, url string) { m.skipped.WithLabelValues(source
 // Handler serves the metrics with promhttp, together with gauges read
 // from st at each scrape (see storeCollector); now is the clock the store's
 // times are measured against (nil: time.Now). When the store cannot answer,
-// its gauges are left out of that scrape, the rest is served, and the error
-// goes to log (when not nil).
+// or is known to be unreachable (see storeUp), its gauges are left out of
+// that scrape, the rest is served, and the error goes to log (when not nil).
 func (m *Metrics) Handler(st store.Store, now func() time.Time, log *slog.Logger) http.Handler {
 	if now == nil {
 		now = time.Now
@@ -196,6 +201,12 @@ func (c *storeCollector) Describe(ch chan<- *prometheus.Desc) {
 }
 
 func (c *storeCollector) Collect(ch chan<- prometheus.Metric) {
+	if h := c.m.health; h != nil {
+		if _, err := h.Unavailable(); err != nil {
+			ch <- prometheus.NewInvalidMetric(queueDepthDesc, err)
+			return
+		}
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), statsTimeout)
 	defer cancel()
 	stats, err := c.st.Stats(ctx)

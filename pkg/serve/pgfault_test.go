@@ -95,8 +95,16 @@ func pgFault(t *testing.T, dbURL string, fault, heal func()) {
 	if code, rbody := getz(h.url + "/readyz"); code != 503 || !strings.Contains(rbody, `"status":"unavailable"`) {
 		t.Errorf("/readyz during the fault: %d %s", code, rbody)
 	}
+	// A scrape answers at once, without the queue gauges it cannot read
+	// (their query would hold it for 5 s on a cut link).
+	scrape := time.Now()
 	if _, m := getz(h.url + "/metrics"); !strings.Contains(m, "\nevfwd_store_up 0\n") {
 		t.Errorf("/metrics during the fault has no evfwd_store_up 0:\n%s", m)
+	} else if strings.Contains(m, "evfwd_queue_depth") {
+		t.Errorf("/metrics during the fault has queue gauges it cannot have read:\n%s", m)
+	}
+	if took := time.Since(scrape); took > faultStoreTimeout {
+		t.Errorf("/metrics during the fault took %v, want under %v", took, faultStoreTimeout)
 	}
 	if code, lbody := getz(h.url + "/livez"); code != 200 {
 		t.Errorf("/livez during the fault: %d %s, want 200", code, lbody)
