@@ -70,8 +70,10 @@ func analyticsNext(t *testing.T) (dir, version string) {
 		}
 	} else {
 		const pkg = "node_modules/@segment/analytics-next"
-		candidates := []string{filepath.Join("..", pkg), filepath.Join(os.TempDir(), pkg)}
-		below, _ := filepath.Glob(filepath.Join(os.TempDir(), "*", pkg))
+		// /tmp as the message below says, whatever TMPDIR the tests run
+		// with (testmain's).
+		candidates := []string{filepath.Join("..", pkg), filepath.Join("/tmp", pkg)}
+		below, _ := filepath.Glob(filepath.Join("/tmp", "*", pkg))
 		for _, c := range append(candidates, below...) {
 			if usable(c) {
 				dir = c

@@ -6,6 +6,13 @@
 // test packages that second, paid by each, was a sixth of the time `go
 // test -race ./...` took on two cores. The testing package already fails
 // the test during which a race happens, so Run exits without the sleep.
+//
+// Run also points TMPDIR at Linux's shared-memory tmpfs when the user has
+// not set it (see memoryTempDir): the tests' SQLite stores commit with an
+// fsync each, and on a disk shared with other work those waits left both
+// cores idle for a quarter of some runs. A tmpfs is a real file system:
+// files, modes, sizes, locks and a SIGKILLed process behave as on a disk;
+// only a crash of the machine, which no test makes, would differ.
 package testmain
 
 import (
@@ -25,6 +32,12 @@ import (
 //
 //	func TestMain(m *testing.M) { testmain.Run(m) }
 func Run(m *testing.M, after ...func()) {
+	if os.Getenv("TMPDIR") == "" {
+		if dir := memoryTempDir(); dir != "" {
+			// Children (serve, a killed sync) inherit it.
+			os.Setenv("TMPDIR", dir)
+		}
+	}
 	code := m.Run()
 	for _, f := range after {
 		f()
