@@ -19,8 +19,10 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
+	"flag"
 	"os"
 	"path/filepath"
+	"strconv"
 	"syscall"
 	"testing"
 
@@ -47,6 +49,23 @@ func Run(m *testing.M, after ...func()) {
 		syscall.Exit(code)
 	}
 	os.Exit(code)
+}
+
+// Parallel lets n tests of the binary run at once (t.Parallel), when the
+// command line does not say how many (-parallel): for a package whose
+// tests spend seconds waiting on real time, as for a lease to run out or a
+// cut link to be noticed, which with the default of one test per core
+// left both cores idle while its waiting tests held every place. Call it
+// from TestMain, before Run.
+func Parallel(n int) {
+	if !flag.Parsed() {
+		flag.Parse()
+	}
+	given := false
+	flag.Visit(func(f *flag.Flag) { given = given || f.Name == "test.parallel" })
+	if !given {
+		flag.Set("test.parallel", strconv.Itoa(n))
+	}
 }
 
 // CacheDir returns a directory that the tests of the source tree holding

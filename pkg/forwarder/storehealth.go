@@ -90,17 +90,17 @@ func (f *Forwarder) storeDown() bool {
 	return up != 0 && time.Since(time.Unix(0, up)) < 2*h.timeout
 }
 
-// observe takes the outcome of a call made with ctx: a success says the
-// store answers; a failure, unless the caller gave up, asks for a probe
-// now, which decides (one reset connection is no outage).
-func (h *StoreHealth) observe(ctx context.Context, err error) {
+// observe takes the outcome of a call made with ctx from start: a success
+// says the store answers; a failure, unless the caller gave up, asks for a
+// probe now, which decides (one reset connection is no outage).
+func (h *StoreHealth) observe(ctx context.Context, start time.Time, err error) {
 	if h.pinger == nil {
 		return
 	}
 	switch {
 	case err == nil:
 		if h.down.Load() {
-			h.set(nil)
+			h.set(nil, start)
 		}
 	case ctx.Err() != nil && !errors.Is(ctx.Err(), context.DeadlineExceeded),
 		errors.Is(err, store.ErrBusy), errors.Is(err, store.ErrClosed):
@@ -112,9 +112,17 @@ func (h *StoreHealth) observe(ctx context.Context, err error) {
 	}
 }
 
-// set records the probe's (or a call's) finding and logs a change.
-func (h *StoreHealth) set(err error) {
+// set records the finding of the probe (or of a call) made from start,
+// and logs a change. A success made from before the store was found
+// unreachable says nothing of it now: its answer was on its way before the
+// link went (seen: "reachable again" 21ms into a stopped server, and
+// /healthz 200 meanwhile), so it leaves the store down.
+func (h *StoreHealth) set(err error, start time.Time) {
 	h.mu.Lock()
+	if err == nil && h.err != nil && start.Before(h.since) {
+		h.mu.Unlock()
+		return
+	}
 	was, since, onUp := h.err, h.since, h.onUp
 	h.err = err
 	h.down.Store(err != nil)
@@ -161,6 +169,7 @@ func (h *StoreHealth) probe(ctx context.Context) {
 		case <-h.suspect:
 		case <-timer.C:
 		}
+		start := time.Now()
 		pctx, cancel := context.WithTimeout(ctx, h.timeout)
 		err := h.pinger.Ping(pctx)
 		cancel()
@@ -172,7 +181,7 @@ func (h *StoreHealth) probe(ctx context.Context) {
 			// refused, say): not a link the lanes can wait out either.
 			err = fmt.Errorf("%w: %w", store.ErrUnavailable, err)
 		}
-		h.set(err)
+		h.set(err, start)
 		next := probeEveryUp
 		if err != nil {
 			next = probeEveryDown
@@ -195,16 +204,18 @@ type watched struct {
 }
 
 func (w watched) IngestLeased(ctx context.Context, msgs []store.Message, lease store.IngestLease) ([]store.Delivery, error) {
+	start := time.Now()
 	ds, err := w.Store.IngestLeased(ctx, msgs, lease)
-	w.h.observe(ctx, err)
+	w.h.observe(ctx, start, err)
 	return ds, err
 }
 
 func (w watched) Lease(ctx context.Context, r store.LeaseRequest) ([]store.Delivery, error) {
 	ctx, cancel := context.WithTimeout(ctx, w.h.timeout)
 	defer cancel()
+	start := time.Now()
 	ds, err := w.Store.Lease(ctx, r)
-	w.h.observe(ctx, err)
+	w.h.observe(ctx, start, err)
 	return ds, err
 }
 
@@ -213,7 +224,8 @@ func (w watched) Complete(ctx context.Context, cs []store.Completion) error {
 	defer w.h.completing.Add(-1)
 	ctx, cancel := context.WithTimeout(ctx, 2*w.h.timeout)
 	defer cancel()
+	start := time.Now()
 	err := w.Store.Complete(ctx, cs)
-	w.h.observe(ctx, err)
+	w.h.observe(ctx, start, err)
 	return err
 }

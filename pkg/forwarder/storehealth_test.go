@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -75,5 +76,22 @@ func TestStoreDownPausesLeasing(t *testing.T) {
 	}
 	if _, err := r.StoreHealth().Unavailable(); err != nil {
 		t.Errorf("after the heal: Unavailable() = %v", err)
+	}
+}
+
+// TestStaleSuccessLeavesStoreDown: a call that succeeds once the store was
+// found unreachable marks it reachable only if it was made after that; an
+// answer that was on its way before the link went says nothing of it now.
+func TestStaleSuccessLeavesStoreDown(t *testing.T) {
+	h := newStoreHealth(&cutStore{t: t}, time.Second, slog.New(slog.DiscardHandler))
+	before := time.Now().Add(-time.Millisecond)
+	h.set(fmt.Errorf("%w: reset", store.ErrUnavailable), time.Now())
+	h.observe(context.Background(), before, nil)
+	if _, err := h.Unavailable(); err == nil {
+		t.Fatal("a success of a call made before the outage marked the store reachable")
+	}
+	h.observe(context.Background(), time.Now(), nil)
+	if _, err := h.Unavailable(); err != nil {
+		t.Fatalf("a success of a call made since the outage left the store unreachable: %v", err)
 	}
 }

@@ -1,9 +1,15 @@
 package serve_test
 
 import (
+	"runtime"
 	"testing"
 
 	"github.com/evfwd/evfwd/internal/testmain"
 )
 
-func TestMain(m *testing.M) { testmain.Run(m) }
+// Many tests here wait on real time: the faults of PostgreSQL, a full
+// disk, restarts.
+func TestMain(m *testing.M) {
+	testmain.Parallel(2 * runtime.GOMAXPROCS(0))
+	testmain.Run(m)
+}
