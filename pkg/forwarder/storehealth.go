@@ -116,7 +116,7 @@ func (h *StoreHealth) observe(ctx context.Context, start time.Time, err error) {
 // and logs a change. A success made from before the store was found
 // unreachable says nothing of it now: its answer was on its way before the
 // link went (seen: "reachable again" 21ms into a stopped server, and
-// /healthz 200 meanwhile), so it leaves the store down.
+// evfwd_store_up 1 meanwhile), so it leaves the store down.
 func (h *StoreHealth) set(err error, start time.Time) {
 	h.mu.Lock()
 	if err == nil && h.err != nil && start.Before(h.since) {
