@@ -323,7 +323,13 @@ func TestHeldDeliveryReleasedOnRecovery(t *testing.T) {
 	if err != nil || len(ds) != 1 {
 		t.Fatalf("lease: %v %v", ds, err)
 	}
-	f.deliver(t.Context(), f.lanes["web"], ds[0], nil)
+	// In a slot of the lane, as a pass takes it (deliver frees it).
+	l := f.lanes["web"]
+	l.inflight.admit(ds)
+	l.inflight.mu.Lock()
+	l.inflight.slots++
+	l.inflight.mu.Unlock()
+	f.deliver(t.Context(), l, ds[0], nil, false)
 	d := detail(t, s, ds[0].ID)
 	if d.Status != store.Pending || d.Attempts != 0 || len(d.Records) != 0 || !d.NextAttempt.After(c.Now().Add(time.Hour)) {
 		t.Fatalf("held: %s, %d attempts, %d records, next %v", d.Status, d.Attempts, len(d.Records), d.NextAttempt)

@@ -22,16 +22,17 @@ type finishing struct {
 	// an endpoint that closed since may have released what waited on it
 	// before this outcome was on record (see record).
 	closes uint64
+	fresh  bool // a fresh delivery's: its room is freed once on record
 }
 
-// complete hands c to the completer: the delivery's slot is free as soon
-// as its requests are made, instead of after a commit, and one
-// Store.Complete records the outcomes of many deliveries. Until it is on
-// record the delivery stays leased; a crash before that makes it again
-// once the lease is taken back, exactly as a crash between the request
-// and the record always did: at least once.
-func (f *Forwarder) complete(l *lane, c store.Completion, retry bool, closes uint64) {
-	f.completions <- finishing{l, c, retry, closes}
+// complete hands x to the completer: the delivery's token is free as soon
+// as its requests are made, and one Store.Complete records the outcomes of
+// many deliveries; its slot is free once that is done (recorded). Until it
+// is on record the delivery stays leased; a crash before that makes it
+// again once the lease is taken back, exactly as a crash between the
+// request and the record always did: at least once.
+func (f *Forwarder) complete(x finishing) {
+	f.completions <- x
 }
 
 // completer records what arrives on in, in groups, until in is closed and
@@ -139,6 +140,9 @@ func (f *Forwarder) lastTry() {
 	}
 	n := f.unrecorded.len()
 	f.cfg.Logger.Error("delivery outcomes not recorded at shutdown: those deliveries will be made again", "n", n)
+	for _, x := range f.unrecorded.first(n) {
+		x.l.inflight.free(x.c.ID, x.fresh)
+	}
 	f.unrecorded.drop(n)
 }
 
@@ -155,6 +159,9 @@ func (f *Forwarder) record(group []finishing, err error) {
 		f.unrecorded.keep(group)
 		f.cfg.Logger.Error("record delivery outcomes; kept to retry, leasing paused",
 			"n", len(group), "waiting", f.unrecorded.len(), "first", group[0].c.ID, "err", err)
+		// The lanes give back what they leased ahead (fill): its leases
+		// would run out while they wait.
+		f.roomMade()
 		return
 	}
 	f.recorded(group)
@@ -167,6 +174,7 @@ func (f *Forwarder) record(group []finishing, err error) {
 func (f *Forwarder) recorded(group []finishing) {
 	var again map[*lane]bool
 	for _, x := range group {
+		f.free(x.l, x.c.ID, x.fresh)
 		if x.c.Status == store.Pending && x.l.closings() != x.closes {
 			if again == nil {
 				again = map[*lane]bool{}

@@ -350,14 +350,14 @@ func (f *Forwarder) fill(ctx, deliverCtx context.Context, l *lane) (got, full bo
 	// Deliveries leased ahead go first.
 	first := l.inflight.takeAhead(n)
 	limit := n - len(first) + p.ahead
-	leased := f.lease(ctx, l, limit)
+	leased, asked := f.lease(ctx, l, limit)
 	if probe != nil && len(leased) == 0 {
 		f.noProbeDue(ctx, l, probe)
 	}
 	for _, d := range l.inflight.start(n, first, leased) {
 		f.workers.run(func() { f.send(ctx, deliverCtx, l, d, probe) })
 	}
-	return len(leased) > 0, len(leased) == limit
+	return len(leased) > 0, asked == limit
 }
 
 // plan decides what a pass of l leases (planLease), from what l holds and
@@ -408,8 +408,10 @@ func (f *Forwarder) admitProbe(l *lane, probe *breaker, tokens int) bool {
 	return true
 }
 
-// lease leases up to limit due deliveries of l's source.
-func (f *Forwarder) lease(ctx context.Context, l *lane, limit int) []store.Delivery {
+// lease leases up to limit due deliveries of l's source. It returns
+// those l does not hold already (inflight.admit) and how many the store
+// returned.
+func (f *Forwarder) lease(ctx context.Context, l *lane, limit int) ([]store.Delivery, int) {
 	// The lease is this node's from sent, read just before the call, to
 	// sent+LeaseTTL (each delivery's LeaseEnd): the store keeps it at least
 	// that long however slow the call (store.LeaseRequest).
@@ -421,8 +423,15 @@ func (f *Forwarder) lease(ctx context.Context, l *lane, limit int) []store.Deliv
 		f.cfg.Logger.Error("lease deliveries", "source", l.source, "err", err)
 	}
 	f.tooLate(l, sent, leased)
+	n := len(leased)
+	leased, dropped := l.inflight.admit(leased)
+	if dropped > 0 {
+		// Their leases ran out while this node still sends them, or
+		// waits to record their outcome: the store took them back.
+		f.cfg.Logger.Debug("leased again while held; not sent again", "source", l.source, "n", dropped)
+	}
 	f.tell(l, laneLeased, len(leased))
-	return leased
+	return leased, n
 }
 
 // leaseMargin is how long before its lease ends a delivery of l may no
@@ -505,7 +514,7 @@ func (f *Forwarder) noProbeDue(ctx context.Context, l *lane, probe *breaker) {
 // one slot, and frees the slot when none is left.
 func (f *Forwarder) send(ctx, deliverCtx context.Context, l *lane, d store.Delivery, probe *breaker) {
 	for {
-		f.deliver(deliverCtx, l, d, probe)
+		f.deliver(deliverCtx, l, d, probe, false)
 		probe = nil
 		next, left, ok := l.inflight.next(ctx.Err() != nil)
 		if !ok {
@@ -542,6 +551,7 @@ func (f *Forwarder) giveBackAhead(l *lane) {
 		// Their leases run out, and they are due then.
 		f.cfg.Logger.Error("give back deliveries leased ahead", "source", l.source, "n", len(cs), "err", err)
 	}
+	l.inflight.forget(ahead)
 }
 
 // roomMade wakes every lane after deliveries gave back their room, in
@@ -552,14 +562,21 @@ func (f *Forwarder) roomMade() {
 	}
 }
 
-// endFresh frees the room of n of l's fresh deliveries and wakes the
-// lanes.
+// endFresh frees the room of n of l's fresh deliveries that were never
+// handed in, and wakes the lanes.
 func (f *Forwarder) endFresh(l *lane, n int) {
 	if n == 0 {
 		return
 	}
 	l.inflight.endFresh(n)
 	f.roomMade()
+}
+
+// free ends what l holds of delivery id (inflight.free) and wakes l: its
+// slot is free.
+func (f *Forwarder) free(l *lane, id int64, fresh bool) {
+	l.inflight.free(id, fresh)
+	l.poke()
 }
 
 // Ingest stores msgs, as store.Store.Ingest does, and sends at once the
@@ -591,10 +608,12 @@ func (f *Forwarder) Ingest(ctx context.Context, msgs []store.Message) error {
 	}
 	f.endFresh(l, n-len(ds))
 	f.tooLate(l, sent, ds)
+	ds, _ = l.inflight.admit(ds) // new ones: none is held
 	for _, d := range ds {
 		f.workers.run(func() {
-			f.deliver(deliverCtx, l, d, nil)
-			f.endFresh(l, 1)
+			f.deliver(deliverCtx, l, d, nil, true)
+			f.tokens.handBack(1)
+			f.roomMade()
 		})
 	}
 	if len(ds) < n || n < deliveries(msgs) {
@@ -641,11 +660,13 @@ func deliveries(msgs []store.Message) int {
 	return n
 }
 
-// deliver makes one delivery attempt of d and records its outcome. probe,
-// when set, is the endpoint the lane admitted d to probe.
-func (f *Forwarder) deliver(ctx context.Context, l *lane, d store.Delivery, probe *breaker) {
+// deliver makes one delivery attempt of d and hands its outcome to the
+// completer, which frees its slot (fresh: its fresh room) once it is on
+// record. probe, when set, is the endpoint the lane admitted d to probe.
+func (f *Forwarder) deliver(ctx context.Context, l *lane, d store.Delivery, probe *breaker, fresh bool) {
 	if !f.startable(l, d) {
 		f.letLapse(l, d, probe)
+		f.free(l, d.ID, fresh)
 		return
 	}
 	c := store.Completion{ID: d.ID, Owner: f.cfg.Owner, Attempts: d.Attempts + 1, FirstAttempt: d.FirstAttempt}
@@ -657,12 +678,12 @@ func (f *Forwarder) deliver(ctx context.Context, l *lane, d store.Delivery, prob
 	if err != nil {
 		// Not something a later attempt can fix.
 		c.Status, c.LastError = store.Failed, err.Error()
-		f.complete(l, c, false, l.closings())
+		f.complete(finishing{l: l, c: c, closes: l.closings(), fresh: fresh})
 		return
 	}
 	g := f.gate(l, probe)
 	if g.allSkipped() {
-		f.hold(l, d, c, g)
+		f.hold(l, d, c, g, fresh)
 		return
 	}
 	dest := l.dest
@@ -704,7 +725,7 @@ func (f *Forwarder) deliver(ctx context.Context, l *lane, d store.Delivery, prob
 		}
 		f.cfg.Observer.Attempt(l.source, d.ID, undecided)
 	}
-	f.complete(l, c, retry, g.closes)
+	f.complete(finishing{l: l, c: c, retry: retry, closes: g.closes, fresh: fresh})
 }
 
 // outcome completes c, d's completion, from res: its attempts' records,

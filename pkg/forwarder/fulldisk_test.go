@@ -227,7 +227,7 @@ func (r *running) drained(t *testing.T, source string) {
 		tr.mu.Lock()
 		idle := tr.lanes[source] != nil && tr.lanes[source].last == laneIdle
 		tr.mu.Unlock()
-		_, queued, busy := l.inflight.look()
-		return idle && !busy && queued == 0
+		_, queued, _ := l.inflight.look()
+		return idle && l.inflight.sent() && queued == 0
 	})
 }

@@ -150,7 +150,7 @@ func (f *Forwarder) reportHealth(l *lane, g *gate, res webhook.Result) {
 // no attempt spent. It is scheduled for the end of its retry window (dead
 // then if its endpoints are still open) and made due again when one
 // closes (release). A delivery never attempted waits a window from now.
-func (f *Forwarder) hold(l *lane, d store.Delivery, c store.Completion, g *gate) {
+func (f *Forwarder) hold(l *lane, d store.Delivery, c store.Completion, g *gate, fresh bool) {
 	window := f.cfg.Policy.Window
 	if window <= 0 {
 		window = webhook.DefaultWindow
@@ -173,7 +173,7 @@ func (f *Forwarder) hold(l *lane, d store.Delivery, c store.Completion, g *gate)
 	// may release held deliveries for a probe, and this one must be among
 	// them. record releases again when an endpoint closed while this was
 	// decided.
-	x := []finishing{{l, c, false, g.closes}}
+	x := []finishing{{l: l, c: c, closes: g.closes, fresh: fresh}}
 	f.record(x, f.cfg.Store.Complete(context.Background(), []store.Completion{c}))
 }
 

@@ -59,17 +59,35 @@ func (t tokens) waitIdle() {
 }
 
 // inflight is all a lane holds: its slots in use (leased deliveries being
-// sent), the fresh deliveries Ingest handed it, and the deliveries it
-// leased ahead of a free slot, under the process's tokens, which each
-// delivery being sent holds one of. The lane's passes, its sends and
-// Ingest change it only through these methods.
+// sent, or sent and waiting for their outcome to be on record), the fresh
+// deliveries Ingest handed it (the same, in a bound of their own), and the
+// deliveries it leased ahead of a free slot, under the process's tokens,
+// which each delivery holds one of while it is being sent. The lane's
+// passes, its sends, the completer and Ingest change it only through these
+// methods.
+//
+// A slot is free once its outcome is on record, not when its requests
+// end: what a crash can make go out twice is what holds a slot, never
+// more (MaxInFlight in all, PerSource leased and PerSource fresh a lane),
+// and outcomes waiting for a commit hold back new sends rather than pile
+// up.
+//
+// held is every delivery the lane holds, by id: leased (ahead, being
+// sent, or waiting for its record) or fresh. A lease that runs out while
+// its delivery is still here (a slow endpoint, a store that refuses the
+// outcome for longer than the lease) makes it due again in the store, and
+// this node's next Lease may return it: it is dropped there (admit), since
+// this node is sending it already. Its lease is this node's again, and the
+// outcome recorded under it.
 type inflight struct {
 	tokens    tokens // the process's, shared by every lane
 	perSource int    // the bound on slots, and apart from it on fresh ones
 	mu        sync.Mutex
-	slots     int              // leased deliveries being sent, a token each
-	fresh     int              // fresh deliveries being sent, a token each
+	slots     int              // leased deliveries being sent or recorded
+	sending   int              // of slots, those being sent (a token each)
+	fresh     int              // fresh deliveries being sent or recorded
 	ahead     []store.Delivery // leased ahead, waiting for a slot; no token
+	held      map[int64]struct{}
 }
 
 // look is what a pass starts from: the lane's free slots, how many it
@@ -111,27 +129,88 @@ func (in *inflight) start(n int, first, leased []store.Delivery) []store.Deliver
 	in.mu.Lock()
 	in.ahead = append(in.ahead, leased[k:]...)
 	in.slots += len(ds)
+	in.sending += len(ds)
 	in.mu.Unlock()
 	return ds
 }
 
-// next gives a slot whose delivery is over its next delivery leased ahead,
-// and how many are left ahead then. With none, or when stop is set, the
-// slot and its token are free and ok is false.
+// next gives the token of a delivery whose requests are over (its slot
+// stays taken until its outcome is on record: free) to the next delivery
+// leased ahead, in a slot of its own, and says how many are left ahead
+// then. With none, no free slot, or when stop is set, the token goes back
+// and ok is false.
 func (in *inflight) next(stop bool) (d store.Delivery, left int, ok bool) {
 	in.mu.Lock()
-	if !stop && len(in.ahead) > 0 {
+	in.sending--
+	if !stop && len(in.ahead) > 0 && in.slots < in.perSource {
 		d, in.ahead = in.ahead[0], in.ahead[1:]
+		in.slots++
+		in.sending++
 		left = len(in.ahead)
 		in.mu.Unlock()
 		return d, left, true
 	}
 	in.mu.Unlock()
 	in.tokens.handBack(1)
-	in.mu.Lock()
-	in.slots--
-	in.mu.Unlock()
 	return store.Delivery{}, 0, false
+}
+
+// admit takes what a Lease returned into held, and drops from it what the
+// lane holds already (see inflight): it returns the rest, in order, and
+// how many it dropped.
+func (in *inflight) admit(ds []store.Delivery) ([]store.Delivery, int) {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	if in.held == nil {
+		in.held = map[int64]struct{}{}
+	}
+	kept := ds[:0:0]
+	for _, d := range ds {
+		if _, ok := in.held[d.ID]; ok {
+			continue
+		}
+		in.held[d.ID] = struct{}{}
+		kept = append(kept, d)
+	}
+	return kept, len(ds) - len(kept)
+}
+
+// free ends what the lane holds of delivery id: its outcome is on record
+// (or will never be), so its slot, or its fresh room, is free.
+func (in *inflight) free(id int64, fresh bool) {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	delete(in.held, id)
+	if fresh {
+		in.fresh--
+	} else {
+		in.slots--
+	}
+}
+
+// forget drops ds from held without a slot: given back, or left to lapse
+// before a slot was theirs.
+func (in *inflight) forget(ds []store.Delivery) {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	for _, d := range ds {
+		delete(in.held, d.ID)
+	}
+}
+
+// sent reports whether no leased delivery of the lane is being sent:
+// what its slots hold waits for its record, if anything.
+func (in *inflight) sent() bool {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	return in.sending == 0
+}
+
+// holding reports how many deliveries the lane holds.
+func (in *inflight) holding() int {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	return len(in.held)
 }
 
 // claimFresh takes room for up to want fresh deliveries: within the lane's
@@ -144,8 +223,7 @@ func (in *inflight) claimFresh(want int) int {
 	return n
 }
 
-// endFresh frees n fresh deliveries' room and tokens: sent, or never
-// handed in.
+// endFresh frees n fresh deliveries' room and tokens: never handed in.
 func (in *inflight) endFresh(n int) {
 	in.tokens.handBack(n)
 	in.mu.Lock()

@@ -39,8 +39,10 @@ func TestPlanLease(t *testing.T) {
 
 // A pass's tokens go to what was leased ahead first, then to what it
 // leased; what they do not cover waits ahead, and unused tokens go back.
-// Each slot's end takes the next from ahead, and frees slot and token
-// once none is left.
+// A delivery's token passes to the next one ahead once its requests end,
+// in a slot of its own: its own slot is free only once its outcome is on
+// record (free), so a lane whose slots all wait for records sends nothing
+// more and its token goes back.
 func TestInflightSlotsAndTokens(t *testing.T) {
 	in := inflight{tokens: make(tokens, 4), perSource: 3}
 	ds := func(ids ...int64) []store.Delivery {
@@ -63,25 +65,62 @@ func TestInflightSlotsAndTokens(t *testing.T) {
 	if room, queued, busy := in.look(); room != 0 || queued != 2 || !busy {
 		t.Fatalf("look = %d, %d, %v", room, queued, busy)
 	}
-	if d, left, ok := in.next(false); !ok || d.ID != 4 || left != 1 {
-		t.Fatalf("next = %d, %d, %v; want 4, 1 left", d.ID, left, ok)
+	// 1's requests are over but not its record: no slot for 4.
+	if _, _, ok := in.next(false); ok || in.slots != 3 || taken() != 2 || in.sent() {
+		t.Fatalf("next with every slot waiting: ok %v, %d slots, %d tokens; want the token back, the slots kept", ok, in.slots, taken())
 	}
-	if _, _, ok := in.next(true); ok || in.slots != 2 || taken() != 2 {
-		t.Fatalf("stopping: ok %v, %d slots, %d tokens; want the slot freed", ok, in.slots, taken())
+	in.free(1, false)
+	if in.slots != 2 {
+		t.Fatalf("%d slots after 1 was recorded, want 2", in.slots)
 	}
-	if n := in.claimFresh(5); n != 2 || in.fresh != 2 || taken() != 4 {
-		t.Fatalf("claimed %d fresh (%d tokens held), want the 2 tokens left", n, taken())
+	if d, left, ok := in.next(false); !ok || d.ID != 4 || left != 1 || in.slots != 3 || taken() != 2 {
+		t.Fatalf("next = %d, %d, %v (%d slots, %d tokens); want 4, 1 left, in 1's slot", d.ID, left, ok, in.slots, taken())
 	}
-	in.endFresh(2)
-	if got := in.dropAhead(); fmt.Sprint(ids(got)) != "[5]" || in.fresh != 0 || taken() != 2 {
-		t.Fatalf("dropped %v, %d fresh, %d tokens", ids(got), in.fresh, taken())
+	if _, _, ok := in.next(true); ok || in.slots != 3 || taken() != 1 {
+		t.Fatalf("stopping: ok %v, %d slots, %d tokens; want the token freed", ok, in.slots, taken())
+	}
+	if _, _, ok := in.next(true); ok || taken() != 0 || !in.sent() {
+		t.Fatalf("stopping: ok %v, %d tokens; want every token back", ok, taken())
+	}
+	for _, id := range []int64{2, 3, 4} {
+		in.free(id, false)
+	}
+	if n := in.claimFresh(5); n != 3 || in.fresh != 3 || taken() != 3 {
+		t.Fatalf("claimed %d fresh (%d tokens held), want 3: the lane's bound", n, taken())
+	}
+	in.endFresh(3)
+	if got := in.dropAhead(); fmt.Sprint(ids(got)) != "[5]" || in.fresh != 0 || in.slots != 0 || taken() != 0 {
+		t.Fatalf("dropped %v, %d fresh, %d slots, %d tokens", ids(got), in.fresh, in.slots, taken())
 	}
 	// A pass whose tokens outnumber what it got hands the rest back.
 	if n := in.tokens.takeUpTo(1); n != 1 {
 		t.Fatal("no token")
 	}
-	if sent := in.start(1, nil, nil); len(sent) != 0 || taken() != 2 {
+	if sent := in.start(1, nil, nil); len(sent) != 0 || taken() != 0 {
 		t.Fatalf("sent %v, %d tokens held; want the pass's token back", ids(sent), taken())
+	}
+}
+
+// What a Lease returns that the lane holds already (its lease ran out
+// while it was being sent) is dropped, once; what the lane no longer
+// holds is admitted again.
+func TestInflightAdmitDropsHeld(t *testing.T) {
+	in := inflight{tokens: make(tokens, 4), perSource: 3}
+	d := func(id int64) store.Delivery { return store.Delivery{ID: id} }
+	kept, dropped := in.admit([]store.Delivery{d(1), d(2)})
+	if fmt.Sprint(ids(kept)) != "[1 2]" || dropped != 0 {
+		t.Fatalf("first lease: kept %v, dropped %d", ids(kept), dropped)
+	}
+	kept, dropped = in.admit([]store.Delivery{d(2), d(3), d(1)})
+	if fmt.Sprint(ids(kept)) != "[3]" || dropped != 2 || in.holding() != 3 {
+		t.Fatalf("lease of held ones: kept %v, dropped %d, holding %d; want [3], 2, 3", ids(kept), dropped, in.holding())
+	}
+	in.slots = 1
+	in.free(2, false)
+	in.forget([]store.Delivery{d(3)})
+	kept, _ = in.admit([]store.Delivery{d(1), d(2), d(3)})
+	if fmt.Sprint(ids(kept)) != "[2 3]" {
+		t.Fatalf("after 2 was recorded and 3 given back: kept %v, want [2 3]", ids(kept))
 	}
 }
 
