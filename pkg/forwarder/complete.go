@@ -69,7 +69,7 @@ func (f *Forwarder) completer(in <-chan finishing) {
 				continue
 			}
 			cs = completions(cs[:0], group)
-			f.record(group, f.cfg.Store.Complete(context.Background(), cs))
+			f.record(group, f.cfg.Store.Complete(f.calls, cs))
 		case <-tick:
 			retry = nil
 			if f.retryUnrecorded() {
@@ -116,7 +116,7 @@ func (f *Forwarder) retryUnrecorded() bool {
 		if len(group) == 0 {
 			break
 		}
-		if err := f.cfg.Store.Complete(context.Background(), completions(nil, group)); err != nil {
+		if err := f.cfg.Store.Complete(f.calls, completions(nil, group)); err != nil {
 			f.cfg.Logger.Debug("record delivery outcomes again", "waiting", f.unrecorded.len(), "err", err)
 			return false
 		}

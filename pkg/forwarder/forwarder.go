@@ -48,6 +48,13 @@ const (
 	DefaultGrace    = 10 * time.Second
 )
 
+// stopSlack is how long past its grace period a stopping forwarder may
+// still wait for the store: to record the outcomes of the deliveries the
+// grace period let finish, and give back what it leased ahead. What the
+// store has not taken by then is made again after a restart (at least
+// once), rather than hold the process on a link that does not answer.
+const stopSlack = 500 * time.Millisecond
+
 // workerIdle is how long a delivery's goroutine waits for the next one
 // before it ends.
 const workerIdle = 2 * time.Second
@@ -123,6 +130,12 @@ type Forwarder struct {
 	mu      sync.Mutex
 	running context.Context
 
+	// calls is the context of the forwarder's own store calls (each has
+	// its deadline besides, see watched): it ends stopSlack after the
+	// grace period once Run's context ended, so that no record, give-back
+	// or release holds a stopping process on a link that does not answer.
+	calls context.Context
+
 	completions chan finishing // to the completer, while Run runs
 	unrecorded  *unrecorded    // outcomes the store refused (complete.go)
 	health      *StoreHealth   // whether the store answers (storehealth.go)
@@ -196,7 +209,7 @@ func New(cfg Config) (*Forwarder, error) {
 	}
 	cfg.Breaker = cfg.Breaker.withDefaults(cfg.Policy)
 	f := &Forwarder{cfg: cfg, lanes: map[string]*lane{}, tokens: make(tokens, cfg.MaxInFlight), workers: newWorkers(workerIdle),
-		unrecorded: newUnrecorded()}
+		unrecorded: newUnrecorded(), calls: context.Background()}
 	if cfg.StoreTimeout <= 0 {
 		cfg.StoreTimeout = store.CallTimeout
 	}
@@ -250,6 +263,11 @@ func (l *lane) poke() {
 func (f *Forwarder) Run(ctx context.Context) error {
 	deliverCtx, interrupt := context.WithCancel(context.WithoutCancel(ctx))
 	defer interrupt()
+	calls, endCalls := context.WithCancel(context.Background())
+	defer endCalls()
+	f.calls = calls // before any goroutine of Run reads it
+	stopCalls := context.AfterFunc(ctx, func() { time.AfterFunc(f.cfg.Grace+stopSlack, endCalls) })
+	defer stopCalls()
 	// A state recorded by an earlier run is stale: this one starts closed.
 	for _, l := range f.lanes {
 		for i, b := range l.breakers {
@@ -547,7 +565,7 @@ func (f *Forwarder) giveBackAhead(l *lane) {
 		cs[i] = store.Completion{ID: d.ID, Owner: f.cfg.Owner, Status: store.Pending, Attempts: d.Attempts,
 			FirstAttempt: d.FirstAttempt, NextAttempt: f.cfg.Now(), LastError: d.LastError}
 	}
-	if err := f.cfg.Store.Complete(context.Background(), cs); err != nil {
+	if err := f.cfg.Store.Complete(f.calls, cs); err != nil {
 		// Their leases run out, and they are due then.
 		f.cfg.Logger.Error("give back deliveries leased ahead", "source", l.source, "n", len(cs), "err", err)
 	}
@@ -585,11 +603,23 @@ func (f *Forwarder) free(l *lane, id int64, fresh bool) {
 // MaxInFlight. The collector calls it with one source's messages.
 func (f *Forwarder) Ingest(ctx context.Context, msgs []store.Message) error {
 	l, deliverCtx, n := f.claim(msgs)
+	// Its tokens are Run's to wait for. Once Run interrupts what is in
+	// flight (its grace period is over) they go back at once, rather than
+	// hold a stopping process until the store call ends, on a link that
+	// does not answer at its deadline; what the call leased is then left
+	// to its lease's end.
+	keep := func() bool { return true } // false: the tokens went back
+	if n > 0 {
+		keep = context.AfterFunc(deliverCtx, func() { f.endFresh(l, n) })
+	}
 	// As lease's: this node's clock just before the call, plus the TTL.
 	sent := f.cfg.Now()
 	ds, err := f.cfg.Store.IngestLeased(ctx, msgs, store.IngestLease{
 		Owner: f.cfg.Owner, Until: sent.Add(f.cfg.LeaseTTL), Limit: n,
 	})
+	if !keep() {
+		return err
+	}
 	if err != nil {
 		if l != nil {
 			f.endFresh(l, n)

@@ -174,7 +174,7 @@ func (f *Forwarder) hold(l *lane, d store.Delivery, c store.Completion, g *gate,
 	// them. record releases again when an endpoint closed while this was
 	// decided.
 	x := []finishing{{l: l, c: c, closes: g.closes, fresh: fresh}}
-	f.record(x, f.cfg.Store.Complete(context.Background(), []store.Completion{c}))
+	f.record(x, f.cfg.Store.Complete(f.calls, []store.Completion{c}))
 }
 
 // transition records b's state: the observer's gauge and the store's row,
@@ -203,7 +203,7 @@ func (f *Forwarder) persistLocked(b *breaker) store.Health {
 	if f.endpoints != nil {
 		f.endpoints.EndpointState(st.Source, st.URL, st.State)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), persistTimeout)
+	ctx, cancel := context.WithTimeout(f.calls, persistTimeout)
 	defer cancel()
 	if err := f.cfg.Store.SaveEndpoint(ctx, st); err != nil {
 		f.cfg.Logger.Warn("record endpoint state", "source", st.Source, "url", st.URL, "state", st.State, "err", err)
@@ -226,7 +226,7 @@ func (f *Forwarder) release(l *lane) {
 			prefixes = append(prefixes, b.url+": ")
 		}
 	}
-	n, err := f.cfg.Store.Release(context.Background(), l.source, prefixes, f.cfg.Now())
+	n, err := f.cfg.Store.Release(f.calls, l.source, prefixes, f.cfg.Now())
 	if err != nil {
 		f.cfg.Logger.Error("release deliveries", "source", l.source, "err", err)
 	}

@@ -197,7 +197,7 @@ func (h *StoreHealth) probe(ctx context.Context) {
 }
 
 // watched is the store as the forwarder calls it: its calls' outcomes go
-// to the health, and a Lease and a Complete have deadlines.
+// to the health, and a Lease, a Release and a Complete have deadlines.
 type watched struct {
 	store.Store
 	h *StoreHealth
@@ -217,6 +217,17 @@ func (w watched) Lease(ctx context.Context, r store.LeaseRequest) ([]store.Deliv
 	ds, err := w.Store.Lease(ctx, r)
 	w.h.observe(ctx, start, err)
 	return ds, err
+}
+
+// Release has a Lease's deadline: it is called from the lanes and from
+// delivery goroutines, which must not wait on a link that does not answer.
+func (w watched) Release(ctx context.Context, source string, prefixes []string, now time.Time) (int, error) {
+	ctx, cancel := context.WithTimeout(ctx, w.h.timeout)
+	defer cancel()
+	start := time.Now()
+	n, err := w.Store.Release(ctx, source, prefixes, now)
+	w.h.observe(ctx, start, err)
+	return n, err
 }
 
 func (w watched) Complete(ctx context.Context, cs []store.Completion) error {

@@ -189,17 +189,29 @@ func (s *Store) Complete(ctx context.Context, cs []store.Completion) error {
 		return err
 	}
 	defer leave()
-	// Applied even when ctx has ended: the attempts were made and must be
-	// on record. Only ctx's deadline counts: a link that answers nothing
-	// fails the call then (store.ErrUnavailable), and the caller keeps the
-	// outcomes to try again.
+	// Applied even when ctx is cancelled once its group has it: the
+	// attempts were made and must be on record. Only ctx's deadline bounds
+	// the group: a link that answers nothing fails it then
+	// (store.ErrUnavailable), and the caller keeps the outcomes to try
+	// again. The caller waits only while ctx lasts (a stopping forwarder
+	// gives up): it keeps them as not recorded, and a second Complete of
+	// one the group applied after all changes nothing. Close cancels a
+	// group still running once no call waits.
 	deadline, ok := ctx.Deadline()
 	if !ok {
 		deadline = time.Now().Add(callTimeout)
 	}
 	req := completion{cs: cs, deadline: deadline, done: make(chan error, 1)}
-	s.completions <- req
-	err = <-req.done
+	select {
+	case s.completions <- req:
+	case <-ctx.Done():
+		return classify(ctx.Err())
+	}
+	select {
+	case err = <-req.done:
+	case <-ctx.Done():
+		return classify(ctx.Err())
+	}
 	for _, c := range cs {
 		if c.Status == store.Pending {
 			s.floors.LowerAll(store.Millis(c.NextAttempt))
@@ -252,7 +264,7 @@ func (s *Store) completer() {
 		}
 		// The group's statements end by its callers' latest deadline, as an
 		// ingest group's do (groupDeadline): none fails before its own.
-		ctx, cancel := context.WithDeadline(context.Background(), last)
+		ctx, cancel := context.WithDeadline(s.stop, last)
 		err := classify(retryTransient(func() error { return s.complete(ctx, all) }))
 		cancel()
 		for _, c := range group {

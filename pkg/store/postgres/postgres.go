@@ -206,15 +206,31 @@ func (s *Store) Close() error {
 	}
 	<-s.recovery.done
 	s.once.Do(func() {
+		// Calls still in flight end now, not at their deadlines: the
+		// lock below waits for them, and on a link that answers nothing
+		// they would hold a stopping process for a store deadline.
+		s.cancelStop()
 		s.mu.Lock()
 		s.closed = true
 		close(s.quit)
-		s.cancelStop()
 		s.mu.Unlock()
-		s.pool.Close()
+		// A connection whose statement was cancelled is closed after a
+		// cancel request to the server, which pgx waits up to 15 s on:
+		// on a link that answers nothing, that would hold a stopping
+		// process. Past closeWait those finish in the background.
+		closed := make(chan struct{})
+		go func() { defer close(closed); s.pool.Close() }()
+		select {
+		case <-closed:
+		case <-time.After(closeWait):
+		}
 	})
 	return nil
 }
+
+// closeWait bounds how long Close waits for the pool's connections to
+// close.
+const closeWait = 250 * time.Millisecond
 
 // enter admits a call unless the store is closed; the caller runs leave.
 func (s *Store) enter() (leave func(), err error) {
