@@ -229,6 +229,7 @@ func serveConfig(opts *ServeOptions) (serve.Config, error) {
 	v := opts.Config.Viper()
 	cfg.PublicURL, cfg.TrustedProxies = v.GetString("public_url"), v.GetStringSlice("trusted_proxies")
 	cfg.AllowedHosts = v.GetStringSlice("allowed_hosts")
+	cfg.AllowPrivateEndpoints = v.GetBool("allow_private_endpoints")
 	if u := opts.Getenv(cli.EnvPrefix + "PUBLIC_URL"); u != "" {
 		cfg.PublicURL = u
 	}
@@ -364,13 +365,30 @@ func devSource(opts *ServeOptions, cfg *serve.Config) error {
 		src.Webhooks.Endpoints = append(src.Webhooks.Endpoints, webhook.Endpoint{URL: u})
 	}
 	if src.Webhooks.Enabled = len(src.Webhooks.Endpoints) > 0; src.Webhooks.Enabled {
-		if err := forwardToError(src.Webhooks.Validate()); err != nil {
+		err := src.Webhooks.Validate()
+		if !cfg.AllowPrivateEndpoints {
+			err = joinFlat(err, src.Webhooks.CheckAddresses())
+		}
+		if err := forwardToError(err); err != nil {
 			return err
 		}
 	}
 	cfg.Sources = []serve.Source{src}
 	opts.dev = true
 	return nil
+}
+
+// joinFlat joins the errors that a and b join, one level deep.
+func joinFlat(a, b error) error {
+	var all []error
+	for _, err := range []error{a, b} {
+		if j, ok := err.(interface{ Unwrap() []error }); ok {
+			all = append(all, j.Unwrap()...)
+		} else if err != nil {
+			all = append(all, err)
+		}
+	}
+	return errors.Join(all...)
 }
 
 // forwardToError names the flag in the endpoint errors of the dev
@@ -552,8 +570,11 @@ type serveSettings struct {
 	TrustedProxies []string `json:"trustedProxies,omitempty"`
 	// AllowedHosts are the names /metrics, /healthz and the admin API
 	// answer besides serve's address, localhost and IP addresses.
-	AllowedHosts []string         `json:"allowedHosts,omitempty"`
-	Sources      []sourceSettings `json:"sources"`
+	AllowedHosts []string `json:"allowedHosts,omitempty"`
+	// AllowPrivateEndpoints: link-local and metadata addresses may be
+	// called.
+	AllowPrivateEndpoints bool             `json:"allowPrivateEndpoints,omitempty"`
+	Sources               []sourceSettings `json:"sources"`
 }
 
 // uiSettings is where --ui serves the inspector.
@@ -588,7 +609,7 @@ func serveCheck(opts *ServeOptions, cfg serve.Config) error {
 		LeaseTTL: shortDuration(opts.LeaseTTL), Grace: shortDuration(opts.Grace),
 		LogFormat: opts.LogFormat, LogLevel: opts.LogLevel, AdminAPI: cfg.AdminToken != "",
 		PublicURL: cfg.PublicURL, TrustedProxies: cfg.TrustedProxies, AllowedHosts: cfg.AllowedHosts,
-		Sources: make([]sourceSettings, len(cfg.Sources)),
+		AllowPrivateEndpoints: cfg.AllowPrivateEndpoints, Sources: make([]sourceSettings, len(cfg.Sources)),
 	}
 	if cfg.TLSCert != "" {
 		st.TLS = &tlsSettings{Cert: cfg.TLSCert, Key: cfg.TLSKey}
@@ -648,6 +669,9 @@ func writeSettings(w io.Writer, st serveSettings) {
 	}
 	if len(st.AllowedHosts) > 0 {
 		fmt.Fprintf(w, "%-10s %s (as Host on /metrics, /healthz, /admin/)\n", "hosts", strings.Join(st.AllowedHosts, ", "))
+	}
+	if st.AllowPrivateEndpoints {
+		fmt.Fprintf(w, "%-10s link-local and cloud metadata addresses allowed (allow_private_endpoints)\n", "endpoints")
 	}
 	for _, s := range st.Sources {
 		fmt.Fprintf(w, "source %s\n  write_key  %s\n", cli.Printable(s.Name), cli.Printable(s.WriteKey))
