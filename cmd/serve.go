@@ -143,11 +143,12 @@ the start of the response), filtered by source, status and endpoint; retry
 one, or all failed or dead, with a click, as evfwd deliveries retry does;
 and per endpoint the last hour's delivered, retried and failed attempts and
 latency per minute, with the endpoint's health. It needs the admin token
-(admin_token in the config or EVFWD_ADMIN_TOKEN). At start serve prints a
-sign-in link, never the token: opening it signs the browser in; it works
-once, within 10 minutes. Otherwise the page asks for the token; scripts
-send it as Authorization: Bearer TOKEN. Its HTTP API is
-in docs/INSPECTOR.md. The page loads nothing from the network.
+(admin_token in the config or EVFWD_ADMIN_TOKEN). At start serve shows a
+sign-in link on its terminal (never the token, and never in the log, text
+or JSON: without a terminal there is none): opening it signs the browser
+in; it works once, within 10 minutes. Otherwise the page asks for the
+token; scripts send it as Authorization: Bearer TOKEN. Its HTTP API is in
+docs/INSPECTOR.md. The page loads nothing from the network.
 
 GET /healthz and GET /metrics (Prometheus) are served beside the API.
 While there is work, one INFO line per --log-interval says what happened.
@@ -321,8 +322,8 @@ func serveRun(opts *ServeOptions) error {
 	if opts.dev {
 		printDev(opts, log, cfg.Sources[0], srv.URL())
 	}
-	if link := srv.SignInLink(); link != "" {
-		printSignIn(opts, log, link)
+	if srv.UIURL() != "" {
+		showSignIn(opts, log, srv)
 	}
 	if cfg.TLSCert != "" {
 		defer reloadOnHUP(srv, opts.hup, opts.reloaded)()
@@ -497,18 +498,34 @@ func printDev(opts *ServeOptions, log *slog.Logger, src serve.Source, endpoint s
 	}
 }
 
-// printSignIn prints the inspector's one-time sign-in link, as Jupyter
-// prints its ?token= link: the admin token itself is never printed (logs
-// are kept and shared), and the link works once, for a few minutes.
-func printSignIn(opts *ServeOptions, log *slog.Logger, link string) {
-	ttl := fmt.Sprintf("%d minutes", int(inspector.SignInTTL.Minutes()))
-	if opts.LogFormat == "json" {
-		log.Info("inspector: sign in with this link (once, within "+ttl+")", "signin_url", link)
+// showSignIn shows the inspector's one-time sign-in link, as Jupyter
+// prints its ?token= link, on a terminal and never in a log: it works for
+// a few minutes without the admin token, and logs are kept and shipped.
+// It goes to the controlling terminal (IOStreams.Terminal) whatever stderr
+// is and whatever --log-format, else to stderr when that is a terminal;
+// with neither (a service, a container without -t) no link is made, and
+// the log says to sign in with the admin token. The admin token itself is
+// never printed.
+func showSignIn(opts *ServeOptions, log *slog.Logger, srv *serve.Server) {
+	w, done := io.Writer(nil), func() {}
+	if opts.IO.Terminal != nil {
+		if tty, err := opts.IO.Terminal(); err == nil {
+			w, done = tty, func() { tty.Close() }
+		}
+	}
+	if w == nil && opts.IO.ErrTTY {
+		w = opts.IO.ErrOut
+	}
+	if w == nil {
+		log.Info("inspector: sign in with the admin token (no terminal to show a one-time sign-in link on)", "url", srv.UIURL())
 		return
 	}
-	w, st := opts.IO.ErrOut, opts.IO.ErrStyles()
+	defer done()
+	ttl := fmt.Sprintf("%d minutes", int(inspector.SignInTTL.Minutes()))
+	st := opts.IO.ErrStyles()
 	fmt.Fprintf(w, "%s inspector: open this link to sign in (it works once, within %s):\n  %s\n",
-		st.Accent.Sprint(">"), ttl, st.Bold.Sprint(link))
+		st.Accent.Sprint(">"), ttl, st.Bold.Sprint(srv.SignInLink()))
+	log.Info("inspector: sign-in link shown on the terminal", "url", srv.UIURL())
 }
 
 // analyticsJS are the two lines that make a web page send its events to
