@@ -33,7 +33,11 @@ type DeliveriesOptions struct {
 	Limit  int
 	Older  time.Duration
 	Since  string // resend's --since: a duration back from now, or a time
-	ctx    context.Context
+	// ResendLimit is resend's --limit (list's is Limit, whose default
+	// differs); resendLimitSet, whether it was given.
+	ResendLimit    int
+	resendLimitSet bool
+	ctx            context.Context
 }
 
 // NewCmdDeliveries builds `evfwd deliveries` and its list, show, retry,
@@ -118,16 +122,22 @@ delivery is left alone (it is on its way), and so is one whose message a
 deletion request withdrew (cancelled, or its body purged): there is
 nothing left to send. Without IDs, --status, --source and/or --since
 select the deliveries; one of them is required, so that a bare resend
-never sends everything again.`,
-		Example: "  evfwd deliveries resend 42 43\n  evfwd deliveries resend --status delivered --source web --since 24h",
+never sends everything again. Of those, one run resends at most --limit,
+those finished longest ago first, and says how many more match: run it
+again for the next ones (those it resent come last, should they fail
+again).`,
+		Example: "  evfwd deliveries resend 42 43\n  evfwd deliveries resend --status delivered --source web --since 24h\n  evfwd deliveries resend --status dead --limit 50000",
 		RunE: func(c *cobra.Command, args []string) error {
 			bind(c)
+			opts.resendLimitSet = c.Flags().Changed("limit")
 			return deliveriesResend(opts, args)
 		},
 	}
 	cmd.Flags().StringVar(&opts.Status, "status", "", "resend every delivery in this `STATUS` (delivered, failed or dead)")
 	cmd.Flags().StringVar(&opts.Source, "source", "", "resend the finished deliveries of this `SOURCE` only")
 	cmd.Flags().StringVar(&opts.Since, "since", "", "resend the finished deliveries created since `WHEN`: a duration back from now (24h) or a time (2026-11-26, RFC 3339)")
+	cmd.Flags().IntVar(&opts.ResendLimit, "limit", admin.DefaultResendLimit,
+		fmt.Sprintf("with --status/--source/--since, resend at most `N` (up to %d), those finished longest ago first", admin.MaxResendLimit))
 	return cmd
 }
 
@@ -382,6 +392,13 @@ func deliveriesResend(o *DeliveriesOptions, args []string) error {
 		return cli.UsageErrorf("give delivery IDs or --status/--source/--since, not both")
 	case req.Status != "" && !slices.Contains(admin.Resendable(), req.Status):
 		return cli.UsageErrorf("--status %q: only delivered, failed or dead deliveries are resent (pending ones are on their way)", o.Status)
+	case len(args) > 0 && o.resendLimitSet:
+		return cli.UsageErrorf("--limit goes with --status/--source/--since; IDs are resent as given")
+	case o.ResendLimit < 1 || o.ResendLimit > admin.MaxResendLimit:
+		return cli.UsageErrorf("--limit %d: want 1 to %d", o.ResendLimit, admin.MaxResendLimit)
+	}
+	if byFilter {
+		req.Limit = o.ResendLimit
 	}
 	var err error
 	if req.IDs, err = parseIDs(args); err != nil {
@@ -406,7 +423,12 @@ func deliveriesResend(o *DeliveriesOptions, args []string) error {
 			return err
 		}
 	} else {
-		fmt.Fprintf(o.IO.Out, "%s resent\n", plural(res.N, "delivery", "deliveries"))
+		if res.Skipped > 0 {
+			fmt.Fprintf(o.IO.Out, "%s resent; %s more match: run again, or raise --limit (up to %s)\n",
+				plural(res.N, "delivery", "deliveries"), groupDigits(int64(res.Skipped)), groupDigits(admin.MaxResendLimit))
+		} else {
+			fmt.Fprintf(o.IO.Out, "%s resent\n", plural(res.N, "delivery", "deliveries"))
+		}
 		w := o.IO.ErrOut
 		leftAlone(w, res.Pending, "still pending, left alone: it goes when due (evfwd deliveries show ID)")
 		leftAlone(w, res.Purged, "cannot be resent: a deletion request withdrew its message")

@@ -136,7 +136,7 @@ func TestDeliveriesResend(t *testing.T) {
 		!strings.Contains(res.Stderr, "99: no such delivery") {
 		t.Errorf("resend 1 2 99: code %d, stdout %q, stderr %q; want 1, saying 1 and 2 are pending and 99 unknown", res.Code, res.Stdout, res.Stderr)
 	}
-	if res := resend("-o", "json", "2", "99"); res.Code != 1 || res.Stdout != `{"resent":0,"pending":[2],"purged":[],"unknown":[99]}`+"\n" || res.Stderr != "" {
+	if res := resend("-o", "json", "2", "99"); res.Code != 1 || res.Stdout != `{"resent":0,"pending":[2],"purged":[],"unknown":[99],"skipped":0}`+"\n" || res.Stderr != "" {
 		t.Errorf("resend -o json: code %d, stdout %q, stderr %q", res.Code, res.Stdout, res.Stderr)
 	}
 	for _, args := range [][]string{{}, {"--status", "pending"}, {"--status", "cancelled"}, {"1", "--status", "delivered"},
@@ -156,6 +156,50 @@ func TestDeliveriesResend(t *testing.T) {
 	}
 	if res := resend("--since", "2024-05-01"); res.Code != 0 || res.Stdout != "1 delivery resent\n" {
 		t.Errorf("resend --since 2024-05-01: code %d, stdout %q, stderr %q; want 1 resent", res.Code, res.Stdout, res.Stderr)
+	}
+}
+
+// TestDeliveriesResendLimit: by --status, resend sends at most --limit
+// and says how many more match; --limit goes with a filter only, within
+// its bounds (exit 2).
+func TestDeliveriesResendLimit(t *testing.T) {
+	now := time.Date(2024, 5, 1, 12, 0, 0, 0, time.UTC)
+	path := filepath.Join(t.TempDir(), "evfwd.db")
+	st := openStoreAt(t, path, now)
+	if err := st.Ingest(context.Background(), []store.Message{storetest.Msg("web", "m1", 0, true), storetest.Msg("web", "m2", 0, true),
+		storetest.Msg("web", "m3", 0, true)}); err != nil {
+		t.Fatal(err)
+	}
+	st.Close()
+	for range 3 {
+		markDelivered(t, path, now)
+	}
+	env := map[string]string{"EVFWD_STORE": "sqlite://" + path}
+	resend := func(args ...string) result {
+		t.Helper()
+		f := testFactory(t, "", false, env)
+		f.Now = func() time.Time { return now.Add(time.Hour) }
+		return execute(t, f, append([]string{"deliveries", "resend"}, args...)...)
+	}
+	if res := resend("--status", "delivered", "--limit", "2"); res.Code != 0 ||
+		res.Stdout != "2 deliveries resent; 1 more match: run again, or raise --limit (up to 100,000)\n" {
+		t.Errorf("--limit 2: code %d, stdout %q, stderr %q", res.Code, res.Stdout, res.Stderr)
+	}
+	if res := resend("--status", "delivered", "-o", "json"); res.Code != 0 ||
+		res.Stdout != `{"resent":1,"pending":[],"purged":[],"unknown":[],"skipped":0}`+"\n" {
+		t.Errorf("the rest: code %d, stdout %q, stderr %q", res.Code, res.Stdout, res.Stderr)
+	}
+	for _, tt := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--status", "delivered", "--limit", "0"}, "--limit 0: want 1 to 100000"},
+		{[]string{"--status", "delivered", "--limit", "100001"}, "--limit 100001: want 1 to 100000"},
+		{[]string{"1", "--limit", "5"}, "--limit goes with --status/--source/--since"},
+	} {
+		if res := resend(tt.args...); res.Code != 2 || !strings.Contains(res.Stderr, tt.want) {
+			t.Errorf("resend %v: code %d, stderr %q; want 2 and %q", tt.args, res.Code, res.Stderr, tt.want)
+		}
 	}
 }
 

@@ -143,11 +143,12 @@ the start of the response), filtered by source, status and endpoint; retry
 one, or all failed or dead, with a click, as evfwd deliveries retry does;
 and per endpoint the last hour's delivered, retried and failed attempts and
 latency per minute, with the endpoint's health. It needs the admin token
-(admin_token in the config or EVFWD_ADMIN_TOKEN). At start serve prints a
-sign-in link, never the token: opening it signs the browser in; it works
-once, within 10 minutes. Otherwise the page asks for the token; scripts
-send it as Authorization: Bearer TOKEN. Its HTTP API is
-in docs/INSPECTOR.md. The page loads nothing from the network.
+(admin_token in the config or EVFWD_ADMIN_TOKEN). At start serve shows a
+sign-in link on its terminal (never the token, and never in the log, text
+or JSON: without a terminal there is none): opening it signs the browser
+in; it works once, within 10 minutes. Otherwise the page asks for the
+token; scripts send it as Authorization: Bearer TOKEN. Its HTTP API is in
+docs/INSPECTOR.md. The page loads nothing from the network.
 
 GET /healthz and GET /metrics (Prometheus) are served beside the API.
 While there is work, one INFO line per --log-interval says what happened.
@@ -229,6 +230,7 @@ func serveConfig(opts *ServeOptions) (serve.Config, error) {
 	v := opts.Config.Viper()
 	cfg.PublicURL, cfg.TrustedProxies = v.GetString("public_url"), v.GetStringSlice("trusted_proxies")
 	cfg.AllowedHosts = v.GetStringSlice("allowed_hosts")
+	cfg.AllowPrivateEndpoints = v.GetBool("allow_private_endpoints")
 	if u := opts.Getenv(cli.EnvPrefix + "PUBLIC_URL"); u != "" {
 		cfg.PublicURL = u
 	}
@@ -320,8 +322,8 @@ func serveRun(opts *ServeOptions) error {
 	if opts.dev {
 		printDev(opts, log, cfg.Sources[0], srv.URL())
 	}
-	if link := srv.SignInLink(); link != "" {
-		printSignIn(opts, log, link)
+	if srv.UIURL() != "" {
+		showSignIn(opts, log, srv)
 	}
 	if cfg.TLSCert != "" {
 		defer reloadOnHUP(srv, opts.hup, opts.reloaded)()
@@ -364,13 +366,30 @@ func devSource(opts *ServeOptions, cfg *serve.Config) error {
 		src.Webhooks.Endpoints = append(src.Webhooks.Endpoints, webhook.Endpoint{URL: u})
 	}
 	if src.Webhooks.Enabled = len(src.Webhooks.Endpoints) > 0; src.Webhooks.Enabled {
-		if err := forwardToError(src.Webhooks.Validate()); err != nil {
+		err := src.Webhooks.Validate()
+		if !cfg.AllowPrivateEndpoints {
+			err = joinFlat(err, src.Webhooks.CheckAddresses())
+		}
+		if err := forwardToError(err); err != nil {
 			return err
 		}
 	}
 	cfg.Sources = []serve.Source{src}
 	opts.dev = true
 	return nil
+}
+
+// joinFlat joins the errors that a and b join, one level deep.
+func joinFlat(a, b error) error {
+	var all []error
+	for _, err := range []error{a, b} {
+		if j, ok := err.(interface{ Unwrap() []error }); ok {
+			all = append(all, j.Unwrap()...)
+		} else if err != nil {
+			all = append(all, err)
+		}
+	}
+	return errors.Join(all...)
 }
 
 // forwardToError names the flag in the endpoint errors of the dev
@@ -479,18 +498,34 @@ func printDev(opts *ServeOptions, log *slog.Logger, src serve.Source, endpoint s
 	}
 }
 
-// printSignIn prints the inspector's one-time sign-in link, as Jupyter
-// prints its ?token= link: the admin token itself is never printed (logs
-// are kept and shared), and the link works once, for a few minutes.
-func printSignIn(opts *ServeOptions, log *slog.Logger, link string) {
-	ttl := fmt.Sprintf("%d minutes", int(inspector.SignInTTL.Minutes()))
-	if opts.LogFormat == "json" {
-		log.Info("inspector: sign in with this link (once, within "+ttl+")", "signin_url", link)
+// showSignIn shows the inspector's one-time sign-in link, as Jupyter
+// prints its ?token= link, on a terminal and never in a log: it works for
+// a few minutes without the admin token, and logs are kept and shipped.
+// It goes to the controlling terminal (IOStreams.Terminal) whatever stderr
+// is and whatever --log-format, else to stderr when that is a terminal;
+// with neither (a service, a container without -t) no link is made, and
+// the log says to sign in with the admin token. The admin token itself is
+// never printed.
+func showSignIn(opts *ServeOptions, log *slog.Logger, srv *serve.Server) {
+	w, done := io.Writer(nil), func() {}
+	if opts.IO.Terminal != nil {
+		if tty, err := opts.IO.Terminal(); err == nil {
+			w, done = tty, func() { tty.Close() }
+		}
+	}
+	if w == nil && opts.IO.ErrTTY {
+		w = opts.IO.ErrOut
+	}
+	if w == nil {
+		log.Info("inspector: sign in with the admin token (no terminal to show a one-time sign-in link on)", "url", srv.UIURL())
 		return
 	}
-	w, st := opts.IO.ErrOut, opts.IO.ErrStyles()
+	defer done()
+	ttl := fmt.Sprintf("%d minutes", int(inspector.SignInTTL.Minutes()))
+	st := opts.IO.ErrStyles()
 	fmt.Fprintf(w, "%s inspector: open this link to sign in (it works once, within %s):\n  %s\n",
-		st.Accent.Sprint(">"), ttl, st.Bold.Sprint(link))
+		st.Accent.Sprint(">"), ttl, st.Bold.Sprint(srv.SignInLink()))
+	log.Info("inspector: sign-in link shown on the terminal", "url", srv.UIURL())
 }
 
 // analyticsJS are the two lines that make a web page send its events to
@@ -552,8 +587,11 @@ type serveSettings struct {
 	TrustedProxies []string `json:"trustedProxies,omitempty"`
 	// AllowedHosts are the names /metrics, /healthz and the admin API
 	// answer besides serve's address, localhost and IP addresses.
-	AllowedHosts []string         `json:"allowedHosts,omitempty"`
-	Sources      []sourceSettings `json:"sources"`
+	AllowedHosts []string `json:"allowedHosts,omitempty"`
+	// AllowPrivateEndpoints: link-local and metadata addresses may be
+	// called.
+	AllowPrivateEndpoints bool             `json:"allowPrivateEndpoints,omitempty"`
+	Sources               []sourceSettings `json:"sources"`
 }
 
 // uiSettings is where --ui serves the inspector.
@@ -588,7 +626,7 @@ func serveCheck(opts *ServeOptions, cfg serve.Config) error {
 		LeaseTTL: shortDuration(opts.LeaseTTL), Grace: shortDuration(opts.Grace),
 		LogFormat: opts.LogFormat, LogLevel: opts.LogLevel, AdminAPI: cfg.AdminToken != "",
 		PublicURL: cfg.PublicURL, TrustedProxies: cfg.TrustedProxies, AllowedHosts: cfg.AllowedHosts,
-		Sources: make([]sourceSettings, len(cfg.Sources)),
+		AllowPrivateEndpoints: cfg.AllowPrivateEndpoints, Sources: make([]sourceSettings, len(cfg.Sources)),
 	}
 	if cfg.TLSCert != "" {
 		st.TLS = &tlsSettings{Cert: cfg.TLSCert, Key: cfg.TLSKey}
@@ -648,6 +686,9 @@ func writeSettings(w io.Writer, st serveSettings) {
 	}
 	if len(st.AllowedHosts) > 0 {
 		fmt.Fprintf(w, "%-10s %s (as Host on /metrics, /healthz, /admin/)\n", "hosts", strings.Join(st.AllowedHosts, ", "))
+	}
+	if st.AllowPrivateEndpoints {
+		fmt.Fprintf(w, "%-10s link-local and cloud metadata addresses allowed (allow_private_endpoints)\n", "endpoints")
 	}
 	for _, s := range st.Sources {
 		fmt.Fprintf(w, "source %s\n  write_key  %s\n", cli.Printable(s.Name), cli.Printable(s.WriteKey))

@@ -137,3 +137,41 @@ func TestServeDevUIGeneratesToken(t *testing.T) {
 		t.Errorf("the token changed: %q, then %q", b, b2)
 	}
 }
+
+// Endpoints on link-local addresses and cloud metadata services are exit
+// 2 naming the source, the endpoint and the setting, for serve and --check
+// alike, unless allow_private_endpoints is true; loopback and private
+// addresses start (issue 43, row 7).
+func TestServeRefusesLinkLocalEndpoints(t *testing.T) {
+	const sources = `sources:
+  - name: web
+    write_key: wk_web_0123456789
+    webhooks:
+      enabled: true
+      endpoints:
+        - url: http://127.0.0.1:8788/
+        - url: http://169.254.169.254/latest/meta-data/
+        - url: http://10.1.2.3/hook
+`
+	env := map[string]string{"XDG_STATE_HOME": t.TempDir()}
+	bad := writeFile(t, "evfwd.yaml", sources)
+	const want = `source "web": webhooks: endpoints[1] (http://169.254.169.254/latest/meta-data/): 169.254.169.254 is link-local (169.254.0.0/16, where cloud metadata services answer): refused unless allow_private_endpoints is true`
+	for _, args := range [][]string{{"--check"}, {"--addr", "127.0.0.1:0"}} {
+		res := execute(t, testFactory(t, "", false, env), append([]string{"serve", "--config", bad, "--store", filepath.Join(t.TempDir(), "evfwd.db")}, args...)...)
+		if res.Code != 2 || !strings.Contains(res.Stderr, want) || strings.Contains(res.Stderr, "127.0.0.1:8788") || strings.Contains(res.Stderr, "10.1.2.3") {
+			t.Errorf("%v: code %d, stderr %q; want 2 and %q alone", args, res.Code, res.Stderr, want)
+		}
+	}
+	res := execute(t, testFactory(t, "", false, env), "serve", "--check", "--forward-to", "http://metadata.google.internal/computeMetadata/v1/")
+	if want := "--forward-to http://metadata.google.internal/computeMetadata/v1/: metadata.google.internal is Google Cloud's metadata server: refused unless allow_private_endpoints is true"; res.Code != 2 || !strings.Contains(res.Stderr, want) {
+		t.Errorf("--forward-to: code %d, stderr %q; want 2 and %q", res.Code, res.Stderr, want)
+	}
+	allowed := writeFile(t, "allowed.yaml", "allow_private_endpoints: true\n"+sources)
+	for _, args := range [][]string{{"--check"}, {"--check", "-o", "json"}} {
+		res := execute(t, testFactory(t, "", false, env), append([]string{"serve", "--config", allowed}, args...)...)
+		if res.Code != 0 || !(strings.Contains(res.Stdout, "endpoints  link-local and cloud metadata addresses allowed (allow_private_endpoints)") ||
+			strings.Contains(res.Stdout, `"allowPrivateEndpoints":true`)) {
+			t.Errorf("%v allowed: code %d, stdout %q, stderr %q", args, res.Code, res.Stdout, res.Stderr)
+		}
+	}
+}

@@ -1,6 +1,7 @@
 package cmd
 
 import (
+	"io"
 	"net/http"
 	"path/filepath"
 	"regexp"
@@ -11,29 +12,30 @@ import (
 	"github.com/evfwd/evfwd/internal/syncbuf"
 )
 
-// signInLine is the link serve --ui prints (printSignIn).
+// signInLine is the link serve --ui shows (showSignIn).
 var signInLine = regexp.MustCompile(`(?m)^  (http://127\.0\.0\.1:\d+/#signin=[A-Za-z0-9_-]{43})$`)
 
-// startServeUICmd runs `evfwd serve --ui` as a user does, with an admin
-// token nobody sees (the README's EVFWD_ADMIN_TOKEN=$(openssl rand -hex
-// 16)), and returns the inspector's URL, the sign-in link it printed and
-// all it printed.
+// startServeUICmd runs `evfwd serve --ui` as a user does, at a terminal,
+// with an admin token nobody sees (the README's EVFWD_ADMIN_TOKEN=$(openssl
+// rand -hex 16)), and returns the inspector's URL, the sign-in link it
+// showed on the terminal and its log (stderr).
 func startServeUICmd(t *testing.T, token string) (ui, link string, stderr *syncbuf.Buffer) {
 	t.Helper()
 	env := map[string]string{"EVFWD_ADMIN_TOKEN": token, "XDG_STATE_HOME": t.TempDir()}
 	f := testFactory(t, "", false, env)
-	stderr = &syncbuf.Buffer{}
+	stderr, terminal := &syncbuf.Buffer{}, &syncbuf.Buffer{}
 	f.IO.ErrOut = stderr
+	f.IO.Terminal = func() (io.WriteCloser, error) { return nopCloser{terminal}, nil }
 	uiURL := make(chan string, 1)
 	runServe(t, f, func(o *ServeOptions) { o.uiReady = func(u string) { uiURL <- u } },
 		"--addr", "127.0.0.1:0", "--ui", "--ui-addr", "127.0.0.1:0", "--store", filepath.Join(t.TempDir(), "evfwd.db"))
 	ui = <-uiURL
-	m := signInLine.FindStringSubmatch(stderr.String())
+	m := signInLine.FindStringSubmatch(terminal.String())
 	if m == nil || !strings.HasPrefix(m[1], ui+"#signin=") {
-		t.Fatalf("no sign-in link to %s in\n%s", ui, stderr.String())
+		t.Fatalf("no sign-in link to %s on the terminal:\n%s", ui, terminal.String())
 	}
-	if strings.Contains(stderr.String(), token) {
-		t.Errorf("the admin token was printed:\n%s", stderr.String())
+	if strings.Contains(stderr.String()+terminal.String(), token) {
+		t.Errorf("the admin token was printed:\n%s%s", stderr.String(), terminal.String())
 	}
 	return ui, m[1], stderr
 }

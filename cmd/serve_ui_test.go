@@ -2,11 +2,14 @@ package cmd
 
 import (
 	"encoding/json"
+	"errors"
 	"io"
 	"net/http"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/evfwd/evfwd/internal/syncbuf"
 )
 
 // --ui needs the admin token and a HOST:PORT, and --check says where the
@@ -86,3 +89,75 @@ func TestServeUIServes(t *testing.T) {
 		t.Errorf("stderr does not say where the inspector is:\n%s", errOut)
 	}
 }
+
+// The one-time sign-in link goes to a terminal and never into the log
+// (issue 43, row 7): to the controlling terminal whatever stderr is and
+// whatever --log-format, else to stderr when it is a terminal; with
+// neither, no link, and the log says to sign in with the admin token.
+func TestServeSignInLinkOnTheTerminal(t *testing.T) {
+	const token = "adm1n-0123456789abcdef"
+	for _, tt := range []struct {
+		name        string
+		terminal    bool // a controlling terminal
+		stderrTTY   bool
+		format      string
+		onTerminal  bool
+		onStderr    bool
+		stderrHolds string // a part of stderr
+	}{
+		{"json log, a terminal", true, false, "json", true, false, `"msg":"inspector: sign-in link shown on the terminal"`},
+		{"text log to a file, a terminal", true, false, "text", true, false, `msg="inspector: sign-in link shown on the terminal"`},
+		{"stderr a terminal, none controlling", false, true, "text", false, true, "open this link to sign in"},
+		{"json log, no terminal", false, false, "json", false, false, `"msg":"inspector: sign in with the admin token (no terminal to show a one-time sign-in link on)"`},
+		{"text log, no terminal", false, false, "text", false, false, `msg="inspector: sign in with the admin token (no terminal to show a one-time sign-in link on)"`},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			f := testFactory(t, "", tt.stderrTTY, map[string]string{"EVFWD_ADMIN_TOKEN": token, "XDG_STATE_HOME": t.TempDir()})
+			stderr, terminal := &syncbuf.Buffer{}, &syncbuf.Buffer{}
+			f.IO.ErrOut = stderr
+			if tt.terminal {
+				f.IO.Terminal = func() (io.WriteCloser, error) { return nopCloser{terminal}, nil }
+			} else {
+				f.IO.Terminal = func() (io.WriteCloser, error) { return nil, errors.New("open /dev/tty: no such device or address") }
+			}
+			uiURL := make(chan string, 1)
+			_, stop := runServe(t, f, func(o *ServeOptions) { o.uiReady = func(u string) { uiURL <- u } },
+				"--addr", "127.0.0.1:0", "--ui", "--ui-addr", "127.0.0.1:0", "--log-format", tt.format, "--store", filepath.Join(t.TempDir(), "evfwd.db"))
+			ui := <-uiURL
+			if err := stop(); err != nil {
+				t.Fatal(err)
+			}
+			// serve has stopped: nothing writes any more.
+			link := func(s string) bool {
+				m := signInLine.FindStringSubmatch(s)
+				return m != nil && strings.HasPrefix(m[1], ui+"#signin=")
+			}
+			if got := link(terminal.String()); got != tt.onTerminal {
+				t.Errorf("link on the terminal: %v, want %v:\n%s", got, tt.onTerminal, terminal.String())
+			}
+			if got := link(stderr.String()); got != tt.onStderr {
+				t.Errorf("link on stderr: %v, want %v:\n%s", got, tt.onStderr, stderr.String())
+			}
+			if !tt.onStderr && strings.Contains(stderr.String(), "#signin=") {
+				t.Errorf("a sign-in code in the log:\n%s", stderr.String())
+			}
+			if !strings.Contains(stderr.String(), tt.stderrHolds) {
+				t.Errorf("stderr does not hold %q:\n%s", tt.stderrHolds, stderr.String())
+			}
+			if tt.format == "json" {
+				for _, line := range strings.Split(strings.TrimSuffix(stderr.String(), "\n"), "\n") {
+					if !json.Valid([]byte(line)) {
+						t.Errorf("stderr is not a stream of JSON: %q", line)
+					}
+				}
+			}
+			if strings.Contains(stderr.String()+terminal.String(), token) {
+				t.Error("the admin token was printed")
+			}
+		})
+	}
+}
+
+type nopCloser struct{ io.Writer }
+
+func (nopCloser) Close() error { return nil }

@@ -645,3 +645,16 @@ func TestTriggerSchemeUsageErrors(t *testing.T) {
 		})
 	}
 }
+
+// trigger calls the URLs its user typed, link-local ones too: serve's
+// refusal of link-local and metadata addresses guards a service, not a
+// developer's own command (fe80::1 on the loopback interface: nothing
+// answers there, and nothing leaves the machine).
+func TestTriggerCallsLinkLocal(t *testing.T) {
+	e := newEndpoint(t, 200)
+	r := execute(t, testFactory(t, "", false, nil), "trigger", "track", "--url", "http://[fe80::1%25lo]:1/hook", "--url", e.URL, "-o", "json")
+	recs := records(t, r.Stdout)
+	if r.Code != 0 || len(recs) < 2 || recs[0]["class"] == "blocked_address" || recs[1]["class"] != "http_2xx" {
+		t.Errorf("exit %d, records %v, stderr %q; want the link-local URL attempted, then the endpoint's 2xx", r.Code, recs, r.Stderr)
+	}
+}

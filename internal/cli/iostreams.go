@@ -7,6 +7,7 @@ import (
 	"bytes"
 	"io"
 	"os"
+	"runtime"
 
 	"github.com/fatih/color"
 	"golang.org/x/term"
@@ -23,11 +24,17 @@ type IOStreams struct {
 	// OutColor and ErrColor are decided per stream: a TTY, NO_COLOR unset,
 	// TERM not "dumb".
 	OutColor, ErrColor bool
+	// Terminal opens the controlling terminal for writing (/dev/tty,
+	// CONOUT$ on Windows), whatever the streams are redirected to: for
+	// what must reach the person at it and never a log (serve's sign-in
+	// link). Nil, or an error, when there is none: a service, a container
+	// without -t, a test.
+	Terminal func() (io.WriteCloser, error)
 }
 
 // System returns the process's standard streams.
 func System() *IOStreams {
-	s := &IOStreams{In: os.Stdin, Out: os.Stdout, ErrOut: os.Stderr}
+	s := &IOStreams{In: os.Stdin, Out: os.Stdout, ErrOut: os.Stderr, Terminal: openTerminal}
 	s.InTTY = isTerminal(os.Stdin)
 	s.OutTTY = isTerminal(os.Stdout)
 	s.ErrTTY = isTerminal(os.Stderr)
@@ -53,7 +60,18 @@ func ColorFor(tty bool, getenv func(string) string) bool {
 
 func isTerminal(f *os.File) bool { return term.IsTerminal(int(f.Fd())) }
 
-// Test returns streams backed by buffers, none of them a TTY.
+// openTerminal opens the process's controlling terminal for writing; it
+// fails when the process has none.
+func openTerminal() (io.WriteCloser, error) {
+	name := "/dev/tty"
+	if runtime.GOOS == "windows" {
+		name = "CONOUT$"
+	}
+	return os.OpenFile(name, os.O_WRONLY, 0)
+}
+
+// Test returns streams backed by buffers, none of them a TTY, and no
+// Terminal.
 func Test() (s *IOStreams, in, out, errOut *bytes.Buffer) {
 	in, out, errOut = &bytes.Buffer{}, &bytes.Buffer{}, &bytes.Buffer{}
 	return &IOStreams{In: in, Out: out, ErrOut: errOut}, in, out, errOut

@@ -13,6 +13,15 @@ import (
 // MaxResendIDs bounds the ids of one resend request.
 const MaxResendIDs = 1000
 
+// DefaultResendLimit is how many deliveries a resend by status, source
+// or since sends again when it gives no limit, and MaxResendLimit the
+// most it may ask for: each resend is one transaction, which on SQLite
+// holds the store's one writer, ingest included, while it runs.
+const (
+	DefaultResendLimit = 10_000
+	MaxResendLimit     = 100_000
+)
+
 // Resendable are the statuses a resend sends again: every finished one
 // but cancelled (a deletion request withdrew its message), as Svix and
 // Stripe resend delivered and failed events alike.
@@ -28,6 +37,10 @@ type ResendRequest struct {
 	Source string       `json:"source,omitempty"`
 	// Since selects the deliveries created at or after it (RFC 3339).
 	Since time.Time `json:"since,omitzero"`
+	// Limit is the most of those it resends (DefaultResendLimit when
+	// 0, at most MaxResendLimit), finished longest ago first; the answer
+	// says how many more match (ResentView.Skipped).
+	Limit int `json:"limit,omitempty"`
 }
 
 // Check says what is wrong with r, naming the field.
@@ -42,6 +55,10 @@ func (r ResendRequest) Check() error {
 		return fmt.Errorf(`"ids": %d, at most %d at a time`, len(r.IDs), MaxResendIDs)
 	case r.Status != "" && !slices.Contains(Resendable(), r.Status):
 		return fmt.Errorf(`"status" %q: only %s deliveries are resent`, r.Status, quoted(Resendable()))
+	case r.Limit != 0 && len(r.IDs) > 0:
+		return fmt.Errorf(`"limit" goes with "status"/"source"/"since"; "ids" are at most %d already`, MaxResendIDs)
+	case r.Limit < 0 || r.Limit > MaxResendLimit:
+		return fmt.Errorf(`"limit" %d: want 1 to %d (default %d)`, r.Limit, MaxResendLimit, DefaultResendLimit)
 	}
 	for _, id := range r.IDs {
 		if id <= 0 {
@@ -51,9 +68,14 @@ func (r ResendRequest) Check() error {
 	return nil
 }
 
-// Filter is the store.Filter of a request by status, source and since.
+// Filter is the store.Filter of a request by status, source and since,
+// with its limit (DefaultResendLimit when it gives none).
 func (r ResendRequest) Filter() store.Filter {
-	return store.Filter{Status: r.Status, Source: r.Source, Since: r.Since}
+	f := store.Filter{Status: r.Status, Source: r.Source, Since: r.Since, Limit: r.Limit}
+	if f.Limit == 0 {
+		f.Limit = DefaultResendLimit
+	}
+	return f
 }
 
 func quoted(ss []store.Status) string {
@@ -71,13 +93,16 @@ func quoted(ss []store.Status) string {
 }
 
 // ResentView is what a resend answers, and what `evfwd deliveries resend
-// -o json` prints: how many deliveries were made pending, and the ids
-// given that were not, by why (store.Resent). The lists are never null.
+// -o json` prints: how many deliveries were made pending, the ids given
+// that were not, by why, and, by status, source or since, how many more
+// match than the limit let it resend (store.Resent). The lists are never
+// null.
 type ResentView struct {
 	Resent  int     `json:"resent"`
 	Pending []int64 `json:"pending"`
 	Purged  []int64 `json:"purged"`
 	Unknown []int64 `json:"unknown"`
+	Skipped int     `json:"skipped"`
 }
 
 // ViewResent is r as a ResentView.
@@ -88,7 +113,7 @@ func ViewResent(r store.Resent) ResentView {
 		}
 		return ids
 	}
-	return ResentView{Resent: r.N, Pending: orEmpty(r.Pending), Purged: orEmpty(r.Purged), Unknown: orEmpty(r.Unknown)}
+	return ResentView{Resent: r.N, Pending: orEmpty(r.Pending), Purged: orEmpty(r.Purged), Unknown: orEmpty(r.Unknown), Skipped: r.Skipped}
 }
 
 // resend sends finished deliveries again (store.Store.Resend) and wakes
@@ -110,7 +135,7 @@ func (a *Handler) resend(w http.ResponseWriter, r *http.Request) {
 		a.storeError(w, "resend", err)
 		return
 	}
-	a.cfg.Logger.Info("resend", "ids", len(req.IDs), "status", req.Status, "source", req.Source, "since", req.Since, "resent", res.N)
+	a.cfg.Logger.Info("resend", "ids", len(req.IDs), "status", req.Status, "source", req.Source, "since", req.Since, "resent", res.N, "skipped", res.Skipped)
 	if res.N > 0 {
 		for _, s := range a.cfg.Sources {
 			if s.Webhooks && (req.Source == "" || req.Source == s.Name) {

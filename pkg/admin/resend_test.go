@@ -54,6 +54,9 @@ func TestResend(t *testing.T) {
 		{`{"status":"cancelled"}`, `only "delivered", "failed" or "dead"`},
 		{`{"ids":[0]}`, `positive`},
 		{`{"id":[1]}`, `unknown field`},
+		{`{"status":"failed","limit":-1}`, `"limit" -1: want 1 to 100000 (default 10000)`},
+		{`{"status":"failed","limit":100001}`, `"limit" 100001: want 1 to 100000`},
+		{`{"ids":[1],"limit":5}`, `"limit" goes with "status"/"source"/"since"`},
 	} {
 		code, body := a.post(t, "/admin/v1/deliveries/resend", tt.body)
 		var e struct{ Error string }
@@ -65,11 +68,43 @@ func TestResend(t *testing.T) {
 	// By filter: the one delivered is pending again already, so nothing.
 	for _, f := range []string{`{"status":"delivered","source":"web"}`, `{"since":"2024-01-01T00:00:00Z"}`} {
 		if code, body := a.post(t, "/admin/v1/deliveries/resend", f); code != 200 ||
-			body != `{"resent":0,"pending":[],"purged":[],"unknown":[]}`+"\n" {
+			body != `{"resent":0,"pending":[],"purged":[],"unknown":[],"skipped":0}`+"\n" {
 			t.Errorf("resend by filter %s: %d %s", f, code, body)
 		}
 	}
 	if code, body := a.post(t, "/admin/v1/deliveries/resend", `{"since":"yesterday"}`); code != 400 {
 		t.Errorf("resend since yesterday: %d %s, want 400", code, body)
+	}
+}
+
+// TestResendLimit: by status, a resend sends at most "limit" (10,000 when
+// none is given) and says how many more match.
+func TestResendLimit(t *testing.T) {
+	a, _ := newAPI(t, token)
+	ctx := context.Background()
+	if err := a.store.Ingest(ctx, []store.Message{storetest.Msg("web", "m1", 0, true), storetest.Msg("web", "m2", 0, true), storetest.Msg("web", "m3", 0, true)}); err != nil {
+		t.Fatal(err)
+	}
+	ds, err := a.store.Lease(ctx, store.LeaseRequest{Owner: "o", Source: "web", Limit: 3, Now: t0, TTL: time.Minute})
+	if err != nil || len(ds) != 3 {
+		t.Fatalf("Lease: %v, %d", err, len(ds))
+	}
+	var cs []store.Completion
+	for _, d := range ds {
+		cs = append(cs, store.Completion{ID: d.ID, Owner: "o", Status: store.Failed, Attempts: 1, FirstAttempt: t0})
+	}
+	if err := a.store.Complete(ctx, cs); err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct{ body, want string }{
+		{`{"status":"failed","limit":2}`, `{"resent":2,"pending":[],"purged":[],"unknown":[],"skipped":1}`},
+		{`{"status":"failed"}`, `{"resent":1,"pending":[],"purged":[],"unknown":[],"skipped":0}`},
+	} {
+		if code, body := a.post(t, "/admin/v1/deliveries/resend", tt.body); code != 200 || body != tt.want+"\n" {
+			t.Errorf("resend %s: %d %s, want 200 %s", tt.body, code, body, tt.want)
+		}
+	}
+	if f := (admin.ResendRequest{Status: store.Failed}).Filter(); f.Limit != admin.DefaultResendLimit {
+		t.Errorf("Filter() without a limit: %+v, want Limit %d", f, admin.DefaultResendLimit)
 	}
 }

@@ -591,7 +591,7 @@ func (s *Serve) resend(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusInternalServerError, "resend: "+err.Error())
 		return
 	}
-	s.cfg.Logger.Info("inspector: resend", "ids", len(req.IDs), "status", req.Status, "source", req.Source, "since", req.Since, "resent", res.N)
+	s.cfg.Logger.Info("inspector: resend", "ids", len(req.IDs), "status", req.Status, "source", req.Source, "since", req.Since, "resent", res.N, "skipped", res.Skipped)
 	if res.N > 0 {
 		s.wake(req.Source)
 	}

@@ -541,7 +541,7 @@ func TestServeResend(t *testing.T) {
 	ids := b.fill(t)
 	code, out, _ := b.call(t, nil, "POST", "/api/resend", fmt.Sprintf(`{"ids":[%d,%d,999]}`, ids["m1"], ids["m5"]),
 		"Authorization", "Bearer "+adminToken, "Content-Type", "application/json")
-	want := fmt.Sprintf(`{"resent":1,"pending":[%d],"purged":[],"unknown":[999]}`, ids["m5"])
+	want := fmt.Sprintf(`{"resent":1,"pending":[%d],"purged":[],"unknown":[999],"skipped":0}`, ids["m5"])
 	if code != 200 || strings.TrimSpace(string(out)) != want {
 		t.Fatalf("resend ids: %d %s, want 200 %s", code, out, want)
 	}
@@ -557,7 +557,8 @@ func TestServeResend(t *testing.T) {
 	if code != 200 || !strings.HasPrefix(string(out), `{"resent":1,`) {
 		t.Errorf("resend delivered of app: %d %s, want 1 (m3)", code, out)
 	}
-	for _, bad := range []string{`{}`, `{"status":"pending"}`, `{"ids":[1],"source":"web"}`, `{"ids":[0]}`, `{"idz":[1]}`} {
+	for _, bad := range []string{`{}`, `{"status":"pending"}`, `{"ids":[1],"source":"web"}`, `{"ids":[0]}`, `{"idz":[1]}`,
+		`{"status":"delivered","limit":-1}`, `{"ids":[1],"limit":5}`} {
 		code, out, _ := b.call(t, nil, "POST", "/api/resend", bad, "Authorization", "Bearer "+adminToken, "Content-Type", "application/json")
 		if code != 400 {
 			t.Errorf("resend %s: %d %s, want 400", bad, code, out)

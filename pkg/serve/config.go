@@ -52,6 +52,12 @@ type Config struct {
 	// cluster. Any other name is refused (421), as a DNS-rebinding page
 	// would send one. The collection API answers any Host.
 	AllowedHosts []string `mapstructure:"allowed_hosts"`
+	// AllowPrivateEndpoints lets endpoints be link-local addresses and
+	// cloud metadata services (webhook.BlockedHost), which serve
+	// otherwise refuses: at start for a URL that names one, and at each
+	// connection for a name that resolves to one (webhook.Options).
+	// Loopback, private and public addresses are allowed either way.
+	AllowPrivateEndpoints bool `mapstructure:"allow_private_endpoints"`
 }
 
 // Source is one source: its write key and its webhook destination.
@@ -127,10 +133,12 @@ func (c *Config) Validate() error {
 			}
 		}
 		if s.Webhooks.Enabled {
-			if err := s.Webhooks.Destination.Validate(); err != nil {
-				for _, e := range unjoin(err) {
-					errs = append(errs, fmt.Errorf("%s: webhooks: %w", where, e))
-				}
+			problems := unjoin(s.Webhooks.Destination.Validate())
+			if !c.AllowPrivateEndpoints {
+				problems = append(problems, unjoin(s.Webhooks.Destination.CheckAddresses())...)
+			}
+			for _, e := range problems {
+				errs = append(errs, fmt.Errorf("%s: webhooks: %w", where, e))
 			}
 		}
 	}
@@ -177,6 +185,9 @@ func checkAllowedHost(h string) error {
 }
 
 func unjoin(err error) []error {
+	if err == nil {
+		return nil
+	}
 	if j, ok := err.(interface{ Unwrap() []error }); ok {
 		return j.Unwrap()
 	}

@@ -54,6 +54,12 @@ retention: 168h
 # Proxies whose X-Forwarded-For gives a web or mobile client's address.
 # trusted_proxies: [10.0.0.0/8]
 
+# Endpoints on link-local addresses (169.254.0.0/16, fe80::/10) or cloud
+# metadata services (169.254.169.254, metadata.google.internal, ...) are
+# refused, by URL at start and by address at each connection. Loopback and
+# private networks (10.0.0.0/8, ...) are called either way.
+# allow_private_endpoints: true
+
 sources:
   - name: %s
     # What clients send as their write key (EVFWD_WRITE_KEY for evfwd track and send).

@@ -122,6 +122,9 @@ func New(ctx context.Context, cfg Config, opts Options) (*Server, error) {
 	if opts.Sender.UserAgent == "" {
 		opts.Sender.UserAgent = webhook.UserAgent(opts.Version)
 	}
+	if cfg.AllowPrivateEndpoints {
+		opts.Sender.AllowPrivateEndpoints = true
+	}
 	if cfg.Addr == "" {
 		cfg.Addr = DefaultAddr
 	}

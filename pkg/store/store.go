@@ -201,6 +201,9 @@ type Resent struct {
 	Purged []int64
 	// Unknown are in no delivery of the store: never were, or pruned.
 	Unknown []int64
+	// Skipped, by Filter with a Limit, are the deliveries the filter
+	// still selects after it: left as they were, for another run.
+	Skipped int
 }
 
 // Count is the number of deliveries of one source in one status.
@@ -260,7 +263,10 @@ type Store interface {
 	// Pending ones are left alone, and so are those whose message a
 	// deletion request withdrew (cancelled, or its body purged): there is
 	// nothing left to send. Of the ids given, Resent says which it left
-	// alone and why.
+	// alone and why. By filter, it resends at most f.Limit (0: every one),
+	// those finished longest ago first (by when they finished, then by
+	// id: another run goes on with the rest before taking again one it
+	// resent that failed again), and says how many it left (Skipped).
 	Resend(ctx context.Context, ids []int64, f Filter, now time.Time) (Resent, error)
 	// Counts returns the number of deliveries per source and status.
 	Counts(ctx context.Context) ([]Count, error)

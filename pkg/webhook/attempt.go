@@ -14,7 +14,8 @@ const (
 	// Retryable: timeout, connection error, 5xx, 408 or 429; the message is
 	// tried again later, within the retry window.
 	Retryable
-	// Final: another 4xx, or a 3xx (redirects are not followed). Not retried.
+	// Final: another 4xx, or a 3xx (redirects are not followed), or an
+	// address refused (ClassBlocked). Not retried.
 	Final
 	// TLSError: the certificate was not trusted or the handshake failed; no
 	// HTTP request was written. Not retried.
@@ -54,7 +55,8 @@ const (
 	ClassReset           Class = "connection_reset" // reset or closed before an answer
 	ClassDNS             Class = "dns"
 	ClassTLS             Class = "tls"
-	ClassNetwork         Class = "network" // any other transport error
+	ClassBlocked         Class = "blocked_address" // link-local or metadata (ErrBlockedAddress); nothing was sent
+	ClassNetwork         Class = "network"         // any other transport error
 	ClassCanceled        Class = "canceled"
 )
 

@@ -38,6 +38,8 @@ func classifyError(parent, attempt context.Context, err error, timeout time.Dura
 	switch {
 	case parent.Err() != nil:
 		return ClassCanceled, Interrupted, parent.Err()
+	case errors.Is(err, ErrBlockedAddress):
+		return ClassBlocked, Final, err
 	case isTLS(err):
 		return ClassTLS, TLSError, err
 	case attempt.Err() != nil || isTimeout(err):

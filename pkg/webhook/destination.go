@@ -64,6 +64,8 @@ type ConfigError struct {
 	Index  int
 	URL    string
 	Reason string
+	// Err is the cause, when it has a type of its own (*BlockedError).
+	Err error
 }
 
 func (e *ConfigError) Error() string {
@@ -78,6 +80,9 @@ func (e *ConfigError) Error() string {
 
 // Is makes errors.Is(err, ErrInvalidConfig) true.
 func (e *ConfigError) Is(target error) bool { return target == ErrInvalidConfig }
+
+// Unwrap returns Err.
+func (e *ConfigError) Unwrap() error { return e.Err }
 
 // reserved are headers the sender owns; a static header may not replace
 // them (DESIGN §4). Keys are canonical.

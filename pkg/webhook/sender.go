@@ -48,15 +48,23 @@ type Options struct {
 	MaxConnsPerHost int
 	// Now is the clock for attempt start times; time.Now when nil.
 	Now func() time.Time
+	// AllowPrivateEndpoints lets the Sender call link-local addresses and
+	// cloud metadata services (BlockedHost), which it otherwise refuses,
+	// by URL and at each connection, whatever name led there: an attempt
+	// that would reach one fails, final, as ClassBlocked. Loopback,
+	// private and public addresses are called either way.
+	AllowPrivateEndpoints bool
 }
 
 // Sender posts webhook bodies. It keeps connections alive across
 // deliveries and is safe for concurrent use; make one per process.
 type Sender struct {
 	transport *http.Transport
+	dialer    *net.Dialer
 	userAgent []string // header values are slices; build them once
 	timeout   time.Duration
 	now       func() time.Time
+	allowAll  bool // Options.AllowPrivateEndpoints
 
 	urls sync.Map // endpoint URL string -> parsedURL, parsed once
 	keys sync.Map // shared secret -> *signature.Keyed, keyed once
@@ -89,6 +97,7 @@ func NewSender(opts Options) (*Sender, error) {
 		userAgent: []string{opts.UserAgent},
 		timeout:   opts.Timeout,
 		now:       opts.Now,
+		allowAll:  opts.AllowPrivateEndpoints,
 	}
 	if s.userAgent[0] == "" {
 		s.userAgent[0] = UserAgent("")
@@ -99,10 +108,16 @@ func NewSender(opts Options) (*Sender, error) {
 	if s.now == nil {
 		s.now = time.Now
 	}
-	dialer := &net.Dialer{KeepAlive: 30 * time.Second}
+	s.dialer = &net.Dialer{KeepAlive: 30 * time.Second}
+	if !s.allowAll {
+		// After DNS, before connecting: a name rebound to 169.254.169.254
+		// is refused as its literal is. Redirects are not followed
+		// (RoundTrip), so every connection is one of an endpoint's.
+		s.dialer.ControlContext = refuseBlocked
+	}
 	s.transport = &http.Transport{
 		Proxy:               http.ProxyFromEnvironment,
-		DialContext:         dialer.DialContext,
+		DialContext:         s.dialer.DialContext,
 		TLSClientConfig:     &tls.Config{RootCAs: roots, MinVersion: tls.VersionTLS12},
 		ForceAttemptHTTP2:   true,
 		MaxIdleConns:        0, // no global bound; per host below
@@ -197,6 +212,9 @@ func (s *Sender) post(ctx context.Context, ep *Endpoint, index int, body []byte,
 	u := pu.u
 	if err != nil {
 		a.Class, a.Err, a.Outcome = ClassNetwork, err, Final
+		if errors.Is(err, ErrBlockedAddress) {
+			a.Class = ClassBlocked
+		}
 		return a
 	}
 
@@ -298,6 +316,13 @@ func (s *Sender) parse(raw string) (parsedURL, error) {
 	u, err := url.Parse(raw)
 	if err != nil {
 		return p, err
+	}
+	if !s.allowAll {
+		// Through a proxy the dial check sees the proxy: the URL's own
+		// host is checked here too.
+		if why := BlockedHost(u.Hostname()); why != "" {
+			return p, &BlockedError{Host: u.Hostname(), Reason: why}
+		}
 	}
 	p.u = u
 	s.urls.Store(raw, p)

@@ -11,7 +11,8 @@ import (
 // Resend implements store.Store. Finished deliveries hold no lease
 // (Complete clears it), so none is in flight on any node. By ids, it
 // reports the ids it left alone in the state a read just after its update
-// finds them.
+// finds them; by filter with a limit, Skipped is what a read just after
+// counts.
 func (s *Store) Resend(ctx context.Context, ids []int64, f store.Filter, now time.Time) (store.Resent, error) {
 	leave, err := s.enter()
 	if err != nil {
@@ -21,17 +22,25 @@ func (s *Store) Resend(ctx context.Context, ids []int64, f store.Filter, now tim
 	// Due at now, which may be before where a Lease last stopped in the
 	// due index (pkg/store/internal/leasefloor).
 	defer s.floors.Reset()
-	set, args := sharedsql.Resend(store.Millis(now), sharedsql.Numbered(1))
 	if len(ids) == 0 {
-		clause, more := sharedsql.Where(f, sharedsql.Numbered(3))
+		q, args := sharedsql.ResendSelected(f, store.Millis(now), sharedsql.Numbered(1))
 		var n int64
 		err = retryTransient(func() error {
-			tag, err := s.pool.Exec(ctx, set+clause+sharedsql.Resendable+")", append(args, more...)...)
+			tag, err := s.pool.Exec(ctx, q, args...)
 			n = tag.RowsAffected()
 			return err
 		})
-		return store.Resent{N: int(n)}, err
+		r := store.Resent{N: int(n)}
+		if err != nil || f.Limit <= 0 || r.N < f.Limit {
+			return r, err
+		}
+		// What the filter selects once the update is done: those that
+		// finished meanwhile count as left too.
+		q, args = sharedsql.ResendLeft(f, sharedsql.Numbered(1))
+		err = retryTransient(func() error { return s.pool.QueryRow(ctx, q, args...).Scan(&r.Skipped) })
+		return r, err
 	}
+	set, args := sharedsql.Resend(store.Millis(now), sharedsql.Numbered(1))
 	var resent []int64
 	err = retryTransient(func() error {
 		rows, err := s.pool.Query(ctx, set+` WHERE d.id = ANY($3)`+sharedsql.Resendable+") RETURNING id", append(args, ids)...)

@@ -18,14 +18,17 @@ func (s *Store) Resend(ctx context.Context, ids []int64, f store.Filter, now tim
 	set, args := sharedsql.Resend(store.Millis(now), sharedsql.Question)
 	err := s.do(ctx, 0, func(ctx context.Context, tx *wtx) error {
 		if len(ids) == 0 {
-			clause, more := sharedsql.Where(f, sharedsql.Question)
-			res, err := tx.ExecContext(ctx, set+clause+sharedsql.Resendable+")", append(args, more...)...)
+			q, args := sharedsql.ResendSelected(f, store.Millis(now), sharedsql.Question)
+			res, err := tx.ExecContext(ctx, q, args...)
 			if err != nil {
 				return err
 			}
 			n, err := res.RowsAffected()
-			r = store.Resent{N: int(n)}
-			return err
+			if r = (store.Resent{N: int(n)}); err != nil || f.Limit <= 0 || r.N < f.Limit {
+				return err
+			}
+			q, args = sharedsql.ResendLeft(f, sharedsql.Question)
+			return tx.QueryRowContext(ctx, q, args...).Scan(&r.Skipped)
 		}
 		list, err := json.Marshal(ids)
 		if err != nil {

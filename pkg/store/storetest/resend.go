@@ -98,3 +98,63 @@ func testResendPurged(t *testing.T, s store.Store, a store.Admin) {
 		t.Errorf("Resend(status delivered) = %+v, %v; want 0: w1's body is purged", got, err)
 	}
 }
+
+// testResendLimit: by filter with a limit, Resend makes at most that many
+// pending, those finished longest ago first (then by id), and says how
+// many more the filter selects; a second run goes on with the rest before
+// taking again those the first resent that failed again.
+func testResendLimit(t *testing.T, s store.Store) {
+	ctx := context.Background()
+	ingest(t, s, Msg("web", "a", 0, true), Msg("web", "b", 0, true), Msg("web", "c", 0, true),
+		Msg("web", "d", 0, true), Msg("web", "e", 0, true), Msg("app", "f", 0, true))
+	fail := func(ds ...store.Delivery) {
+		t.Helper()
+		cs := make([]store.Completion, len(ds))
+		for i, d := range ds {
+			cs[i] = store.Completion{ID: d.ID, Owner: "n1", Status: store.Failed, Attempts: 1, FirstAttempt: t0}
+		}
+		if err := s.Complete(ctx, cs); err != nil {
+			t.Fatal(err)
+		}
+		// A delivery finishes at the store's clock, in milliseconds:
+		// those failed next finish after these.
+		for ms := time.Now().UnixMilli(); time.Now().UnixMilli() <= ms; {
+		}
+	}
+	resend := func(limit int, now time.Time, wantN, wantSkipped int, want ...string) {
+		t.Helper()
+		got, err := s.Resend(ctx, nil, store.Filter{Status: store.Failed, Source: "web", Limit: limit}, now)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.N != wantN || got.Skipped != wantSkipped {
+			t.Errorf("Resend(failed, web, limit %d) = %+v, want %d resent, %d skipped", limit, got, wantN, wantSkipped)
+		}
+		var pending []string
+		for k, d := range byMessage(t, s) {
+			if d.Status == store.Pending {
+				pending = append(pending, k)
+			}
+		}
+		slices.Sort(pending)
+		if diff := cmp.Diff(want, pending); diff != "" {
+			t.Errorf("pending after Resend(limit %d) mismatch (-want +got):\n%s", limit, diff)
+		}
+	}
+	ds := lease(t, s, "n1", "web", 5, t0) // a..e
+	fail(ds[3], ds[4])                    // d, e finish first
+	fail(ds[0], ds[1], ds[2])
+	fail(lease(t, s, "n1", "app", 1, t0)...) // another source's: never selected
+	later := t0.Add(time.Hour)
+	resend(3, later, 3, 2, "web/a", "web/d", "web/e")
+	// They fail again, finishing last: the next run takes b and c first.
+	fail(lease(t, s, "n1", "web", 5, later)...)
+	resend(3, later.Add(time.Hour), 3, 2, "web/a", "web/b", "web/c")
+	fail(lease(t, s, "n1", "web", 5, later.Add(time.Hour))...)
+	resend(2, later.Add(2*time.Hour), 2, 3, "web/d", "web/e")
+	fail(lease(t, s, "n1", "web", 5, later.Add(2*time.Hour))...)
+	// Exactly the limit selected: none skipped; no limit: every one.
+	resend(5, later.Add(3*time.Hour), 5, 0, "web/a", "web/b", "web/c", "web/d", "web/e")
+	fail(lease(t, s, "n1", "web", 5, later.Add(3*time.Hour))...)
+	resend(0, later.Add(4*time.Hour), 5, 0, "web/a", "web/b", "web/c", "web/d", "web/e")
+}

@@ -48,6 +48,7 @@ func Run(t *testing.T, open Open) {
 		{"ListNewestFirstByEndpoint", testListPages},
 		{"Retry", testRetry},
 		{"Resend", testResend},
+		{"ResendLimit", testResendLimit},
 		{"ConcurrentIngest", testConcurrentIngest},
 		{"Stats", testStats},
 		{"PruneFinishedBeforeWindow", testPrune},

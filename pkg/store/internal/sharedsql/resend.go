@@ -21,6 +21,29 @@ func Resend(now int64, p Placeholder) (string, []any) {
 		WHERE id IN (SELECT d.id FROM deliveries d JOIN messages m ON m.id = d.message`, []any{now, now}
 }
 
+// ResendSelected is Resend's statement by f, and its parameters: at most
+// f.Limit of the deliveries f selects (every one when 0), those finished
+// longest ago first (updated_at is when a delivery finished), then by id.
+func ResendSelected(f store.Filter, now int64, p Placeholder) (string, []any) {
+	q, args := Resend(now, p)
+	clause, more := Where(f, p)
+	q += clause + Resendable
+	args = append(args, more...)
+	if f.Limit > 0 {
+		q += " ORDER BY d.updated_at, d.id LIMIT " + p()
+		args = append(args, f.Limit)
+	}
+	return q + ")", args
+}
+
+// ResendLeft is the statement of how many deliveries f selects for
+// Resend, one row of one count, and its parameters: after a Resend by f
+// with a limit, what it skipped.
+func ResendLeft(f store.Filter, p Placeholder) (string, []any) {
+	clause, args := Where(f, p)
+	return `SELECT count(*) FROM deliveries d JOIN messages m ON m.id = d.message` + clause + Resendable, args
+}
+
 // ResendState is the statement of the state of the deliveries a clause
 // selects (on deliveries d joined to messages m): rows of id, status and
 // whether the message's body was purged.
