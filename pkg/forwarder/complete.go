@@ -173,8 +173,10 @@ func (f *Forwarder) record(group []finishing, err error) {
 // not wait out its backoff behind a healthy endpoint.
 func (f *Forwarder) recorded(group []finishing) {
 	var again map[*lane]bool
+	now := f.cfg.Now()
 	for _, x := range group {
 		f.free(x.l, x.c.ID, x.fresh)
+		x.l.progress.mark(now)
 		if x.c.Status == store.Pending && x.l.closings() != x.closes {
 			if again == nil {
 				again = map[*lane]bool{}

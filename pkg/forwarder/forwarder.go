@@ -173,6 +173,7 @@ type lane struct {
 	breakers []*breaker
 	wake     chan struct{}
 	inflight inflight // what the lane holds, and its share of the tokens
+	progress progress // when it last moved (stall.go)
 }
 
 // New checks cfg and returns a Forwarder.
@@ -286,6 +287,10 @@ func (f *Forwarder) Run(ctx context.Context) error {
 	f.mu.Unlock()
 	var lanes sync.WaitGroup
 	for _, l := range f.lanes {
+		l.progress.mark(f.cfg.Now())
+	}
+	go f.watchStall(ctx)
+	for _, l := range f.lanes {
 		lanes.Add(1)
 		go func() {
 			defer lanes.Done()
@@ -387,6 +392,10 @@ func (f *Forwarder) plan(l *lane) (leasePlan, *breaker) {
 	if m != modeAll {
 		f.giveBackAhead(l)
 	}
+	if m == modeNone {
+		// Waiting on its endpoints, not on this process: no stall.
+		l.progress.mark(f.cfg.Now())
+	}
 	return planLease(m, room, queued, busy, f.readAhead(), f.leaseMin()), probe
 }
 
@@ -439,6 +448,9 @@ func (f *Forwarder) lease(ctx context.Context, l *lane, limit int) ([]store.Deli
 	})
 	if err != nil && ctx.Err() == nil {
 		f.cfg.Logger.Error("lease deliveries", "source", l.source, "err", err)
+	}
+	if err == nil && len(leased) == 0 && l.inflight.holding() == 0 {
+		l.progress.mark(f.cfg.Now()) // nothing due, nothing held
 	}
 	f.tooLate(l, sent, leased)
 	n := len(leased)

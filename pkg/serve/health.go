@@ -26,12 +26,31 @@ func (m *Metrics) storeUp(h *forwarder.StoreHealth) {
 		}))
 }
 
-// ready answers /healthz and /readyz, which say whether the node should
-// take traffic: 503 while it drains, and while its store cannot be reached
-// (the forwarder's StoreHealth: its calls' outcomes and a probe), with the
-// reason, so a load balancer sends requests to nodes that can commit them;
-// 200 otherwise.
-func (s *Server) ready(w http.ResponseWriter, r *http.Request) {
+// forwarderStalled adds evfwd_forwarder_stalled to m: 1 while f has work
+// it has not moved for forwarder.StallAfter (/readyz answers 503 then).
+func (m *Metrics) forwarderStalled(f *forwarder.Forwarder) {
+	m.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "evfwd_forwarder_stalled",
+		Help: "1 while the forwarder has due work and has recorded no delivery for 30 s (/readyz answers 503 then)."},
+		func() float64 {
+			if _, why := f.Stalled(); why != "" {
+				return 1
+			}
+			return 0
+		}))
+}
+
+// healthy answers /healthz: whether the node should take traffic. 503
+// while it drains, and while its store cannot be reached (the forwarder's
+// StoreHealth: its calls' outcomes and a probe), with the reason, so a
+// load balancer sends requests to nodes that can commit them; 200
+// otherwise.
+func (s *Server) healthy(w http.ResponseWriter, r *http.Request) { s.answerHealth(w, false) }
+
+// ready answers /readyz: /healthz, and 503 while the forwarder is stalled
+// (it has due work and has recorded no delivery for 30 s), with why.
+func (s *Server) ready(w http.ResponseWriter, r *http.Request) { s.answerHealth(w, true) }
+
+func (s *Server) answerHealth(w http.ResponseWriter, stall bool) {
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Cache-Control", "no-store")
 	if s.draining.Load() {
@@ -41,6 +60,13 @@ func (s *Server) ready(w http.ResponseWriter, r *http.Request) {
 	}
 	if since, err := s.forwarder.StoreHealth().Unavailable(); err != nil {
 		b, _ := json.Marshal(map[string]string{"status": "unavailable", "store": err.Error(),
+			"since": since.UTC().Format(time.RFC3339)})
+		w.WriteHeader(http.StatusServiceUnavailable)
+		w.Write(append(b, '\n'))
+		return
+	}
+	if since, why := s.forwarder.Stalled(); stall && why != "" {
+		b, _ := json.Marshal(map[string]string{"status": "stalled", "forwarder": why,
 			"since": since.UTC().Format(time.RFC3339)})
 		w.WriteHeader(http.StatusServiceUnavailable)
 		w.Write(append(b, '\n'))

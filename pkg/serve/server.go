@@ -205,6 +205,7 @@ func (s *Server) build(ctx context.Context) error {
 		return err
 	}
 	s.metrics.storeUp(s.forwarder.StoreHealth())
+	s.metrics.forwarderStalled(s.forwarder)
 	// The forwarder stores what the collector takes, and sends at once
 	// what it has room for (forwarder.Ingest).
 	trusted, _ := collector.ParseTrustedProxies(s.cfg.TrustedProxies) // validated
@@ -273,16 +274,15 @@ func (s *Server) URL() string {
 // opened it.
 func (s *Server) Store() store.Store { return s.store }
 
-// Handler serves the collection API, /healthz (and /readyz), /livez
+// Handler serves the collection API, /healthz, /readyz, /livez
 // (health.go), /metrics and the admin API. All but the collection API
 // answer only requests whose Host names serve (see hostGuard); the
 // collection API answers any.
 func (s *Server) Handler() http.Handler {
 	mux := http.NewServeMux()
 	guard := s.hostGuard()
-	ready := guard(http.HandlerFunc(s.ready))
-	mux.Handle("GET /healthz", ready)
-	mux.Handle("GET /readyz", ready)
+	mux.Handle("GET /healthz", guard(http.HandlerFunc(s.healthy)))
+	mux.Handle("GET /readyz", guard(http.HandlerFunc(s.ready)))
 	mux.Handle("GET /livez", guard(http.HandlerFunc(live)))
 	mux.Handle("GET /metrics", guard(s.metrics.Handler(s.store, s.opts.Now, s.log)))
 	mux.Handle("/admin/", guard(s.admin))
