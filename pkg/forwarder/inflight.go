@@ -2,6 +2,7 @@ package forwarder
 
 import (
 	"context"
+	"slices"
 	"sync"
 
 	"github.com/evfwd/evfwd/pkg/store"
@@ -67,10 +68,12 @@ func (t tokens) waitIdle() {
 // methods.
 //
 // A slot is free once its outcome is on record, not when its requests
-// end: what a crash can make go out twice is what holds a slot, never
-// more (MaxInFlight in all, PerSource leased and PerSource fresh a lane),
-// and outcomes waiting for a commit hold back new sends rather than pile
-// up.
+// end: what a crash can make go out twice is what a lane holds in its
+// slots, never more (PerSource a lane, leased and fresh together,
+// MaxInFlight in all), and outcomes waiting for a commit hold back new
+// sends rather than pile up. Leased deliveries take at most
+// PerSource-freshReserve of them: a lane draining a backlog keeps room
+// for fresh ones, which go out at once instead of behind it.
 //
 // held is every delivery the lane holds, by id: leased (ahead, being
 // sent, or waiting for its record) or fresh. A lease that runs out while
@@ -81,7 +84,7 @@ func (t tokens) waitIdle() {
 // outcome recorded under it.
 type inflight struct {
 	tokens    tokens // the process's, shared by every lane
-	perSource int    // the bound on slots, and apart from it on fresh ones
+	perSource int    // the bound on slots and fresh ones together
 	mu        sync.Mutex
 	slots     int              // leased deliveries being sent or recorded
 	sending   int              // of slots, those being sent (a token each)
@@ -90,12 +93,21 @@ type inflight struct {
 	held      map[int64]struct{}
 }
 
+// freshReserve is the share of a lane's bound that leased deliveries
+// leave to fresh ones.
+func freshReserve(perSource int) int { return perSource / 4 }
+
 // look is what a pass starts from: the lane's free slots, how many it
 // holds leased ahead, and whether a slot is in use.
 func (in *inflight) look() (room, queued int, busy bool) {
 	in.mu.Lock()
 	defer in.mu.Unlock()
-	return in.perSource - in.slots, len(in.ahead), in.slots > 0
+	return in.roomLocked(), len(in.ahead), in.slots > 0
+}
+
+// roomLocked is how many more leased deliveries may take a slot now.
+func (in *inflight) roomLocked() int {
+	return min(in.perSource-freshReserve(in.perSource)-in.slots, in.perSource-in.slots-in.fresh)
 }
 
 // takeAhead takes up to n of the deliveries leased ahead, oldest first,
@@ -119,18 +131,21 @@ func (in *inflight) dropAhead() []store.Delivery {
 }
 
 // start fills slots for a pass that holds n tokens: first (taken from
-// ahead) and then as many of leased as the tokens cover; the rest of
-// leased waits ahead, and tokens left over go back. It returns the
-// deliveries to send, each now in a slot.
+// ahead) and then as many of leased as the tokens and the room cover
+// (fresh deliveries may have taken some since the pass looked); the rest
+// waits ahead, first in front, and tokens left over go back. It returns
+// the deliveries to send, each now in a slot.
 func (in *inflight) start(n int, first, leased []store.Delivery) []store.Delivery {
-	k := min(n-len(first), len(leased))
-	ds := append(first, leased[:k]...)
-	in.tokens.handBack(n - len(ds))
 	in.mu.Lock()
-	in.ahead = append(in.ahead, leased[k:]...)
+	k := max(0, min(n, in.roomLocked()))
+	kf := min(k, len(first))
+	kl := min(k-kf, len(leased))
+	ds := slices.Concat(first[:kf], leased[:kl])
+	in.ahead = slices.Concat(first[kf:], in.ahead, leased[kl:])
 	in.slots += len(ds)
 	in.sending += len(ds)
 	in.mu.Unlock()
+	in.tokens.handBack(n - len(ds))
 	return ds
 }
 
@@ -142,7 +157,7 @@ func (in *inflight) start(n int, first, leased []store.Delivery) []store.Deliver
 func (in *inflight) next(stop bool) (d store.Delivery, left int, ok bool) {
 	in.mu.Lock()
 	in.sending--
-	if !stop && len(in.ahead) > 0 && in.slots < in.perSource {
+	if !stop && len(in.ahead) > 0 && in.roomLocked() > 0 {
 		d, in.ahead = in.ahead[0], in.ahead[1:]
 		in.slots++
 		in.sending++
@@ -218,7 +233,7 @@ func (in *inflight) holding() int {
 func (in *inflight) claimFresh(want int) int {
 	in.mu.Lock()
 	defer in.mu.Unlock()
-	n := in.tokens.takeUpTo(min(want, in.perSource-in.fresh))
+	n := in.tokens.takeUpTo(max(0, min(want, in.perSource-in.slots-in.fresh)))
 	in.fresh += n
 	return n
 }

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sync"
 	"syscall"
 	"testing"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/evfwd/evfwd/internal/testsize"
 	"github.com/evfwd/evfwd/pkg/analytics"
+	"github.com/evfwd/evfwd/pkg/forwarder"
 	"github.com/evfwd/evfwd/pkg/message"
 )
 
@@ -104,6 +106,10 @@ sources:
 	}()
 
 	kills := 0
+	// The duplicates counted when each kill came: those that arrive
+	// between two kills were re-sent after the first (a restart reclaims
+	// every lease at once and sends again what was not on record).
+	var dupsAt []int
 loop:
 	for {
 		select {
@@ -113,6 +119,7 @@ loop:
 			proc.Process.Signal(syscall.SIGKILL)
 			proc.Wait()
 			kills++
+			dupsAt = append(dupsAt, rcv.duplicates())
 			proc = start()
 		}
 	}
@@ -124,7 +131,24 @@ loop:
 	if missing > 0 {
 		t.Fatalf("%d of %d acknowledged messages never reached the receiver (%d kills)\n%s", missing, nAcked, kills, logs.String())
 	}
-	t.Logf("%d events, %d acknowledged, %d SIGKILLs, all delivered; %d duplicate deliveries", events, nAcked, kills, dups)
+	perKill := make([]int, len(dupsAt))
+	for i := range dupsAt {
+		next := dups
+		if i+1 < len(dupsAt) {
+			next = dupsAt[i+1]
+		}
+		perKill[i] = next - dupsAt[i]
+	}
+	most := slices.Max(append(perKill, 0))
+	t.Logf("%d events, %d acknowledged, %d SIGKILLs, all delivered; %d duplicate deliveries (%d before the first kill), per kill %v (at most %d)",
+		events, nAcked, kills, dups, append(dupsAt, 0)[0], perKill, most)
+	// What a kill can make go out twice is what held a slot of the lane:
+	// sent, its outcome not yet on record, forwarder.DefaultPerSource at
+	// most. A window between two kills may also see what the one before
+	// sent again late, so the bound holds for their sum.
+	if bound := kills * forwarder.DefaultPerSource; dups > bound {
+		t.Errorf("%d kills made %d deliveries go out twice, more than the %d slots of the lane each (%d)", kills, dups, forwarder.DefaultPerSource, bound)
+	}
 	if nAcked < events*9/10 {
 		t.Errorf("only %d of %d events acknowledged", nAcked, events)
 	}

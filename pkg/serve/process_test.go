@@ -100,8 +100,9 @@ func (l *processLog) waitServing(t *testing.T, n int, limit time.Duration) {
 // idCounter is a webhook receiver that counts deliveries per messageId.
 type idCounter struct {
 	*httptest.Server
-	mu  sync.Mutex
-	got map[string]int
+	mu    sync.Mutex
+	got   map[string]int
+	extra int // arrivals of an id that had arrived before
 	// Set by waitAll: the ids it waits for, how many of them have not
 	// arrived, and a channel closed when none is missing.
 	want    map[string]bool
@@ -117,6 +118,9 @@ func newIDCounter(t *testing.T) *idCounter {
 			id, _ := obj.GetString("messageId")
 			c.mu.Lock()
 			c.got[id]++
+			if c.got[id] > 1 {
+				c.extra++
+			}
 			if c.got[id] == 1 && c.want[id] {
 				if c.missing--; c.missing == 0 {
 					close(c.all)
@@ -134,6 +138,14 @@ func newIDCounter(t *testing.T) *idCounter {
 // passes; it returns how many never arrived and how many deliveries were
 // duplicates. Each arrival counts itself off, so waiting costs nothing per
 // delivery and ends at the one that completes the set.
+// duplicates is how many arrivals so far were of an id that had arrived
+// before.
+func (c *idCounter) duplicates() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.extra
+}
+
 func (c *idCounter) waitAll(acked map[string]bool, deadline time.Time) (missing, dups int) {
 	c.mu.Lock()
 	c.want, c.missing, c.all = map[string]bool{}, 0, make(chan struct{})
