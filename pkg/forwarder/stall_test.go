@@ -60,7 +60,7 @@ func TestNotStalledWaitingOnOthers(t *testing.T) {
 		ingest(t, s, msg("dead", "d"+string(rune('0'+i))))
 	}
 	r := start(t, c, Config{Store: s, Breaker: BreakerConfig{Threshold: 3},
-		Policy: webhook.Policy{Initial: time.Minute},
+		Policy:       webhook.Policy{Initial: time.Minute},
 		Destinations: map[string]*webhook.Destination{"dead": dest(dead), "idle": dest(idle)}})
 	waitFor(t, "the dead endpoint's failures on record", func() bool {
 		return dead.count() >= 3 && r.lanes["dead"].inflight.holding() == 0
