@@ -94,8 +94,15 @@ type inflight struct {
 }
 
 // freshReserve is the share of a lane's bound that leased deliveries
-// leave to fresh ones.
-func freshReserve(perSource int) int { return perSource / 4 }
+// leave to fresh ones: half (a quarter let a commit that took long fill
+// it, and fresh ones waited seconds behind the backlog in bench/serve's
+// latency row), a quarter in a lane too small to halve.
+func freshReserve(perSource int) int {
+	if perSource < 8 {
+		return perSource / 4
+	}
+	return perSource / 2
+}
 
 // look is what a pass starts from: the lane's free slots, how many it
 // holds leased ahead, and whether a slot is in use.
