@@ -60,7 +60,7 @@ func (h *Handler) settings(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, "unknown write key", nil)
 		return
 	}
-	if !h.fromAllowed(w, r, src) {
+	if !h.fromAllowed(w, r, src, false) {
 		return
 	}
 	host, protocol := h.apiHost(r)
