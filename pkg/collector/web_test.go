@@ -289,8 +289,27 @@ func TestSettingsDocument(t *testing.T) {
 		if !strings.Contains(path, seg.APIKey) {
 			t.Errorf("%s: apiKey %q", path, seg.APIKey)
 		}
-		if cc := h.Get("Cache-Control"); !strings.Contains(cc, "max-age=") || h.Get("Access-Control-Allow-Origin") != pageFrom || !cmp.Equal(h.Values("Vary"), []string{"Origin"}) {
+		// It names the Host the request gave: no shared cache may keep it
+		// (issue 43).
+		if h.Get("Cache-Control") != "private, max-age=60" || h.Get("Access-Control-Allow-Origin") != pageFrom || !cmp.Equal(h.Values("Vary"), []string{"Origin, Host"}) {
 			t.Errorf("%s: headers %v", path, h)
+		}
+	}
+	// Any Host a request names is what its document points at, so that
+	// answer is for the one client only.
+	poison, err := http.NewRequest(http.MethodGet, srv.URL+"/v1/projects/"+siteKey+"/settings", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	poison.Host = "evil.example"
+	if resp, err := http.DefaultClient.Do(poison); err != nil {
+		t.Fatal(err)
+	} else {
+		var s settings
+		json.NewDecoder(resp.Body).Decode(&s)
+		resp.Body.Close()
+		if seg := s.Integrations["Segment.io"]; seg.APIHost != "evil.example/v1" || resp.Header.Get("Cache-Control") != "private, max-age=60" || resp.Header.Get("Vary") != "Origin, Host" {
+			t.Errorf("Host evil.example: %+v, %v", seg, resp.Header)
 		}
 	}
 	if code, _, _ := get(t, srv.URL, "/v1/projects/wk_nope/settings", nil); code != 404 {
@@ -300,10 +319,15 @@ func TestSettingsDocument(t *testing.T) {
 		t.Errorf("refused origin: %d", code)
 	}
 
+	// With public_url every request gets the same document: a CDN may
+	// keep it.
 	behind := newWebServer(t, st, collector.Config{PublicURL: "https://collect.example.com/evfwd/"})
-	_, s, _ := get(t, behind.URL, "/v1/projects/"+appKey+"/settings", nil)
+	_, s, h := get(t, behind.URL, "/v1/projects/"+appKey+"/settings", http.Header{"Origin": {pageFrom}})
 	if seg := s.Integrations["Segment.io"]; seg.APIHost != "collect.example.com/evfwd/v1" || seg.Protocol != "https" {
 		t.Errorf("behind a proxy: %+v", seg)
+	}
+	if h.Get("Cache-Control") != "public, max-age=60" || !cmp.Equal(h.Values("Vary"), []string{"Origin"}) {
+		t.Errorf("behind a proxy: headers %v", h)
 	}
 
 	tlsSrv := httptest.NewUnstartedServer(srv.Config.Handler)
