@@ -16,6 +16,7 @@ import (
 	"net/http"
 	"net/netip"
 	"net/url"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -61,8 +62,10 @@ type Config struct {
 	// source and the messages stored (metrics, waking the forwarder).
 	OnStored func(source string, msgs []store.Message)
 	// OnError, when set, is told about every request refused with a 5xx
-	// or a 429, and about the first refusal of each page origin a source
-	// does not allow (logging: a page's 403 shows only in its browser).
+	// or a 429 (but for the 503s of a spent BodyBudget: the first of each
+	// time it is spent), and about the first refusal of each page origin
+	// a source does not allow (logging: a page's 403 shows only in its
+	// browser).
 	OnError func(status int, err error)
 	// TrustedProxies are the peers whose X-Forwarded-For is believed when
 	// the address of a web or mobile client is added (see ClientAddr).
@@ -75,6 +78,12 @@ type Config struct {
 	// messages, after which it answers 503 with Retry-After (default
 	// store.CallTimeout).
 	IngestTimeout time.Duration
+	// BodyBudget bounds the bytes that the bodies of all requests in
+	// flight hold at once, from their first byte to the answer (see
+	// budget.go); a request it has no room for is answered 503 with
+	// Retry-After. Default DefaultBodyBudget; at least one gzipped batch
+	// at MaxBatchBytes must fit.
+	BodyBudget int64
 }
 
 // Handler serves the collection API.
@@ -85,6 +94,7 @@ type Handler struct {
 	mux      *http.ServeMux
 	public   *url.URL // Config.PublicURL, parsed
 	refused  refusals
+	budget   budget // Config.BodyBudget, the bodies in flight
 }
 
 // New checks cfg and returns a Handler.
@@ -101,7 +111,14 @@ func New(cfg Config) (*Handler, error) {
 	if cfg.IngestTimeout <= 0 {
 		cfg.IngestTimeout = store.CallTimeout
 	}
+	if cfg.BodyBudget == 0 {
+		cfg.BodyBudget = DefaultBodyBudget
+	}
+	if cfg.BodyBudget < minBodyBudget {
+		return nil, fmt.Errorf("collector: body budget of %d bytes: at least %d are needed, for one gzipped batch at the limit", cfg.BodyBudget, minBodyBudget)
+	}
 	h := &Handler{cfg: cfg, keys: keyIndex{}, mux: http.NewServeMux()}
+	h.budget.limit = cfg.BodyBudget
 	if cfg.PublicURL != "" {
 		u, err := ParsePublicURL(cfg.PublicURL)
 		if err != nil {
@@ -147,17 +164,18 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	withOrigin(w, r)
 	if h.draining.Load() {
 		w.Header().Set("Connection", "close")
-		w.Header().Set("Retry-After", fmt.Sprint(RetryAfter))
-		writeError(w, http.StatusServiceUnavailable, "server is shutting down", nil)
+		retryLater(w, http.StatusServiceUnavailable, RetryAfter, "server is shutting down")
 		return
 	}
 	h.mux.ServeHTTP(w, r)
 }
 
 // metrics takes what Analytics.js reports about itself (its own
-// counters, posted to /v1/m): read, and dropped.
+// counters, posted to /v1/m): read, and dropped. A few hundred bytes each:
+// they go through a small buffer of the request's own, where io.Discard
+// would hold one of 8 KiB for as long as a client takes to send.
 func metrics(w http.ResponseWriter, r *http.Request) {
-	if _, err := io.Copy(io.Discard, http.MaxBytesReader(w, r.Body, MaxBatchBytes)); tooLarge(err) {
+	if _, err := io.CopyBuffer(struct{ io.Writer }{io.Discard}, http.MaxBytesReader(w, r.Body, MaxBatchBytes), make([]byte, 512)); tooLarge(err) {
 		writeError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("body is over the %d-byte limit", MaxBatchBytes), nil)
 		return
 	}
@@ -178,13 +196,17 @@ func (h *Handler) single(t message.Type) http.HandlerFunc {
 }
 
 // collect is every collection endpoint: authenticate, read at most limit
-// bytes, parse, and store; t, when set, is the type the path fixes.
+// bytes, parse, and store; t, when set, is the type the path fixes. A
+// write key or an origin in the headers that is refused is refused before
+// a byte of the body is read.
 func (h *Handler) collect(w http.ResponseWriter, r *http.Request, limit int64, parse func([]byte) (*batch, error), t message.Type) {
 	src, ok := h.headerSource(w, r)
-	if !ok || src != nil && !h.fromAllowed(w, r, src) {
+	if !ok || src != nil && !h.fromAllowed(w, r, src, true) {
 		return
 	}
-	body, ok := readBody(w, r, limit)
+	res := reservation{budget: &h.budget}
+	defer res.release()
+	body, ok := h.readBody(w, r, limit, &res)
 	if !ok {
 		return
 	}
@@ -198,7 +220,7 @@ func (h *Handler) collect(w http.ResponseWriter, r *http.Request, limit int64, p
 			writeAuthError(w, b.writeKey != "")
 			return
 		}
-		if !h.fromAllowed(w, r, src) {
+		if !h.fromAllowed(w, r, src, false) {
 			return
 		}
 	}
@@ -209,9 +231,13 @@ func (h *Handler) collect(w http.ResponseWriter, r *http.Request, limit int64, p
 }
 
 // fromAllowed refuses, with a 403 the page can read, a browser request
-// from an origin src does not allow.
-func (h *Handler) fromAllowed(w http.ResponseWriter, r *http.Request, src *Source) bool {
+// from an origin src does not allow; bodyUnread says the request's body
+// has not been read.
+func (h *Handler) fromAllowed(w http.ResponseWriter, r *http.Request, src *Source, bodyUnread bool) bool {
 	if origin := r.Header.Get("Origin"); !src.allows(origin) {
+		if bodyUnread {
+			unread(w, r)
+		}
 		err := refuseOrigin(w, src, origin)
 		if h.refused.first(src.Name, origin) {
 			h.onError(http.StatusForbidden, err)
@@ -234,8 +260,33 @@ func (h *Handler) headerSource(w http.ResponseWriter, r *http.Request) (*Source,
 			return src, true
 		}
 	}
+	unread(w, r)
 	writeAuthError(w, true)
 	return nil, false
+}
+
+// unread closes the connection after a refusal made before the body is
+// read, rather than wait for and discard a body nobody reads: net/http
+// would read up to 256 KiB of it before writing the answer, as slowly as
+// the client sends it.
+func unread(w http.ResponseWriter, r *http.Request) {
+	if r.ContentLength != 0 {
+		w.Header().Set("Connection", "close")
+	}
+}
+
+// overBudget answers a request that the body budget has no room for: 503,
+// retry in a second, and the connection closed (what is left of the body
+// is not read). The first refusal since the budget was half free is
+// reported.
+func (h *Handler) overBudget(w http.ResponseWriter) {
+	w.Header().Set("Connection", "close")
+	retryLater(w, http.StatusServiceUnavailable, RetryAfter, "server is busy, retry later")
+	if h.budget.firstRefusal() {
+		h.onError(http.StatusServiceUnavailable, fmt.Errorf(
+			"the bodies of the requests in flight hold the whole body budget (%d bytes): new requests are answered 503 until half of it is free; the rest of these refusals are not logged",
+			h.budget.limit))
+	}
 }
 
 // store completes the batch's messages, commits them, and answers.
@@ -261,26 +312,22 @@ func (h *Handler) store(w http.ResponseWriter, r *http.Request, src *Source, b *
 	if err := h.cfg.Store.Ingest(ctx, msgs); err != nil {
 		switch {
 		case errors.Is(err, store.ErrBusy):
-			w.Header().Set("Retry-After", fmt.Sprint(RetryAfter))
-			writeError(w, http.StatusTooManyRequests, "store is busy, retry later", nil)
+			retryLater(w, http.StatusTooManyRequests, RetryAfter, "store is busy, retry later")
 			h.onError(http.StatusTooManyRequests, err)
 		case errors.Is(err, store.ErrFull):
 			// The disk (or the database) is full: nothing was stored, and
 			// the client keeps the messages to retry.
-			w.Header().Set("Retry-After", fmt.Sprint(RetryAfterFull))
-			writeError(w, http.StatusServiceUnavailable, "store cannot write (full), retry later", nil)
+			retryLater(w, http.StatusServiceUnavailable, RetryAfterFull, "store cannot write (full), retry later")
 			h.onError(http.StatusServiceUnavailable, err)
 		case errors.Is(err, store.ErrUnavailable), errors.Is(err, context.DeadlineExceeded):
 			// The database cannot be reached (stopped, restarting, cut
 			// off) or did not commit within Config.IngestTimeout. The messages
 			// may have been committed all the same; a retry is safe, as
 			// the store skips a messageId it has.
-			w.Header().Set("Retry-After", fmt.Sprint(RetryAfter))
-			writeError(w, http.StatusServiceUnavailable, "store unavailable, retry later", nil)
+			retryLater(w, http.StatusServiceUnavailable, RetryAfter, "store unavailable, retry later")
 			h.onError(http.StatusServiceUnavailable, err)
 		case errors.Is(err, store.ErrClosed), errors.Is(err, context.Canceled):
-			w.Header().Set("Retry-After", fmt.Sprint(RetryAfter))
-			writeError(w, http.StatusServiceUnavailable, "server is shutting down", nil)
+			retryLater(w, http.StatusServiceUnavailable, RetryAfter, "server is shutting down")
 			h.onError(http.StatusServiceUnavailable, err)
 		default:
 			writeError(w, http.StatusInternalServerError, "could not store messages", nil)
@@ -311,6 +358,13 @@ func (h *Handler) onError(status int, err error) {
 	if h.cfg.OnError != nil {
 		h.cfg.OnError(status, err)
 	}
+}
+
+// retryLater answers a 429 or 503 that the client is to retry in
+// seconds: overload, the store's or this process's, or shutdown.
+func retryLater(w http.ResponseWriter, status, seconds int, msg string) {
+	w.Header().Set("Retry-After", strconv.Itoa(seconds))
+	writeError(w, status, msg, nil)
 }
 
 func writeAuthError(w http.ResponseWriter, given bool) {

@@ -97,9 +97,11 @@ func (s *Source) allows(origin string) bool {
 }
 
 // refuseOrigin answers 403 to a page whose origin src does not allow, and
-// returns what it said.
+// returns what it said: the origin, the source by its name (never its
+// write key, which the settings path carries), and the setting that
+// would allow it.
 func refuseOrigin(w http.ResponseWriter, src *Source, origin string) error {
-	err := fmt.Errorf("origin %q is not allowed for source %q (allowed_origins)", origin, src.Name)
+	err := fmt.Errorf("origin %q is not allowed for source %q: list it in that source's allowed_origins to allow it", origin, src.Name)
 	writeError(w, http.StatusForbidden, err.Error(), nil)
 	return err
 }

@@ -25,8 +25,10 @@ import (
 // at most limit+GzipSlack bytes as sent and limit once inflated (a small
 // gzip body may inflate to gigabytes; reading stops one byte past the
 // limit). A declared length over the limit is refused before reading
-// anything. It answers 413 or 400 itself and reports false then.
-func readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, bool) {
+// anything. What it holds is reserved in res (see budget.go). It answers
+// 413, 400, or 503 when the budget has no room, itself and reports false
+// then.
+func (h *Handler) readBody(w http.ResponseWriter, r *http.Request, limit int64, res *reservation) ([]byte, bool) {
 	enc := strings.ToLower(strings.TrimSpace(r.Header.Get("Content-Encoding")))
 	wire, what := limit, "body"
 	switch enc {
@@ -44,8 +46,18 @@ func readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, bool
 		writeError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("%s is %d bytes, over the %d-byte limit", what, r.ContentLength, wire), nil)
 		return nil, false
 	}
+	// The most the buffer may need: the declared length and one byte to
+	// see the end, else one byte past the limit, to see it passed.
+	most := limit + 1
+	if enc != "gzip" && r.ContentLength >= 0 {
+		most = r.ContentLength + 1
+	}
 	var in io.Reader = http.MaxBytesReader(w, r.Body, wire)
 	if enc == "gzip" {
+		if !res.grow(gzipState) {
+			h.overBudget(w)
+			return nil, false
+		}
 		zr, err := gzip.NewReader(in)
 		if err != nil {
 			if tooLarge(err) {
@@ -58,12 +70,11 @@ func readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, bool
 		defer zr.Close()
 		in = io.LimitReader(zr, limit+1)
 	}
-	var buf []byte
-	if enc != "gzip" && r.ContentLength > 0 {
-		buf = make([]byte, 0, r.ContentLength+1) // one more, to see EOF without growing
-	}
-	body, err := readAll(in, buf)
+	body, err := readAll(in, most, res)
 	switch {
+	case err == errOverBudget:
+		h.overBudget(w)
+		return nil, false
 	case tooLarge(err):
 		overWire()
 		return nil, false
@@ -77,13 +88,28 @@ func readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, bool
 	return body, true
 }
 
-// readAll is io.ReadAll into b's spare room, which a body's declared
-// length sizes: a single event is read with one allocation, not the four
-// of io.ReadAll growing from 512 bytes.
-func readAll(r io.Reader, b []byte) ([]byte, error) {
+// errOverBudget is readAll's when the budget has no room for its buffer.
+var errOverBudget = errors.New("over the budget of bodies in flight")
+
+// readAll reads r to its end into a buffer of at most most bytes, reserved
+// in res as it grows. The buffer starts at bodyStart, or at most when that
+// is less (a body that declares its length within bodyStart is read with
+// one allocation), and doubles each time it fills: whatever length a
+// request declares, what it holds is at most twice what it sent, and
+// bodyStart before that. A buffer of most bytes that fills is returned as
+// it is: only a body past its limit gets there.
+func readAll(r io.Reader, most int64, res *reservation) ([]byte, error) {
+	var b []byte
 	for {
 		if len(b) == cap(b) {
-			b = append(b, 0)[:len(b)]
+			if int64(cap(b)) >= most {
+				return b, nil
+			}
+			n := min(max(2*int64(cap(b)), bodyStart), most)
+			if !res.grow(n - int64(cap(b))) {
+				return b, errOverBudget
+			}
+			b = append(make([]byte, 0, n), b...)
 		}
 		n, err := r.Read(b[len(b):cap(b)])
 		b = b[:len(b)+n]

@@ -16,8 +16,19 @@ import (
 // at evfwd, so a page or an app needs only its CDN setting changed. It
 // enables no other destination, so Analytics.js loads no other code.
 
-// settingsMaxAge is how long a browser or a CDN may keep the document.
-const settingsMaxAge = "max-age=60"
+// How long a browser, or a CDN, may keep the document. Without
+// PublicURL the document names the Host the request gave, which anyone
+// can write: a shared cache that kept it would hand every page the host
+// one request named, and the pages would post their events there (issue
+// 43). So only the page's own browser may keep it then ("private"), and
+// it varies on Host besides Origin for a cache told to keep what is
+// private all the same. With PublicURL every request gets the same
+// document, and a CDN may serve it.
+var (
+	cachePublic  = []string{"public, max-age=60"}
+	cachePrivate = []string{"private, max-age=60"}
+	varyHost     = []string{"Origin, Host"}
+)
 
 type settingsDoc struct {
 	Integrations map[string]segmentIO `json:"integrations"`
@@ -60,7 +71,7 @@ func (h *Handler) settings(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, "unknown write key", nil)
 		return
 	}
-	if !h.fromAllowed(w, r, src) {
+	if !h.fromAllowed(w, r, src, false) {
 		return
 	}
 	host, protocol := h.apiHost(r)
@@ -78,7 +89,12 @@ func (h *Handler) settings(w http.ResponseWriter, r *http.Request) {
 	doc.Plan.Group = map[string]any{"__default": map[string]any{"enabled": true}}
 	b, _ := json.Marshal(doc)
 	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("Cache-Control", "public, "+settingsMaxAge)
+	if h.public != nil {
+		w.Header()["Cache-Control"] = cachePublic
+	} else {
+		w.Header()["Cache-Control"] = cachePrivate
+		w.Header()["Vary"] = varyHost
+	}
 	w.Write(append(b, '\n'))
 }
 

@@ -216,7 +216,8 @@ func TestCORS(t *testing.T) {
 	}{
 		{"allowed origin", pageFrom, siteKey, track, 200, ""},
 		{"no Origin: not a browser", "", siteKey, track, 200, ""},
-		{"refused origin, named", "https://evil.example", siteKey, track, 403, `origin \"https://evil.example\" is not allowed`},
+		{"refused origin, named", "https://evil.example", siteKey, track, 403,
+			`origin \"https://evil.example\" is not allowed for source \"site\": list it in that source's allowed_origins to allow it`},
 		{"refused origin, key in the body", "https://evil.example", "", `{"writeKey":"` + siteKey + `","userId":"u","event":"E"}`, 403, "evil.example"},
 		{"a source without a list takes any origin", "https://evil.example", appKey, track, 200, ""},
 		{"unknown write key, readable", pageFrom, "wk_nope", track, 401, "unknown write key"},
@@ -246,7 +247,7 @@ func TestCORS(t *testing.T) {
 	// A page that keeps posting from a refused origin is logged once.
 	mu.Lock()
 	defer mu.Unlock()
-	want := []string{`403 origin "https://evil.example" is not allowed for source "site" (allowed_origins)`}
+	want := []string{`403 origin "https://evil.example" is not allowed for source "site": list it in that source's allowed_origins to allow it`}
 	if diff := cmp.Diff(want, reported); diff != "" {
 		t.Errorf("reported (-want +got)\n%s", diff)
 	}
@@ -289,27 +290,54 @@ func TestSettingsDocument(t *testing.T) {
 		if !strings.Contains(path, seg.APIKey) {
 			t.Errorf("%s: apiKey %q", path, seg.APIKey)
 		}
-		if cc := h.Get("Cache-Control"); !strings.Contains(cc, "max-age=") || h.Get("Access-Control-Allow-Origin") != pageFrom || !cmp.Equal(h.Values("Vary"), []string{"Origin"}) {
+		// It names the Host the request gave: no shared cache may keep it
+		// (issue 43).
+		if h.Get("Cache-Control") != "private, max-age=60" || h.Get("Access-Control-Allow-Origin") != pageFrom || !cmp.Equal(h.Values("Vary"), []string{"Origin, Host"}) {
 			t.Errorf("%s: headers %v", path, h)
+		}
+	}
+	// Any Host a request names is what its document points at, so that
+	// answer is for the one client only.
+	poison, err := http.NewRequest(http.MethodGet, srv.URL+"/v1/projects/"+siteKey+"/settings", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	poison.Host = "evil.example"
+	if resp, err := http.DefaultClient.Do(poison); err != nil {
+		t.Fatal(err)
+	} else {
+		var s settings
+		json.NewDecoder(resp.Body).Decode(&s)
+		resp.Body.Close()
+		if seg := s.Integrations["Segment.io"]; seg.APIHost != "evil.example/v1" || resp.Header.Get("Cache-Control") != "private, max-age=60" || resp.Header.Get("Vary") != "Origin, Host" {
+			t.Errorf("Host evil.example: %+v, %v", seg, resp.Header)
 		}
 	}
 	if code, _, _ := get(t, srv.URL, "/v1/projects/wk_nope/settings", nil); code != 404 {
 		t.Errorf("unknown key: %d", code)
 	}
-	if code, _, _ := get(t, srv.URL, "/v1/projects/"+siteKey+"/settings", http.Header{"Origin": {"https://evil.example"}}); code != 403 {
-		t.Errorf("refused origin: %d", code)
+	// A refused page learns the source's name and the setting, never the
+	// write key its path carries.
+	resp, body := call{method: http.MethodGet, path: "/v1/projects/" + siteKey + "/settings", header: http.Header{"Origin": {"https://evil.example"}}}.send(t, srv.URL)
+	if resp.StatusCode != 403 || !strings.Contains(body, `source \"site\"`) || !strings.Contains(body, "allowed_origins") || strings.Contains(body, siteKey) {
+		t.Errorf("refused origin: %d %s", resp.StatusCode, body)
 	}
 
+	// With public_url every request gets the same document: a CDN may
+	// keep it.
 	behind := newWebServer(t, st, collector.Config{PublicURL: "https://collect.example.com/evfwd/"})
-	_, s, _ := get(t, behind.URL, "/v1/projects/"+appKey+"/settings", nil)
+	_, s, h := get(t, behind.URL, "/v1/projects/"+appKey+"/settings", http.Header{"Origin": {pageFrom}})
 	if seg := s.Integrations["Segment.io"]; seg.APIHost != "collect.example.com/evfwd/v1" || seg.Protocol != "https" {
 		t.Errorf("behind a proxy: %+v", seg)
+	}
+	if h.Get("Cache-Control") != "public, max-age=60" || !cmp.Equal(h.Values("Vary"), []string{"Origin"}) {
+		t.Errorf("behind a proxy: headers %v", h)
 	}
 
 	tlsSrv := httptest.NewUnstartedServer(srv.Config.Handler)
 	tlsSrv.StartTLS()
 	t.Cleanup(tlsSrv.Close)
-	resp, err := tlsSrv.Client().Get(tlsSrv.URL + "/v1/projects/" + appKey + "/settings")
+	resp, err = tlsSrv.Client().Get(tlsSrv.URL + "/v1/projects/" + appKey + "/settings")
 	if err != nil {
 		t.Fatal(err)
 	}

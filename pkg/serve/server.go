@@ -10,8 +10,10 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/netip"
 	"os"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -166,7 +168,32 @@ func New(ctx context.Context, cfg Config, opts Options) (*Server, error) {
 	if s.ui != nil {
 		s.ui.SetURL(s.URL())
 	}
+	s.warnHostInSettings()
 	return s, nil
+}
+
+// warnHostInSettings logs one warning when web or mobile sources are
+// served beyond loopback without public_url: their settings document then
+// points clients at whatever Host a request names (the collector keeps it
+// out of shared caches for that: issue 43), where behind a proxy or a CDN
+// it should name the address clients reach.
+func (s *Server) warnHostInSettings() {
+	if s.cfg.PublicURL != "" {
+		return
+	}
+	if ap, err := netip.ParseAddrPort(s.Addr()); err == nil && ap.Addr().Unmap().IsLoopback() {
+		return
+	}
+	var sources []string
+	for _, src := range s.cfg.Sources {
+		if k, _ := collector.ParseKind(src.Kind); k == collector.KindWeb || k == collector.KindMobile {
+			sources = append(sources, src.Name)
+		}
+	}
+	if len(sources) > 0 {
+		s.log.Warn("public_url is not set: the settings document of web and mobile sources sends clients to the Host each request names, and is not cached by shared caches; set public_url to the address clients reach",
+			"sources", strings.Join(sources, ","), "addr", s.Addr())
+	}
 }
 
 // build makes the collector and forwarder, and takes back the leases a
