@@ -173,9 +173,12 @@ func (f *Forwarder) record(group []finishing, err error) {
 // not wait out its backoff behind a healthy endpoint.
 func (f *Forwarder) recorded(group []finishing) {
 	var again map[*lane]bool
+	var relet []store.Completion
 	now := f.cfg.Now()
 	for _, x := range group {
-		f.free(x.l, x.c.ID, x.fresh)
+		if f.free(x.l, x.c.ID, x.fresh) && x.c.Status == store.Pending {
+			relet = append(relet, x.c)
+		}
 		x.l.progress.mark(now)
 		if x.c.Status == store.Pending && x.l.closings() != x.closes {
 			if again == nil {
@@ -192,7 +195,28 @@ func (f *Forwarder) recorded(group []finishing) {
 		}
 		f.cfg.Logger.Log(context.Background(), lvl, "delivery", deliveryLog(x.l.source, x.c)...)
 	}
+	f.recordAgain(relet)
 	for l := range again {
 		f.release(l)
+	}
+}
+
+// recordAgain applies cs once more, without their attempts (on record
+// already): outcomes that left a delivery pending, of deliveries a Lease
+// returned again while they were being recorded (inflight). Where that
+// Lease ran before the record, the record took the lease back and this
+// changes nothing (a completion applies only under its owner's lease);
+// where it ran after, this node holds a lease it will not use, and this
+// gives it back, the delivery due when its outcome said, not when that
+// lease runs out.
+func (f *Forwarder) recordAgain(cs []store.Completion) {
+	if len(cs) == 0 {
+		return
+	}
+	for i := range cs {
+		cs[i].Records = nil
+	}
+	if err := f.cfg.Store.Complete(f.calls, cs); err != nil {
+		f.cfg.Logger.Error("give back deliveries leased again while recorded", "n", len(cs), "err", err)
 	}
 }

@@ -572,16 +572,27 @@ func (f *Forwarder) giveBackAhead(l *lane) {
 	if len(ahead) == 0 {
 		return
 	}
-	cs := make([]store.Completion, len(ahead))
-	for i, d := range ahead {
+	f.giveBack(l, ahead)
+	// A Lease that ran meanwhile may have returned some again, after
+	// they were given back: that lease goes back too.
+	f.giveBack(l, l.inflight.forget(ahead))
+}
+
+// giveBack makes ds, leased to this node and not sent, due again now,
+// their attempts as they were.
+func (f *Forwarder) giveBack(l *lane, ds []store.Delivery) {
+	if len(ds) == 0 {
+		return
+	}
+	cs := make([]store.Completion, len(ds))
+	for i, d := range ds {
 		cs[i] = store.Completion{ID: d.ID, Owner: f.cfg.Owner, Status: store.Pending, Attempts: d.Attempts,
 			FirstAttempt: d.FirstAttempt, NextAttempt: f.cfg.Now(), LastError: d.LastError}
 	}
 	if err := f.cfg.Store.Complete(f.calls, cs); err != nil {
 		// Their leases run out, and they are due then.
-		f.cfg.Logger.Error("give back deliveries leased ahead", "source", l.source, "n", len(cs), "err", err)
+		f.cfg.Logger.Error("give back leased deliveries", "source", l.source, "n", len(cs), "err", err)
 	}
-	l.inflight.forget(ahead)
 }
 
 // roomMade wakes every lane after deliveries gave back their room, in
@@ -603,10 +614,12 @@ func (f *Forwarder) endFresh(l *lane, n int) {
 }
 
 // free ends what l holds of delivery id (inflight.free) and wakes l: its
-// slot is free.
-func (f *Forwarder) free(l *lane, id int64, fresh bool) {
-	l.inflight.free(id, fresh)
+// slot is free. It reports whether a Lease returned the delivery again
+// meanwhile (see inflight).
+func (f *Forwarder) free(l *lane, id int64, fresh bool) (letAgain bool) {
+	letAgain = l.inflight.free(id, fresh)
 	l.poke()
+	return letAgain
 }
 
 // Ingest stores msgs, as store.Store.Ingest does, and sends at once the
@@ -708,7 +721,9 @@ func deliveries(msgs []store.Message) int {
 func (f *Forwarder) deliver(ctx context.Context, l *lane, d store.Delivery, probe *breaker, fresh bool) {
 	if !f.startable(l, d) {
 		f.letLapse(l, d, probe)
-		f.free(l, d.ID, fresh)
+		if f.free(l, d.ID, fresh) {
+			f.giveBack(l, []store.Delivery{d})
+		}
 		return
 	}
 	c := store.Completion{ID: d.ID, Owner: f.cfg.Owner, Attempts: d.Attempts + 1, FirstAttempt: d.FirstAttempt}

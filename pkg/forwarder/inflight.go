@@ -81,7 +81,11 @@ func (t tokens) waitIdle() {
 // outcome for longer than the lease) makes it due again in the store, and
 // this node's next Lease may return it: it is dropped there (admit), since
 // this node is sending it already. Its lease is this node's again, and the
-// outcome recorded under it.
+// outcome recorded under it. held[id] is true once that happened ("let
+// again"): a Lease that ran while the outcome was being committed may
+// also have returned it after the commit, due again (a retry), and then
+// nobody would use that lease until it ran out; the forwarder hands it
+// back when the delivery leaves held (Forwarder.handBack).
 type inflight struct {
 	tokens    tokens // the process's, shared by every lane
 	perSource int    // the bound on slots and fresh ones together
@@ -90,7 +94,7 @@ type inflight struct {
 	sending   int              // of slots, those being sent (a token each)
 	fresh     int              // fresh deliveries being sent or recorded
 	ahead     []store.Delivery // leased ahead, waiting for a slot; no token
-	held      map[int64]struct{}
+	held      map[int64]bool // true: let again while held
 }
 
 // freshReserve is the share of a lane's bound that leased deliveries
@@ -184,40 +188,49 @@ func (in *inflight) admit(ds []store.Delivery) ([]store.Delivery, int) {
 	in.mu.Lock()
 	defer in.mu.Unlock()
 	if in.held == nil {
-		in.held = map[int64]struct{}{}
+		in.held = map[int64]bool{}
 	}
 	kept := ds[:0:0]
 	for _, d := range ds {
 		if _, ok := in.held[d.ID]; ok {
+			in.held[d.ID] = true
 			continue
 		}
-		in.held[d.ID] = struct{}{}
+		in.held[d.ID] = false
 		kept = append(kept, d)
 	}
 	return kept, len(ds) - len(kept)
 }
 
 // free ends what the lane holds of delivery id: its outcome is on record
-// (or will never be), so its slot, or its fresh room, is free.
-func (in *inflight) free(id int64, fresh bool) {
+// (or will never be), so its slot, or its fresh room, is free. It reports
+// whether a Lease returned it again meanwhile.
+func (in *inflight) free(id int64, fresh bool) (letAgain bool) {
 	in.mu.Lock()
 	defer in.mu.Unlock()
+	letAgain = in.held[id]
 	delete(in.held, id)
 	if fresh {
 		in.fresh--
 	} else {
 		in.slots--
 	}
+	return letAgain
 }
 
 // forget drops ds from held without a slot: given back, or left to lapse
-// before a slot was theirs.
-func (in *inflight) forget(ds []store.Delivery) {
+// before a slot was theirs. It returns those a Lease returned again
+// meanwhile.
+func (in *inflight) forget(ds []store.Delivery) (letAgain []store.Delivery) {
 	in.mu.Lock()
 	defer in.mu.Unlock()
 	for _, d := range ds {
+		if in.held[d.ID] {
+			letAgain = append(letAgain, d)
+		}
 		delete(in.held, d.ID)
 	}
+	return letAgain
 }
 
 // sent reports whether no leased delivery of the lane is being sent:
