@@ -94,7 +94,7 @@ type inflight struct {
 	sending   int              // of slots, those being sent (a token each)
 	fresh     int              // fresh deliveries being sent or recorded
 	ahead     []store.Delivery // leased ahead, waiting for a slot; no token
-	held      map[int64]bool // true: let again while held
+	held      map[int64]bool   // true: let again while held
 }
 
 // freshReserve is the share of a lane's bound that leased deliveries
