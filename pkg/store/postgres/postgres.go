@@ -132,6 +132,7 @@ func Open(ctx context.Context, url string, opts Options) (*Store, error) {
 	if !strings.Contains(url, "pool_max_conns") {
 		cfg.MaxConns = DefaultMaxConns
 	}
+	configurePool(cfg, url)
 	schema := cfg.ConnConfig.RuntimeParams["search_path"]
 	name := fmt.Sprintf("postgres://%s:%d/%s", cfg.ConnConfig.Host, cfg.ConnConfig.Port, cfg.ConnConfig.Database)
 	if schema != "" {
