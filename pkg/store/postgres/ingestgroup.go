@@ -128,6 +128,7 @@ func (s *Store) ingestGroup(group []*ingestReq) {
 	if len(live) == 1 {
 		r := live[0]
 		leased, err := s.ingestOne(ctx, r.in)
+		s.orphaned(r.in, err)
 		r.done <- ingestDone{leased, err}
 		return
 	}
@@ -156,10 +157,12 @@ func (s *Store) ingestGroup(group []*ingestReq) {
 	groupErr := err
 	for _, r := range live {
 		if unreachable(groupErr) {
+			s.orphaned(r.in, groupErr)
 			r.done <- ingestDone{err: groupErr}
 			continue
 		}
 		leased, err := s.ingestOne(ctx, r.in)
+		s.orphaned(r.in, err)
 		r.done <- ingestDone{leased, err}
 	}
 }

@@ -79,11 +79,17 @@ type Store struct {
 	quit        chan struct{}
 	stop        context.Context // ends at Close: what background work runs under
 	cancelStop  context.CancelFunc
-	syncHook    synchook.Hook      // SetSyncHook's
-	syncSteps   syncrun.StepRows   // SetSyncSteps'
-	floors      *leasefloor.Floors // where Lease starts reading each source's due deliveries (floor.go)
-	rewriting   sync.Mutex         // takes this Store's deletion rewrites one at a time (deletion.go)
-	recovery    recovery           // what a stopped process left, finished after Open (recoverLeft)
+	// background ends as Close begins, before it waits for the calls in
+	// progress: what the store does on its own (the sync sweep, releasing
+	// orphans) runs under it, so that Close never waits on it for long.
+	background       context.Context
+	cancelBackground context.CancelFunc
+	orphans          orphans            // leases of ingests whose answer was lost (orphans.go)
+	syncHook         synchook.Hook      // SetSyncHook's
+	syncSteps        syncrun.StepRows   // SetSyncSteps'
+	floors           *leasefloor.Floors // where Lease starts reading each source's due deliveries (floor.go)
+	rewriting        sync.Mutex         // takes this Store's deletion rewrites one at a time (deletion.go)
+	recovery         recovery           // what a stopped process left, finished after Open (recoverLeft)
 }
 
 // recovery is the work Open leaves to the background and how Close stops
@@ -150,6 +156,7 @@ func Open(ctx context.Context, url string, opts Options) (*Store, error) {
 		ingests: make(chan *ingestReq, 64), quit: make(chan struct{}), floors: newFloors(),
 		recovery: recovery{done: make(chan struct{})}}
 	s.stop, s.cancelStop = context.WithCancel(context.Background())
+	s.background, s.cancelBackground = context.WithCancel(context.Background())
 	go s.completer()
 	for range ingesters(cfg.MaxConns) {
 		go s.ingester()
@@ -201,6 +208,7 @@ func (s *Store) Pool() *pgxpool.Pool { return s.pool }
 
 // Close waits for the calls in progress and closes the pool.
 func (s *Store) Close() error {
+	s.cancelBackground()
 	if s.recovery.cancel != nil {
 		s.recovery.cancel()
 	}

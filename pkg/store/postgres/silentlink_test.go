@@ -134,7 +134,8 @@ func silentLink(t *testing.T, size int, start func(s *postgres.Store, caller fun
 // the state of every connection it has: from then on they pass nothing
 // either way and are never closed, as a NAT that lost its table does, and
 // new connections hang the same way until heal; after heal new
-// connections pass again.
+// connections pass again. mute loses the server's answers on every
+// connection until unmute.
 type middlebox struct {
 	url    string
 	ln     net.Listener
@@ -144,6 +145,7 @@ type middlebox struct {
 	down   bool
 	flows  map[*flow]bool
 	closed bool
+	muted  atomic.Bool // the server's answers are dropped (mute)
 }
 
 type flow struct {
@@ -205,7 +207,18 @@ func (m *middlebox) serve(f *flow) {
 	f.server = up
 	m.mu.Unlock()
 	go func() {
-		io.Copy(f.client, up) // until forget closes up
+		// Until forget closes up; while muted, the server's answers are
+		// lost.
+		buf := make([]byte, 32<<10)
+		for {
+			k, err := up.Read(buf)
+			if k > 0 && !f.silent.Load() && !m.muted.Load() {
+				f.client.Write(buf[:k])
+			}
+			if err != nil {
+				break
+			}
+		}
 		if !f.silent.Load() {
 			f.client.Close()
 		}
@@ -245,6 +258,11 @@ func (m *middlebox) heal() {
 	defer m.mu.Unlock()
 	m.down = false
 }
+
+// mute drops what the server sends, on every connection, until unmute:
+// requests reach it, and their answers are lost.
+func (m *middlebox) mute()   { m.muted.Store(true) }
+func (m *middlebox) unmute() { m.muted.Store(false) }
 
 func (m *middlebox) close() {
 	m.ln.Close()
