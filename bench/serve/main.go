@@ -16,7 +16,9 @@
 //   - latency: ingest→webhook p99 at 1,000 events/s while a backlog drains;
 //   - PostgreSQL (with -postgres or EVFWD_BENCH_POSTGRES /
 //     EVFWD_TEST_POSTGRES): ingest and forward on one node, a fresh schema
-//     per row;
+//     per row; and two clients on 128 connections posting batches with
+//     messageIds of their own, then sharing them (issue 43: deadlocks,
+//     p99 against the unique run's), a database of its own per row;
 //   - the peak RSS of every serve process.
 //
 // serve runs as a subprocess (evfwd serve --config FILE) so that its RSS
@@ -61,6 +63,8 @@ type options struct {
 	webEvents  int    // requests per run of the web rows
 	webPath    string // where the web rows post single events
 	webKind    string // the kind of the web rows' source; empty: none written
+	// overlapBatches is what each client of the overlap rows posts.
+	overlapBatches int
 }
 
 func main() {
@@ -71,10 +75,11 @@ func main() {
 	flag.IntVar(&o.events, "events", envInt("EVFWD_BENCH_EVENTS", 200_000), "events per forward and ingest row (env EVFWD_BENCH_EVENTS)")
 	flag.IntVar(&o.backlog, "backlog", envInt("EVFWD_BENCH_BACKLOG", 1_000_000), "backlog of the latency row (env EVFWD_BENCH_BACKLOG)")
 	flag.StringVar(&o.postgres, "postgres", firstEnv("EVFWD_BENCH_POSTGRES", "EVFWD_TEST_POSTGRES"), "postgres:// URL for the PostgreSQL rows (default: env EVFWD_BENCH_POSTGRES, EVFWD_TEST_POSTGRES)")
-	flag.StringVar(&o.rows, "rows", "", "run only these groups of rows, comma-separated: forward, ingest, web, latency, pg (default: all)")
+	flag.StringVar(&o.rows, "rows", "", "run only these groups of rows, comma-separated: forward, ingest, web, latency, pg, overlap (default: all)")
 	flag.IntVar(&o.webEvents, "web-events", envInt("EVFWD_BENCH_WEB_EVENTS", 100_000), "single-event requests per run of the web rows (env EVFWD_BENCH_WEB_EVENTS)")
 	flag.StringVar(&o.webPath, "web-path", webPath, "the `path` the web rows post single events to")
 	flag.StringVar(&o.webKind, "web-kind", webKind, "the `kind` of the web rows' source (empty: no kind key in the config)")
+	flag.IntVar(&o.overlapBatches, "overlap-batches", envInt("EVFWD_BENCH_OVERLAP_BATCHES", 10_000), "batches of 10 events each client of the overlap rows posts (env EVFWD_BENCH_OVERLAP_BATCHES)")
 	flag.StringVar(&o.cpuprofile, "cpuprofile", "", "write each serve row's CPU profile to `DIR`/<row>.prof")
 	flag.Parse()
 	if *null {
@@ -174,6 +179,9 @@ func run(o options) int {
 			b.ingestRow("PostgreSQL", "ingest8-pg", url, batchLoad(clients, o.events), target{floor: 80_000})
 		}, "ingest")
 		b.pgRow(func(url string) { b.forwardRow("PostgreSQL", "forward-pg", url, 0.5) }, "forward")
+	}
+	if o.postgres != "" && on("overlap") {
+		b.overlapRows()
 	}
 	b.print(row{
 		measure: "serve RSS, peak over all rows", result: fmt.Sprintf("%.0f MB (%s)", b.rssMax, b.rssAt),

@@ -4,8 +4,10 @@
 # `evfwd trigger` into the same receiver, ingest (SQLite, 8 clients,
 # durable) over a null collector, single-event requests on 16 and 128
 # connections (a web source's browsers) over the null collector, ingest→webhook latency at 1,000 ev/s
-# while a backlog drains, PostgreSQL ingest and forward (1 node) when
-# EVFWD_BENCH_POSTGRES (or EVFWD_TEST_POSTGRES) holds a postgres:// URL,
+# while a backlog drains, PostgreSQL ingest and forward (1 node) and two
+# clients posting batches with unique, then shared messageIds (issue 43:
+# deadlocks, p99 against the unique run's) when EVFWD_BENCH_POSTGRES (or
+# EVFWD_TEST_POSTGRES) holds a postgres:// URL,
 # and serve's peak RSS. serve runs as a subprocess; see bench/serve/main.go.
 # Prints one Markdown table; exit status 1 when a row fails.
 #
@@ -13,6 +15,7 @@
 #   EVFWD_BENCH_EVENTS=50000 EVFWD_BENCH_BACKLOG=200000 bench/serve/run.sh
 #   bench/serve/run.sh -cpuprofile /tmp/prof      # one profile per serve row
 #   bench/serve/run.sh -rows web -web-events 100000
+#   bench/serve/run.sh -rows overlap -overlap-batches 10000
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 tmp=$(mktemp -d)

@@ -101,15 +101,30 @@ func (s *Store) recoverSyncs(ctx context.Context) error {
 				return
 			case <-t.C:
 			}
-			leave, err := s.enter()
-			if err != nil {
+			if !s.sweepTick() {
 				return
 			}
-			s.sweepSyncs(context.Background())
-			leave()
 		}
 	}()
 	return err
+}
+
+// sweepTick is one sweep of the ticker's: within callTimeout, and under
+// the store's background context, which Close ends before it waits for
+// the calls in progress, so that a sweep on a link that answers nothing
+// (it once ran without a deadline) holds Close up no longer than pgconn
+// takes to give up on its statement. It reports false once the store is
+// closed.
+func (s *Store) sweepTick() bool {
+	leave, err := s.enter()
+	if err != nil {
+		return false
+	}
+	defer leave()
+	ctx, cancel := context.WithTimeout(s.background, callTimeout)
+	defer cancel()
+	s.sweepSyncs(ctx)
+	return true
 }
 
 // sweepSyncs deals with the runs of every key whose lock is free.
@@ -143,6 +158,12 @@ func (s *Store) sweepSyncs(ctx context.Context) error {
 			continue // a live node's sync: it finishes its own
 		}
 		err = syncrun.Recover(ctx, sc, s.syncSteps.Or(syncrun.Fixed()))
+		if ctx.Err() != nil {
+			// Ended (Close, the deadline): the lock goes with the
+			// connection rather than wait on a link that may not answer.
+			c.Conn().Close(context.Background())
+			return ctx.Err()
+		}
 		sc.unlock()
 		if err != nil {
 			return fmt.Errorf("sync runs of %s %s: %w", k.kind, k.key, err)

@@ -7,15 +7,16 @@ import (
 	"time"
 
 	"github.com/evfwd/evfwd/pkg/store"
-	"github.com/jackc/pgx/v5"
 )
 
 // Group commit of ingests: concurrent IngestLeased calls are queued and
-// ingesters apply what was queued while they were busy as one pipeline of
-// statements (a pgx.Batch: one round trip, one implicit transaction, one
-// commit and so one WAL flush for them all). Each call keeps its own
-// statement, so its duplicates, leases and returned deliveries are its
-// own; each learns the outcome only once the group committed.
+// ingesters apply what was queued while they were busy as one statement
+// (ingestSQL: one round trip, one transaction, one commit and so one WAL
+// flush for them all), its messages in one order whatever calls they came
+// from, so that groups sharing messages never deadlock. Each call keeps its
+// own leases and returned deliveries; a message two calls of the group
+// share is stored for the first, as a call's message another node stored
+// is skipped; each learns the outcome only once the group committed.
 
 // ingesters is the number of groups applied at once: enough that the
 // server works on several (a group is one backend, so one core), few
@@ -90,13 +91,13 @@ func (s *Store) ingester() {
 		case <-s.quit:
 			return
 		}
-		n := len(group[0].in.src)
+		n := len(group[0].in.keep)
 	gather:
 		for n < maxIngestGroup {
 			select {
 			case r := <-s.ingests:
 				group = append(group, r)
-				n += len(r.in.src)
+				n += len(r.in.keep)
 			default:
 				break gather
 			}
@@ -127,15 +128,20 @@ func (s *Store) ingestGroup(group []*ingestReq) {
 	if len(live) == 1 {
 		r := live[0]
 		leased, err := s.ingestOne(ctx, r.in)
+		s.orphaned(r.in, err)
 		r.done <- ingestDone{leased, err}
 		return
+	}
+	ins := make([]*ingest, len(live))
+	for i, r := range live {
+		ins[i] = r.in
 	}
 	var leased [][]store.Delivery
 	// The group runs to its end (or its deadline) whatever its callers'
 	// contexts: it is theirs together, and each waits for its answer.
 	err := retryTransient(func() error {
 		var err error
-		leased, err = s.ingestBatch(ctx, live)
+		leased, err = s.ingestBatch(ctx, ins)
 		return err
 	})
 	if err == nil {
@@ -151,53 +157,41 @@ func (s *Store) ingestGroup(group []*ingestReq) {
 	groupErr := err
 	for _, r := range live {
 		if unreachable(groupErr) {
+			s.orphaned(r.in, groupErr)
 			r.done <- ingestDone{err: groupErr}
 			continue
 		}
 		leased, err := s.ingestOne(ctx, r.in)
+		s.orphaned(r.in, err)
 		r.done <- ingestDone{leased, err}
 	}
 }
 
 // ingestOne runs one request's statement, which commits on its own.
 func (s *Store) ingestOne(ctx context.Context, in *ingest) ([]store.Delivery, error) {
-	var leased []store.Delivery
+	var leased [][]store.Delivery
 	err := retryTransient(func() error {
-		rows, err := s.pool.Query(ctx, ingestSQL, in.args(s.leaseClock(in.lease.Until))...)
-		if err != nil {
-			return err
-		}
-		leased, err = in.read(rows)
+		var err error
+		leased, err = s.ingestBatch(ctx, []*ingest{in})
 		return err
 	})
-	return leased, err
-}
-
-// ingestBatch runs the requests' statements in one batch: the server runs
-// them as one implicit transaction, committed at the batch's end (its one
-// Sync), or not at all.
-func (s *Store) ingestBatch(ctx context.Context, group []*ingestReq) ([][]store.Delivery, error) {
-	b := &pgx.Batch{}
-	for _, r := range group {
-		b.Queue(ingestSQL, r.in.args(s.leaseClock(r.in.lease.Until))...)
-	}
-	br := s.pool.SendBatch(ctx, b)
-	out := make([][]store.Delivery, len(group))
-	var err error
-	for i, r := range group {
-		var rows pgx.Rows
-		if rows, err = br.Query(); err != nil {
-			break
-		}
-		if out[i], err = r.in.read(rows); err != nil {
-			break
-		}
-	}
-	if cerr := br.Close(); err == nil {
-		err = cerr
-	}
 	if err != nil {
 		return nil, err
 	}
-	return out, nil
+	return leased[0], nil
+}
+
+// ingestBatch runs the calls' one statement (ingestSQL), which commits
+// them together or not at all, and returns each call's leased deliveries.
+func (s *Store) ingestBatch(ctx context.Context, group []*ingest) ([][]store.Delivery, error) {
+	until := make([]int64, len(group))
+	for i, in := range group {
+		until[i] = s.leaseClock(in.lease.Until)
+	}
+	st := newIngestStmt(group, until)
+	rows, err := s.pool.Query(ctx, ingestSQL, st.args...)
+	if err != nil {
+		return nil, err
+	}
+	return st.read(rows)
 }

@@ -1,11 +1,12 @@
 // Package postgres is the shared store: one PostgreSQL database that many
 // `evfwd serve` nodes use at once, behind any load balancer.
 //
-// Nodes coordinate only through the database. Ingest is one statement per
-// request (arrays unnested into a multi-row INSERT … ON CONFLICT DO
-// NOTHING), so a retried batch that another node already stored is skipped;
-// the statements of concurrent requests are sent together and committed as
-// one transaction (group commit, ingestgroup.go).
+// Nodes coordinate only through the database. Ingest is one statement
+// (arrays unnested into a multi-row INSERT … ON CONFLICT DO NOTHING), so a
+// retried batch that another node already stored is skipped; concurrent
+// requests share one statement, committed as one transaction (group
+// commit, ingestgroup.go), its messages in (source, message_id) order so
+// that statements sharing messages never deadlock (ingest.go).
 // Lease picks due deliveries with FOR UPDATE SKIP LOCKED, so nodes leasing
 // at the same time get different rows, and a lease carries an expiry, so a
 // dead node's deliveries go to the others once it runs out. A call returns
@@ -14,12 +15,10 @@
 package postgres
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"log/slog"
-	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -80,11 +79,17 @@ type Store struct {
 	quit        chan struct{}
 	stop        context.Context // ends at Close: what background work runs under
 	cancelStop  context.CancelFunc
-	syncHook    synchook.Hook      // SetSyncHook's
-	syncSteps   syncrun.StepRows   // SetSyncSteps'
-	floors      *leasefloor.Floors // where Lease starts reading each source's due deliveries (floor.go)
-	rewriting   sync.Mutex         // takes this Store's deletion rewrites one at a time (deletion.go)
-	recovery    recovery           // what a stopped process left, finished after Open (recoverLeft)
+	// background ends as Close begins, before it waits for the calls in
+	// progress: what the store does on its own (the sync sweep, releasing
+	// orphans) runs under it, so that Close never waits on it for long.
+	background       context.Context
+	cancelBackground context.CancelFunc
+	orphans          orphans            // leases of ingests whose answer was lost (orphans.go)
+	syncHook         synchook.Hook      // SetSyncHook's
+	syncSteps        syncrun.StepRows   // SetSyncSteps'
+	floors           *leasefloor.Floors // where Lease starts reading each source's due deliveries (floor.go)
+	rewriting        sync.Mutex         // takes this Store's deletion rewrites one at a time (deletion.go)
+	recovery         recovery           // what a stopped process left, finished after Open (recoverLeft)
 }
 
 // recovery is the work Open leaves to the background and how Close stops
@@ -133,6 +138,7 @@ func Open(ctx context.Context, url string, opts Options) (*Store, error) {
 	if !strings.Contains(url, "pool_max_conns") {
 		cfg.MaxConns = DefaultMaxConns
 	}
+	configurePool(cfg, url)
 	schema := cfg.ConnConfig.RuntimeParams["search_path"]
 	name := fmt.Sprintf("postgres://%s:%d/%s", cfg.ConnConfig.Host, cfg.ConnConfig.Port, cfg.ConnConfig.Database)
 	if schema != "" {
@@ -150,6 +156,7 @@ func Open(ctx context.Context, url string, opts Options) (*Store, error) {
 		ingests: make(chan *ingestReq, 64), quit: make(chan struct{}), floors: newFloors(),
 		recovery: recovery{done: make(chan struct{})}}
 	s.stop, s.cancelStop = context.WithCancel(context.Background())
+	s.background, s.cancelBackground = context.WithCancel(context.Background())
 	go s.completer()
 	for range ingesters(cfg.MaxConns) {
 		go s.ingester()
@@ -201,6 +208,7 @@ func (s *Store) Pool() *pgxpool.Pool { return s.pool }
 
 // Close waits for the calls in progress and closes the pool.
 func (s *Store) Close() error {
+	s.cancelBackground()
 	if s.recovery.cancel != nil {
 		s.recovery.cancel()
 	}
@@ -262,30 +270,6 @@ func retryTransient(fn func() error) error {
 	return err
 }
 
-// ingestSQL stores messages and their deliveries in one statement, so one
-// round trip and one commit per request. Messages already stored are not
-// returned by the INSERT and so get no deliveries. The first $12 new
-// deliveries, in the request's order (d.ord), are created leased to $13
-// until $14 after the database's clock (IngestLeased; see leaseSQL), and
-// the statement returns those.
-const ingestSQL = `WITH m AS (
-	INSERT INTO messages (source, message_id, type, user_id, received_at, body, body_form)
-	SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::bigint[], $6::bytea[], $11::smallint[])
-	ON CONFLICT (source, message_id) DO NOTHING
-	RETURNING id, source, message_id, received_at),
-l AS (
-	INSERT INTO deliveries (message, source, destination, status, next_attempt_at, created_at, updated_at,
-		lease_owner, lease_expires_at)
-	SELECT m.id, m.source, d.destination, 'pending', m.received_at, $10, $10,
-		CASE WHEN row_number() OVER w <= $12 THEN $13::text END,
-		CASE WHEN row_number() OVER w <= $12 THEN ` + clockSQL + ` + $14::bigint ELSE 0 END
-	FROM m JOIN unnest($7::text[], $8::text[], $9::text[]) WITH ORDINALITY AS d (source, message_id, destination, ord)
-		ON d.source = m.source AND d.message_id = m.message_id
-	WINDOW w AS (ORDER BY d.ord)
-	ORDER BY d.ord
-	RETURNING id, message, destination, lease_owner IS NOT NULL AS leased)
-SELECT l.id, m.source, m.message_id, l.destination FROM l JOIN m ON m.id = l.message WHERE l.leased`
-
 // Ingest implements store.Store.
 func (s *Store) Ingest(ctx context.Context, msgs []store.Message) error {
 	_, err := s.IngestLeased(ctx, msgs, store.IngestLease{})
@@ -339,98 +323,6 @@ func (s *Store) IngestLeased(ctx context.Context, msgs []store.Message, lease st
 		}
 	}
 	return d.leased, nil
-}
-
-// ingest is one IngestLeased call's statement: its arguments, and what
-// turns the leased rows it returns into deliveries.
-type ingest struct {
-	msgs  []store.Message
-	now   int64
-	lease store.IngestLease
-	first map[msgKey]int // index in msgs of each message's first occurrence
-
-	src, mid, typ, uid []string
-	recv               []int64
-	body               [][]byte
-	form               []int16
-	dSrc, dMid, dDest  []string
-}
-
-type msgKey struct{ source, id string }
-
-// newIngest builds the statement's arrays. Rows go in request order, so ids
-// follow it as in the SQLite store; a repeat within the request keeps its
-// first occurrence. Two requests sharing messages in opposite orders can
-// deadlock; the server detects it and retryTransient runs the loser once more.
-func newIngest(msgs []store.Message, now int64, lease store.IngestLease) *ingest {
-	n := len(msgs)
-	in := &ingest{msgs: msgs, now: now, lease: lease, first: make(map[msgKey]int, n),
-		src: make([]string, 0, n), mid: make([]string, 0, n), typ: make([]string, 0, n), uid: make([]string, 0, n),
-		recv: make([]int64, 0, n), body: make([][]byte, 0, n), form: make([]int16, 0, n),
-		dSrc: make([]string, 0, n), dMid: make([]string, 0, n), dDest: make([]string, 0, n)}
-	for i := range msgs {
-		m := &msgs[i]
-		k := msgKey{m.Source, m.MessageID}
-		if _, dup := in.first[k]; dup {
-			continue
-		}
-		in.first[k] = i
-		in.src, in.mid, in.typ, in.uid = append(in.src, m.Source), append(in.mid, m.MessageID), append(in.typ, m.Type), append(in.uid, m.UserID)
-		in.recv, in.body, in.form = append(in.recv, store.Millis(m.ReceivedAt)), append(in.body, m.Body), append(in.form, int16(m.Form))
-		for _, d := range m.Destinations {
-			in.dSrc, in.dMid, in.dDest = append(in.dSrc, m.Source), append(in.dMid, m.MessageID), append(in.dDest, d)
-		}
-	}
-	return in
-}
-
-// args are ingestSQL's parameters; until is the lease's end after the
-// database's clock (Store.leaseClock of lease.Until, just before sending).
-func (in *ingest) args(until int64) []any {
-	limit := int64(max(in.lease.Limit, 0))
-	var owner *string
-	if limit > 0 {
-		owner = &in.lease.Owner
-	}
-	return []any{in.src, in.mid, in.typ, in.uid, in.recv, in.body, in.dSrc, in.dMid, in.dDest, in.now, in.form,
-		limit, owner, until}
-}
-
-// read turns the leased rows ingestSQL returns into deliveries as Lease
-// returns them (the row as inserted, the body as sent), in request order.
-func (in *ingest) read(rows pgx.Rows) ([]store.Delivery, error) {
-	var out []store.Delivery
-	for rows.Next() {
-		var d store.Delivery
-		if err := rows.Scan(&d.ID, &d.Source, &d.MessageID, &d.Destination); err != nil {
-			rows.Close()
-			return nil, err
-		}
-		m := &in.msgs[in.first[msgKey{d.Source, d.MessageID}]]
-		d.Type, d.UserID, d.Status = m.Type, m.UserID, store.Pending
-		d.NextAttempt = store.FromMillis(store.Millis(m.ReceivedAt))
-		d.CreatedAt, d.UpdatedAt = store.FromMillis(in.now), store.FromMillis(in.now)
-		d.Body, d.Form, d.LeaseEnd = m.Body, m.Form, in.lease.Until
-		out = append(out, d)
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	// Ids follow the request's order (the INSERT's ORDER BY).
-	slices.SortFunc(out, func(a, b store.Delivery) int { return cmp.Compare(a.ID, b.ID) })
-	return out, nil
-}
-
-// execer is a pool or a transaction.
-type execer interface {
-	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
-}
-
-// ingestExec stores msgs (see IngestLeased, leasing none) through q.
-func ingestExec(ctx context.Context, q execer, msgs []store.Message, now int64) error {
-	_, err := q.Exec(ctx, ingestSQL, newIngest(msgs, now, store.IngestLease{}).args(0)...)
-	return err
 }
 
 // collect reads every row with scan and closes rows.
