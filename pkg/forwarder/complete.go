@@ -159,9 +159,6 @@ func (f *Forwarder) record(group []finishing, err error) {
 		f.unrecorded.keep(group)
 		f.cfg.Logger.Error("record delivery outcomes; kept to retry, leasing paused",
 			"n", len(group), "waiting", f.unrecorded.len(), "first", group[0].c.ID, "err", err)
-		// The lanes give back what they leased ahead (fill): its leases
-		// would run out while they wait.
-		f.roomMade()
 		return
 	}
 	f.recorded(group)

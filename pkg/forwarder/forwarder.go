@@ -353,14 +353,14 @@ func (f *Forwarder) runLane(ctx, deliverCtx context.Context, l *lane) {
 // for and starts them. It reports whether it started any and whether it
 // got all it asked for.
 func (f *Forwarder) fill(ctx, deliverCtx context.Context, l *lane) (got, full bool) {
-	if f.paused() {
-		// What it leased ahead goes back rather than wait out its lease
-		// here: sent later, once.
-		f.giveBackAhead(l)
+	if f.paused() || f.storeDown() {
+		// Outcomes wait to be recorded, or the store cannot be reached:
+		// the lanes wake once they are, or once a probe answers. What a
+		// lane leased ahead stays: a give-back would fail as the record
+		// did, and leave it to wait out its lease. Once the store answers
+		// it goes out if its lease still has room, and is left to lapse
+		// otherwise (startable), for whichever node leases it next.
 		return false, false
-	}
-	if f.storeDown() {
-		return false, false // the probe wakes the lanes once it answers
 	}
 	p, probe := f.plan(l)
 	if p.slots+p.ahead == 0 {

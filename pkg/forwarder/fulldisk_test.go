@@ -218,7 +218,8 @@ func TestFullDiskSendsOnce(t *testing.T) {
 }
 
 // drained waits until source's lane waits for a wake-up with nothing in
-// flight and nothing leased ahead: then nothing wakes it but the test.
+// flight (what it leased ahead it keeps while paused): then nothing wakes
+// it but the test.
 func (r *running) drained(t *testing.T, source string) {
 	t.Helper()
 	l := r.lanes[source]
@@ -227,7 +228,6 @@ func (r *running) drained(t *testing.T, source string) {
 		tr.mu.Lock()
 		idle := tr.lanes[source] != nil && tr.lanes[source].last == laneIdle
 		tr.mu.Unlock()
-		_, queued, _ := l.inflight.look()
-		return idle && l.inflight.sent() && queued == 0
+		return idle && l.inflight.sent()
 	})
 }

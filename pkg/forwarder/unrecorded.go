@@ -28,10 +28,10 @@ func retryDelay(fails int) time.Duration {
 // wait here, oldest first, until the completer records them; meanwhile
 // the delivery is still leased to this process in the store, and Lease
 // would hand it out again once that lease ran out, as if it had never been
-// sent. So while one waits the forwarder leases nothing, starts no fresh
-// delivery and gives back what its lanes leased ahead (Forwarder.paused):
-// none of these is sent twice by this process, and what waits is bounded
-// by what was in flight when the first one was refused (MaxInFlight).
+// sent (the lane would drop it: it holds it, see inflight). So while one
+// waits the forwarder leases nothing and starts no fresh delivery
+// (Forwarder.paused), and what waits is bounded by what was in flight
+// when the first one was refused (MaxInFlight).
 //
 // The completer alone takes outcomes out; the completer and hold (a
 // delivery goroutine) put them in.

@@ -3,6 +3,7 @@ package forwarder
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"log/slog"
 	"strings"
 	"testing"
@@ -166,4 +167,40 @@ func twoWaiting(t *testing.T, logger *slog.Logger) (store.Store, *watchedStore, 
 	r := start(t, c, Config{Store: watched, Logger: logger, Destinations: map[string]*webhook.Destination{"web": dest(h)}})
 	waitFor(t, "2 requests whose outcomes wait", func() bool { return h.count() == 2 && r.unrecorded.len() == 2 })
 	return s, watched, r
+}
+
+// What a lane leased ahead stays with it while outcomes wait to be
+// recorded (a give-back would fail as the record did): once the store
+// records again it goes out at once, not when its lease runs out.
+func TestPausedKeepsWhatWasLeasedAhead(t *testing.T) {
+	c := newClock()
+	s := openStore(t, c)
+	watched := &watchedStore{Store: s, changed: changed(t)}
+	h := newHook(t, gated())
+	var msgs []store.Message
+	for i := range 5 {
+		msgs = append(msgs, msg("web", fmt.Sprint("m", i)))
+	}
+	ingest(t, s, msgs...)
+	seen := &deliveredIDs{ids: map[int64]bool{}}
+	// PerSource 2: two in flight, one leased ahead.
+	r := start(t, c, Config{Store: watched, PerSource: 2, LeaseTTL: time.Minute, Observer: seen,
+		Destinations: map[string]*webhook.Destination{"web": dest(h)}})
+	waitFor(t, "2 in flight", func() bool { cur, _ := h.gauge.get(); return cur == 2 })
+	r.quiet(t, "web")
+	if _, queued, _ := r.lanes["web"].inflight.look(); queued != 1 {
+		t.Fatalf("%d leased ahead, want 1", queued)
+	}
+	watched.fail.Store(true)
+	h.open()
+	waitFor(t, "the outcomes refused", func() bool { return r.unrecorded.len() == 2 })
+	r.drained(t, "web")
+	if _, queued, _ := r.lanes["web"].inflight.look(); queued != 1 {
+		t.Fatalf("%d leased ahead while paused, want the one kept", queued)
+	}
+	watched.fail.Store(false)
+	waitFor(t, "all 5 delivered, the clock never moved", func() bool { return seen.len() == 5 })
+	if h.count() != 5 {
+		t.Errorf("%d requests, want 5", h.count())
+	}
 }
