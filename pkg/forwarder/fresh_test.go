@@ -12,10 +12,9 @@ import (
 	"github.com/evfwd/evfwd/pkg/webhook"
 )
 
-// A fresh message goes out at once, ahead of a backlog that fills what
-// leased deliveries may take of its lane, in the room they leave
-// (freshReserve); what does not fit waits in the store for the lane,
-// leased by no one.
+// A fresh message goes out at once, beside a backlog that fills its lane,
+// in the room fresh ones always have (freshReserve); what does not fit
+// waits in the store for the lane, leased by no one.
 func TestIngestSendsFreshAheadOfBacklog(t *testing.T) {
 	t.Parallel()
 	c, s, h, f := backlogged(t, 5)
@@ -24,13 +23,13 @@ func TestIngestSendsFreshAheadOfBacklog(t *testing.T) {
 	if err := f.Ingest(context.Background(), fresh); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "a fresh delivery in flight beside the backlog", func() bool { cur, _ := h.gauge.get(); return cur == 4 })
+	waitFor(t, "a fresh delivery in flight beside the backlog", func() bool { cur, _ := h.gauge.get(); return cur == 5 })
 	f.quiet(t, "web")
-	if cur, peak := h.gauge.get(); cur != 4 || peak != 4 {
-		t.Fatalf("%d in flight, peak %d; want 4 (3 leased by the lane, 1 fresh)", cur, peak)
+	if cur, peak := h.gauge.get(); cur != 5 || peak != 5 {
+		t.Fatalf("%d in flight, peak %d; want 5 (4 leased by the lane, 1 fresh)", cur, peak)
 	}
 	var ids []string
-	for _, r := range h.received()[3:] {
+	for _, r := range h.received()[4:] {
 		ids = append(ids, messageID(t, r.body))
 	}
 	if fmt.Sprint(ids) != "[f0]" {
@@ -47,10 +46,10 @@ func TestIngestSendsFreshAheadOfBacklog(t *testing.T) {
 			t.Errorf("%s, in flight, could be leased by another owner", d.MessageID)
 		}
 	}
-	// b3 and b4 are leased ahead by the busy lane (PerSource/2 = 2);
-	// f1 and f2 are free.
-	if len(ds) != 2 {
-		t.Errorf("another owner leased %d deliveries, want 2", len(ds))
+	// b4 and f1 are leased ahead by the busy lane (PerSource/2 = 2); f2
+	// is free.
+	if len(ds) != 1 || ds[0].MessageID != "f2" {
+		t.Errorf("another owner leased %v, want f2", ds)
 	}
 }
 
@@ -138,10 +137,10 @@ func TestStopGivesBackWhatWasLeasedAhead(t *testing.T) {
 	t.Parallel()
 	c, s, _, f := backlogged(t, 6)
 	f.quiet(t, "web")
-	if n := f.tracer.leased("web", 0); n != 3+f.readAhead() {
-		t.Fatalf("leased %d, want 3 in flight and %d ahead", n, f.readAhead())
+	if n := f.tracer.leased("web", 0); n != 4+f.readAhead() {
+		t.Fatalf("leased %d, want 4 in flight and %d ahead", n, f.readAhead())
 	}
-	f.stop(t) // the grace period ends with the three held requests interrupted
+	f.stop(t) // the grace period ends with the four held requests interrupted
 	ds, err := s.Lease(context.Background(), store.LeaseRequest{Owner: "next", Source: "web", Limit: 10, Now: c.Now(), TTL: time.Minute})
 	if err != nil {
 		t.Fatal(err)
@@ -157,9 +156,8 @@ func TestStopGivesBackWhatWasLeasedAhead(t *testing.T) {
 }
 
 // backlogged stores n messages for a gated endpoint and runs a forwarder
-// of PerSource 4 on them until what leased deliveries may take of its
-// lane is full: three requests held at the endpoint, one slot left to
-// fresh ones.
+// of PerSource 4 on them until its lane is full, no fresh ones having
+// come: four requests held at the endpoint.
 func backlogged(t *testing.T, n int) (*clock, store.Store, *hook, *running) {
 	t.Helper()
 	c := newClock()
@@ -171,6 +169,6 @@ func backlogged(t *testing.T, n int) (*clock, store.Store, *hook, *running) {
 	}
 	ingest(t, s, backlog...)
 	f := start(t, c, Config{Store: s, PerSource: 4, MaxInFlight: 8, Destinations: map[string]*webhook.Destination{"web": dest(h)}})
-	waitFor(t, "the backlog to fill the lane", func() bool { cur, _ := h.gauge.get(); return cur == 3 })
+	waitFor(t, "the backlog to fill the lane", func() bool { cur, _ := h.gauge.get(); return cur == 4 })
 	return c, s, h, f
 }

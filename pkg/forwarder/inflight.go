@@ -4,6 +4,7 @@ import (
 	"context"
 	"slices"
 	"sync"
+	"time"
 
 	"github.com/evfwd/evfwd/pkg/store"
 )
@@ -71,9 +72,12 @@ func (t tokens) waitIdle() {
 // end: what a crash can make go out twice is what a lane holds in its
 // slots, never more (PerSource a lane, leased and fresh together,
 // MaxInFlight in all), and outcomes waiting for a commit hold back new
-// sends rather than pile up. Leased deliveries take at most
-// PerSource-freshReserve of them: a lane draining a backlog keeps room
-// for fresh ones, which go out at once instead of behind it.
+// sends rather than pile up. While fresh deliveries arrive, leased ones
+// take at most PerSource-freshReserve, so a lane draining a backlog keeps
+// room for fresh ones, which go out at once instead of behind it; and
+// fresh ones always have freshReserve, so the first of them go out at once
+// too, the lane holding at most PerSource+freshReserve for the moment its
+// leased ones take to drop to their share.
 //
 // held is every delivery the lane holds, by id: leased (ahead, being
 // sent, or waiting for its record) or fresh. A lease that runs out while
@@ -95,7 +99,13 @@ type inflight struct {
 	fresh     int              // fresh deliveries being sent or recorded
 	ahead     []store.Delivery // leased ahead, waiting for a slot; no token
 	held      map[int64]bool   // true: let again while held
+	freshAt   time.Time        // when Ingest last asked for fresh room
 }
+
+// freshWindow is how long after fresh deliveries last arrived a lane keeps
+// freshReserve for them: with none arriving, a backlog drains on all of
+// PerSource (a fifth faster, bench/serve's forward row).
+const freshWindow = time.Second
 
 // freshReserve is the share of a lane's bound that leased deliveries
 // leave to fresh ones: half (a quarter let a commit that took long fill
@@ -118,7 +128,11 @@ func (in *inflight) look() (room, queued int, busy bool) {
 
 // roomLocked is how many more leased deliveries may take a slot now.
 func (in *inflight) roomLocked() int {
-	return min(in.perSource-freshReserve(in.perSource)-in.slots, in.perSource-in.slots-in.fresh)
+	reserve := 0
+	if time.Since(in.freshAt) < freshWindow {
+		reserve = freshReserve(in.perSource)
+	}
+	return min(in.perSource-reserve-in.slots, in.perSource-in.slots-in.fresh)
 }
 
 // takeAhead takes up to n of the deliveries leased ahead, oldest first,
@@ -248,12 +262,15 @@ func (in *inflight) holding() int {
 	return len(in.held)
 }
 
-// claimFresh takes room for up to want fresh deliveries: within the lane's
-// bound on fresh ones and the tokens free now. It returns how many.
+// claimFresh takes room for up to want fresh deliveries: what leased ones
+// leave of the lane's bound, and at least freshReserve, within the tokens
+// free now. It returns how many.
 func (in *inflight) claimFresh(want int) int {
 	in.mu.Lock()
 	defer in.mu.Unlock()
-	n := in.tokens.takeUpTo(max(0, min(want, in.perSource-in.slots-in.fresh)))
+	in.freshAt = time.Now()
+	room := max(in.perSource-in.slots-in.fresh, freshReserve(in.perSource)-in.fresh)
+	n := in.tokens.takeUpTo(max(0, min(want, room)))
 	in.fresh += n
 	return n
 }
