@@ -165,7 +165,7 @@ loop:
 	// many again for the moment fresh events start arriving beside a
 	// backlog. A window between two kills may also see what the one
 	// before sent again late, so the bound holds for their sum. (Issue
-	// 43's target is 64 a kill on average: 13-52 in 20 runs.)
+	// 43's target is 64 a kill on average: 13-52 in 6 runs.)
 	perKillBound := forwarder.DefaultPerSource * 3 / 2
 	t.Logf("%.1f duplicates a kill on average", float64(dups)/float64(max(kills, 1)))
 	if bound := kills * perKillBound; dups > bound {
