@@ -22,33 +22,11 @@ const Env = "EVFWD_TEST_POSTGRES"
 // (the store creates it), or skips t when Env is unset.
 func URL(t testing.TB) string {
 	t.Helper()
-	base := os.Getenv(Env)
-	if base == "" {
-		t.Skip("set EVFWD_TEST_POSTGRES=postgres://... to run the PostgreSQL store tests")
-	}
-	u, err := url.Parse(base)
-	if err != nil {
-		t.Fatalf("%s: %v", Env, err)
-	}
-	b := make([]byte, 6)
-	rand.Read(b)
-	schema := "evfwd_test_" + hex.EncodeToString(b)
+	base, u, schema := fresh(t)
 	q := u.Query()
 	q.Set("search_path", schema)
 	u.RawQuery = q.Encode()
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		conn, err := pgx.Connect(ctx, base)
-		if err != nil {
-			t.Logf("drop schema %s: %v", schema, err)
-			return
-		}
-		defer conn.Close(ctx)
-		if _, err := conn.Exec(ctx, `DROP SCHEMA IF EXISTS `+pgx.Identifier{schema}.Sanitize()+` CASCADE`); err != nil {
-			t.Logf("drop schema %s: %v", schema, err)
-		}
-	})
+	t.Cleanup(func() { drop(t, base, `DROP SCHEMA IF EXISTS `+pgx.Identifier{schema}.Sanitize()+` CASCADE`) })
 	return u.String()
 }
 
@@ -59,17 +37,7 @@ func URL(t testing.TB) string {
 // Env must be allowed to create databases.
 func Database(t testing.TB) string {
 	t.Helper()
-	base := os.Getenv(Env)
-	if base == "" {
-		t.Skip("set EVFWD_TEST_POSTGRES=postgres://... to run the PostgreSQL store tests")
-	}
-	u, err := url.Parse(base)
-	if err != nil {
-		t.Fatalf("%s: %v", Env, err)
-	}
-	b := make([]byte, 6)
-	rand.Read(b)
-	name := "evfwd_test_" + hex.EncodeToString(b)
+	base, u, name := fresh(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	conn, err := pgx.Connect(ctx, base)
@@ -82,19 +50,40 @@ func Database(t testing.TB) string {
 	if _, err := conn.Exec(ctx, `CREATE DATABASE `+pgx.Identifier{name}.Sanitize()+` TEMPLATE template0`); err != nil {
 		t.Skipf("create database %s (the role in %s may not create databases): %v", name, Env, err)
 	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		conn, err := pgx.Connect(ctx, base)
-		if err != nil {
-			t.Logf("drop database %s: %v", name, err)
-			return
-		}
-		defer conn.Close(ctx)
-		if _, err := conn.Exec(ctx, `DROP DATABASE IF EXISTS `+pgx.Identifier{name}.Sanitize()+` WITH (FORCE)`); err != nil {
-			t.Logf("drop database %s: %v", name, err)
-		}
-	})
+	t.Cleanup(func() { drop(t, base, `DROP DATABASE IF EXISTS `+pgx.Identifier{name}.Sanitize()+` WITH (FORCE)`) })
 	u.Path = "/" + name
 	return u.String()
+}
+
+// fresh returns Env's URL, as it is and parsed, and a new name for a
+// schema or database; it skips t when Env is unset.
+func fresh(t testing.TB) (base string, u *url.URL, name string) {
+	t.Helper()
+	base = os.Getenv(Env)
+	if base == "" {
+		t.Skip("set EVFWD_TEST_POSTGRES=postgres://... to run the PostgreSQL store tests")
+	}
+	u, err := url.Parse(base)
+	if err != nil {
+		t.Fatalf("%s: %v", Env, err)
+	}
+	b := make([]byte, 6)
+	rand.Read(b)
+	return base, u, "evfwd_test_" + hex.EncodeToString(b)
+}
+
+// drop runs stmt (a DROP) on base, logging what fails: a test's leftovers
+// do not fail it.
+func drop(t testing.TB, base, stmt string) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	conn, err := pgx.Connect(ctx, base)
+	if err != nil {
+		t.Logf("%s: %v", stmt, err)
+		return
+	}
+	defer conn.Close(ctx)
+	if _, err := conn.Exec(ctx, stmt); err != nil {
+		t.Logf("%s: %v", stmt, err)
+	}
 }
