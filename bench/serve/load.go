@@ -78,7 +78,7 @@ func (c *client) postAll(ctx context.Context, workers, total int, prefix string)
 		wg.Go(func() {
 			var body []byte
 			for k := next.Add(1) - 1; k < batches && ctx.Err() == nil; k = next.Add(1) - 1 {
-				body = appendBatch(body[:0], prefix, int(k), batchSize, time.Now())
+				body = appendBatch(body[:0], prefix, int(k), batchSize, false, time.Now())
 				if err := c.post(ctx, body); err != nil {
 					cancel(err)
 					return
@@ -91,13 +91,17 @@ func (c *client) postAll(ctx context.Context, workers, total int, prefix string)
 }
 
 // appendBatch appends a /v1/batch body of n track events with messageIds
-// prefix-k-0 … prefix-k-(n-1), built without fmt so that the bench spends
-// little CPU of its own.
-func appendBatch(b []byte, prefix string, k, n int, at time.Time) []byte {
+// prefix-k-0 … prefix-k-(n-1), in that order or the reverse, built without
+// fmt so that the bench spends little CPU of its own.
+func appendBatch(b []byte, prefix string, k, n int, reverse bool, at time.Time) []byte {
 	ts := message.FormatTime(at)
 	b = append(b, `{"batch":[`...)
-	for i := range n {
-		if i > 0 {
+	for j := range n {
+		i := j
+		if reverse {
+			i = n - 1 - j
+		}
+		if j > 0 {
 			b = append(b, ',')
 		}
 		b = append(b, `{"type":"track","userId":"u_`...)
@@ -134,7 +138,7 @@ func (c *client) tagged(ctx context.Context, ticks, per int, every time.Duration
 	for k := range ticks {
 		<-t.C
 		sent[k] = time.Now()
-		body := appendBatch(nil, "lat", k, per, sent[k])
+		body := appendBatch(nil, "lat", k, per, false, sent[k])
 		wg.Go(func() {
 			if err := c.post(ctx, body); err != nil {
 				select {

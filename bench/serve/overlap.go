@@ -15,7 +15,6 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/evfwd/evfwd/bench/internal/benchpg"
-	"github.com/evfwd/evfwd/pkg/message"
 )
 
 // overlapConns and overlapPer are the overlap rows' load (issue 43, row
@@ -147,7 +146,7 @@ func postBatches(ctx context.Context, base string, conns, n, per int, shared boo
 				if t.After(deadline) {
 					break
 				}
-				body = appendOrderedBatch(body[:0], prefix, int(k), per, reverse, t)
+				body = appendBatch(body[:0], prefix, int(k), per, reverse, t)
 				req = append(append(strconv.AppendInt(append(req[:0], head...), int64(len(body)), 10), "\r\n\r\n"...), body...)
 				if err := rc.send(ctx, req); err != nil {
 					cancel(fmt.Errorf("POST /v1/batch: %w", err))
@@ -163,34 +162,4 @@ func postBatches(ctx context.Context, base string, conns, n, per int, shared boo
 	slices.Sort(m.lat)
 	m.n = len(m.lat)
 	return m, context.Cause(ctx)
-}
-
-// appendOrderedBatch appends a /v1/batch body of n track events with
-// messageIds prefix-k-0 … prefix-k-(n-1), in that order or the reverse.
-func appendOrderedBatch(b []byte, prefix string, k, n int, reverse bool, at time.Time) []byte {
-	ts := message.FormatTime(at)
-	b = append(b, `{"batch":[`...)
-	for j := range n {
-		i := j
-		if reverse {
-			i = n - 1 - j
-		}
-		if j > 0 {
-			b = append(b, ',')
-		}
-		b = append(b, `{"type":"track","userId":"u_`...)
-		b = strconv.AppendInt(b, int64(i), 10)
-		b = append(b, `","event":"Order Completed","messageId":"`...)
-		b = append(b, prefix...)
-		b = append(b, '-')
-		b = strconv.AppendInt(b, int64(k), 10)
-		b = append(b, '-')
-		b = strconv.AppendInt(b, int64(i), 10)
-		b = append(b, `","timestamp":"`...)
-		b = append(b, ts...)
-		b = append(b, `","properties":{"total":12.5,"currency":"EUR","sku":"SKU-123"}}`...)
-	}
-	b = append(b, `],"sentAt":"`...)
-	b = append(b, ts...)
-	return append(b, `"}`...)
 }
