@@ -37,8 +37,8 @@ func (s Status) Valid() bool {
 	return false
 }
 
-// DestinationWebhooks is the destination name of the webhook destination,
-// the one destination a source has today.
+// DestinationWebhooks is the name of a source's `webhooks:` destination,
+// the spec's one destination; a source's `destinations:` have their own.
 const DestinationWebhooks = "webhooks"
 
 var (
@@ -154,9 +154,13 @@ type Completion struct {
 type LeaseRequest struct {
 	Owner  string
 	Source string
-	Limit  int
-	Now    time.Time
-	TTL    time.Duration
+	// Destination, when set, leases only that destination's deliveries
+	// (each destination of a source has its own lane and pace); empty
+	// leases every destination's.
+	Destination string
+	Limit       int
+	Now         time.Time
+	TTL         time.Duration
 }
 
 // IngestLease says which deliveries IngestLeased leases and to whom. Until
@@ -172,8 +176,9 @@ type IngestLease struct {
 // Filter selects deliveries to list, retry or resend; zero fields select
 // all.
 type Filter struct {
-	Status Status
-	Source string
+	Status      Status
+	Source      string
+	Destination string
 	// Endpoint, when set, selects the deliveries with at least one
 	// attempt to this URL (exactly as configured).
 	Endpoint string
@@ -290,7 +295,26 @@ type Store interface {
 	// now (an endpoint recovered: what waited on it goes at once), in
 	// steps of at most ReleaseStep, and reports how many it changed.
 	Release(ctx context.Context, source string, prefixes []string, now time.Time) (int, error)
+	// CancelPending cancels every pending delivery of source's destination
+	// (leased ones too: their holder's Complete records its attempts and
+	// leaves them cancelled), with reason as their last error, in steps
+	// of at most ReleaseStep, and reports how many it cancelled: the
+	// destination was removed from the configuration.
+	CancelPending(ctx context.Context, source, destination, reason string, now time.Time) (int, error)
 	Close() error
+}
+
+// Pacer is a store that several processes share (PostgreSQL) pacing a
+// destination across all of them: each reservation is one of a single
+// schedule kept in the store, so that together the nodes never exceed the
+// rate. A store one process uses (SQLite) is not one: that process paces
+// in memory.
+type Pacer interface {
+	// Reserve reserves n requests on key's schedule, one every `every`
+	// with up to burst at once, and returns how long the caller waits
+	// before it sends them (0: now). A reservation is never refused: a
+	// caller that waits longer than it would like still has its turn.
+	Reserve(ctx context.Context, key string, every time.Duration, burst, n int) (time.Duration, error)
 }
 
 // Millis converts t to the stored form; the zero time is 0.
