@@ -74,6 +74,13 @@ type Config struct {
 	// Now is the clock of deletion requests, syncs and the rate limit of
 	// wrong tokens (default time.Now).
 	Now func() time.Time
+	// Route, when set, names the destinations of source that take a
+	// message with this webhook body (their subscriptions decide); unset,
+	// every message goes to the source's webhooks destination.
+	Route func(source string, body []byte) []string
+	// Control, when set, serves /admin/v1/destinations and
+	// /admin/v1/reload (destinations.go).
+	Control Control
 	// Logger gets a line per request and the API's state (default: none).
 	Logger *slog.Logger
 	// Queued, when set, hears of the messages a request committed to the
@@ -143,6 +150,7 @@ func New(cfg Config) (*Handler, error) {
 	a.mux.HandleFunc("POST /admin/v1/audiences/{name}/sync", a.sync(store.KindAudience))
 	a.mux.HandleFunc("POST /admin/v1/traits/{name}/sync", a.sync(store.KindTrait))
 	a.mux.HandleFunc("POST /admin/v1/deliveries/resend", a.resend)
+	a.routeDestinations()
 	a.mux.HandleFunc("/admin/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, "no admin endpoint "+r.Method+" "+r.URL.Path)
 	})
@@ -290,6 +298,9 @@ func (a *Handler) createDeletion(w http.ResponseWriter, r *http.Request) {
 			a.internalError(w, "create deletion", err)
 			return
 		}
+		if a.cfg.Route != nil {
+			m.Destinations = a.cfg.Route(src, m.Body)
+		}
 		dr.Messages = append(dr.Messages, m)
 	}
 	d, err := a.store.CreateDeletion(r.Context(), dr)
@@ -350,7 +361,7 @@ func (a *Handler) sync(kind store.SyncKind) http.HandlerFunc {
 		now := a.cfg.Now()
 		res, err := a.store.Sync(r.Context(), store.Sync{
 			Kind: kind, Key: key, Name: name, Now: now, Removed: removed,
-			Messages: audience.Messages(key, class, sources, now, message.NewID),
+			Messages: audience.Messages(key, class, sources, now, message.NewID, a.cfg.Route),
 		}, audience.Read(http.MaxBytesReader(w, r.Body, MaxSyncBytes), kind == store.KindTrait))
 		var tooBig *http.MaxBytesError
 		switch {

@@ -51,8 +51,9 @@ func Identify(userID, key string, value []byte, class, messageID string, now tim
 }
 
 // Messages returns the store.Sync.Messages function of a sync: one
-// identify per source, each with its own messageId.
-func Messages(key, class string, sources []string, now time.Time, newID func() string) func(string, []byte) []store.Message {
+// identify per source, each with its own messageId, for the destinations
+// route names (nil: the source's webhooks destination).
+func Messages(key, class string, sources []string, now time.Time, newID func() string, route func(source string, body []byte) []string) func(string, []byte) []store.Message {
 	return func(userID string, value []byte) []store.Message {
 		out := make([]store.Message, 0, len(sources))
 		for _, src := range sources {
@@ -61,6 +62,9 @@ func Messages(key, class string, sources []string, now time.Time, newID func() s
 			if err != nil {
 				// An identify with a timestamp always has a webhook body.
 				panic("audience: " + err.Error())
+			}
+			if route != nil {
+				m.Destinations = route(src, m.Body)
 			}
 			out = append(out, m)
 		}

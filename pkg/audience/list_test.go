@@ -93,7 +93,7 @@ func TestReadErrors(t *testing.T) {
 // exact body the forwarder sends, one per source.
 func TestIdentifyIsStoredAsItsWebhookBody(t *testing.T) {
 	now := time.Date(2024, 5, 1, 12, 0, 0, 123e6, time.UTC)
-	msgs := Messages("high_value_users", ClassAudience, []string{"web", "app"}, now, func() string { return "m-1" })(`u"1`, []byte("true"))
+	msgs := Messages("high_value_users", ClassAudience, []string{"web", "app"}, now, func() string { return "m-1" }, nil)(`u"1`, []byte("true"))
 	want := `{"type":"identify","version":1,"userId":"u\"1","traits":{"high_value_users":true},` +
 		`"context":{"personas":{"computation_class":"audience","computation_key":"high_value_users"}},` +
 		`"messageId":"m-1","timestamp":"2024-05-01T12:00:00.123Z","receivedAt":"2024-05-01T12:00:00.123Z"}`

@@ -37,6 +37,12 @@ type Source struct {
 	// name the store keeps (store.DestinationWebhooks); a message gets a
 	// delivery for each one its integrations also enable.
 	Destinations []string
+	// Route, when set, names the destinations that take a message with
+	// this webhook body, of those its integrations enable (their
+	// subscriptions decide: pkg/destination.Router). Every destination is
+	// a webhook destination, turned off together by the integrations'
+	// "Webhooks" (or "All") key.
+	Route func(body []byte) []string
 	// Kind says what sends the events (see Kind); "" is KindServer.
 	Kind Kind
 	// AllowedOrigins, when set, are the only origins a browser may post

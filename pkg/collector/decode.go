@@ -476,6 +476,9 @@ func (b *batch) message(obj *rawjson.Object, src *Source, pathType message.Type,
 		}
 		return store.Message{}, Detail{Reason: err.Error()}, false
 	}
+	if src.Route != nil && len(m.Destinations) > 0 {
+		m.Destinations = src.Route(m.Body)
+	}
 	return m, Detail{}, true
 }
 

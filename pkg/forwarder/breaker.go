@@ -1,9 +1,7 @@
 package forwarder
 
 import (
-	"maps"
 	"math/rand/v2"
-	"slices"
 	"sync"
 	"time"
 
@@ -290,13 +288,13 @@ func (b *breaker) nextProbe() time.Time {
 func (f *Forwarder) Health() []store.EndpointState {
 	now := f.cfg.Now()
 	var out []store.EndpointState
-	for _, source := range slices.Sorted(maps.Keys(f.lanes)) {
-		l := f.lanes[source]
-		for i, b := range l.breakers {
-			if slices.Contains(l.breakers[:i], b) {
-				continue
+	seen := map[*breaker]bool{} // a source's lanes share an endpoint's
+	for _, l := range f.lanes().all {
+		for _, b := range l.breakers {
+			if !seen[b] {
+				seen[b] = true
+				out = append(out, b.snapshot(f.cfg.Owner, now))
 			}
-			out = append(out, b.snapshot(f.cfg.Owner, now))
 		}
 	}
 	return out

@@ -324,7 +324,7 @@ func TestHeldDeliveryReleasedOnRecovery(t *testing.T) {
 		t.Fatalf("lease: %v %v", ds, err)
 	}
 	// In a slot of the lane, as a pass takes it (deliver frees it).
-	l := f.lanes["web"]
+	l := f.lane("web")
 	l.inflight.admit(ds)
 	l.inflight.mu.Lock()
 	l.inflight.slots++
@@ -378,7 +378,7 @@ func TestWindowStillKillsWhileOpen(t *testing.T) {
 // (and then wakes the lanes, which the tracer hears).
 func drained(t *testing.T, r *running, source string) {
 	t.Helper()
-	l := r.lanes[source]
+	l := r.lane(source)
 	await(t, &r.tracer.changed, "no delivery of "+source+" in flight", func() bool {
 		_, _, busy := l.inflight.look()
 		return !busy

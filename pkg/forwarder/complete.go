@@ -186,6 +186,9 @@ func (f *Forwarder) recorded(group []finishing) {
 		if f.cfg.Observer != nil {
 			f.cfg.Observer.Finished(x.l.source, x.c.ID, x.c.Status, x.retry)
 		}
+		if f.destinations != nil {
+			f.destinations.Settled(x.l.source, x.l.name, x.c.Status, x.retry)
+		}
 		lvl := slog.LevelDebug
 		if x.c.Status == store.Dead || x.c.Status == store.Failed {
 			lvl = slog.LevelWarn

@@ -29,9 +29,12 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
+	"github.com/evfwd/evfwd/pkg/destination"
 	"github.com/evfwd/evfwd/pkg/store"
 	"github.com/evfwd/evfwd/pkg/stored"
 	"github.com/evfwd/evfwd/pkg/webhook"
@@ -76,9 +79,13 @@ type Observer interface {
 type Config struct {
 	Store  store.Store
 	Sender *webhook.Sender
-	// Destinations maps each source with a webhook destination to it;
-	// deliveries of other sources stay pending.
+	// Destinations maps each source with a webhooks block to it: the
+	// destination named "webhooks" (destination.Webhooks).
 	Destinations map[string]*webhook.Destination
+	// Routes are more destinations, each of its source (Source) and
+	// with its own lane. Deliveries of a destination in neither stay
+	// pending.
+	Routes []*destination.Destination
 	// Policy is the retry schedule; its Now defaults to Config.Now.
 	Policy webhook.Policy
 	// Owner names this process's leases; unique per process.
@@ -104,8 +111,9 @@ type Config struct {
 
 // Forwarder runs the lanes; make one with New and call Run.
 type Forwarder struct {
-	cfg   Config
-	lanes map[string]*lane
+	cfg Config
+	// set is every lane (lanes.go); Reconfigure replaces it.
+	set atomic.Pointer[laneSet]
 	// tokens bound the deliveries in flight in the process; every lane's
 	// inflight shares them, and Run waits for them all back.
 	tokens tokens
@@ -122,13 +130,17 @@ type Forwarder struct {
 	trace func(source string, ev laneEvent, leased int) // nil: no one listens
 	after func(time.Duration) <-chan time.Time          // nil: time.After
 
-	endpoints EndpointObserver // cfg.Observer when it is one
+	endpoints    EndpointObserver    // cfg.Observer when it is one
+	destinations DestinationObserver // cfg.Observer when it is one
 
 	// running is Run's delivery context while Run accepts fresh
 	// deliveries, nil before and after; mu guards it so that no claim
 	// takes a token once Run waits for them all.
 	mu      sync.Mutex
 	running context.Context
+	run     *runState // the lanes' goroutines while Run runs (reconfigure.go)
+	// pacer is the store's, when several nodes share it (pace.go).
+	pacer store.Pacer
 
 	// calls is the context of the forwarder's own store calls (each has
 	// its deadline besides, see watched): it ends stopSlack after the
@@ -164,10 +176,16 @@ func (f *Forwarder) tell(l *lane, ev laneEvent, leased int) {
 	}
 }
 
-// lane is one source's share of the work.
+// lane is one destination's share of the work: a source's deliveries to
+// one of its destinations.
 type lane struct {
 	source string
-	dest   *webhook.Destination
+	name   string // the destination's
+	route  *destination.Destination
+	dest   *webhook.Destination // &route.Webhook
+	// pace, when set, holds the destination to its rate (pace.go).
+	pace   pacer
+	paused atomic.Bool
 	// breakers[i] is endpoint i's health (nil with the breaker off); two
 	// endpoints with one URL share one.
 	breakers []*breaker
@@ -209,47 +227,29 @@ func New(cfg Config) (*Forwarder, error) {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
 	cfg.Breaker = cfg.Breaker.withDefaults(cfg.Policy)
-	f := &Forwarder{cfg: cfg, lanes: map[string]*lane{}, tokens: make(tokens, cfg.MaxInFlight), workers: newWorkers(workerIdle),
+	f := &Forwarder{cfg: cfg, tokens: make(tokens, cfg.MaxInFlight), workers: newWorkers(workerIdle),
 		unrecorded: newUnrecorded(), calls: context.Background()}
 	if cfg.StoreTimeout <= 0 {
 		cfg.StoreTimeout = store.CallTimeout
 	}
+	f.pacer, _ = cfg.Store.(store.Pacer)
 	f.health = newStoreHealth(cfg.Store, cfg.StoreTimeout, cfg.Logger)
 	f.cfg.Store = watched{cfg.Store, f.health}
 	f.endpoints, _ = cfg.Observer.(EndpointObserver)
+	f.destinations, _ = cfg.Observer.(DestinationObserver)
+	routes := slices.Clone(cfg.Routes)
 	for source, dest := range cfg.Destinations {
-		l := &lane{source: source, dest: dest, wake: make(chan struct{}, 1),
-			inflight: inflight{tokens: f.tokens, perSource: cfg.PerSource}}
-		if !cfg.Breaker.Disabled {
-			byURL := map[string]*breaker{}
-			for _, ep := range dest.Endpoints {
-				// An endpoint is known by how it is shown, never by the
-				// credentials its URL may carry: in metrics, logs and the
-				// store's endpoint states (webhook.Endpoint.Display).
-				name := ep.Display()
-				b := byURL[name]
-				if b == nil {
-					b = newBreaker(source, name, cfg.Breaker)
-					byURL[name] = b
-					if f.endpoints != nil {
-						f.endpoints.EndpointState(source, name, store.EndpointClosed)
-					}
-				}
-				l.breakers = append(l.breakers, b)
-			}
-		}
-		f.lanes[source] = l
+		routes = append(routes, destination.Webhooks(source, *dest))
+	}
+	f.set.Store(f.buildLanes(routes, nil))
+	for _, l := range f.lanes().all {
 		f.warnShortLease(l)
 	}
 	return f, nil
 }
 
-// Notify tells source's lane that new deliveries may be due now.
-func (f *Forwarder) Notify(source string) {
-	if l := f.lanes[source]; l != nil {
-		l.poke()
-	}
-}
+// Notify tells source's lanes that new deliveries may be due now.
+func (f *Forwarder) Notify(source string) { f.pokeSource(source) }
 
 func (l *lane) poke() {
 	select {
@@ -270,7 +270,7 @@ func (f *Forwarder) Run(ctx context.Context) error {
 	stopCalls := context.AfterFunc(ctx, func() { time.AfterFunc(f.cfg.Grace+stopSlack, endCalls) })
 	defer stopCalls()
 	// A state recorded by an earlier run is stale: this one starts closed.
-	for _, l := range f.lanes {
+	for _, l := range f.lanes().all {
 		for i, b := range l.breakers {
 			if i == 0 || b != l.breakers[i-1] {
 				f.persist(b)
@@ -285,19 +285,10 @@ func (f *Forwarder) Run(ctx context.Context) error {
 	f.mu.Lock()
 	f.running = deliverCtx
 	f.mu.Unlock()
-	var lanes sync.WaitGroup
-	for _, l := range f.lanes {
-		l.progress.mark(f.cfg.Now())
-	}
 	go f.watchStall(ctx)
-	for _, l := range f.lanes {
-		lanes.Add(1)
-		go func() {
-			defer lanes.Done()
-			f.runLane(ctx, deliverCtx, l)
-		}()
-	}
-	lanes.Wait()
+	f.startLanes(ctx, deliverCtx)
+	<-ctx.Done()
+	f.stopLanes()
 	f.mu.Lock()
 	f.running = nil
 	f.mu.Unlock()
@@ -314,7 +305,7 @@ func (f *Forwarder) Run(ctx context.Context) error {
 		interrupt()
 		<-done
 	}
-	for _, l := range f.lanes {
+	for _, l := range f.lanes().all {
 		f.giveBackAhead(l)
 	}
 	close(f.completions)
@@ -328,7 +319,11 @@ func (f *Forwarder) runLane(ctx, deliverCtx context.Context, l *lane) {
 	defer timer.Stop()
 	for ctx.Err() == nil {
 		f.tell(l, lanePass, 0)
-		got, full := f.fill(ctx, deliverCtx, l)
+		fill := f.fill
+		if l.route.Batching() {
+			fill = f.fillBatch
+		}
+		got, full := fill(ctx, deliverCtx, l)
 		if got && full {
 			continue // there may be more due right now
 		}
@@ -353,7 +348,7 @@ func (f *Forwarder) runLane(ctx, deliverCtx context.Context, l *lane) {
 // for and starts them. It reports whether it started any and whether it
 // got all it asked for.
 func (f *Forwarder) fill(ctx, deliverCtx context.Context, l *lane) (got, full bool) {
-	if f.paused() || f.storeDown() {
+	if f.paused() || f.storeDown() || l.paused.Load() {
 		// Outcomes wait to be recorded, or the store cannot be reached:
 		// the lanes wake once they are, or once a probe answers. What a
 		// lane leased ahead stays: a give-back would fail as the record
@@ -444,10 +439,10 @@ func (f *Forwarder) lease(ctx context.Context, l *lane, limit int) ([]store.Deli
 	// that long however slow the call (store.LeaseRequest).
 	sent := f.cfg.Now()
 	leased, err := f.cfg.Store.Lease(ctx, store.LeaseRequest{
-		Owner: f.cfg.Owner, Source: l.source, Limit: limit, Now: sent, TTL: f.cfg.LeaseTTL,
+		Owner: f.cfg.Owner, Source: l.source, Destination: l.name, Limit: limit, Now: sent, TTL: f.cfg.LeaseTTL,
 	})
 	if err != nil && ctx.Err() == nil {
-		f.cfg.Logger.Error("lease deliveries", "source", l.source, "err", err)
+		f.cfg.Logger.Error("lease deliveries", "source", l.source, "destination", l.name, "err", err)
 	}
 	if err == nil && len(leased) == 0 && l.inflight.holding() == 0 {
 		l.progress.mark(f.cfg.Now()) // nothing due, nothing held
@@ -598,7 +593,7 @@ func (f *Forwarder) giveBack(l *lane, ds []store.Delivery) {
 // roomMade wakes every lane after deliveries gave back their room, in
 // their lane and in the process (tokens).
 func (f *Forwarder) roomMade() {
-	for _, l := range f.lanes {
+	for _, l := range f.lanes().all {
 		l.poke()
 	}
 }
@@ -652,6 +647,7 @@ func (f *Forwarder) Ingest(ctx context.Context, msgs []store.Message) error {
 		return err
 	}
 	if l == nil {
+		f.Notify(msgs[0].Source)
 		return nil
 	}
 	if len(ds) > n {
@@ -686,10 +682,14 @@ func (f *Forwarder) claim(msgs []store.Message) (*lane, context.Context, int) {
 	if len(msgs) == 0 {
 		return nil, nil, 0
 	}
-	l := f.lanes[msgs[0].Source]
-	if l == nil {
+	// Fresh deliveries go to a source's one lane that sends each message
+	// at once; with several destinations, each lane leases its own (a
+	// Lease round trip later).
+	ls := f.lanes().bySource[msgs[0].Source]
+	if len(ls) != 1 {
 		return nil, nil, 0
 	}
+	l := ls[0]
 	for _, m := range msgs[1:] {
 		if m.Source != l.source {
 			return nil, nil, 0
@@ -700,7 +700,7 @@ func (f *Forwarder) claim(msgs []store.Message) (*lane, context.Context, int) {
 	if f.running == nil {
 		return l, nil, 0
 	}
-	if m, _ := l.mode(f.cfg.Now()); m != modeAll || f.paused() {
+	if m, _ := l.mode(f.cfg.Now()); m != modeAll || f.paused() || !l.plain() {
 		return l, nil, 0
 	}
 	return l, f.running, l.inflight.claimFresh(deliveries(msgs))
@@ -730,11 +730,18 @@ func (f *Forwarder) deliver(ctx context.Context, l *lane, d store.Delivery, prob
 	if c.FirstAttempt.IsZero() {
 		c.FirstAttempt = f.cfg.Now()
 	}
-	// Signed per send by the Sender; a wire body is sent as stored.
-	body, err := stored.Body(d.Body, d.Form)
+	// Signed per send by the Sender; a wire body is sent as stored, or
+	// as the destination's mapping shapes it.
+	body, err := f.body(l, d)
 	if err != nil {
 		// Not something a later attempt can fix.
 		c.Status, c.LastError = store.Failed, err.Error()
+		f.complete(finishing{l: l, c: c, closes: l.closings(), fresh: fresh})
+		return
+	}
+	if l.pace != nil && l.pace.wait(ctx) != nil {
+		// Stopping while it waited its turn: not attempted.
+		c.Status, c.NextAttempt, c.Attempts, c.FirstAttempt = store.Pending, f.cfg.Now(), d.Attempts, d.FirstAttempt
 		f.complete(finishing{l: l, c: c, closes: l.closings(), fresh: fresh})
 		return
 	}
@@ -783,6 +790,15 @@ func (f *Forwarder) deliver(ctx context.Context, l *lane, d store.Delivery, prob
 		f.cfg.Observer.Attempt(l.source, d.ID, undecided)
 	}
 	f.complete(finishing{l: l, c: c, retry: retry, closes: g.closes, fresh: fresh})
+}
+
+// body is what l sends for d: its webhook body, mapped by l's mapping.
+func (f *Forwarder) body(l *lane, d store.Delivery) ([]byte, error) {
+	body, err := stored.Body(d.Body, d.Form)
+	if err != nil {
+		return nil, err
+	}
+	return l.route.Body(body)
 }
 
 // outcome completes c, d's completion, from res: its attempts' records,

@@ -222,7 +222,7 @@ func TestFullDiskSendsOnce(t *testing.T) {
 // it but the test.
 func (r *running) drained(t *testing.T, source string) {
 	t.Helper()
-	l := r.lanes[source]
+	l := r.lane(source)
 	tr := r.tracer
 	await(t, &tr.changed, "lane "+source+" to finish what it sent", func() bool {
 		tr.mu.Lock()

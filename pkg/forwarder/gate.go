@@ -233,5 +233,6 @@ func (f *Forwarder) release(l *lane) {
 	if n > 0 {
 		f.cfg.Logger.Info("deliveries due again", "source", l.source, "n", n)
 	}
-	l.poke()
+	// Release is the source's: its other destinations' may be due too.
+	f.pokeSource(l.source)
 }

@@ -318,3 +318,20 @@ func planLease(m mode, room, queued int, busy bool, depth, group int) leasePlan 
 	}
 	return p
 }
+
+// startBatch puts a batch of n leased deliveries in slots, sent on one
+// token the caller holds.
+func (in *inflight) startBatch(n int) {
+	in.mu.Lock()
+	in.slots += n
+	in.sending++
+	in.mu.Unlock()
+}
+
+// batchSent says a batch's request is over: its slots stay taken until
+// each outcome is on record (free).
+func (in *inflight) batchSent() {
+	in.mu.Lock()
+	in.sending--
+	in.mu.Unlock()
+}

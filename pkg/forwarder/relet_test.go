@@ -31,7 +31,7 @@ func (s *reletStore) Complete(ctx context.Context, cs []store.Completion) error 
 	s.once.Do(func() {
 		s.c.Set(cs[0].NextAttempt.Add(time.Second))
 		f := s.f.Load()
-		leased, n := f.lease(ctx, f.lanes["web"], 10)
+		leased, n := f.lease(ctx, f.lane("web"), 10)
 		s.again.Store(int64(n - len(leased)))
 	})
 	return err
@@ -49,7 +49,7 @@ func TestLeasedAgainWhileRecordedGoesBack(t *testing.T) {
 	r := start(t, c, Config{Store: s, LeaseTTL: time.Hour, Policy: webhook.Policy{Initial: time.Millisecond},
 		Destinations: map[string]*webhook.Destination{"web": dest(h)}}, func(f *Forwarder) { s.f.Store(f) })
 	waitFor(t, "the retry recorded and let go", func() bool {
-		return s.again.Load() > 0 && r.lanes["web"].inflight.holding() == 0
+		return s.again.Load() > 0 && r.lane("web").inflight.holding() == 0
 	})
 	if s.again.Load() != 1 {
 		t.Fatalf("the Lease returned %d deliveries the lane held, want 1: the test tests nothing", s.again.Load())

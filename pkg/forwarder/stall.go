@@ -42,7 +42,7 @@ func (p *progress) since() time.Time { return time.Unix(0, p.at.Load()) }
 func (f *Forwarder) Stalled() (since time.Time, why string) {
 	now := f.cfg.Now()
 	var stuck []string
-	for _, l := range f.lanes {
+	for _, l := range f.lanes().all {
 		at := l.progress.since()
 		if now.Sub(at) < StallAfter {
 			continue
@@ -50,7 +50,7 @@ func (f *Forwarder) Stalled() (since time.Time, why string) {
 		if since.IsZero() || at.Before(since) {
 			since = at
 		}
-		stuck = append(stuck, fmt.Sprintf("%s (%d held)", l.source, l.inflight.holding()))
+		stuck = append(stuck, fmt.Sprintf("%s (%d held)", l.label(), l.inflight.holding()))
 	}
 	if stuck == nil {
 		return time.Time{}, ""

@@ -63,7 +63,7 @@ func TestNotStalledWaitingOnOthers(t *testing.T) {
 		Policy:       webhook.Policy{Initial: time.Minute},
 		Destinations: map[string]*webhook.Destination{"dead": dest(dead), "idle": dest(idle)}})
 	waitFor(t, "the dead endpoint's failures on record", func() bool {
-		return dead.count() >= 3 && r.lanes["dead"].inflight.holding() == 0
+		return dead.count() >= 3 && r.lane("dead").inflight.holding() == 0
 	})
 	for range 4 {
 		c.Set(c.Now().Add(StallAfter / 2))

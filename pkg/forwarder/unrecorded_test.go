@@ -188,14 +188,14 @@ func TestPausedKeepsWhatWasLeasedAhead(t *testing.T) {
 		Destinations: map[string]*webhook.Destination{"web": dest(h)}})
 	waitFor(t, "2 in flight", func() bool { cur, _ := h.gauge.get(); return cur == 2 })
 	r.quiet(t, "web")
-	if _, queued, _ := r.lanes["web"].inflight.look(); queued != 1 {
+	if _, queued, _ := r.lane("web").inflight.look(); queued != 1 {
 		t.Fatalf("%d leased ahead, want 1", queued)
 	}
 	watched.fail.Store(true)
 	h.open()
 	waitFor(t, "the outcomes refused", func() bool { return r.unrecorded.len() == 2 })
 	r.drained(t, "web")
-	if _, queued, _ := r.lanes["web"].inflight.look(); queued != 1 {
+	if _, queued, _ := r.lane("web").inflight.look(); queued != 1 {
 		t.Fatalf("%d leased ahead while paused, want the one kept", queued)
 	}
 	watched.fail.Store(false)

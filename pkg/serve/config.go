@@ -16,6 +16,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/evfwd/evfwd/pkg/collector"
+	"github.com/evfwd/evfwd/pkg/destination"
 	"github.com/evfwd/evfwd/pkg/webhook"
 )
 
@@ -69,7 +70,53 @@ type Source struct {
 	// AllowedOrigins are the origins browsers may post from (default
 	// any).
 	AllowedOrigins []string `mapstructure:"allowed_origins"`
-	Webhooks       Webhooks `mapstructure:"webhooks"`
+	// Webhooks is the spec's destination: every message, as it is, to
+	// the first of its endpoints that answers 2xx. It is the destination
+	// named "webhooks".
+	Webhooks Webhooks `mapstructure:"webhooks"`
+	// Destinations are more webhook destinations, each choosing its
+	// messages, their shape and their pace (pkg/destination).
+	Destinations []destination.Config `mapstructure:"destinations"`
+}
+
+// Compile is src's destinations, compiled: its webhooks block (when
+// enabled), then its destinations list, in order. It reports every
+// problem, each naming its destination.
+func (src *Source) Compile(allowPrivate bool) ([]*destination.Destination, error) {
+	var out []*destination.Destination
+	var errs []error
+	if src.Webhooks.Enabled {
+		problems := unjoin(src.Webhooks.Destination.Validate())
+		if !allowPrivate {
+			problems = append(problems, unjoin(src.Webhooks.Destination.CheckAddresses())...)
+		}
+		for _, e := range problems {
+			errs = append(errs, fmt.Errorf("webhooks: %w", e))
+		}
+		out = append(out, destination.Webhooks(src.Name, src.Webhooks.Destination))
+	}
+	if n := len(src.Destinations) + len(out); n > destination.MaxPerSource {
+		errs = append(errs, fmt.Errorf("%d destinations, at most %d are allowed", n, destination.MaxPerSource))
+	}
+	seen := map[string]int{}
+	for i, c := range src.Destinations {
+		if c.Name == destination.WebhooksName && src.Webhooks.Enabled {
+			errs = append(errs, fmt.Errorf("destinations[%d]: name %q is the webhooks block's: choose another", i, c.Name))
+		} else if j, dup := seen[c.Name]; dup && c.Name != "" {
+			errs = append(errs, fmt.Errorf("destinations[%d]: name %q already used by destinations[%d]", i, c.Name, j))
+		}
+		seen[c.Name] = i
+		d, err := destination.Compile(src.Name, i, c, allowPrivate)
+		if err != nil {
+			errs = append(errs, unjoin(err)...)
+			continue
+		}
+		out = append(out, d)
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	return out, nil
 }
 
 // Webhooks is a source's webhook destination settings.
@@ -132,13 +179,9 @@ func (c *Config) Validate() error {
 				errs = append(errs, fmt.Errorf("%s: %w", where, err))
 			}
 		}
-		if s.Webhooks.Enabled {
-			problems := unjoin(s.Webhooks.Destination.Validate())
-			if !c.AllowPrivateEndpoints {
-				problems = append(problems, unjoin(s.Webhooks.Destination.CheckAddresses())...)
-			}
-			for _, e := range problems {
-				errs = append(errs, fmt.Errorf("%s: webhooks: %w", where, e))
+		if _, err := s.Compile(c.AllowPrivateEndpoints); err != nil {
+			for _, e := range unjoin(err) {
+				errs = append(errs, fmt.Errorf("%s: %w", where, e))
 			}
 		}
 	}

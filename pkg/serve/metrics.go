@@ -36,6 +36,7 @@ type Metrics struct {
 	pruned                                     prometheus.Counter
 	endpointState                              *prometheus.GaugeVec
 	skipped                                    *prometheus.CounterVec
+	dest                                       destinationMetrics
 
 	mu      sync.RWMutex
 	sources map[string]*sourceMetrics
@@ -79,6 +80,7 @@ func NewMetrics(sources ...string) *Metrics {
 	}
 	m.reg.MustRegister(m.ingested, m.delivered, m.retried, m.failed, m.dead, m.latency, m.pruned, m.endpointState, m.skipped,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	m.dest = newDestinationMetrics(m.reg)
 	for _, s := range sources {
 		m.source(s)
 	}

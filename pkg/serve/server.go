@@ -76,6 +76,9 @@ type Options struct {
 	// ConfigFile is the config file the settings came from, for the start
 	// line ("" when none: "(none)").
 	ConfigFile string
+	// Reload, when set, reads the configuration again for Server.Reload
+	// (SIGHUP, POST /admin/v1/reload).
+	Reload func() (Config, error)
 }
 
 // DefaultUIAddr is where the inspector listens by default: loopback only.
@@ -98,6 +101,7 @@ type Server struct {
 	tls       *tlscert.Reloader // nil: plain HTTP
 	ui        *inspector.Serve  // nil without Options.UI
 	uiLn      net.Listener
+	dests     destinations
 }
 
 // New validates cfg, loads the TLS pair when set, opens and locks the
@@ -204,7 +208,11 @@ func (s *Server) build(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	dests := map[string]*webhook.Destination{}
+	routes, err := compileRoutes(s.cfg)
+	if err != nil {
+		return err
+	}
+	s.dests.now.Store(routes)
 	var sources []collector.Source
 	var adminSources []admin.Source
 	for _, src := range s.cfg.Sources {
@@ -215,16 +223,20 @@ func (s *Server) build(ctx context.Context) error {
 			o, _ = collector.CheckOrigin(o)
 			cs.AllowedOrigins = append(cs.AllowedOrigins, o)
 		}
-		if src.Webhooks.Enabled {
-			d := src.Webhooks.Destination
-			dests[src.Name] = &d
+		forwards := src.Webhooks.Enabled || len(src.Destinations) > 0
+		if forwards {
+			// Every destination is a webhook destination: the message's
+			// integrations turn them on or off together ("Webhooks"),
+			// and then their subscriptions choose (Route).
 			cs.Destinations = []string{store.DestinationWebhooks}
+			name := src.Name
+			cs.Route = func(body []byte) []string { return s.dests.route(name, body) }
 		}
 		sources = append(sources, cs)
-		adminSources = append(adminSources, admin.Source{Name: src.Name, Webhooks: src.Webhooks.Enabled})
+		adminSources = append(adminSources, admin.Source{Name: src.Name, Webhooks: forwards})
 	}
 	if s.forwarder, err = forwarder.New(forwarder.Config{
-		Store: s.store, Sender: sender, Destinations: dests, Policy: s.opts.Policy,
+		Store: s.store, Sender: sender, Routes: routes.routes, Policy: s.opts.Policy,
 		Owner: owner(), LeaseTTL: s.opts.LeaseTTL, MaxInFlight: s.opts.MaxInFlight, PerSource: s.opts.PerSource, Poll: s.opts.Poll,
 		Grace: s.opts.Grace, Now: s.opts.Now, Logger: s.log, Observer: s.observer(), Breaker: s.opts.Breaker,
 		StoreTimeout: s.opts.StoreTimeout,
@@ -233,6 +245,7 @@ func (s *Server) build(ctx context.Context) error {
 	}
 	s.metrics.storeUp(s.forwarder.StoreHealth())
 	s.metrics.forwarderStalled(s.forwarder)
+	s.metrics.destinations(s.forwarder)
 	// The forwarder stores what the collector takes, and sends at once
 	// what it has room for (forwarder.Ingest).
 	trusted, _ := collector.ParseTrustedProxies(s.cfg.TrustedProxies) // validated
@@ -248,6 +261,7 @@ func (s *Server) build(ctx context.Context) error {
 	authFailures := s.metrics.adminAuthFailures(admin.AuthWrongToken, admin.AuthRateLimited)
 	if s.admin, err = admin.New(admin.Config{
 		Token: s.cfg.AdminToken, Store: s.store, Sources: adminSources, Now: s.opts.Now, Logger: s.log, Queued: s.queued,
+		Route: s.dests.route, Control: control{s},
 		AuthFailure: func(reason string) { authFailures.WithLabelValues(reason).Inc() },
 	}); err != nil {
 		return err

@@ -126,3 +126,11 @@ func (o observers) Skipped(source, url string) {
 		}
 	}
 }
+
+func (o observers) Settled(source, destination string, status store.Status, retry bool) {
+	for _, x := range o {
+		if e, ok := x.(forwarder.DestinationObserver); ok {
+			e.Settled(source, destination, status, retry)
+		}
+	}
+}

@@ -48,6 +48,20 @@ type Destination struct {
 	// carry several signatures (stripe, standard), as a sender rotating
 	// its secret does.
 	ExtraSecrets []string `json:"-" mapstructure:"-" yaml:"-"`
+	// Method is the request's method: POST (the spec's, when empty), PUT
+	// or PATCH, as Segment's Webhooks (Actions) offers.
+	Method string `json:"method,omitempty" mapstructure:"-" yaml:"-"`
+}
+
+// Methods are the request methods a destination may use.
+var Methods = []string{http.MethodPost, http.MethodPut, http.MethodPatch}
+
+// method is the request method to send with.
+func (d *Destination) method() string {
+	if d.Method == "" {
+		return http.MethodPost
+	}
+	return d.Method
 }
 
 // segment reports whether SharedSecret signs the spec's way, X-Signature
@@ -104,6 +118,9 @@ func (d *Destination) Validate() error {
 		return &ConfigError{Index: -1, Reason: fmt.Sprintf("%d webhook URLs, at most %d are allowed", n, MaxEndpoints)}
 	}
 	errs := d.validateScheme()
+	if d.Method != "" && !slices.Contains(Methods, d.Method) {
+		errs = append(errs, &ConfigError{Index: -1, Reason: fmt.Sprintf("method %q: want POST, PUT or PATCH", d.Method)})
+	}
 	// The scheme's headers are the sender's too.
 	var schemeHeaders []string
 	if !d.segment() {

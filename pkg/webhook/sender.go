@@ -172,7 +172,7 @@ func (s *Sender) deliver(ctx context.Context, dest *Destination, body []byte, id
 	ps := dest.perAttempt(id)
 	res := Result{Attempts: make([]Attempt, 0, len(dest.Endpoints))}
 	for i := range dest.Endpoints {
-		a := s.post(ctx, &dest.Endpoints[i], i, body, sig, ps)
+		a := s.post(ctx, dest.method(), &dest.Endpoints[i], i, body, sig, ps)
 		a.Delivery = delivery
 		res.Attempts = append(res.Attempts, a)
 		last := &res.Attempts[len(res.Attempts)-1]
@@ -202,7 +202,7 @@ func (s *Sender) deliver(ctx context.Context, dest *Destination, body []byte, id
 }
 
 // post makes one attempt.
-func (s *Sender) post(ctx context.Context, ep *Endpoint, index int, body []byte, sig []string, ps *perAttempt) Attempt {
+func (s *Sender) post(ctx context.Context, method string, ep *Endpoint, index int, body []byte, sig []string, ps *perAttempt) Attempt {
 	pu, err := s.parse(ep.URL)
 	a := Attempt{Endpoint: index, URL: ep.Name, Start: s.now()}
 	if a.URL == "" {
@@ -246,7 +246,7 @@ func (s *Sender) post(ctx context.Context, ep *Endpoint, index int, body []byte,
 	getBody := func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
 	rb, _ := getBody()
 	req := (&http.Request{
-		Method:        http.MethodPost,
+		Method:        method,
 		URL:           u,
 		Proto:         "HTTP/1.1",
 		ProtoMajor:    1,
