@@ -175,7 +175,9 @@ func (e *Error) Unwrap() error { return e.Err }
 // (webhook.Destination.CheckAddresses).
 func Compile(source string, index int, c Config, allowPrivate bool) (*Destination, error) {
 	var errs []error
-	bad := func(field string, err error) { errs = append(errs, &Error{Name: c.Name, Index: index, Field: field, Err: err}) }
+	bad := func(field string, err error) {
+		errs = append(errs, &Error{Name: c.Name, Index: index, Field: field, Err: err})
+	}
 	d := &Destination{Source: source, Name: c.Name, Batch: c.Batch, Rate: c.RateLimit, Paused: c.Paused, Config: c}
 	if err := checkName(c.Name); err != nil {
 		bad("name", err)
