@@ -2,6 +2,7 @@ package cmd
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -19,6 +20,7 @@ import (
 	"github.com/evfwd/evfwd/pkg/admin"
 	"github.com/evfwd/evfwd/pkg/analytics"
 	"github.com/evfwd/evfwd/pkg/collector"
+	"github.com/evfwd/evfwd/pkg/destination"
 	"github.com/evfwd/evfwd/pkg/forwarder"
 	"github.com/evfwd/evfwd/pkg/inspector"
 	"github.com/evfwd/evfwd/pkg/serve"
@@ -59,6 +61,7 @@ type ServeOptions struct {
 	// devTokenFile holds the admin token generated for --ui in dev mode.
 	devTokenFile string
 	ctx          context.Context
+	cmd          *cobra.Command   // for a reload's strict check of the file's keys
 	ready        func(url string) // tests: called once the port is open
 	uiReady      func(url string) // tests: called with the inspector's URL, with --ui
 	hup          chan os.Signal   // tests: stands for SIGHUP
@@ -179,7 +182,7 @@ func NewCmdServe(f *cli.Factory, runF func(*ServeOptions) error) *cobra.Command 
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts.IO, opts.Format, opts.Version = f.IO, f.Format, f.Version
 			opts.Getenv, opts.Config = f.Getenv, f.Config
-			opts.ctx = cmd.Context()
+			opts.ctx, opts.cmd = cmd.Context(), cmd
 			if runF != nil {
 				return runF(opts)
 			}
@@ -224,6 +227,9 @@ func serveConfig(opts *ServeOptions) (serve.Config, error) {
 	}
 	if err := opts.Config.Viper().UnmarshalKey("sources", &cfg.Sources); err != nil {
 		return cfg, cli.UsageErrorf("config %s: sources: %v", opts.Config.File, err)
+	}
+	if err := destinationMappings(opts.Config, cfg.Sources); err != nil {
+		return cfg, err
 	}
 	cfg.Addr, cfg.Store, cfg.Retention = opts.Addr, opts.Store, opts.Retention
 	cfg.TLSCert, cfg.TLSKey = opts.TLSCert, opts.TLSKey
@@ -275,6 +281,28 @@ func serveConfig(opts *ServeOptions) (serve.Config, error) {
 	return cfg, nil
 }
 
+// destinationMappings gives each destination's mapping as the file holds
+// it: viper's maps lower-case their keys and lose their order, and a
+// mapping's keys are the body's.
+func destinationMappings(c *cli.Config, sources []serve.Source) error {
+	for i := range sources {
+		for j := range sources[i].Destinations {
+			d := &sources[i].Destinations[j]
+			if d.Mapping == nil {
+				continue
+			}
+			raw, ok, err := c.JSONAt("sources", i, "destinations", j, "mapping")
+			if err != nil {
+				return cli.UsageErrorf("config %s: sources[%d].destinations[%d].mapping: %v", c.File, i, j, err)
+			}
+			if ok {
+				d.Mapping = json.RawMessage(raw)
+			}
+		}
+	}
+	return nil
+}
+
 func newLogger(w io.Writer, format, level string) (*slog.Logger, error) {
 	var lvl slog.Level
 	if err := lvl.UnmarshalText([]byte(level)); err != nil {
@@ -311,7 +339,7 @@ func serveRun(opts *ServeOptions) error {
 	}
 	defer tuneGC(opts.Getenv)()
 	srv, err := serve.New(ctx, cfg, serve.Options{Logger: log, Version: opts.Version, Grace: opts.Grace, LeaseTTL: opts.LeaseTTL, LogInterval: opts.LogInterval,
-		UI: opts.UI, UIAddr: opts.UIAddr, ConfigFile: opts.Config.File})
+		UI: opts.UI, UIAddr: opts.UIAddr, ConfigFile: opts.Config.File, Reload: reloadConfig(opts)})
 	var pathErr *sqlite.PathError
 	if errors.As(err, &pathErr) {
 		return err // the store path in words, exit 2
@@ -325,9 +353,7 @@ func serveRun(opts *ServeOptions) error {
 	if srv.UIURL() != "" {
 		showSignIn(opts, log, srv)
 	}
-	if cfg.TLSCert != "" {
-		defer reloadOnHUP(srv, opts.hup, opts.reloaded)()
-	}
+	defer reloadOnHUP(ctx, srv, opts.hup, opts.reloaded)()
 	if opts.uiReady != nil && srv.UIURL() != "" {
 		opts.uiReady(srv.UIURL())
 	}
@@ -538,10 +564,32 @@ func analyticsJS(writeKey, endpoint string) []string {
 	}
 }
 
-// reloadOnHUP reads the TLS pair again on each SIGHUP (on hup, when a test
-// gives one) until the returned stop is called. ReloadTLS logs the outcome;
-// a failure keeps the certificate in use. done, when set, hears each one.
-func reloadOnHUP(srv *serve.Server, hup chan os.Signal, done func(error)) (stop func()) {
+// reloadConfig reads the config file again, as serve read it at start,
+// for a reload: nil without a file (nothing to read again).
+func reloadConfig(opts *ServeOptions) func() (serve.Config, error) {
+	if opts.Config.File == "" || opts.cmd == nil {
+		return nil
+	}
+	return func() (serve.Config, error) {
+		c, err := cli.LoadConfig(opts.Config.File, true)
+		if err != nil {
+			return serve.Config{}, err
+		}
+		if err := c.CheckKeys(opts.cmd); err != nil {
+			return serve.Config{}, err
+		}
+		again := *opts
+		again.Config = c
+		again.dev = false
+		return serveConfig(&again)
+	}
+}
+
+// reloadOnHUP, on each SIGHUP (on hup, when a test gives one) until the
+// returned stop is called, reads the TLS pair again when serve has one,
+// and the config file's destinations (Server.Reload). Each logs its
+// outcome; a failure keeps what is in use. done, when set, hears each one.
+func reloadOnHUP(ctx context.Context, srv *serve.Server, hup chan os.Signal, done func(error)) (stop func()) {
 	if hup == nil {
 		hup = make(chan os.Signal, 1)
 		signal.Notify(hup, syscall.SIGHUP)
@@ -553,6 +601,12 @@ func reloadOnHUP(srv *serve.Server, hup chan os.Signal, done func(error)) (stop 
 			select {
 			case <-hup:
 				err := srv.ReloadTLS()
+				if errors.Is(err, serve.ErrTLSOff) {
+					err = nil
+				}
+				if _, rerr := srv.Reload(ctx); !errors.Is(rerr, serve.ErrNoReload) {
+					err = errors.Join(err, rerr)
+				}
 				if done != nil {
 					done(err)
 				}
@@ -615,6 +669,13 @@ type sourceSettings struct {
 		SharedSecret string             `json:"sharedSecret"` // "" when webhooks go unsigned
 		Endpoints    []webhook.Endpoint `json:"endpoints"`
 	} `json:"webhooks"`
+	Destinations []destinationSettings `json:"destinations,omitempty"`
+}
+
+// destinationSettings is one of a source's destinations, secrets masked.
+type destinationSettings struct {
+	destination.Config
+	SharedSecret string `json:"sharedSecret,omitempty"`
 }
 
 // serveCheck prints the settings serve would run with; serveConfig has
@@ -641,6 +702,13 @@ func serveCheck(opts *ServeOptions, cfg serve.Config) error {
 		s.Kind = string(kind)
 		s.Webhooks.Enabled, s.Webhooks.SharedSecret = src.Webhooks.Enabled, src.Webhooks.SharedSecret
 		s.Webhooks.Endpoints = append([]webhook.Endpoint{}, src.Webhooks.Endpoints...)
+		for _, d := range src.Destinations {
+			ds := destinationSettings{Config: d, SharedSecret: d.SharedSecret}
+			if len(d.SharedSecrets) > 0 {
+				ds.SharedSecret = strings.Join(d.SharedSecrets, ", ")
+			}
+			s.Destinations = append(s.Destinations, ds)
+		}
 	}
 	if opts.Format.JSON() {
 		return cli.WriteJSON(opts.IO.Out, st)
@@ -719,6 +787,43 @@ func writeSettings(w io.Writer, st serveSettings) {
 				fmt.Fprintf(w, "    %s: %s\n", cli.Printable(name), cli.Printable(ep.Headers[name]))
 			}
 		}
+		for _, d := range s.Destinations {
+			writeDestination(w, d)
+		}
+	}
+}
+
+// writeDestination prints one destination's settings for people.
+func writeDestination(w io.Writer, d destinationSettings) {
+	var what []string
+	if d.Subscribe != "" {
+		what = append(what, "takes "+cli.Printable(d.Subscribe))
+	} else {
+		what = append(what, "takes every message")
+	}
+	if d.Mapping != nil {
+		what = append(what, "mapped")
+	}
+	if d.Method != "" && !strings.EqualFold(d.Method, "POST") {
+		what = append(what, strings.ToUpper(d.Method))
+	}
+	if d.Batch.Size > 1 {
+		what = append(what, fmt.Sprintf("batches of up to %d", d.Batch.Size))
+	}
+	if d.RateLimit.PerSecond > 0 {
+		what = append(what, fmt.Sprintf("at most %g requests/s", d.RateLimit.PerSecond))
+	}
+	if d.SharedSecret != "" {
+		what = append(what, "signed ("+d.SharedSecret+")")
+	} else {
+		what = append(what, "unsigned")
+	}
+	if d.Paused {
+		what = append(what, "PAUSED")
+	}
+	fmt.Fprintf(w, "  destination %s: %s\n", cli.Printable(d.Name), strings.Join(what, ", "))
+	for j, ep := range d.Endpoints {
+		fmt.Fprintf(w, "    endpoint %d %s\n", j+1, cli.Printable(ep.URL))
 	}
 }
 

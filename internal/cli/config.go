@@ -196,6 +196,12 @@ func MarkURLFlags(cmd *cobra.Command, names ...string) {
 	}
 }
 
+// CheckKeys refuses a file holding a key no command of cmd's tree reads,
+// as Apply does first: for a file read again while a command runs.
+func (c *Config) CheckKeys(cmd *cobra.Command) error {
+	return unknownKeys(c.doc, knownKeys(cmd.Root()), c.File)
+}
+
 // noConfig lists flags the file never sets: they say where the file is or
 // are resolved by their own rules (secrets).
 var noConfig = map[string]bool{"help": true, "config": true, "secret": true, "secret-file": true}

@@ -145,8 +145,9 @@ func recv[T any](t *testing.T, what string, ch <-chan T) T {
 // ---- endpoints ----
 
 type request struct {
-	body []byte
-	hdr  http.Header
+	body   []byte
+	hdr    http.Header
+	method string
 }
 
 // gauge counts requests being handled, across any number of hooks.
@@ -218,7 +219,7 @@ func (h *hook) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	h.mu.Lock()
 	n := len(h.reqs)
-	h.reqs = append(h.reqs, request{body: body, hdr: r.Header.Clone()})
+	h.reqs = append(h.reqs, request{body: body, hdr: r.Header.Clone(), method: r.Method})
 	code := http.StatusOK
 	if len(h.script) > 0 {
 		code = h.script[min(n, len(h.script)-1)]

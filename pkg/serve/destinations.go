@@ -51,6 +51,10 @@ func (d *destinations) route(source string, body []byte) []string {
 	return nil
 }
 
+// ErrNoReload is Reload's error when serve runs without a configuration
+// file to read again.
+var ErrNoReload = errors.New("reload: serve was started without a configuration file to read again")
+
 // Reload reads the configuration again (Options.Reload) and applies what
 // it says of the sources' destinations: added ones start at once, changed
 // ones take their new settings (a changed condition decides the messages
@@ -63,7 +67,7 @@ func (s *Server) Reload(ctx context.Context) (forwarder.Reconfigured, error) {
 	s.dests.reload.Lock()
 	defer s.dests.reload.Unlock()
 	if s.opts.Reload == nil {
-		return forwarder.Reconfigured{}, errors.New("reload: serve was started without a configuration file to read again")
+		return forwarder.Reconfigured{}, ErrNoReload
 	}
 	cfg, err := s.opts.Reload()
 	if err == nil {

@@ -3,6 +3,7 @@ package serve
 import (
 	"errors"
 	"maps"
+	"slices"
 	"net/url"
 	"strings"
 
@@ -40,18 +41,41 @@ func (c Config) Masked() Config {
 		s := &c.Sources[i]
 		s.WriteKey = MaskWriteKey(s.WriteKey)
 		s.Webhooks.SharedSecret = mask(s.Webhooks.SharedSecret)
-		s.Webhooks.Endpoints = append([]webhook.Endpoint(nil), s.Webhooks.Endpoints...)
-		for j := range s.Webhooks.Endpoints {
-			ep := &s.Webhooks.Endpoints[j]
-			ep.URL = webhook.RedactURL(ep.URL)
-			ep.SigningSecret = mask(ep.SigningSecret)
-			ep.Headers = maps.Clone(ep.Headers)
-			for name, v := range ep.Headers {
-				ep.Headers[name] = mask(v)
+		s.Webhooks.Endpoints = maskEndpoints(s.Webhooks.Endpoints)
+		s.Destinations = slices.Clone(s.Destinations)
+		for j := range s.Destinations {
+			d := &s.Destinations[j]
+			d.SharedSecret = mask(d.SharedSecret)
+			d.SharedSecrets = slices.Clone(d.SharedSecrets)
+			for k := range d.SharedSecrets {
+				d.SharedSecrets[k] = mask(d.SharedSecrets[k])
 			}
+			d.Headers = maskHeaders(d.Headers)
+			d.Endpoints = maskEndpoints(d.Endpoints)
 		}
 	}
 	return c
+}
+
+// maskEndpoints is eps with their credentials masked: in the URL, the
+// signing secret and the headers' values.
+func maskEndpoints(eps []webhook.Endpoint) []webhook.Endpoint {
+	eps = slices.Clone(eps)
+	for j := range eps {
+		ep := &eps[j]
+		ep.URL = webhook.RedactURL(ep.URL)
+		ep.SigningSecret = mask(ep.SigningSecret)
+		ep.Headers = maskHeaders(ep.Headers)
+	}
+	return eps
+}
+
+func maskHeaders(h map[string]string) map[string]string {
+	h = maps.Clone(h)
+	for name, v := range h {
+		h[name] = mask(v)
+	}
+	return h
 }
 
 func mask(s string) string {
