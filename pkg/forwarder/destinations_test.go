@@ -273,4 +273,3 @@ func TestReconfigureAddsAndRemoves(t *testing.T) {
 			delivered, cancelled, res.Cancelled["web/a"])
 	}
 }
-

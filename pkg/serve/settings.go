@@ -3,8 +3,8 @@ package serve
 import (
 	"errors"
 	"maps"
-	"slices"
 	"net/url"
+	"slices"
 	"strings"
 
 	"github.com/evfwd/evfwd/pkg/storeurl"
