@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -271,5 +272,30 @@ func TestReconfigureAddsAndRemoves(t *testing.T) {
 	if delivered+cancelled != 2 || res.Cancelled["web/a"] != cancelled || delivered == 0 {
 		t.Errorf("a: %d delivered, %d cancelled (reported %d); want the ones in flight delivered, the rest cancelled",
 			delivered, cancelled, res.Cancelled["web/a"])
+	}
+}
+
+// The in-process pace releases turns at least its interval apart as they
+// are taken, however late a waiter wakes: never a bunch after a delay.
+func TestMemPaceNeverBunches(t *testing.T) {
+	t.Parallel()
+	p := &memPace{every: 5 * time.Millisecond, burst: 1}
+	var mu sync.Mutex
+	var at []time.Time
+	var wg sync.WaitGroup
+	for range 20 {
+		wg.Go(func() {
+			if err := p.wait(context.Background()); err != nil {
+				t.Error(err)
+			}
+			mu.Lock()
+			at = append(at, time.Now())
+			mu.Unlock()
+		})
+	}
+	wg.Wait()
+	slices.SortFunc(at, func(a, b time.Time) int { return a.Compare(b) })
+	if took, least := at[len(at)-1].Sub(at[0]), 19*p.every; took < least-time.Millisecond {
+		t.Errorf("20 turns in %v, want at least %v", took, least)
 	}
 }

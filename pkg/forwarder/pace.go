@@ -20,31 +20,48 @@ type pacer interface {
 // schedule in the store for all of them; else one in this process.
 func (f *Forwarder) newPace(d *destination.Destination) pacer {
 	every := time.Duration(float64(time.Second) / d.Rate.PerSecond)
-	mem := &memPace{every: every, tau: time.Duration(d.Rate.Burst-1) * every}
+	mem := &memPace{every: every, burst: d.Rate.Burst}
 	if f.pacer == nil {
 		return mem
 	}
 	return &storePace{s: f.pacer, key: d.Source + "/" + d.Name, every: every, burst: d.Rate.Burst, fallback: mem, f: f}
 }
 
-// memPace is the generic cell rate algorithm: tat is when the schedule is
-// next free; a request may go tau (the burst's share) before it.
+// memPace is a token bucket whose turns are taken one at a time: a caller
+// holds the bucket while it waits for its turn, so turns are released in
+// order and each at least `every` after the one before on this process's
+// clock, as it woke, not as it was scheduled: a busy machine that wakes a
+// waiter late never lets the next ones catch up in a bunch. burst turns
+// may go at once after a quiet spell.
 type memPace struct {
-	mu         sync.Mutex
-	tat        time.Time
-	every, tau time.Duration
+	mu     sync.Mutex
+	tokens float64
+	last   time.Time
+	every  time.Duration
+	burst  int
 }
 
 func (p *memPace) wait(ctx context.Context) error {
 	p.mu.Lock()
+	defer p.mu.Unlock()
 	now := time.Now()
-	t := p.tat
-	if t.Before(now) {
-		t = now
+	if !p.last.IsZero() {
+		p.tokens = min(float64(p.burst), p.tokens+float64(now.Sub(p.last))/float64(p.every))
+	} else {
+		p.tokens = float64(p.burst)
 	}
-	p.tat = t.Add(p.every)
-	p.mu.Unlock()
-	return sleep(ctx, t.Add(-p.tau).Sub(now))
+	p.last = now
+	if p.tokens < 1 {
+		short := time.Duration((1 - p.tokens) * float64(p.every))
+		if err := sleep(ctx, short); err != nil {
+			return err
+		}
+		woke := time.Now()
+		p.tokens = min(float64(p.burst), p.tokens+float64(woke.Sub(p.last))/float64(p.every))
+		p.last = woke
+	}
+	p.tokens--
+	return nil
 }
 
 // storePace reserves each turn in the store's schedule (the store's

@@ -67,12 +67,13 @@ func (f *Forwarder) startLanes(ctx, deliverCtx context.Context) {
 
 func (f *Forwarder) startLaneLocked(l *lane) {
 	ctx, stop := context.WithCancel(f.run.ctx)
+	deliverCtx := f.run.deliverCtx // f.run is nil once Run stops
 	r := &laneRun{stop: stop, done: make(chan struct{})}
 	f.run.lanes[l] = r
 	l.progress.mark(f.cfg.Now())
 	go func() {
 		defer close(r.done)
-		f.runLane(ctx, f.run.deliverCtx, l)
+		f.runLane(ctx, deliverCtx, l)
 	}()
 }
 
