@@ -231,7 +231,9 @@ func TestBrowserAnalyticsJSThreeDestinations(t *testing.T) {
 		}
 		wantB = append(wantB, w)
 	}
-	byUserEvent := func(a, b map[string]any) int { return strings.Compare(fmt.Sprint(a["event_name"], a["props"]), fmt.Sprint(b["event_name"], b["props"])) }
+	byUserEvent := func(a, b map[string]any) int {
+		return strings.Compare(fmt.Sprint(a["event_name"], a["props"]), fmt.Sprint(b["event_name"], b["props"]))
+	}
 	slices.SortFunc(wantB, byUserEvent)
 	slices.SortFunc(gotB, byUserEvent)
 	if diff := cmp.Diff(wantB, gotB); diff != "" {
