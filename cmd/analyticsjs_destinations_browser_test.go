@@ -231,11 +231,11 @@ func TestBrowserAnalyticsJSThreeDestinations(t *testing.T) {
 		}
 		wantB = append(wantB, w)
 	}
-	byUserEvent := func(a, b map[string]any) int {
+	byEvent := func(a, b map[string]any) int {
 		return strings.Compare(fmt.Sprint(a["event_name"], a["props"]), fmt.Sprint(b["event_name"], b["props"]))
 	}
-	slices.SortFunc(wantB, byUserEvent)
-	slices.SortFunc(gotB, byUserEvent)
+	slices.SortFunc(wantB, byEvent)
+	slices.SortFunc(gotB, byEvent)
 	if diff := cmp.Diff(wantB, gotB); diff != "" {
 		t.Errorf("B's mapped bodies mismatch (-want +got):\n%s", diff)
 	}
