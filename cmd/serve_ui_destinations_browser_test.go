@@ -196,6 +196,8 @@ func TestBrowserServeShowsAndPausesDestinations(t *testing.T) {
 	p.waitFor("the destinations' charts", fmt.Sprintf(`[%s, %s, %s].every(s => document.querySelector(s + ' svg rect.bar-delivered'))`,
 		jsString(card("webhooks")), jsString(card("orders")), jsString(card("archive"))))
 
+	p.screenshot("inspector-serve-destinations.png")
+
 	// The list and the detail name the destination.
 	cells := eval[[]string](p, `[...document.querySelectorAll('#deliveries tbody tr[data-id] .c-destination')].map(c => c.textContent).sort()`)
 	if !slices.Equal(cells, []string{"archive", "orders", "webhooks"}) {
