@@ -133,13 +133,14 @@ const ajsPage = `<!doctype html>
 			method: String(init.method || 'GET').toUpperCase(),
 			headers: Object.fromEntries(new Headers(init.headers || {})),
 			body: typeof init.body === 'string' ? init.body : '',
-			status: 0, response: '', error: '',
+			status: 0, response: '', error: '', answeredAt: 0,
 		};
 		window.evfwdSent.push(rec);
 		try {
 			const res = await realFetch(input, init);
 			rec.response = await res.clone().text();
 			rec.status = res.status;
+			rec.answeredAt = RealDate.now();
 			return res;
 		} catch (e) {
 			rec.error = String(e);
@@ -161,6 +162,9 @@ type sentRecord struct {
 	Status   int               `json:"status"`
 	Response string            `json:"response"`
 	Error    string            `json:"error"`
+	// AnsweredAt is when the answer came, in Unix milliseconds on the
+	// real clock (not the page's skewed one).
+	AnsweredAt float64 `json:"answeredAt"`
 }
 
 // pageServer serves the page and the package's UMD files (dist/umd under
@@ -342,12 +346,21 @@ func startAJSServe(t *testing.T) *ajsServe {
 	t.Helper()
 	hook := startHookReceiver(t)
 	dest := serve.Webhooks{Enabled: true, Destination: webhook.Destination{SharedSecret: ajsSecret, Endpoints: []webhook.Endpoint{{URL: hook.URL}}}}
+	s := startAJSServeWith(t, []serve.Source{
+		{Name: "shop", WriteKey: ajsWriteKey, Kind: "web", Webhooks: dest},
+		{Name: "locked", WriteKey: ajsLockedKey, Kind: "web", AllowedOrigins: []string{ajsLockedOwner}, Webhooks: dest},
+	})
+	s.hook = hook
+	return s
+}
+
+// startAJSServeWith runs serve in-process with these sources, on a SQLite
+// store of its own.
+func startAJSServeWith(t *testing.T, sources []serve.Source) *ajsServe {
+	t.Helper()
 	cfg := serve.Config{
-		Store: "sqlite://" + filepath.Join(t.TempDir(), "evfwd.db"),
-		Sources: []serve.Source{
-			{Name: "shop", WriteKey: ajsWriteKey, Kind: "web", Webhooks: dest},
-			{Name: "locked", WriteKey: ajsLockedKey, Kind: "web", AllowedOrigins: []string{ajsLockedOwner}, Webhooks: dest},
-		},
+		Store:   "sqlite://" + filepath.Join(t.TempDir(), "evfwd.db"),
+		Sources: sources,
 	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -370,7 +383,7 @@ func startAJSServe(t *testing.T) *ajsServe {
 	}
 	done := make(chan error, 1)
 	go func() { done <- srv.Run(ctx) }()
-	s := &ajsServe{srv: srv, url: srv.URL(), wire: wire, hook: hook, logs: logs}
+	s := &ajsServe{srv: srv, url: srv.URL(), wire: wire, logs: logs}
 	t.Cleanup(func() {
 		cancel()
 		if err := <-done; err != nil {

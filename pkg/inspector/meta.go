@@ -19,6 +19,8 @@ const (
 	eventDelivery = "delivery" // serve: a delivery's new status is on record
 	eventEndpoint = "endpoint" // serve: an endpoint's breaker changed state
 	eventStored   = "stored"   // serve: messages were stored
+	// serve: a destination was paused or resumed from the inspector
+	eventDestination = "destination"
 )
 
 // noType is what GET /api/requests?type= and the page's type filter call
@@ -54,8 +56,8 @@ type serveMeta struct {
 	// Resendable are the statuses POST /api/resend sends again
 	// (admin.Resendable).
 	Resendable []store.Status `json:"resendable"`
-	// Series are the counts of a minute of GET /api/stats, stacked
-	// from the bottom.
+	// Series are the counts of a minute of GET /api/stats, an
+	// endpoint's and a destination's alike, stacked from the bottom.
 	Series []string `json:"series"`
 	Events []string `json:"events"`
 }
@@ -63,7 +65,7 @@ type serveMeta struct {
 func newServeMeta() serveMeta {
 	return serveMeta{
 		Statuses: store.Statuses, Retryable: retryable(), Resendable: admin.Resendable(), Series: minuteSeries(),
-		Events: []string{eventAttempt, eventDelivery, eventEndpoint, eventStored},
+		Events: []string{eventAttempt, eventDelivery, eventEndpoint, eventStored, eventDestination},
 	}
 }
 

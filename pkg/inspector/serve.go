@@ -57,11 +57,49 @@ const (
 
 // ServeSource is a source as GET /api/session shows it.
 type ServeSource struct {
-	Name     string `json:"name"`
-	Webhooks bool   `json:"webhooks"`
-	// Endpoints are its webhook URLs, in order, as configured: the values
-	// GET /api/deliveries?endpoint= takes.
+	Name string `json:"name"`
+	// Webhooks says that it forwards: it has a webhooks block or
+	// destinations.
+	Webhooks bool `json:"webhooks"`
+	// Endpoints are the URLs of its destinations, in config order, each
+	// once: the values GET /api/deliveries?endpoint= takes.
 	Endpoints []string `json:"endpoints"`
+	// Destinations are its destinations, in config order (the webhooks
+	// block first). With ServeConfig.Destinations set, GET /api/session
+	// shows what it answers instead: the destinations as they run now.
+	Destinations []ServeDestination `json:"destinations"`
+}
+
+// ServeDestination is one destination of a source: its settings, as the
+// page shows them, and whether it is paused.
+type ServeDestination struct {
+	Source string `json:"source"`
+	// Name is the value GET /api/deliveries?destination= takes.
+	Name string `json:"name"`
+	// Endpoints are its URLs in order (never their credentials).
+	Endpoints []string `json:"endpoints"`
+	// Subscribe is its Segment FQL condition; "" takes every message.
+	Subscribe string `json:"subscribe,omitempty"`
+	// Maps says that a mapping shapes its bodies.
+	Maps bool `json:"maps"`
+	// Batch is how many messages one request carries when it batches
+	// (above 1); 0 when it sends each on its own.
+	Batch int `json:"batch,omitempty"`
+	// PerSecond is its pace, requests a second, when it has one.
+	PerSecond float64 `json:"perSecond,omitempty"`
+	Paused    bool    `json:"paused"`
+	// Holding is how many of its deliveries this process holds now
+	// (being sent, recorded, or leased ahead).
+	Holding int `json:"holding"`
+}
+
+// DestinationControl is serve's hold on its destinations as they run:
+// their settings and state, and pausing and resuming one. Pause and
+// Resume report false for a destination it does not know.
+type DestinationControl interface {
+	Destinations() []ServeDestination
+	Pause(source, name string) bool
+	Resume(source, name string) bool
 }
 
 // ServeConfig is what the serve inspector needs from `evfwd serve`.
@@ -94,6 +132,10 @@ type ServeConfig struct {
 	// Wake, when set, tells the forwarder that source's deliveries may
 	// be due now (forwarder.Notify), after a retry or a resend.
 	Wake func(source string)
+	// Destinations, when set, lists the destinations as they run and
+	// pauses and resumes them: GET /api/destinations and POST
+	// /api/pause and /api/resume. Without it those answer 404.
+	Destinations DestinationControl
 	// Health, when set, gives the endpoints' live health
 	// (forwarder.Health); without it GET /api/stats reads the states the
 	// store recorded.
@@ -105,7 +147,7 @@ type ServeConfig struct {
 
 // Serve is the inspector of `evfwd serve --ui`: an http.Handler for its
 // own listener, and the forwarder's observer (Attempt, Finished,
-// EndpointState, Skipped) that feeds its stats and event stream.
+// EndpointState, Skipped, Settled) that feeds its stats and event stream.
 type Serve struct {
 	cfg     ServeConfig
 	token   admin.Token
@@ -164,6 +206,11 @@ func NewServe(cfg ServeConfig) (*Serve, error) {
 	mux.HandleFunc("POST /api/retry", s.retry)
 	mux.HandleFunc("POST /api/resend", s.resend)
 	mux.HandleFunc("GET /api/stats", s.statsHandler)
+	if cfg.Destinations != nil {
+		mux.HandleFunc("GET /api/destinations", s.destinations)
+		mux.HandleFunc("POST /api/pause", s.pauseResume(true))
+		mux.HandleFunc("POST /api/resume", s.pauseResume(false))
+	}
 	mux.HandleFunc("GET /api/events", s.events)
 	mux.HandleFunc("/api/", noAPI)
 	checked := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -355,13 +402,9 @@ func (s *Serve) session(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, map[string]any{"mode": "serve", "auth": false})
 		return
 	}
-	sources := s.cfg.Sources
-	if sources == nil {
-		sources = []ServeSource{}
-	}
 	writeJSON(w, http.StatusOK, map[string]any{
 		"mode": "serve", "auth": true, "version": s.cfg.Version, "idleMs": s.cfg.SessionIdle.Milliseconds(),
-		"serve": sessionInfo{URL: s.cfg.URL, Store: s.cfg.StoreName, Sources: sources}, "meta": newServeMeta(),
+		"serve": sessionInfo{URL: s.cfg.URL, Store: s.cfg.StoreName, Sources: s.sources()}, "meta": newServeMeta(),
 	})
 }
 
@@ -470,7 +513,8 @@ func (s *Serve) events(w http.ResponseWriter, r *http.Request) {
 // list answers deliveries newest first, a page at a time.
 func (s *Serve) list(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
-	f := store.Filter{Status: store.Status(q.Get("status")), Source: q.Get("source"), Endpoint: q.Get("endpoint"), Desc: true}
+	f := store.Filter{Status: store.Status(q.Get("status")), Source: q.Get("source"), Destination: q.Get("destination"),
+		Endpoint: q.Get("endpoint"), Desc: true}
 	if f.Status != "" && !f.Status.Valid() {
 		writeError(w, http.StatusBadRequest, fmt.Sprintf("status %q: want one of %v", f.Status, store.Statuses))
 		return
@@ -531,6 +575,8 @@ type RetryRequest struct {
 	IDs    []int64      `json:"ids,omitempty"`
 	Status store.Status `json:"status,omitempty"`
 	Source string       `json:"source,omitempty"`
+	// Destination narrows Status to one destination's deliveries.
+	Destination string `json:"destination,omitempty"`
 	// Endpoint narrows Status to deliveries with an attempt to this URL.
 	Endpoint string `json:"endpoint,omitempty"`
 }
@@ -552,8 +598,8 @@ func (s *Serve) retry(w http.ResponseWriter, r *http.Request) {
 	case req.Status != "" && !slices.Contains(retryable(), req.Status):
 		writeError(w, http.StatusBadRequest, fmt.Sprintf("status %q: only failed or dead deliveries are retried", req.Status))
 		return
-	case len(req.IDs) > 0 && (req.Source != "" || req.Endpoint != ""):
-		writeError(w, http.StatusBadRequest, `"source" and "endpoint" go with "status", not with "ids"`)
+	case len(req.IDs) > 0 && (req.Source != "" || req.Destination != "" || req.Endpoint != ""):
+		writeError(w, http.StatusBadRequest, `"source", "destination" and "endpoint" go with "status", not with "ids"`)
 		return
 	}
 	for _, id := range req.IDs {
@@ -562,12 +608,12 @@ func (s *Serve) retry(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	n, err := s.cfg.Store.Retry(r.Context(), req.IDs, store.Filter{Status: req.Status, Source: req.Source, Endpoint: req.Endpoint}, s.cfg.Now())
+	n, err := s.cfg.Store.Retry(r.Context(), req.IDs, store.Filter{Status: req.Status, Source: req.Source, Destination: req.Destination, Endpoint: req.Endpoint}, s.cfg.Now())
 	if err != nil {
 		writeError(w, http.StatusInternalServerError, "retry: "+err.Error())
 		return
 	}
-	s.cfg.Logger.Info("inspector: retry", "ids", len(req.IDs), "status", req.Status, "source", req.Source, "endpoint", req.Endpoint, "retried", n)
+	s.cfg.Logger.Info("inspector: retry", "ids", len(req.IDs), "status", req.Status, "source", req.Source, "destination", req.Destination, "endpoint", req.Endpoint, "retried", n)
 	if n > 0 {
 		s.wake(req.Source)
 	}
@@ -643,7 +689,7 @@ func (s *Serve) statsHandler(w http.ResponseWriter, r *http.Request) {
 	}
 	var eps []Endpoint
 	seen := map[Endpoint]bool{}
-	for _, src := range s.cfg.Sources {
+	for _, src := range s.sources() {
 		for _, u := range src.Endpoints {
 			if e := (Endpoint{src.Name, u}); !seen[e] {
 				seen[e] = true
@@ -659,8 +705,9 @@ func (s *Serve) statsHandler(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	out := struct {
-		Endpoints []EndpointStats `json:"endpoints"`
-	}{make([]EndpointStats, 0, len(eps))}
+		Endpoints    []EndpointStats    `json:"endpoints"`
+		Destinations []DestinationStats `json:"destinations"`
+	}{make([]EndpointStats, 0, len(eps)), s.destinationStats()}
 	for _, e := range eps {
 		es := EndpointStats{Source: e.Source, URL: e.URL, Minutes: s.stats.Minutes(e)}
 		if h, ok := states[e]; ok {

@@ -176,6 +176,14 @@ func (b *serveBench) retry(t *testing.T, body string) (int, []byte) {
 	return code, out
 }
 
+// pause POSTs a pause of source's destination as a bearer caller.
+func (b *serveBench) pause(t *testing.T, source, destination string) (int, []byte) {
+	t.Helper()
+	code, out, _ := b.call(t, nil, "POST", "/api/pause", `{"source":"`+source+`","destination":"`+destination+`"}`,
+		"Authorization", "Bearer "+adminToken, "Content-Type", "application/json")
+	return code, out
+}
+
 // login logs in with the admin token and returns the session id.
 func (b *serveBench) login(t *testing.T) string {
 	t.Helper()
@@ -1009,7 +1017,7 @@ func (l *lockedWriter) Write(p []byte) (int, error) {
 // ?status=, the statuses POST /api/retry takes, the counts of a minute of
 // GET /api/stats.
 func TestServeSessionMeta(t *testing.T) {
-	b := newServeBench(t, nil)
+	b, _ := newDestinationsBench(t)
 	var s struct {
 		Meta struct {
 			Statuses, Retryable, Resendable []store.Status
@@ -1058,8 +1066,11 @@ func TestServeSessionMeta(t *testing.T) {
 	b.insp.Finished("web", 1, store.Delivered, false)
 	b.insp.EndpointState("web", okURL, store.EndpointClosed)
 	b.insp.Stored("web", 1)
+	if code, body := b.pause(t, "web", "orders"); code != 200 {
+		t.Fatalf("pause: %d %s", code, body)
+	}
 	var sent []string
-	for len(sent) < 4 {
+	for len(sent) < 5 {
 		line, err := rd.ReadString('\n')
 		if err != nil {
 			t.Fatalf("events: %v after %q", err, sent)

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/evfwd/evfwd/pkg/message"
+	"github.com/evfwd/evfwd/pkg/store"
 	"github.com/evfwd/evfwd/pkg/webhook"
 )
 
@@ -24,14 +25,23 @@ type Endpoint struct {
 	URL    string
 }
 
-// Stats counts the forwarder's attempts per endpoint and per minute over
-// the last StatsMinutes minutes, in a fixed ring per endpoint: memory is
-// bounded by the endpoints, not by the traffic. Safe for concurrent use.
+// Destination names one destination of one source.
+type Destination struct {
+	Source string
+	Name   string
+}
+
+// Stats counts the forwarder's attempts per endpoint, and its deliveries'
+// outcomes per destination, per minute over the last StatsMinutes
+// minutes, in a fixed ring per endpoint and per destination: memory is
+// bounded by the endpoints and destinations, not by the traffic. Safe for
+// concurrent use.
 type Stats struct {
 	now func() time.Time
 
 	mu    sync.Mutex
 	rings map[Endpoint]*ring
+	dests map[Destination]*ring
 }
 
 // ring is one endpoint's minutes; slot i holds the minute m with
@@ -40,8 +50,8 @@ type ring [StatsMinutes]bucket
 
 type bucket struct {
 	minute                     int64 // minutes since the Unix epoch
+	n                          int   // what was counted; 0: the slot is empty
 	delivered, retried, failed int
-	latencyN                   int
 	latencySum, latencyMax     time.Duration
 }
 
@@ -50,7 +60,7 @@ func NewStats(now func() time.Time) *Stats {
 	if now == nil {
 		now = time.Now
 	}
-	return &Stats{now: now, rings: map[Endpoint]*ring{}}
+	return &Stats{now: now, rings: map[Endpoint]*ring{}, dests: map[Destination]*ring{}}
 }
 
 // Kind is how Stats counts an attempt: by what follows it.
@@ -96,24 +106,70 @@ func (s *Stats) Record(source string, a webhook.Attempt) {
 	minute := minuteOf(s.now())
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	key := Endpoint{source, a.URL}
-	r := s.rings[key]
+	if b := slot(s.rings, Endpoint{source, a.URL}, minute); b != nil {
+		b.count(kind)
+		b.latencySum += a.Latency
+		b.latencyMax = max(b.latencyMax, a.Latency)
+	}
+}
+
+// KindOfSettled says how a delivery's outcome, as the forwarder settles
+// it (forwarder.DestinationObserver), counts: delivered, retried (pending
+// with another attempt scheduled) or failed (failed or dead); anything
+// else (a shutdown's cut, a cancellation) is not counted.
+func KindOfSettled(status store.Status, retry bool) Kind {
+	switch {
+	case status == store.Delivered:
+		return CountDelivered
+	case status == store.Pending && retry:
+		return CountRetried
+	case status == store.Failed || status == store.Dead:
+		return CountFailed
+	}
+	return NotCounted
+}
+
+// Settle counts a delivery of source's destination that settled with
+// status (retry: another attempt is scheduled) in the minute of the
+// clock's now.
+func (s *Stats) Settle(source, destination string, status store.Status, retry bool) {
+	kind := KindOfSettled(status, retry)
+	if kind == NotCounted {
+		return
+	}
+	minute := minuteOf(s.now())
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if b := slot(s.dests, Destination{source, destination}, minute); b != nil {
+		b.count(kind)
+	}
+}
+
+// slot is the bucket of key's ring for minute, emptied when it held an
+// older minute; nil when the minute is off the chart (the clock went
+// back an hour or more) or when the ring would be one too many. s.mu is
+// held.
+func slot[K comparable](rings map[K]*ring, key K, minute int64) *bucket {
+	r := rings[key]
 	if r == nil {
-		if len(s.rings) >= maxStatsEndpoints {
-			return
+		if len(rings) >= maxStatsEndpoints {
+			return nil
 		}
 		r = new(ring)
-		s.rings[key] = r
+		rings[key] = r
 	}
 	b := &r[((minute%StatsMinutes)+StatsMinutes)%StatsMinutes]
 	switch {
-	case b.latencyN > 0 && b.minute > minute:
-		// The clock went back an hour or more: this attempt's minute is
-		// older than what the slot holds, and off the chart.
-		return
-	case b.latencyN == 0 || b.minute < minute: // every attempt counted has a latency
+	case b.n > 0 && b.minute > minute:
+		return nil
+	case b.n == 0 || b.minute < minute:
 		*b = bucket{minute: minute}
 	}
+	return b
+}
+
+func (b *bucket) count(kind Kind) {
+	b.n++
 	switch kind {
 	case CountDelivered:
 		b.delivered++
@@ -122,9 +178,6 @@ func (s *Stats) Record(source string, a webhook.Attempt) {
 	case CountFailed:
 		b.failed++
 	}
-	b.latencyN++
-	b.latencySum += a.Latency
-	b.latencyMax = max(b.latencyMax, a.Latency)
 }
 
 // Minute is one minute of one endpoint, as GET /api/stats shows it.
@@ -151,28 +204,59 @@ type Latency struct {
 // current (partial) minute last. An endpoint never seen has every minute
 // at zero.
 func (s *Stats) Minutes(e Endpoint) []Minute {
-	now := minuteOf(s.now())
 	out := make([]Minute, StatsMinutes)
+	each(s, s.rings, e, func(i int, t string, b *bucket) {
+		out[i].T = t
+		if b == nil {
+			return
+		}
+		out[i].Delivered, out[i].Retried, out[i].Failed = b.delivered, b.retried, b.failed
+		out[i].Latency = Latency{Avg: ms(b.latencySum / time.Duration(b.n)), Max: ms(b.latencyMax)}
+	})
+	return out
+}
+
+// Counts is one minute of one destination, as GET /api/stats shows it:
+// its deliveries by how they settled in that minute.
+type Counts struct {
+	T         string `json:"t"`
+	Delivered int    `json:"delivered"`
+	Retried   int    `json:"retried"`
+	Failed    int    `json:"failed"`
+}
+
+// DestinationMinutes returns the last StatsMinutes minutes of d, as
+// Minutes does an endpoint's.
+func (s *Stats) DestinationMinutes(d Destination) []Counts {
+	out := make([]Counts, StatsMinutes)
+	each(s, s.dests, d, func(i int, t string, b *bucket) {
+		out[i].T = t
+		if b != nil {
+			out[i].Delivered, out[i].Retried, out[i].Failed = b.delivered, b.retried, b.failed
+		}
+	})
+	return out
+}
+
+// each calls fn with each of the last StatsMinutes minutes of key's ring,
+// oldest first: its index, its time, and its bucket (nil when empty).
+func each[K comparable](s *Stats, rings map[K]*ring, key K, fn func(i int, t string, b *bucket)) {
+	now := minuteOf(s.now())
 	s.mu.Lock()
-	r := s.rings[e]
+	r := rings[key]
 	var copied ring
 	if r != nil {
 		copied = *r
 	}
 	s.mu.Unlock()
-	for i := range out {
+	for i := range StatsMinutes {
 		m := now - StatsMinutes + 1 + int64(i)
-		out[i].T = message.FormatTime(time.Unix(m*60, 0))
 		b := &copied[((m%StatsMinutes)+StatsMinutes)%StatsMinutes]
-		if r == nil || b.minute != m || b.latencyN == 0 {
-			continue
+		if r == nil || b.minute != m || b.n == 0 {
+			b = nil
 		}
-		out[i].Delivered, out[i].Retried, out[i].Failed = b.delivered, b.retried, b.failed
-		if b.latencyN > 0 {
-			out[i].Latency = Latency{Avg: ms(b.latencySum / time.Duration(b.latencyN)), Max: ms(b.latencyMax)}
-		}
+		fn(i, message.FormatTime(time.Unix(m*60, 0)), b)
 	}
-	return out
 }
 
 // minuteOf numbers t's minute since 1970, rounding down (before 1970 too).
@@ -190,6 +274,13 @@ func (s *Stats) Seen() []Endpoint {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return slices.Collect(maps.Keys(s.rings))
+}
+
+// SeenDestinations lists the destinations counted so far, in no order.
+func (s *Stats) SeenDestinations() []Destination {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Collect(maps.Keys(s.dests))
 }
 
 // ms is d in milliseconds, to the microsecond.

@@ -4,8 +4,11 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"slices"
+	"strings"
 
 	"github.com/evfwd/evfwd/pkg/admin"
+	"github.com/evfwd/evfwd/pkg/destination"
 	"github.com/evfwd/evfwd/pkg/forwarder"
 	"github.com/evfwd/evfwd/pkg/inspector"
 	"github.com/evfwd/evfwd/pkg/store"
@@ -51,12 +54,20 @@ func (s *Server) listenUI() error {
 		cfg.Health = func() []store.EndpointState { return s.forwarder.Health() }
 	}
 	for _, src := range s.cfg.Sources {
-		is := inspector.ServeSource{Name: src.Name, Webhooks: src.Webhooks.Enabled, Endpoints: []string{}}
-		for _, ep := range src.Webhooks.Endpoints {
-			is.Endpoints = append(is.Endpoints, ep.Display()) // never the URL's credentials
+		is := inspector.ServeSource{Name: src.Name, Webhooks: src.Webhooks.Enabled || len(src.Destinations) > 0, Endpoints: []string{}}
+		ds, _ := src.Compile(s.cfg.AllowPrivateEndpoints) // validated
+		for _, d := range ds {
+			sd := uiDestination(d)
+			for _, u := range sd.Endpoints {
+				if !slices.Contains(is.Endpoints, u) {
+					is.Endpoints = append(is.Endpoints, u)
+				}
+			}
+			is.Destinations = append(is.Destinations, sd)
 		}
 		cfg.Sources = append(cfg.Sources, is)
 	}
+	cfg.Destinations = uiControl{control{s}}
 	ui, err := inspector.NewServe(cfg)
 	if err != nil {
 		s.uiLn.Close()
@@ -64,6 +75,48 @@ func (s *Server) listenUI() error {
 	}
 	s.ui = ui
 	return nil
+}
+
+// uiDestination is d as the inspector shows it, paused as configured.
+func uiDestination(d *destination.Destination) inspector.ServeDestination {
+	sd := inspector.ServeDestination{
+		Source: d.Source, Name: d.Name, Endpoints: []string{}, Subscribe: strings.TrimSpace(d.Config.Subscribe),
+		Maps: d.Mapping != nil, PerSecond: d.Rate.PerSecond, Paused: d.Paused,
+	}
+	for _, ep := range d.Webhook.Endpoints {
+		sd.Endpoints = append(sd.Endpoints, ep.Display()) // never the URL's credentials
+	}
+	if d.Batching() {
+		sd.Batch = d.Batch.Size
+	}
+	return sd
+}
+
+// uiControl is the inspector's hold on the destinations
+// (inspector.DestinationControl): the admin API's, listing them with
+// their settings as the routing in use has them (a reload changes it) and
+// their state as the forwarder runs them.
+type uiControl struct{ control }
+
+func (c uiControl) Destinations() []inspector.ServeDestination {
+	r := c.s.dests.now.Load()
+	if r == nil || c.s.forwarder == nil {
+		return nil // not built yet
+	}
+	type key struct{ source, name string }
+	state := map[key]forwarder.DestinationState{}
+	for _, d := range c.s.forwarder.Destinations() {
+		state[key{d.Source, d.Name}] = d
+	}
+	out := make([]inspector.ServeDestination, 0, len(r.routes))
+	for _, d := range r.routes {
+		sd := uiDestination(d)
+		if st, ok := state[key{d.Source, d.Name}]; ok {
+			sd.Paused, sd.Holding = st.Paused, st.Holding
+		}
+		out = append(out, sd)
+	}
+	return out
 }
 
 // UIURL is the inspector's page, "" when it is off. Like URL, it is a

@@ -1,6 +1,8 @@
-// serve's chart: a card per endpoint with its breaker state and its last
+// serve's charts: a card per endpoint with its breaker state and its last
 // hour, attempts per minute stacked by series (the counts GET /api/stats
-// gives each minute, as the server names them) and latency as lines.
+// gives each minute, as the server names them) and latency as lines; and
+// (minutesChart) a destination's deliveries per minute, settled, without
+// latency.
 
 import {$, h, svg, replace} from './dom.js';
 import {pad, fmtMs, fmtStamp} from './format.js';
@@ -30,7 +32,7 @@ function endpointCard(ep, series) {
       h('span', {class: 'muted', text: ep.source || ''}), ' ',
       h('span', {class: 'mono ep-url', title: ep.url, text: ep.url})),
     h('div', {class: 'ep-facts muted small'}, facts.join(' · '), ep.lastError ? [facts.length ? ' · ' : '', h('span', {class: 'error', text: 'last error: ' + ep.lastError})] : null),
-    chartSvg(ep, series));
+    minutesChart(ep.minutes, series, 'Attempts per minute to ' + ep.url, ' Breaker ' + state + '.'));
 }
 
 // markEndpoint applies an `endpoint` event at once; the stats follow.
@@ -44,14 +46,16 @@ export function markEndpoint(ev) {
   }
 }
 
-// chartSvg draws attempts per minute (stacked bars) and latency (lines)
-// over the last 60 minutes, the newest at the right.
-function chartSvg(ep, series) {
+// minutesChart draws counts per minute (stacked bars) and, when the minutes
+// have it, latency (lines) over the last 60 minutes, the newest at the
+// right. what and tail frame the chart's spoken summary.
+export function minutesChart(minutes, series, what, tail) {
   const W = 640, H = 132, L0 = 34, R0 = 46, T0 = 8, B0 = 110;
   const pw = W - L0 - R0, ph = B0 - T0, slot = pw / 60;
   const end = Math.floor(Date.now() / 60000) * 60000, start = end - 59 * 60000;
   const slots = new Array(60).fill(null);
-  for (const m of ep.minutes || []) {
+  const timed = (minutes || []).some(m => m.latencyMs);
+  for (const m of minutes || []) {
     const i = Math.round((Date.parse(m.t) - start) / 60000);
     if (i >= 0 && i < 60) slots[i] = m;
   }
@@ -90,8 +94,8 @@ function chartSvg(ep, series) {
   };
   const avgs = slots.filter(m => m && m.latencyMs && total(m)).map(m => m.latencyMs.avg);
   const avgAll = avgs.length ? avgs.reduce((a, b) => a + b, 0) / avgs.length : null;
-  const label = 'Attempts per minute to ' + ep.url + ', last hour: ' + counts(sum, series) +
-    (avgAll != null ? '; latency about ' + fmtMs(avgAll) + ' on average' : '') + '. Breaker ' + (ep.state || 'closed') + '.';
+  const label = what + ', last hour: ' + counts(sum, series) +
+    (avgAll != null ? '; latency about ' + fmtMs(avgAll) + ' on average' : '') + '.' + (tail || '');
   const id = 'chart-title-' + Math.random().toString(36).slice(2);
   return svg('svg', {viewBox: '0 0 ' + W + ' ' + H, class: 'spark', role: 'img', 'aria-labelledby': id, preserveAspectRatio: 'xMidYMid meet'},
     svg('title', {id}, label),
@@ -100,9 +104,10 @@ function chartSvg(ep, series) {
     svg('line', {class: 'grid-line', x1: L0, x2: W - R0, y1: (T0 + B0) / 2, y2: (T0 + B0) / 2}),
     svg('text', {class: 'tick', x: L0 - 4, y: T0 + 4, 'text-anchor': 'end'}, String(maxN)),
     svg('text', {class: 'tick', x: L0 - 4, y: B0, 'text-anchor': 'end'}, '0'),
-    svg('text', {class: 'tick lat', x: W - R0 + 4, y: T0 + 4}, fmtTick(maxMs)),
-    svg('text', {class: 'tick lat', x: W - R0 + 4, y: (T0 + B0) / 2 + 3}, fmtTick(maxMs / 2)),
-    svg('text', {class: 'tick lat', x: W - R0 + 4, y: B0}, '0 ms'),
+    timed ? [
+      svg('text', {class: 'tick lat', x: W - R0 + 4, y: T0 + 4}, fmtTick(maxMs)),
+      svg('text', {class: 'tick lat', x: W - R0 + 4, y: (T0 + B0) / 2 + 3}, fmtTick(maxMs / 2)),
+      svg('text', {class: 'tick lat', x: W - R0 + 4, y: B0}, '0 ms')] : null,
     svg('text', {class: 'tick', x: L0, y: H - 6}, '−60 min'),
     svg('text', {class: 'tick', x: L0 + pw / 2, y: H - 6, 'text-anchor': 'middle'}, '−30 min'),
     svg('text', {class: 'tick', x: W - R0, y: H - 6, 'text-anchor': 'end'}, 'now'),

@@ -1,11 +1,13 @@
-// serve's delivery log: deliveries with their attempts, retries, and a
-// per-minute chart per endpoint. The statuses, the filters, the chart's
-// series and the events are the server's, from GET /api/session's "meta".
+// serve's delivery log: deliveries with their attempts, retries, a
+// per-minute chart per endpoint, and each source's destinations (what
+// each takes and sends, pause and resume, its deliveries per minute). The
+// statuses, the filters, the destinations, the chart's series and the
+// events are the server's, from GET /api/session.
 
 import {$, h, replace, isEditable, throttle, debounce, toast, report, guarded} from './dom.js';
 import {fmtStamp, fmtMs, statusClass, jsonBlock} from './format.js';
 import {keyList, focusRow, ensureRoving, field, section, select, summaryItem} from './widgets.js';
-import {renderChart, markEndpoint} from './chart.js';
+import {renderChart, markEndpoint, minutesChart} from './chart.js';
 import {connectEvents} from './sse.js';
 import {showLogin} from './login.js';
 
@@ -14,7 +16,9 @@ export class ServeApp {
     this.client = client;
     this.deliveries = [];
     this.next = null;
-    this.filter = {source: '', status: '', endpoint: ''};
+    this.filter = {source: '', status: '', destination: '', endpoint: ''};
+    this.dests = [];        // every source's destinations, as serve runs them
+    this.destStats = [];    // GET /api/stats's destinations
     this.open = null;
     this.seq = 0;
     this.detailSeq = 0;
@@ -43,6 +47,7 @@ export class ServeApp {
       summaryItem('store', s.store),
       summaryItem('sources', String((s.sources || []).length), (s.sources || []).map(x => x.name).join(', ')),
       summaryItem('version', this.client.session.version));
+    this.dests = (s.sources || []).flatMap(src => (src.destinations || []).map(d => Object.assign({source: src.name}, d)));
     this.buildLayout();
     const refresh = throttle(() => { this.loadDeliveries(true).catch(report); this.loadStats().catch(report); }, 1000);
     const refreshStats = throttle(() => this.loadStats().catch(report), 1000);
@@ -50,6 +55,7 @@ export class ServeApp {
     this.events = connectEvents(this.client, this.client.meta.events, (name, ev) => {
       if (name === 'endpoint') { markEndpoint(ev); refreshStats(); return; }
       if (name === 'stored') { refresh(); return; }
+      if (name === 'destination') { this.updateDestination(ev); return; }
       refresh();
       // Only the delivery on screen is re-read, so a reader is not disturbed.
       // An attempt's event comes before its outcome is on record; the
@@ -140,6 +146,12 @@ export class ServeApp {
     this.start();
   }
 
+  // destinationNames are the names GET /api/deliveries?destination= takes,
+  // each once (sources may share one, "webhooks" the first).
+  destinationNames() {
+    return [...new Set(this.dests.map(d => d.name))];
+  }
+
   allEndpoints() {
     const set = new Set();
     for (const s of (this.client.session.serve && this.client.session.serve.sources) || []) for (const e of s.endpoints || []) set.add(e);
@@ -152,6 +164,7 @@ export class ServeApp {
     const onFilter = () => {
       this.filter.source = $('#filter-source').value;
       this.filter.status = $('#filter-status').value;
+      this.filter.destination = $('#filter-destination').value;
       this.filter.endpoint = $('#filter-endpoint').value;
       this.updateRetryButtons();
       this.loadDeliveries(false).catch(report);
@@ -161,6 +174,7 @@ export class ServeApp {
     const toolbar = h('div', {class: 'toolbar', role: 'search'},
       select('filter-source', 'Source', [['', 'All sources']].concat(sources.map(s => [s.name, s.name])), '', onFilter),
       select('filter-status', 'Status', [['', 'All statuses']].concat(meta.statuses.map(s => [s, s])), '', onFilter),
+      select('filter-destination', 'Destination', [['', 'All destinations']].concat(this.destinationNames().map(n => [n, n])), '', onFilter),
       select('filter-endpoint', 'Endpoint', [['', 'All endpoints']].concat(this.allEndpoints().map(u => [u, u])), '', onFilter),
       h('span', {id: 'count', class: 'muted', 'aria-live': 'polite'}),
       h('span', {class: 'spacer'}),
@@ -168,17 +182,20 @@ export class ServeApp {
       h('button', {type: 'button', id: 'refresh', title: 'Reload the list and the chart', text: 'Refresh',
         onclick: () => { this.loadDeliveries(true).catch(report); this.loadStats().catch(report); }}));
     const thead = h('thead', null, h('tr', null,
-      ['ID', 'Created', 'Source', 'Type', 'Message ID', 'Status', 'Attempts', 'Last error'].map(t =>
+      ['ID', 'Created', 'Source', 'Destination', 'Type', 'Message ID', 'Status', 'Attempts', 'Last error'].map(t =>
         h('th', {scope: 'col', class: 'c-' + t.toLowerCase().replace(/ /g, ''), text: t}))));
     const tbody = h('tbody');
     const table = h('table', {id: 'deliveries', class: 'grid', 'aria-label': 'Deliveries, newest first'}, thead, tbody);
     const more = h('button', {type: 'button', id: 'load-more', hidden: true, text: 'Load more', onclick: guarded(() => this.loadMore())});
     const detail = h('aside', {id: 'delivery', class: 'panel', 'aria-label': 'Delivery detail', hidden: true, tabindex: '-1'});
+    const dests = h('section', {id: 'destinations', class: 'chart', 'aria-label': 'Destinations: what each takes and sends, and its deliveries per minute, last hour'});
     replace($('#app'),
       h('details', {class: 'chart-wrap', open: true}, h('summary', {text: 'Endpoints, last hour'}), chart),
+      h('details', {class: 'chart-wrap', id: 'destinations-wrap', open: true}, h('summary', {text: 'Destinations, last hour'}), dests),
       toolbar,
       h('div', {class: 'split'}, h('div', {class: 'list', id: 'list'}, table, h('div', {id: 'empty', class: 'empty', hidden: true}), h('div', {class: 'more'}, more)), detail));
     this.updateRetryButtons();
+    this.renderDestinations();
     tbody.addEventListener('click', ev => {
       const row = ev.target.closest('tr[data-id]');
       if (row) this.openDelivery(Number(row.dataset.id)).catch(report);
@@ -199,9 +216,9 @@ export class ServeApp {
   // updateRetryButtons says what "Retry all" of each status the server
   // retries would send again under the filters.
   updateRetryButtons() {
-    const {source, endpoint} = this.filter;
-    const narrow = [source, endpoint && hostOf(endpoint)].filter(Boolean).join(', ');
-    const of = (source ? ' of source ' + source : '') + (endpoint ? ' tried at ' + endpoint : '');
+    const {source, destination, endpoint} = this.filter;
+    const narrow = [source, destination && '→ ' + destination, endpoint && hostOf(endpoint)].filter(Boolean).join(', ');
+    const of = (source ? ' of source ' + source : '') + (destination ? ' to destination ' + destination : '') + (endpoint ? ' tried at ' + endpoint : '');
     for (const st of this.client.meta.retryable) {
       const b = $('#retry-' + st);
       b.textContent = 'Retry all ' + st + (narrow ? ' (' + narrow + ')' : '');
@@ -211,7 +228,7 @@ export class ServeApp {
 
   deliveriesQuery(extra) {
     const q = new URLSearchParams();
-    for (const k of ['source', 'status', 'endpoint']) if (this.filter[k]) q.set(k, this.filter[k]);
+    for (const k of ['source', 'status', 'destination', 'endpoint']) if (this.filter[k]) q.set(k, this.filter[k]);
     for (const k in extra || {}) q.set(k, extra[k]);
     const s = q.toString();
     return '/api/deliveries' + (s ? '?' + s : '');
@@ -257,7 +274,7 @@ export class ServeApp {
     $('#count').textContent = n + (n === 1 ? ' delivery' : ' deliveries') + (this.next != null ? ' (more below)' : '');
     const empty = $('#empty');
     empty.hidden = n > 0;
-    if (!n) replace(empty, h('p', {text: this.filter.source || this.filter.status || this.filter.endpoint ? 'No delivery matches the filters.' : 'No deliveries yet.'}));
+    if (!n) replace(empty, h('p', {text: Object.values(this.filter).some(Boolean) ? 'No delivery matches the filters.' : 'No deliveries yet.'}));
   }
 
   // reuseRow returns d's row as drawn before when d is unchanged, else a new
@@ -273,10 +290,11 @@ export class ServeApp {
 
   deliveryRow(d) {
     return h('tr', {tabindex: '-1', class: this.open === d.id ? 'open' : null, 'aria-current': this.open === d.id ? 'true' : null,
-      data: {id: d.id, status: d.status}},
+      data: {id: d.id, status: d.status, destination: d.destination || ''}},
       h('td', {class: 'c-id num', text: d.id}),
       h('td', {class: 'c-created', title: d.createdAt, text: fmtStamp(d.createdAt)}),
       h('td', {class: 'c-source', text: d.source}),
+      h('td', {class: 'c-destination', text: d.destination || ''}),
       h('td', {class: 'c-type', text: d.type || ''}),
       h('td', {class: 'c-messageid mono', title: d.messageId, text: d.messageId}),
       h('td', {class: 'c-status'}, h('span', {class: 'badge st-' + d.status, text: d.status})),
@@ -389,10 +407,9 @@ export class ServeApp {
 
   async retryAll(status) {
     const body = {status};
-    if (this.filter.source) body.source = this.filter.source;
-    if (this.filter.endpoint) body.endpoint = this.filter.endpoint;
+    for (const k of ['source', 'destination', 'endpoint']) if (this.filter[k]) body[k] = this.filter[k];
     const res = await this.client.post('/api/retry', body);
-    const of = [body.source && 'of ' + body.source, body.endpoint && 'to ' + body.endpoint].filter(Boolean).join(' ');
+    const of = [body.source && 'of ' + body.source, body.destination && 'for ' + body.destination, body.endpoint && 'to ' + body.endpoint].filter(Boolean).join(' ');
     toast(res.retried + ' retried' + (res.retried ? '' : ': no ' + status + ' delivery' + (of ? ' ' + of : '')));
     await this.loadDeliveries(true);
     if (this.open != null) await this.openDelivery(this.open, true);
@@ -401,6 +418,72 @@ export class ServeApp {
   async loadStats() {
     const data = await this.client.api('/api/stats');
     renderChart(data.endpoints || [], this.client.meta.series);
+    this.destStats = data.destinations || [];
+    // The stats say which destinations are paused now, whoever paused
+    // them (this page, another, the admin API).
+    for (const st of this.destStats) {
+      const d = this.dests.find(x => x.source === st.source && x.name === st.name);
+      if (d) d.paused = st.paused;
+    }
+    this.renderDestinations();
+  }
+
+  // updateDestination applies a destination's new state (a pause or a
+  // resume's answer, or its event).
+  updateDestination(ev) {
+    const d = this.dests.find(x => x.source === ev.source && x.name === ev.name);
+    if (d) d.paused = ev.paused;
+    else this.dests.push(ev);
+    this.renderDestinations();
+  }
+
+  // renderDestinations draws a card per destination: what it takes and how
+  // it sends, its pause button, and its deliveries per minute.
+  renderDestinations() {
+    const box = $('#destinations');
+    if (!box) return;
+    if (!this.dests.length) { replace(box, h('p', {class: 'muted pad', text: 'No source forwards to a destination.'})); return; }
+    const focused = document.activeElement && document.activeElement.closest && document.activeElement.closest('#destinations .destination');
+    const keep = focused && focused.dataset.source + '\0' + focused.dataset.name;
+    const stats = new Map(this.destStats.map(st => [st.source + '\0' + st.name, st]));
+    const series = this.client.meta.series;
+    replace(box, this.dests.map(d => this.destinationCard(d, stats.get(d.source + '\0' + d.name), series)),
+      h('div', {class: 'legend', 'aria-hidden': 'true'},
+        h('span', {text: 'Deliveries per minute, as they settled: '}),
+        series.map(k => h('span', {class: 'lg'}, h('i', {class: 'sw sw-' + k}), k))));
+    if (keep) {
+      for (const card of box.querySelectorAll('.destination')) {
+        if (card.dataset.source + '\0' + card.dataset.name === keep) $('button.dest-toggle', card).focus();
+      }
+    }
+  }
+
+  destinationCard(d, st, series) {
+    const state = d.paused ? 'paused' : 'running';
+    const how = [];
+    how.push(d.subscribe ? h('code', {class: 'dest-sub', title: 'Its subscription (Segment FQL): the messages it takes', text: d.subscribe})
+      : h('span', {class: 'tag', title: 'No subscription: it takes every message', text: 'every message'}));
+    if (d.maps) how.push(h('span', {class: 'tag dest-maps', title: 'A mapping shapes each body it sends', text: 'maps'}));
+    if (d.batch) how.push(h('span', {class: 'tag dest-batch', title: 'Up to ' + d.batch + ' messages a request, as a JSON array', text: 'batches of ' + d.batch}));
+    if (d.perSecond) how.push(h('span', {class: 'tag dest-pace', title: 'At most ' + d.perSecond + ' requests a second', text: d.perSecond + '/s'}));
+    const label = (d.paused ? 'Resume ' : 'Pause ') + d.name + ' of ' + d.source;
+    const toggle = h('button', {type: 'button', class: 'dest-toggle' + (d.paused ? ' primary' : ''), 'aria-label': label,
+      title: d.paused ? 'Send its waiting deliveries again' : 'Keep its deliveries waiting in the store and send none until resumed (this serve process)',
+      text: d.paused ? 'Resume' : 'Pause',
+      onclick: guarded(async () => {
+        const res = await this.client.post(d.paused ? '/api/resume' : '/api/pause', {source: d.source, destination: d.name});
+        this.updateDestination(res);
+        toast(res.name + ' of ' + res.source + (res.paused ? ' paused' : ' resumed'));
+      })});
+    return h('div', {class: 'destination', data: {source: d.source, name: d.name, paused: String(!!d.paused)}},
+      h('div', {class: 'ep-head'},
+        h('span', {class: 'badge dest-' + state, text: state}), ' ',
+        h('strong', {class: 'dest-name', text: d.name}), ' ',
+        h('span', {class: 'muted', text: d.source}),
+        h('span', {class: 'spacer'}), toggle),
+      h('div', {class: 'dest-how small'}, how),
+      h('div', {class: 'mono small ep-url dest-endpoints', title: (d.endpoints || []).join('\n'), text: (d.endpoints || []).join(' → ')}),
+      minutesChart(st ? st.minutes : [], series, 'Deliveries per minute of ' + d.name + ' of ' + d.source, d.paused ? ' Paused.' : ''));
   }
 }
 
