@@ -14,6 +14,17 @@
 //     message each as Analytics.js posts them, on 16 and 128 keep-alive
 //     connections (durable), over the null collector's under the same load;
 //   - latency: ingest→webhook p99 at 1,000 events/s while a backlog drains;
+//   - destinations (a source's destinations: list, dest.go): ingest (as
+//     above) into 10 destinations, each an FQL subscription on the event
+//     name (an event matches 1 or 2) and a 5-field mapping, over ingest
+//     into 1 plain destination, every destination paused (and a variant
+//     forwarding, for information), the two configurations interleaved
+//     -dest-rounds times; a backlog forwarded by a destination with batch
+//     {size: 100} over one sending an event a request, every event
+//     exactly once; and a destination with rate_limit {per_second: 50}
+//     beside an unlimited one while -rate-input events/s flow for
+//     -rate-window: its requests/s and the most in any 1 s, and whether
+//     the unlimited one keeps up;
 //   - PostgreSQL (with -postgres or EVFWD_BENCH_POSTGRES /
 //     EVFWD_TEST_POSTGRES): ingest and forward on one node, a fresh schema
 //     per row; and two clients on 128 connections posting batches with
