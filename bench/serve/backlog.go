@@ -58,3 +58,19 @@ func preloadFor(ctx context.Context, url string, n int, destinations ...string) 
 	}
 	return nil
 }
+
+// countDeliveries is how many deliveries the store at url holds, in every
+// status (read once serve has exited).
+func countDeliveries(ctx context.Context, url string) (int64, error) {
+	st, err := storeurl.Open(ctx, url, storeurl.Options{MustExist: true})
+	if err != nil {
+		return 0, err
+	}
+	defer st.Close()
+	counts, err := st.Counts(ctx)
+	var n int64
+	for _, c := range counts {
+		n += c.N
+	}
+	return n, err
+}

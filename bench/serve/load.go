@@ -145,16 +145,19 @@ func (c *client) tagged(ctx context.Context, ticks, per int, every time.Duration
 }
 
 // paced posts ticks batches of per events (messageIds prefix-k-i), one
-// batch every interval without waiting for the previous answer, and
-// reports when each batch was sent.
+// batch every interval without waiting for the previous answer (catching
+// up when it falls behind), and reports when each batch was sent.
 func (c *client) paced(ctx context.Context, prefix string, ticks, per int, every time.Duration) ([]time.Time, error) {
 	sent := make([]time.Time, ticks)
 	errc := make(chan error, 1)
 	var wg sync.WaitGroup
-	t := time.NewTicker(every)
-	defer t.Stop()
+	// Batch k is due at start + (k+1)·every: one sent late (a busy
+	// machine) does not move the rest, so the rate holds over the run.
+	start := time.Now()
 	for k := range ticks {
-		<-t.C
+		if d := time.Until(start.Add(time.Duration(k+1) * every)); d > 0 {
+			time.Sleep(d)
+		}
 		sent[k] = time.Now()
 		body := appendBatch(nil, prefix, k, per, false, nil, sent[k])
 		wg.Go(func() {

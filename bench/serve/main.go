@@ -515,13 +515,7 @@ func (b *bench) withServe(name, storeURL string, src source, r row, fn func(base
 	}
 	rows := fn(base)
 	stopErr := p.stop(30 * time.Second)
-	if !strings.Contains(storeURL, "://") {
-		// A file the next rows do not need: removed, its pages are not
-		// written back while they measure.
-		for _, suffix := range []string{"", "-wal", "-shm"} {
-			os.Remove(storeURL + suffix)
-		}
-	}
+	removeDB(storeURL)
 	rss := p.rssMB()
 	if rss > b.rssMax {
 		b.rssMax, b.rssAt = rss, name
@@ -533,6 +527,17 @@ func (b *bench) withServe(name, storeURL string, src source, r row, fn func(base
 		}
 	}
 	return rows
+}
+
+// removeDB removes the SQLite file at storeURL (not a postgres:// URL):
+// the next rows do not need it, and removed, its pages are not written
+// back while they measure.
+func removeDB(storeURL string) {
+	if !strings.Contains(storeURL, "://") {
+		for _, suffix := range []string{"", "-wal", "-shm"} {
+			os.Remove(storeURL + suffix)
+		}
+	}
 }
 
 // source is how the config file sets up the one source.
