@@ -18,6 +18,12 @@ import (
 // the forward rows' serve finds when it starts, so that those rows time
 // forwarding alone, not forwarding while the same process ingests.
 func preload(ctx context.Context, url string, n int) error {
+	return preloadFor(ctx, url, n, store.DestinationWebhooks)
+}
+
+// preloadFor is preload with a pending delivery of every event to each of
+// destinations (the destinations rows' backlog).
+func preloadFor(ctx context.Context, url string, n int, destinations ...string) error {
 	st, err := storeurl.Open(ctx, url, storeurl.Options{})
 	if err != nil {
 		return err
@@ -39,7 +45,7 @@ func preload(ctx context.Context, url string, n int) error {
 		if err != nil {
 			return err
 		}
-		m, err := stored.New("bench", obj, now, []string{store.DestinationWebhooks})
+		m, err := stored.New("bench", obj, now, destinations)
 		if err != nil {
 			return fmt.Errorf("preload: %w", err)
 		}
@@ -51,4 +57,20 @@ func preload(ctx context.Context, url string, n int) error {
 		}
 	}
 	return nil
+}
+
+// countDeliveries is how many deliveries the store at url holds, in every
+// status (read once serve has exited).
+func countDeliveries(ctx context.Context, url string) (int64, error) {
+	st, err := storeurl.Open(ctx, url, storeurl.Options{MustExist: true})
+	if err != nil {
+		return 0, err
+	}
+	defer st.Close()
+	counts, err := st.Counts(ctx)
+	var n int64
+	for _, c := range counts {
+		n += c.N
+	}
+	return n, err
 }

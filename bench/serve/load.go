@@ -25,6 +25,10 @@ type client struct {
 	base string
 	auth string
 	http *http.Client
+	// events are the event names postAll's batches draw in turn (the
+	// destinations rows' subscriptions tell them apart); nil: every
+	// event is "Order Completed".
+	events []string
 }
 
 func newClient(base string) *client {
@@ -78,7 +82,7 @@ func (c *client) postAll(ctx context.Context, workers, total int, prefix string)
 		wg.Go(func() {
 			var body []byte
 			for k := next.Add(1) - 1; k < batches && ctx.Err() == nil; k = next.Add(1) - 1 {
-				body = appendBatch(body[:0], prefix, int(k), batchSize, false, time.Now())
+				body = appendBatch(body[:0], prefix, int(k), batchSize, false, c.events, time.Now())
 				if err := c.post(ctx, body); err != nil {
 					cancel(err)
 					return
@@ -92,8 +96,9 @@ func (c *client) postAll(ctx context.Context, workers, total int, prefix string)
 
 // appendBatch appends a /v1/batch body of n track events with messageIds
 // prefix-k-0 … prefix-k-(n-1), in that order or the reverse, built without
-// fmt so that the bench spends little CPU of its own.
-func appendBatch(b []byte, prefix string, k, n int, reverse bool, at time.Time) []byte {
+// fmt so that the bench spends little CPU of its own. Event i is named
+// events[i%len(events)], or "Order Completed" when events is empty.
+func appendBatch(b []byte, prefix string, k, n int, reverse bool, events []string, at time.Time) []byte {
 	ts := message.FormatTime(at)
 	b = append(b, `{"batch":[`...)
 	for j := range n {
@@ -106,7 +111,13 @@ func appendBatch(b []byte, prefix string, k, n int, reverse bool, at time.Time) 
 		}
 		b = append(b, `{"type":"track","userId":"u_`...)
 		b = strconv.AppendInt(b, int64(i), 10)
-		b = append(b, `","event":"Order Completed","messageId":"`...)
+		b = append(b, `","event":"`...)
+		if len(events) == 0 {
+			b = append(b, "Order Completed"...)
+		} else {
+			b = append(b, events[i%len(events)]...)
+		}
+		b = append(b, `","messageId":"`...)
 		b = append(b, prefix...)
 		b = append(b, '-')
 		b = strconv.AppendInt(b, int64(k), 10)
@@ -130,15 +141,25 @@ func tagID(k, i int) string {
 // interval without waiting for the previous answer, and reports when
 // each batch was sent.
 func (c *client) tagged(ctx context.Context, ticks, per int, every time.Duration) ([]time.Time, error) {
+	return c.paced(ctx, "lat", ticks, per, every)
+}
+
+// paced posts ticks batches of per events (messageIds prefix-k-i), one
+// batch every interval without waiting for the previous answer (catching
+// up when it falls behind), and reports when each batch was sent.
+func (c *client) paced(ctx context.Context, prefix string, ticks, per int, every time.Duration) ([]time.Time, error) {
 	sent := make([]time.Time, ticks)
 	errc := make(chan error, 1)
 	var wg sync.WaitGroup
-	t := time.NewTicker(every)
-	defer t.Stop()
+	// Batch k is due at start + (k+1)·every: one sent late (a busy
+	// machine) does not move the rest, so the rate holds over the run.
+	start := time.Now()
 	for k := range ticks {
-		<-t.C
+		if d := time.Until(start.Add(time.Duration(k+1) * every)); d > 0 {
+			time.Sleep(d)
+		}
 		sent[k] = time.Now()
-		body := appendBatch(nil, "lat", k, per, false, sent[k])
+		body := appendBatch(nil, prefix, k, per, false, nil, sent[k])
 		wg.Go(func() {
 			if err := c.post(ctx, body); err != nil {
 				select {

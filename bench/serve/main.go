@@ -14,6 +14,17 @@
 //     message each as Analytics.js posts them, on 16 and 128 keep-alive
 //     connections (durable), over the null collector's under the same load;
 //   - latency: ingest→webhook p99 at 1,000 events/s while a backlog drains;
+//   - destinations (a source's destinations: list, dest.go): ingest (as
+//     above) into 10 destinations, each an FQL subscription on the event
+//     name (an event matches 1 or 2) and a 5-field mapping, over ingest
+//     into 1 plain destination, every destination paused (and a variant
+//     forwarding, for information), the two configurations interleaved
+//     -dest-rounds times; a backlog forwarded by a destination with batch
+//     {size: 100} over one sending an event a request, every event
+//     exactly once; and a destination with rate_limit {per_second: 50}
+//     beside an unlimited one while -rate-input events/s flow for
+//     -rate-window: its requests/s and the most in any 1 s, and whether
+//     the unlimited one keeps up;
 //   - PostgreSQL (with -postgres or EVFWD_BENCH_POSTGRES /
 //     EVFWD_TEST_POSTGRES): ingest and forward on one node, a fresh schema
 //     per row; and two clients on 128 connections posting batches with
@@ -65,6 +76,13 @@ type options struct {
 	webKind    string // the kind of the web rows' source; empty: none written
 	// overlapBatches is what each client of the overlap rows posts.
 	overlapBatches int
+	// destRounds is how many times the destinations rows run each of
+	// their two configurations, interleaved.
+	destRounds int
+	// rateWindow is how long the rate-limit row posts; rateInput its
+	// events/s.
+	rateWindow time.Duration
+	rateInput  int
 }
 
 func main() {
@@ -75,11 +93,14 @@ func main() {
 	flag.IntVar(&o.events, "events", envInt("EVFWD_BENCH_EVENTS", 200_000), "events per forward and ingest row (env EVFWD_BENCH_EVENTS)")
 	flag.IntVar(&o.backlog, "backlog", envInt("EVFWD_BENCH_BACKLOG", 1_000_000), "backlog of the latency row (env EVFWD_BENCH_BACKLOG)")
 	flag.StringVar(&o.postgres, "postgres", firstEnv("EVFWD_BENCH_POSTGRES", "EVFWD_TEST_POSTGRES"), "postgres:// URL for the PostgreSQL rows (default: env EVFWD_BENCH_POSTGRES, EVFWD_TEST_POSTGRES)")
-	flag.StringVar(&o.rows, "rows", "", "run only these groups of rows, comma-separated: forward, ingest, web, latency, pg, overlap (default: all)")
+	flag.StringVar(&o.rows, "rows", "", "run only these groups of rows, comma-separated: forward, ingest, web, latency, destinations, pg, overlap (default: all)")
 	flag.IntVar(&o.webEvents, "web-events", envInt("EVFWD_BENCH_WEB_EVENTS", 100_000), "single-event requests per run of the web rows (env EVFWD_BENCH_WEB_EVENTS)")
 	flag.StringVar(&o.webPath, "web-path", webPath, "the `path` the web rows post single events to")
 	flag.StringVar(&o.webKind, "web-kind", webKind, "the `kind` of the web rows' source (empty: no kind key in the config)")
 	flag.IntVar(&o.overlapBatches, "overlap-batches", envInt("EVFWD_BENCH_OVERLAP_BATCHES", 10_000), "batches of 10 events each client of the overlap rows posts (env EVFWD_BENCH_OVERLAP_BATCHES)")
+	flag.IntVar(&o.destRounds, "dest-rounds", envInt("EVFWD_BENCH_DEST_ROUNDS", 2), "runs of each configuration the ingest and batch destinations rows interleave (env EVFWD_BENCH_DEST_ROUNDS)")
+	flag.DurationVar(&o.rateWindow, "rate-window", envDuration("EVFWD_BENCH_RATE_WINDOW", time.Minute), "how long the rate-limit row posts (env EVFWD_BENCH_RATE_WINDOW)")
+	flag.IntVar(&o.rateInput, "rate-input", envInt("EVFWD_BENCH_RATE_INPUT", 500), "events/s the rate-limit row posts (env EVFWD_BENCH_RATE_INPUT)")
 	flag.StringVar(&o.cpuprofile, "cpuprofile", "", "write each serve row's CPU profile to `DIR`/<row>.prof")
 	flag.Parse()
 	if *null {
@@ -105,6 +126,7 @@ type bench struct {
 	dir   string
 	procs procs
 	rcv   *receiver
+	drcv  *destReceiver // the destinations rows' receiver, while they run
 	ctx   context.Context
 
 	rssMax float64 // MB, over every serve process
@@ -174,6 +196,9 @@ func run(o options) int {
 	if on("latency") {
 		b.latencyRows()
 	}
+	if on("destinations") {
+		b.destinationRows()
+	}
 	if pg := o.postgres; pg != "" && on("pg") {
 		b.pgRow(func(url string) {
 			b.ingestRow("PostgreSQL", "ingest8-pg", url, batchLoad(clients, o.events), target{floor: 80_000})
@@ -197,6 +222,9 @@ func (b *bench) close() {
 	b.procs.killAll()
 	if b.rcv != nil {
 		b.rcv.close()
+	}
+	if b.drcv != nil {
+		b.drcv.close()
 	}
 	os.RemoveAll(b.dir)
 }
@@ -487,13 +515,7 @@ func (b *bench) withServe(name, storeURL string, src source, r row, fn func(base
 	}
 	rows := fn(base)
 	stopErr := p.stop(30 * time.Second)
-	if !strings.Contains(storeURL, "://") {
-		// A file the next rows do not need: removed, its pages are not
-		// written back while they measure.
-		for _, suffix := range []string{"", "-wal", "-shm"} {
-			os.Remove(storeURL + suffix)
-		}
-	}
+	removeDB(storeURL)
 	rss := p.rssMB()
 	if rss > b.rssMax {
 		b.rssMax, b.rssAt = rss, name
@@ -507,10 +529,29 @@ func (b *bench) withServe(name, storeURL string, src source, r row, fn func(base
 	return rows
 }
 
+// removeDB removes the SQLite file at storeURL (not a postgres:// URL):
+// the next rows do not need it, and removed, its pages are not written
+// back while they measure.
+func removeDB(storeURL string) {
+	if !strings.Contains(storeURL, "://") {
+		for _, suffix := range []string{"", "-wal", "-shm"} {
+			os.Remove(storeURL + suffix)
+		}
+	}
+}
+
 // source is how the config file sets up the one source.
 type source struct {
 	webhooks bool   // on, to the receiver
 	kind     string // the source's kind (issue 28); empty: none written, serve's default
+	// dests is its destinations: list (the destinations rows).
+	dests []destSpec
+	// hook is the webhooks block's endpoint; empty: the receiver's.
+	hook string
+}
+
+type endpointConfig struct {
+	URL string `yaml:"url"`
 }
 
 // start runs serve (or the null collector) with a config file of one
@@ -566,25 +607,26 @@ func (b *bench) env() []string {
 }
 
 func writeConfig(file, addr, storeURL string, src source, endpoint string) error {
-	type endpointConfig struct {
-		URL string `yaml:"url"`
-	}
 	type webhooksConfig struct {
 		Enabled      bool             `yaml:"enabled"`
 		SharedSecret string           `yaml:"shared_secret"`
 		Endpoints    []endpointConfig `yaml:"endpoints"`
 	}
 	type sourceConfig struct {
-		Name     string         `yaml:"name"`
-		WriteKey string         `yaml:"write_key"`
-		Kind     string         `yaml:"kind,omitempty"`
-		Webhooks webhooksConfig `yaml:"webhooks"`
+		Name         string         `yaml:"name"`
+		WriteKey     string         `yaml:"write_key"`
+		Kind         string         `yaml:"kind,omitempty"`
+		Webhooks     webhooksConfig `yaml:"webhooks"`
+		Destinations []destSpec     `yaml:"destinations,omitempty"`
+	}
+	if src.hook != "" {
+		endpoint = src.hook
 	}
 	cfg := struct {
 		Addr    string         `yaml:"addr"`
 		Store   string         `yaml:"store,omitempty"`
 		Sources []sourceConfig `yaml:"sources"`
-	}{addr, storeURL, []sourceConfig{{"bench", writeKey, src.kind, webhooksConfig{src.webhooks, secret, []endpointConfig{{endpoint}}}}}}
+	}{addr, storeURL, []sourceConfig{{"bench", writeKey, src.kind, webhooksConfig{src.webhooks, secret, []endpointConfig{{endpoint}}}, src.dests}}}
 	out, err := yaml.Marshal(cfg)
 	if err != nil {
 		return err
@@ -698,6 +740,13 @@ func roundUp(n int) int { return max(batchSize, (n+batchSize-1)/batchSize*batchS
 func envInt(key string, def int) int {
 	if n, err := strconv.Atoi(os.Getenv(key)); err == nil {
 		return n
+	}
+	return def
+}
+
+func envDuration(key string, def time.Duration) time.Duration {
+	if d, err := time.ParseDuration(os.Getenv(key)); err == nil {
+		return d
 	}
 	return def
 }

@@ -146,7 +146,7 @@ func postBatches(ctx context.Context, base string, conns, n, per int, shared boo
 				if t.After(deadline) {
 					break
 				}
-				body = appendBatch(body[:0], prefix, int(k), per, reverse, t)
+				body = appendBatch(body[:0], prefix, int(k), per, reverse, nil, t)
 				req = append(append(strconv.AppendInt(append(req[:0], head...), int64(len(body)), 10), "\r\n\r\n"...), body...)
 				if err := rc.send(ctx, req); err != nil {
 					cancel(fmt.Errorf("POST /v1/batch: %w", err))
