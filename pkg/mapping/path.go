@@ -7,8 +7,9 @@ import (
 
 // splitPath splits a path as mapping-kit's get does: at every ".", at a
 // "[" before a quote or digit, and at a run of "]" after a quote or digit;
-// empty parts are dropped and quotes removed from the rest. Only "" and "."
-// are the whole payload: those give nil, whole true.
+// empty parts are dropped, then quotes removed from the rest (so a["x"]
+// reads x, and a[""] reads the key ""). Only "" and "." are the whole
+// payload: those give nil, whole true.
 func splitPath(p string) (segs []string, whole bool) {
 	if p == "" || p == "." {
 		return nil, true
@@ -20,9 +21,7 @@ func splitPath(p string) (segs []string, whole bool) {
 			if strings.ContainsAny(s, `'"`) {
 				s = strings.NewReplacer(`'`, "", `"`, "").Replace(s)
 			}
-			if s != "" {
-				segs = append(segs, s)
-			}
+			segs = append(segs, s)
 		}
 	}
 	quoteOrDigit := func(c byte) bool { return c == '"' || c == '\'' || c >= '0' && c <= '9' }

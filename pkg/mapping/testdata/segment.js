@@ -28,13 +28,23 @@ Module._load = function (request, ...rest) {
   }
   return load.call(this, request, ...rest);
 };
-const kit = require(path.join(root, 'node_modules/@segment/actions-core/dist/cjs/mapping-kit/index.js'));
+const kitDir = path.join(root, 'node_modules/@segment/actions-core/dist/cjs/mapping-kit');
+const kit = require(path.join(kitDir, 'index.js'));
 
-function refusedBeforeResolve(e) {
-  return e.name === 'ValidationError' || e.name === 'AggregateError' ||
-    /^The root (mapping|directive)/.test(e.message) ||
-    /^Cannot convert undefined or null to object/.test(e.message);
-}
+// A mapping is refused (invalid) when transform throws before its first
+// validate call returns: the root directive's checks or validate itself.
+// A validate that fails later is @transform's, at resolve time: an error of
+// that pair, not an invalid mapping.
+const validateModule = require(path.join(kitDir, 'validate.js'));
+const validate = validateModule.default;
+let validated = false;
+validateModule.default = function (...args) {
+  const r = validate.apply(this, args);
+  validated = true;
+  return r;
+};
+Error.stackTraceLimit = 0; // thousands of errors: their stacks are not read
+
 
 const out = [];
 function flush() {
@@ -49,13 +59,14 @@ rl.on('line', (line) => {
   const req = JSON.parse(line);
   let res;
   try {
+    validated = false;
     const mapping = JSON.parse(req.mapping);
     const payload = JSON.parse(req.payload);
     const v = kit.transform(mapping, payload);
     res = v === undefined ? { id: req.id, undef: true } : { id: req.id, out: JSON.stringify(v) };
     if (res.out === undefined && !res.undef) res = { id: req.id, undef: true };
   } catch (e) {
-    res = { id: req.id, error: String(e && e.message).trim().split('\n')[0], validation: refusedBeforeResolve(e) };
+    res = { id: req.id, error: String(e && e.message).trim().split('\n')[0], validation: !validated };
   }
   out.push(JSON.stringify(res) + '\n');
   if (out.length >= 256) flush();
