@@ -169,7 +169,7 @@ func (n *stringDirective) eval(c *ctx, p value) (value, error) {
 }
 
 // ifNode is @if: exists (not undefined or null) or blank (not == null or
-// == ''), then resolved when the test holds and then is given, else
+// == ”), then resolved when the test holds and then is given, else
 // resolved when it fails and else is truthy.
 type ifNode struct {
 	test      node

@@ -245,4 +245,3 @@ func appendUnquoted(dst, q []byte) []byte {
 	}
 	return append(dst, unquoteString(q)...)
 }
-

@@ -77,7 +77,7 @@ func appendJSNumber(dst []byte, f float64) []byte {
 
 // appendJSString appends v as JavaScript's String(v) would write it, with
 // undefined and null as nothing (mapping-kit's placeholders write
-// `value ?? ''`).
+// `value ?? ”`).
 func appendJSString(dst []byte, v value) []byte {
 	switch v.k {
 	case kUndef, kNull:
@@ -289,7 +289,7 @@ func appendStringify(dst []byte, v value) ([]byte, bool) {
 }
 
 // blank is mapping-kit's @if blank test negated: value == null or
-// value == '' under JavaScript's loose equality.
+// value == ” under JavaScript's loose equality.
 func blank(v value) bool {
 	switch v.k {
 	case kUndef, kNull:

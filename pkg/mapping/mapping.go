@@ -255,4 +255,3 @@ func appendNode(dst []byte, c *ctx, n node, p value) ([]byte, bool, error) {
 func jsError(format string, args ...any) error {
 	return fmt.Errorf("mapping: "+format, args...)
 }
-

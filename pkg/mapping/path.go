@@ -49,7 +49,7 @@ func splitPath(p string) (segs []string, whole bool) {
 	return segs, false
 }
 
-// dollarPath is path.replace('$.', ''): the first "$." anywhere goes.
+// dollarPath is path.replace('$.', ”): the first "$." anywhere goes.
 func dollarPath(p string) string {
 	if i := strings.Index(p, "$."); i >= 0 {
 		return p[:i] + p[i+2:]

@@ -45,7 +45,7 @@ var undef = value{}
 
 func nodeValue(d *doc, i int32) value { return value{d: d, i: i, k: d.nodes[i].k} }
 
-func strValue(s string) value  { return value{k: kStr, b: []byte(s)} }
+func strValue(s string) value   { return value{k: kStr, b: []byte(s)} }
 func bytesValue(b []byte) value { return value{k: kStr, b: b} }
 func numValue(n int) value {
 	return value{k: kNum, b: strconv.AppendInt(nil, int64(n), 10)}
