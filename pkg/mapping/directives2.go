@@ -397,25 +397,38 @@ func (n *mergeNode) eval(c *ctx, p value) (value, error) {
 			srcs[a], srcs[b] = srcs[b], srcs[a]
 		}
 	}
-	out := value{k: kObj, obj: []member{}}
+	out := flattener{at: map[string]int{}} // its set is Object.assign's
 	for _, s := range srcs {
 		switch s.k {
 		case kObj:
 			for _, m := range jsKeyOrder(s.members()) {
-				out.obj = setMember(out.obj, m.key, m.v)
+				out.set(m.key, m.v)
 			}
 		case kArr:
 			for j, e := range s.elems() {
-				out.obj = setMember(out.obj, strconv.Itoa(j), e)
+				out.set(strconv.Itoa(j), e)
 			}
 		case kStr:
-			str := s.str(nil)
-			for j, n := 0, utf16Len(str); j < n; j++ {
-				out.obj = setMember(out.obj, strconv.Itoa(j), codeUnitAt(str, j))
+			// one member per UTF-16 code unit; half a pair is U+FFFD
+			str, j := s.str(nil), 0
+			for len(str) > 0 {
+				r, size := utf8.DecodeRune(str)
+				if r >= 0x10000 {
+					out.set(strconv.Itoa(j), strValue("\uFFFD"))
+					out.set(strconv.Itoa(j+1), strValue("\uFFFD"))
+					j += 2
+				} else {
+					out.set(strconv.Itoa(j), bytesValue(str[:size]))
+					j++
+				}
+				str = str[size:]
 			}
 		}
 	}
-	return out, nil
+	if out.out == nil {
+		out.out = []member{}
+	}
+	return value{k: kObj, obj: out.out}, nil
 }
 
 // transformNode is @transform: apply, a mapping of its own, resolved over
