@@ -261,6 +261,9 @@ func (g *gen) directive(depth int) string {
 	if g.dirty && g.chance(25) {
 		return `{"@nope":1}`
 	}
+	if g.chance(300) { // evfwd refuses it on purpose
+		return `{"@liquid":"{{ userId }}"}`
+	}
 	name := g.pick([]string{"@path", "@path", "@template", "@template", "@literal", "@if", "@if", "@arrayPath",
 		"@case", "@replace", "@json", "@flatten", "@merge", "@transform", "@excludeWhenNull"})
 	var arg string
