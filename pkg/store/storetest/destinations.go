@@ -278,3 +278,30 @@ func testCancelPending(t *testing.T, s store.Store) {
 		t.Errorf("CancelPending again = %d, %v; want 0", got, err)
 	}
 }
+
+// DestinationsSeedDue is when the deliveries a test seeds in a schema
+// before destinations' leases are due (Unix ms): web's message m1 to
+// hooks and to crm, and m2 to crm a millisecond later.
+const DestinationsSeedDue = 1714564802000
+
+// CheckDestinationsMigrated checks a store opened on a database an older
+// schema wrote, with the pending deliveries DestinationsSeedDue describes:
+// each destination leases its own, and CancelPending cancels one's.
+func CheckDestinationsMigrated(t *testing.T, s store.Store) {
+	t.Helper()
+	ctx := context.Background()
+	now := store.FromMillis(DestinationsSeedDue).Add(time.Second)
+	if diff := cmp.Diff([]string{"m1>crm", "m2>crm"}, dueOrder(leaseDest(t, s, "n1", "web", "crm", 10, now))); diff != "" {
+		t.Errorf("crm's lease mismatch (-want +got):\n%s", diff)
+	}
+	if n, err := s.CancelPending(ctx, "web", "hooks", "removed", now); err != nil || n != 1 {
+		t.Fatalf("CancelPending(web, hooks) = %d, %v; want 1", n, err)
+	}
+	ds, err := s.List(ctx, store.Filter{Destination: "hooks", Status: store.Cancelled})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]string{"m1>hooks"}, keyed(ds)); diff != "" {
+		t.Errorf("hooks' cancelled mismatch (-want +got):\n%s", diff)
+	}
+}
