@@ -34,14 +34,25 @@ import (
 // What is due, $2, is the node's clock; whether a lease ran out, and when
 // the new one does ($8 and $5 after the database's clock, see leaseClock),
 // the database's.
-const leaseSQL = `UPDATE deliveries d SET lease_owner = $4, lease_expires_at = ` + clockSQL + ` + $5
+const leaseSQL = leaseHead + leaseTail
+
+// leaseDestinationSQL is leaseSQL for the deliveries of one destination of
+// the source, $9: read in deliveries_due_destination's order, so that
+// another destination's backlog (one paused, a million pending) is never
+// read to find them.
+const leaseDestinationSQL = leaseHead + ` AND destination = $9` + leaseTail
+
+const (
+	leaseHead = `UPDATE deliveries d SET lease_owner = $4, lease_expires_at = ` + clockSQL + ` + $5
 FROM (SELECT id FROM deliveries
-	WHERE status = 'pending' AND source = $1 AND next_attempt_at <= $2 AND (next_attempt_at, id) > ($6, $7)
+	WHERE status = 'pending' AND source = $1`
+	leaseTail = ` AND next_attempt_at <= $2 AND (next_attempt_at, id) > ($6, $7)
 		AND lease_expires_at < ` + clockSQL + ` + $8
 	ORDER BY next_attempt_at, id LIMIT $3
 	FOR UPDATE SKIP LOCKED) p, messages m
 WHERE d.id = p.id AND m.id = d.message
 RETURNING ` + rowscan.LeasedColumns
+)
 
 // Lease implements store.Store.
 func (s *Store) Lease(ctx context.Context, r store.LeaseRequest) ([]store.Delivery, error) {
@@ -55,7 +66,8 @@ func (s *Store) Lease(ctx context.Context, r store.LeaseRequest) ([]store.Delive
 	defer leave()
 	now := store.Millis(r.Now)
 	var out, got []store.Delivery
-	floor, ok := s.floors.Get(r.Source, now)
+	k := leasefloor.Key{Source: r.Source, Destination: r.Destination}
+	floor, ok := s.floors.Get(k, now)
 	head := !ok // this step reads the due index from its head
 	for {
 		err = retryTransient(func() error {
@@ -88,9 +100,9 @@ func (s *Store) Lease(ctx context.Context, r store.LeaseRequest) ([]store.Delive
 				last = d
 			}
 		}
-		s.floors.Set(r.Source, leasefloor.Floor{Due: store.Millis(last.NextAttempt), ID: last.ID}, now, head)
+		s.floors.Set(k, leasefloor.Floor{Due: store.Millis(last.NextAttempt), ID: last.ID}, now, head)
 	} else {
-		s.floors.Forget(r.Source)
+		s.floors.Forget(k)
 	}
 	// RETURNING has no order: callers get them in id order.
 	slices.SortFunc(out, func(a, b store.Delivery) int { return cmp.Compare(a.ID, b.ID) })
@@ -155,7 +167,12 @@ func (s *Store) lease(ctx context.Context, r store.LeaseRequest, limit int, floo
 		floor = leasefloor.Floor{Due: math.MinInt64, ID: math.MinInt64}
 	}
 	shift := s.leaseClock(r.Now)
-	b.Queue(leaseSQL, r.Source, store.Millis(r.Now), limit, r.Owner, shift+r.TTL.Milliseconds(), floor.Due, floor.ID, shift)
+	args := []any{r.Source, store.Millis(r.Now), limit, r.Owner, shift + r.TTL.Milliseconds(), floor.Due, floor.ID, shift}
+	if r.Destination == "" {
+		b.Queue(leaseSQL, args...)
+	} else {
+		b.Queue(leaseDestinationSQL, append(args, r.Destination)...)
+	}
 	br := s.pool.SendBatch(ctx, b)
 	out, err := func() ([]store.Delivery, error) {
 		if _, err := br.Exec(); err != nil {

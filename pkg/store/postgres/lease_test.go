@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -59,5 +60,53 @@ func TestLeaseUpdatesInPlace(t *testing.T) {
 	if moved > 0 {
 		t.Errorf("%d of %d leased deliveries moved to another page (block %d -> %d for the first)", moved, len(ds),
 			before[ds[0].ID], after[ds[0].ID])
+	}
+}
+
+// TestLeasePlans: under leaseSettings, a lease of one destination reads
+// that destination's due index and a lease of every destination the
+// source's, each in order without a sort; a cancel reads the
+// destination's.
+func TestLeasePlans(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s, err := Open(ctx, pgtest.URL(t), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	for _, tt := range []struct {
+		name, q string
+		args    []any
+		index   string
+	}{
+		{"every destination", leaseSQL, []any{"web", 0, 64, "n1", 0, 0, 0, 0}, "deliveries_due "},
+		{"one destination", leaseDestinationSQL, []any{"web", 0, 64, "n1", 0, 0, 0, 0, "hooks"}, "deliveries_due_destination"},
+		{"cancel", cancelSQL, []any{"web", "hooks", 1000, "removed", 0}, "deliveries_due_destination"},
+	} {
+		tx, err := s.pool.Begin(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := tx.Exec(ctx, leaseSettings); err != nil {
+			t.Fatal(err)
+		}
+		rows, err := tx.Query(ctx, "EXPLAIN "+tt.q, tt.args...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var plan string
+		for rows.Next() {
+			var line string
+			if err := rows.Scan(&line); err != nil {
+				t.Fatal(err)
+			}
+			plan += line + "\n"
+		}
+		rows.Close()
+		tx.Rollback(ctx)
+		if !strings.Contains(plan, "Index Scan using "+tt.index) || strings.Contains(plan, "Sort") {
+			t.Errorf("%s: plan reads %s in order? \n%s", tt.name, tt.index, plan)
+		}
 	}
 }

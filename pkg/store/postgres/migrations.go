@@ -219,6 +219,29 @@ DROP INDEX deliveries_status;
 	`
 ALTER TABLE deliveries SET (fillfactor = 50);
 `,
+	// Each destination of a source leases on its own (a lane and a pace
+	// of its own, store.LeaseRequest.Destination): its due deliveries in
+	// order, whatever another destination of the source holds (a paused
+	// one with a million pending), and CancelPending takes one
+	// destination's pending ones. deliveries_due stays for what reads a
+	// source as a whole in due order (a Lease of every destination,
+	// Release, Stats): this index leads with the destination, and such a
+	// read of it would sort every pending delivery of the source. A lease
+	// changes neither index's columns: it stays a HOT update. Building it
+	// reads the table under a lock that makes writes wait, as schema 9's.
+	`
+CREATE INDEX deliveries_due_destination ON deliveries (source, destination, next_attempt_at, id) WHERE status = 'pending';
+`,
+	// Paces shared by every node (pacer.go): one schedule per key, its
+	// theoretical arrival time (tat) and when it was last reserved (at),
+	// both in microseconds of the database's clock.
+	`
+CREATE TABLE pace_schedules (
+	key text   PRIMARY KEY,
+	tat bigint NOT NULL,
+	at  bigint NOT NULL
+);
+`,
 }
 
 // migrateLock is the advisory lock key every node takes around migrations,

@@ -86,3 +86,25 @@ func TestCollectedRowsMigrate(t *testing.T) {
 	defer s.Close()
 	storetest.CheckCollectedRow(t, s, "web")
 }
+
+// TestDestinationsMigrate stores pending deliveries of two destinations
+// as the schema before destinations' own due index kept them, and checks
+// that after the upgrade each destination leases its own and one's can be
+// cancelled.
+func TestDestinationsMigrate(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	url := oldSchema(t, SchemaVersion()-2, `WITH m AS (
+		INSERT INTO messages (source, message_id, type, user_id, received_at, body)
+		VALUES ('web', 'm1', 'track', 'u', $1, '{}'), ('web', 'm2', 'track', 'u', $1, '{}') RETURNING id, message_id)
+		INSERT INTO deliveries (message, source, destination, status, next_attempt_at, created_at, updated_at)
+		SELECT m.id, 'web', d.dest, 'pending', $1 + d.off, $1, $1
+		FROM m JOIN (VALUES ('m1', 'hooks', 0), ('m1', 'crm', 0), ('m2', 'crm', 1)) AS d (mid, dest, off) ON d.mid = m.message_id`,
+		int64(storetest.DestinationsSeedDue))
+	s, err := Open(ctx, url, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	storetest.CheckDestinationsMigrated(t, s)
+}

@@ -18,30 +18,31 @@ func (s *Store) Lease(ctx context.Context, r store.LeaseRequest) ([]store.Delive
 	}
 	now := store.Millis(r.Now)
 	until := store.Millis(r.Now.Add(r.TTL))
+	k := leasefloor.Key{Source: r.Source, Destination: r.Destination}
 	var out []store.Delivery
 	err := s.doRead(ctx, func(ctx context.Context, tx *wtx) error {
 		out = nil // a second run starts afresh (see op.replayable)
 		// The due deliveries in the index's order, past those leased: on
-		// from the source's floor, or from the head once a second
+		// from the key's floor, or from the head once a second
 		// (leasefloor.TTL) and when that finds too few.
-		fl, ok := s.leases.floors.Get(r.Source, now)
+		fl, ok := s.leases.floors.Get(k, now)
 		head := !ok
 		var err error
 		if ok {
-			out, fl, err = s.due(ctx, tx, r.Source, fl, now, r.Limit)
+			out, fl, err = s.due(ctx, tx, k, fl, now, r.Limit)
 		}
 		if err == nil && len(out) < r.Limit {
 			head = true
 			var start leasefloor.Floor
 			var free bool
-			if start, free, err = s.firstFree(ctx, tx, r.Source, now); free {
-				out, fl, err = s.due(ctx, tx, r.Source, start, now, r.Limit)
+			if start, free, err = s.firstFree(ctx, tx, k, now); free {
+				out, fl, err = s.due(ctx, tx, k, start, now, r.Limit)
 			}
 		}
 		if err != nil || len(out) == 0 {
 			return err
 		}
-		s.leases.setFloor(r.Source, fl, now, head)
+		s.leases.setFloor(k, fl, now, head)
 		for i, d := range out {
 			// One process, one clock: the lease is r.Now's (see
 			// store.LeaseRequest), here and for its holder.
@@ -56,14 +57,28 @@ func (s *Store) Lease(ctx context.Context, r store.LeaseRequest) ([]store.Delive
 	return out, nil
 }
 
-// firstFree is the floor right before the first due delivery of source
-// not leased at now, found in the due index alone: the deliveries in
-// flight sit at its head, and reading their rows and bodies only to skip
-// them would cost a lease from the start more than the rows it takes.
-// free is false when every due delivery is leased.
-func (s *Store) firstFree(ctx context.Context, tx *wtx, source string, now int64) (fl leasefloor.Floor, free bool, err error) {
-	rows, err := tx.QueryContext(ctx, `SELECT id, next_attempt_at FROM deliveries INDEXED BY deliveries_due
-		WHERE source = ? AND status = 'pending' AND next_attempt_at <= ? ORDER BY next_attempt_at, id`, source, now)
+// dueIndex is the index of the pending deliveries of k in due order, the
+// condition on deliveries d that selects them from it and its
+// parameters: a source's as a whole in deliveries_due, one destination's
+// in deliveries_due_destination, so that one destination's backlog is
+// never read to lease another's.
+func dueIndex(k leasefloor.Key) (index, where string, args []any) {
+	if k.Destination == "" {
+		return "deliveries_due", "d.source = ?", []any{k.Source}
+	}
+	return "deliveries_due_destination", "d.source = ? AND d.destination = ?", []any{k.Source, k.Destination}
+}
+
+// firstFree is the floor right before the first due delivery of k not
+// leased at now, found in the due index alone: the deliveries in flight
+// sit at its head, and reading their rows and bodies only to skip them
+// would cost a lease from the start more than the rows it takes. free is
+// false when every due delivery is leased.
+func (s *Store) firstFree(ctx context.Context, tx *wtx, k leasefloor.Key, now int64) (fl leasefloor.Floor, free bool, err error) {
+	index, where, args := dueIndex(k)
+	rows, err := tx.QueryContext(ctx, `SELECT d.id, d.next_attempt_at FROM deliveries d INDEXED BY `+index+`
+		WHERE `+where+` AND d.status = 'pending' AND d.next_attempt_at <= ? ORDER BY d.next_attempt_at, d.id`,
+		append(args, now)...)
 	if err != nil {
 		return fl, false, err
 	}
@@ -80,16 +95,16 @@ func (s *Store) firstFree(ctx context.Context, tx *wtx, source string, now int64
 	return fl, false, rows.Err()
 }
 
-// due reads up to limit due deliveries of source that are not leased at
-// now, in the due index's order, after c, and the last row it read: a
-// floor, since it took every row before it that was not leased. Two
-// statements, because SQLite seeks the index on (next_attempt_at, id)
-// only through an equality on the first: the rest of c's millisecond,
-// then the ones after it. A leased row is read and skipped: past the
-// floor, or the first one free, there are few.
-func (s *Store) due(ctx context.Context, tx *wtx, source string, c leasefloor.Floor, now int64, limit int) ([]store.Delivery, leasefloor.Floor, error) {
+// due reads up to limit due deliveries of k that are not leased at now,
+// in the due index's order, after c, and the last row it read: a floor,
+// since it took every row before it that was not leased. Two statements,
+// because SQLite seeks the index on (next_attempt_at, id) only through an
+// equality on the first: the rest of c's millisecond, then the ones after
+// it. A leased row is read and skipped: past the floor, or the first one
+// free, there are few.
+func (s *Store) due(ctx context.Context, tx *wtx, k leasefloor.Key, c leasefloor.Floor, now int64, limit int) ([]store.Delivery, leasefloor.Floor, error) {
 	var out []store.Delivery
-	scan := rowscan.Leased(source)
+	scan := rowscan.Leased(k.Source)
 	read := func(q string, args ...any) error {
 		rows, err := tx.QueryContext(ctx, q, args...)
 		if err != nil {
@@ -108,20 +123,23 @@ func (s *Store) due(ctx context.Context, tx *wtx, source string, c leasefloor.Fl
 		}
 		return rows.Err()
 	}
-	const from = `SELECT ` + rowscan.LeasedColumns + ` FROM deliveries d INDEXED BY deliveries_due
-		JOIN messages m ON m.id = d.message WHERE d.source = ? AND d.status = 'pending' AND `
+	index, where, keyArgs := dueIndex(k)
+	from := `SELECT ` + rowscan.LeasedColumns + ` FROM deliveries d INDEXED BY ` + index + `
+		JOIN messages m ON m.id = d.message WHERE ` + where + ` AND d.status = 'pending' AND `
 	// The messages of a deletion under way stay where they are until its
 	// purge cancels them (recover.go).
-	held, heldArgs := s.held.clause(source)
+	held, heldArgs := s.held.clause(k.Source)
+	args := func(more ...any) []any {
+		return append(append(append([]any(nil), keyArgs...), more...), heldArgs...)
+	}
 	if c.Due <= now {
-		if err := read(from+`d.next_attempt_at = ? AND d.id > ?`+held+` ORDER BY d.id`,
-			append([]any{source, c.Due, c.ID}, heldArgs...)...); err != nil {
+		if err := read(from+`d.next_attempt_at = ? AND d.id > ?`+held+` ORDER BY d.id`, args(c.Due, c.ID)...); err != nil {
 			return nil, c, err
 		}
 	}
 	if len(out) < limit {
 		if err := read(from+`d.next_attempt_at > ? AND d.next_attempt_at <= ?`+held+` ORDER BY d.next_attempt_at, d.id`,
-			append([]any{source, c.Due, now}, heldArgs...)...); err != nil {
+			args(c.Due, now)...); err != nil {
 			return nil, c, err
 		}
 	}

@@ -21,7 +21,7 @@ type leases struct {
 	// journal undoes, last first, the changes of the transaction under
 	// way (see mark, undo, settle).
 	journal []func()
-	// floors are where each source's last Lease stopped in the due
+	// floors are where each key's last Lease stopped in the due
 	// index: the next one reads on from there instead of stepping again
 	// over the leased rows at the index's head. Every lease of the file is
 	// this process's, so a floor ages by the leases' own Now: a row due
@@ -45,11 +45,11 @@ func (ls *leases) take(id int64, l leaseOf) {
 	ls.by[id] = l
 }
 
-// setFloor sets source's floor (leasefloor.Floors.Set), journaled.
-func (ls *leases) setFloor(source string, fl leasefloor.Floor, now int64, head bool) {
-	old := ls.floors.Save(source)
-	ls.journal = append(ls.journal, func() { ls.floors.Restore(source, old) })
-	ls.floors.Set(source, fl, now, head)
+// setFloor sets k's floor (leasefloor.Floors.Set), journaled.
+func (ls *leases) setFloor(k leasefloor.Key, fl leasefloor.Floor, now int64, head bool) {
+	old := ls.floors.Save(k)
+	ls.journal = append(ls.journal, func() { ls.floors.Restore(k, old) })
+	ls.floors.Set(k, fl, now, head)
 }
 
 // drop forgets the lease of delivery id.

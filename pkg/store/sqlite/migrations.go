@@ -188,6 +188,17 @@ CREATE INDEX deliveries_settled ON deliveries (status, source) WHERE status IN (
 DROP INDEX deliveries_settled;
 CREATE INDEX deliveries_settled ON deliveries (status, source) WHERE status = 'failed' OR status = 'dead' OR status = 'cancelled';
 `,
+	// Each destination of a source leases on its own (a lane and a pace
+	// of its own, store.LeaseRequest.Destination): its due deliveries in
+	// order, whatever another destination of the source holds (a paused
+	// one with a million pending), and CancelPending takes one
+	// destination's pending ones. deliveries_due stays for what reads a
+	// source as a whole in due order (a Lease of every destination,
+	// Release, Stats): this index leads with the destination, and such a
+	// read of it would sort every pending delivery of the source.
+	`
+CREATE INDEX deliveries_due_destination ON deliveries (source, destination, next_attempt_at) WHERE status = 'pending';
+`,
 }
 
 // createSchemaMigrations makes the table of the versions applied, and

@@ -212,7 +212,7 @@ func TestNewFileSchemaAsMigrated(t *testing.T) {
 		return b.String()
 	}
 	want := describe(stepwise)
-	if !strings.Contains(want, "index deliveries_settled") {
+	if !strings.Contains(want, "index deliveries_due_destination") {
 		t.Fatalf("the stepwise schema lacks the last migration's index:\n%s", want)
 	}
 	if got := describe(fresh); got != want {

@@ -144,3 +144,12 @@ func TestAutoVacuumIncremental(t *testing.T) {
 		t.Errorf("an old file's auto_vacuum after Open = %d, want 2 (converted)", m)
 	}
 }
+
+// TestNotAPacer: a store one process uses paces in that process's memory
+// (store.Pacer); the SQLite store must not offer to pace for it.
+func TestNotAPacer(t *testing.T) {
+	var s store.Store = &sqlite.Store{}
+	if _, ok := s.(store.Pacer); ok {
+		t.Error("*sqlite.Store implements store.Pacer")
+	}
+}

@@ -69,3 +69,23 @@ func TestCollectedRowsMigrate(t *testing.T) {
 	defer s.Close()
 	storetest.CheckCollectedRow(t, s, "web")
 }
+
+// TestDestinationsMigrate stores pending deliveries of two destinations
+// as the schema before destinations' own due index kept them, and checks
+// that after the upgrade each destination leases its own and one's can be
+// cancelled.
+func TestDestinationsMigrate(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	path := oldStore(t, SchemaVersion()-1, `INSERT INTO messages (id, source, message_id, type, user_id, received_at, body)
+			VALUES (1, 'web', 'm1', 'track', 'u', ?1, '{}'), (2, 'web', 'm2', 'track', 'u', ?1, '{}');
+		INSERT INTO deliveries (message, source, destination, status, next_attempt_at, created_at, updated_at)
+			VALUES (1, 'web', 'hooks', 'pending', ?1, ?1, ?1), (1, 'web', 'crm', 'pending', ?1, ?1, ?1),
+				(2, 'web', 'crm', 'pending', ?1 + 1, ?1, ?1)`, int64(storetest.DestinationsSeedDue))
+	s, err := Open(ctx, path, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	storetest.CheckDestinationsMigrated(t, s)
+}

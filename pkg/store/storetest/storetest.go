@@ -55,6 +55,10 @@ func Run(t *testing.T, open Open) {
 		{"EndpointStates", testEndpoints},
 		{"ReleaseWaitingDeliveries", testRelease},
 		{"BodyForms", testBodyForms},
+		{"LeaseByDestination", testLeaseByDestination},
+		{"LeaseDestinationBehindBacklog", testLeaseDestinationBacklog},
+		{"FilterByDestination", testFilterByDestination},
+		{"CancelPending", testCancelPending},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -1,9 +1,10 @@
-// Package leasefloor keeps, for each source, the floor of its due index: a
-// row (next_attempt_at, id) before which every due delivery was leased when
-// a Lease last looked. The deliveries in flight stay at the head of the due
+// Package leasefloor keeps, for each lease key (a source, or one
+// destination of a source: see Key), the floor of its due index: a row
+// (next_attempt_at, id) before which every due delivery was leased when a
+// Lease last looked. The deliveries in flight stay at the head of the due
 // index, so without a floor every Lease steps over all of them again; with
-// one, the next Lease of the source reads on after it, and from the head
-// when that finds too few.
+// one, the next Lease of the key reads on after it, and from the head when
+// that finds too few.
 //
 // A floor is a guess that goes stale: a delivery can become due before it
 // (a lease runs out, a retry, a row another writer made due at an older
@@ -26,13 +27,21 @@ const TTL = time.Second
 // Floor is a row of the due index, in its order: (next_attempt_at, id).
 type Floor struct{ Due, ID int64 }
 
-// Floors are the floors of a store's sources. The zero value is not
-// usable: see New.
+// Key is what a floor belongs to: the deliveries one Lease reads, those
+// of Source's Destination, or of every destination of Source when
+// Destination is empty. Each has its own order in the due index, and so
+// its own floor.
+type Key struct{ Source, Destination string }
+
+// Floors are the floors of a store's keys. The zero value is not usable:
+// see New.
 type Floors struct {
 	// clock ages the floors; nil ages them by the Now of the leases.
 	clock func() time.Time
 	mu    sync.Mutex
-	m     map[string]entry // by source
+	// m holds the floors by source, then destination: what makes a
+	// delivery of a source due lowers every floor of that source.
+	m map[string]map[string]entry
 }
 
 type entry struct {
@@ -48,7 +57,32 @@ type entry struct {
 // monotonic reading no wall-clock step moves), so that a floor expires
 // however the Now of the leases jumps, and tests can move it alone.
 func New(clock func() time.Time) *Floors {
-	return &Floors{clock: clock, m: map[string]entry{}}
+	return &Floors{clock: clock, m: map[string]map[string]entry{}}
+}
+
+// get is k's floor; f.mu is held.
+func (f *Floors) get(k Key) (entry, bool) {
+	e, ok := f.m[k.Source][k.Destination]
+	return e, ok
+}
+
+// put records k's floor; f.mu is held.
+func (f *Floors) put(k Key, e entry) {
+	byDest := f.m[k.Source]
+	if byDest == nil {
+		byDest = map[string]entry{}
+		f.m[k.Source] = byDest
+	}
+	byDest[k.Destination] = e
+}
+
+// forget forgets k's floor; f.mu is held.
+func (f *Floors) forget(k Key) {
+	byDest := f.m[k.Source]
+	delete(byDest, k.Destination)
+	if len(byDest) == 0 {
+		delete(f.m, k.Source)
+	}
 }
 
 // at is the ageing clock's reading for a lease at now (ms).
@@ -59,50 +93,53 @@ func (f *Floors) at(now int64) time.Time {
 	return f.clock()
 }
 
-// Get returns the floor of source for a lease at now (ms), and whether
-// there is one to use: one set within TTL of the last head read, by a
-// lease not after now. A stale floor is forgotten.
-func (f *Floors) Get(source string, now int64) (Floor, bool) {
+// Get returns the floor of k for a lease at now (ms), and whether there
+// is one to use: one set within TTL of the last head read, by a lease not
+// after now. A stale floor is forgotten.
+func (f *Floors) Get(k Key, now int64) (Floor, bool) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	e, ok := f.m[source]
+	e, ok := f.get(k)
 	if !ok {
 		return Floor{}, false
 	}
 	if now < e.now || f.at(now).Sub(e.head) >= TTL {
-		delete(f.m, source)
+		f.forget(k)
 		return Floor{}, false
 	}
 	return e.Floor, true
 }
 
-// Set records fl as the floor of source, found by a lease at now (ms) that
+// Set records fl as the floor of k, found by a lease at now (ms) that
 // read the index from its head or, when head is false, on from the floor
 // Get returned. The floor's age counts from the last head read, so that a
 // lease that ran out behind it is found within TTL even while every lease
 // reads on from the floor; a floor forgotten meanwhile (see Lower) is not
 // set again from a read after it.
-func (f *Floors) Set(source string, fl Floor, now int64, head bool) {
+func (f *Floors) Set(k Key, fl Floor, now int64, head bool) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	at := f.at(now)
 	if !head {
-		e, ok := f.m[source]
+		e, ok := f.get(k)
 		if !ok {
 			return
 		}
 		at = e.head
 	}
-	f.m[source] = entry{Floor: fl, now: now, head: at}
+	f.put(k, entry{Floor: fl, now: now, head: at})
 }
 
-// Lower forgets the floor of source when a delivery of it is made due at
-// due (ms), not after the floor (the delivery's id may come before it).
+// Lower forgets the floors of source (of each of its destinations, and of
+// the source as a whole) not before due, when a delivery of it is made due
+// at due (ms): the delivery's id may come before them.
 func (f *Floors) Lower(source string, due int64) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if e, ok := f.m[source]; ok && due <= e.Due {
-		delete(f.m, source)
+	for dest, e := range f.m[source] {
+		if due <= e.Due {
+			f.forget(Key{source, dest})
+		}
 	}
 }
 
@@ -111,18 +148,20 @@ func (f *Floors) Lower(source string, due int64) {
 func (f *Floors) LowerAll(due int64) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	for src, e := range f.m {
-		if due <= e.Due {
-			delete(f.m, src)
+	for src, byDest := range f.m {
+		for dest, e := range byDest {
+			if due <= e.Due {
+				f.forget(Key{src, dest})
+			}
 		}
 	}
 }
 
-// Forget forgets the floor of source.
-func (f *Floors) Forget(source string) {
+// Forget forgets the floor of k.
+func (f *Floors) Forget(k Key) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	delete(f.m, source)
+	f.forget(k)
 }
 
 // Reset forgets every floor.
@@ -132,28 +171,28 @@ func (f *Floors) Reset() {
 	clear(f.m)
 }
 
-// Saved is a source's floor as Save found it, for Restore.
+// Saved is a key's floor as Save found it, for Restore.
 type Saved struct {
 	e  entry
 	ok bool
 }
 
-// Save returns the floor of source as it is now, there or not, so that a
+// Save returns the floor of k as it is now, there or not, so that a
 // change rolled back with its transaction can be undone.
-func (f *Floors) Save(source string) Saved {
+func (f *Floors) Save(k Key) Saved {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	e, ok := f.m[source]
+	e, ok := f.get(k)
 	return Saved{e, ok}
 }
 
-// Restore puts back the floor of source that Save returned.
-func (f *Floors) Restore(source string, s Saved) {
+// Restore puts back the floor of k that Save returned.
+func (f *Floors) Restore(k Key, s Saved) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if s.ok {
-		f.m[source] = s.e
+		f.put(k, s.e)
 	} else {
-		delete(f.m, source)
+		f.forget(k)
 	}
 }

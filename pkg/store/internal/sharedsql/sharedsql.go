@@ -40,6 +40,10 @@ func Where(f store.Filter, p Placeholder) (string, []any) {
 		clause += " AND d.source = " + p()
 		args = append(args, f.Source)
 	}
+	if f.Destination != "" {
+		clause += " AND d.destination = " + p()
+		args = append(args, f.Destination)
+	}
 	if f.Before > 0 {
 		clause += " AND d.id < " + p()
 		args = append(args, f.Before)
