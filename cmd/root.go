@@ -41,6 +41,7 @@ func commands(f *cli.Factory) []*cobra.Command {
 		NewCmdDemo(f),
 		NewCmdListen(f, nil),
 		NewCmdMan(f),
+		NewCmdRoute(f, nil),
 		NewCmdSend(f, nil),
 		NewCmdServe(f, nil),
 		NewCmdSign(f, nil),
