@@ -34,8 +34,8 @@ type DeliveriesOptions struct {
 	// of every source that has one by that name).
 	Destination string
 	Limit       int
-	Older  time.Duration
-	Since  string // resend's --since: a duration back from now, or a time
+	Older       time.Duration
+	Since       string // resend's --since: a duration back from now, or a time
 	// ResendLimit is resend's --limit (list's is Limit, whose default
 	// differs); resendLimitSet, whether it was given.
 	ResendLimit    int
