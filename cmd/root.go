@@ -39,6 +39,7 @@ func commands(f *cli.Factory) []*cobra.Command {
 		NewCmdDelete(f, nil),
 		NewCmdDeliveries(f),
 		NewCmdDemo(f),
+		NewCmdDestinations(f, nil),
 		NewCmdListen(f, nil),
 		NewCmdMan(f),
 		NewCmdRoute(f, nil),
