@@ -70,9 +70,12 @@ func (f *Forwarder) startLaneLocked(l *lane) {
 	r := &laneRun{stop: stop, done: make(chan struct{})}
 	f.run.lanes[l] = r
 	l.progress.mark(f.cfg.Now())
+	// Read under f.mu: stopLanes clears f.run while the goroutine may
+	// still be starting.
+	deliverCtx := f.run.deliverCtx
 	go func() {
 		defer close(r.done)
-		f.runLane(ctx, f.run.deliverCtx, l)
+		f.runLane(ctx, deliverCtx, l)
 	}()
 }
 
