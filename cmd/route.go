@@ -298,6 +298,9 @@ func routeRun(opts *RouteOptions) error {
 		rc.Close()
 	}
 	sum.Destinations = counts
+	if sum.Lines == 0 && len(unread) == len(inputs) {
+		return cli.Silent(cli.ExitUsage) // no input opened: the errors said it all
+	}
 	if err := out.summary(sum); err != nil {
 		return err
 	}
