@@ -12,7 +12,8 @@ import (
 )
 
 // adminFlags are what the admin commands (delete, audience sync, trait
-// sync) share: where serve is and the admin API's bearer token.
+// sync, destinations) share: where serve is and the admin API's bearer
+// token.
 type adminFlags struct {
 	Endpoint string
 	Token    string
@@ -20,10 +21,20 @@ type adminFlags struct {
 }
 
 func (a *adminFlags) add(cmd *cobra.Command, sourceUsage string) {
-	endpointFlag(cmd, &a.Endpoint, "http://"+serve.DefaultAddr, "evfwd serve's base `URL` (its admin API is under /admin/v1)")
-	cmd.Flags().StringVar(&a.Token, "admin-token", "", "the admin API's bearer `TOKEN` (serve's admin_token)")
-	cli.BindEnv(cmd, "admin-token")
+	a.addConn(cmd)
 	cmd.Flags().StringArrayVar(&a.Sources, "source", nil, sourceUsage)
+}
+
+const (
+	adminEndpointUsage = "evfwd serve's base `URL` (its admin API is under /admin/v1)"
+	adminTokenUsage    = "the admin API's bearer `TOKEN` (serve's admin_token)"
+)
+
+// addConn adds --endpoint and --admin-token, without --source.
+func (a *adminFlags) addConn(cmd *cobra.Command) {
+	endpointFlag(cmd, &a.Endpoint, "http://"+serve.DefaultAddr, adminEndpointUsage)
+	cmd.Flags().StringVar(&a.Token, "admin-token", "", adminTokenUsage)
+	cli.BindEnv(cmd, "admin-token")
 }
 
 // client returns the admin client of evfwd at version, or a usage error

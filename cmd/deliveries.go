@@ -30,9 +30,12 @@ type DeliveriesOptions struct {
 	Store  string
 	Status string
 	Source string
-	Limit  int
-	Older  time.Duration
-	Since  string // resend's --since: a duration back from now, or a time
+	// Destination selects one destination's deliveries (with Source, or
+	// of every source that has one by that name).
+	Destination string
+	Limit       int
+	Older       time.Duration
+	Since       string // resend's --since: a duration back from now, or a time
 	// ResendLimit is resend's --limit (list's is Limit, whose default
 	// differs); resendLimitSet, whether it was given.
 	ResendLimit    int
@@ -66,7 +69,7 @@ pending again (retry), or send finished ones again, delivered ones too
 	list := &cobra.Command{
 		Use:     "list",
 		Short:   "List deliveries, oldest first",
-		Example: "  evfwd deliveries list --status dead --source web\n  evfwd deliveries list -o json | jq .id",
+		Example: "  evfwd deliveries list --status dead --source web\n  evfwd deliveries list --source web --destination crm\n  evfwd deliveries list -o json | jq .id",
 		Args:    cli.Args(cobra.NoArgs),
 		RunE: func(c *cobra.Command, args []string) error {
 			bind(c)
@@ -75,6 +78,7 @@ pending again (retry), or send finished ones again, delivered ones too
 	}
 	list.Flags().StringVar(&opts.Status, "status", "", "only this `STATUS`: pending, delivered, failed or dead")
 	list.Flags().StringVar(&opts.Source, "source", "", "only this `SOURCE`")
+	list.Flags().StringVar(&opts.Destination, "destination", "", "only this `DESTINATION` (webhooks: the webhooks block)")
 	list.Flags().IntVar(&opts.Limit, "limit", 0, "at most `N` deliveries (default all)")
 
 	show := &cobra.Command{
@@ -98,6 +102,7 @@ pending again (retry), or send finished ones again, delivered ones too
 	}
 	retry.Flags().StringVar(&opts.Status, "status", "", "retry every delivery in this `STATUS` (failed or dead)")
 	retry.Flags().StringVar(&opts.Source, "source", "", "with --status, only this `SOURCE`")
+	retry.Flags().StringVar(&opts.Destination, "destination", "", "with --status, only this `DESTINATION`")
 
 	cmd.AddCommand(list, show, retry, newCmdDeliveriesResend(opts, bind), newCmdDeliveriesPrune(f, opts, bind),
 		newCmdDeliveriesEndpoints(opts, bind))
@@ -120,8 +125,8 @@ retry is for what failed; resend also replays what was delivered, for
 an endpoint that lost it or a new endpoint that needs it. A pending
 delivery is left alone (it is on its way), and so is one whose message a
 deletion request withdrew (cancelled, or its body purged): there is
-nothing left to send. Without IDs, --status, --source and/or --since
-select the deliveries; one of them is required, so that a bare resend
+nothing left to send. Without IDs, --status, --source, --destination and/or
+--since select the deliveries; one of them is required, so that a bare resend
 never sends everything again. Of those, one run resends at most --limit,
 those finished longest ago first, and says how many more match: run it
 again for the next ones (those it resent come last, should they fail
@@ -135,9 +140,10 @@ again).`,
 	}
 	cmd.Flags().StringVar(&opts.Status, "status", "", "resend every delivery in this `STATUS` (delivered, failed or dead)")
 	cmd.Flags().StringVar(&opts.Source, "source", "", "resend the finished deliveries of this `SOURCE` only")
+	cmd.Flags().StringVar(&opts.Destination, "destination", "", "resend the finished deliveries of this `DESTINATION` only")
 	cmd.Flags().StringVar(&opts.Since, "since", "", "resend the finished deliveries created since `WHEN`: a duration back from now (24h) or a time (2026-11-26, RFC 3339)")
 	cmd.Flags().IntVar(&opts.ResendLimit, "limit", admin.DefaultResendLimit,
-		fmt.Sprintf("with --status/--source/--since, resend at most `N` (up to %d), those finished longest ago first", admin.MaxResendLimit))
+		fmt.Sprintf("with --status/--source/--destination/--since, resend at most `N` (up to %d), those finished longest ago first", admin.MaxResendLimit))
 	return cmd
 }
 
@@ -225,7 +231,7 @@ func (o *DeliveriesOptions) open() (store.Store, error) {
 }
 
 func (o *DeliveriesOptions) filter() (store.Filter, error) {
-	f := store.Filter{Status: store.Status(o.Status), Source: o.Source, Limit: o.Limit}
+	f := store.Filter{Status: store.Status(o.Status), Source: o.Source, Destination: o.Destination, Limit: o.Limit}
 	if f.Status != "" && !f.Status.Valid() {
 		return f, cli.UsageErrorf("--status %q: want pending, delivered, failed or dead", o.Status)
 	}
@@ -256,7 +262,7 @@ func deliveriesList(o *DeliveriesOptions) error {
 		return nil
 	}
 	tw := tabwriter.NewWriter(io.Out, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "ID\tSTATUS\tSOURCE\tTYPE\tMESSAGE ID\tATTEMPTS\tNEXT ATTEMPT\tLAST ERROR")
+	fmt.Fprintln(tw, "ID\tSTATUS\tSOURCE\tDESTINATION\tTYPE\tMESSAGE ID\tATTEMPTS\tNEXT ATTEMPT\tLAST ERROR")
 	for _, d := range ds {
 		next := "-"
 		if d.Status == store.Pending {
@@ -264,7 +270,7 @@ func deliveriesList(o *DeliveriesOptions) error {
 		}
 		// Type and message id are the sender's, the error quotes the
 		// endpoint's answer: printable, one line and one column each.
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%d\t%s\t%s\n", d.ID, d.Status, cli.Printable(d.Source), cli.Printable(d.Type),
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%d\t%s\t%s\n", d.ID, d.Status, cli.Printable(d.Source), cli.Printable(d.Destination), cli.Printable(d.Type),
 			cli.Printable(d.MessageID), d.Attempts, next, cli.Printable(d.LastError))
 	}
 	return tw.Flush()
@@ -338,6 +344,9 @@ func deliveriesRetry(o *DeliveriesOptions, args []string) error {
 	if (len(args) == 0) == (o.Status == "") {
 		return cli.UsageErrorf("give delivery IDs or --status failed|dead, not both")
 	}
+	if len(args) > 0 && (o.Source != "" || o.Destination != "") {
+		return cli.UsageErrorf("--source and --destination go with --status; IDs are retried as given")
+	}
 	if o.Status == string(store.Delivered) || o.Status == string(store.Pending) {
 		return cli.UsageErrorf("--status %s: only failed or dead deliveries are retried", o.Status)
 	}
@@ -384,16 +393,16 @@ func parseIDs(args []string) ([]int64, error) {
 
 func deliveriesResend(o *DeliveriesOptions, args []string) error {
 	req := admin.ResendRequest{Status: store.Status(o.Status), Source: o.Source}
-	byFilter := o.Status != "" || o.Source != "" || o.Since != ""
+	byFilter := o.Status != "" || o.Source != "" || o.Destination != "" || o.Since != ""
 	switch {
 	case len(args) == 0 && !byFilter:
-		return cli.UsageErrorf("give delivery IDs, or --status (delivered, failed or dead), --source and/or --since to resend every finished delivery they select")
+		return cli.UsageErrorf("give delivery IDs, or --status (delivered, failed or dead), --source, --destination and/or --since to resend every finished delivery they select")
 	case len(args) > 0 && byFilter:
-		return cli.UsageErrorf("give delivery IDs or --status/--source/--since, not both")
+		return cli.UsageErrorf("give delivery IDs or --status/--source/--destination/--since, not both")
 	case req.Status != "" && !slices.Contains(admin.Resendable(), req.Status):
 		return cli.UsageErrorf("--status %q: only delivered, failed or dead deliveries are resent (pending ones are on their way)", o.Status)
 	case len(args) > 0 && o.resendLimitSet:
-		return cli.UsageErrorf("--limit goes with --status/--source/--since; IDs are resent as given")
+		return cli.UsageErrorf("--limit goes with --status/--source/--destination/--since; IDs are resent as given")
 	case o.ResendLimit < 1 || o.ResendLimit > admin.MaxResendLimit:
 		return cli.UsageErrorf("--limit %d: want 1 to %d", o.ResendLimit, admin.MaxResendLimit)
 	}
@@ -414,7 +423,9 @@ func deliveriesResend(o *DeliveriesOptions, args []string) error {
 		return err
 	}
 	defer st.Close()
-	res, err := st.Resend(o.ctx, req.IDs, req.Filter(), o.Now())
+	filter := req.Filter()
+	filter.Destination = o.Destination
+	res, err := st.Resend(o.ctx, req.IDs, filter, o.Now())
 	if err != nil {
 		return err
 	}

@@ -195,7 +195,7 @@ func TestDeliveriesResendLimit(t *testing.T) {
 	}{
 		{[]string{"--status", "delivered", "--limit", "0"}, "--limit 0: want 1 to 100000"},
 		{[]string{"--status", "delivered", "--limit", "100001"}, "--limit 100001: want 1 to 100000"},
-		{[]string{"1", "--limit", "5"}, "--limit goes with --status/--source/--since"},
+		{[]string{"1", "--limit", "5"}, "--limit goes with --status/--source/--destination/--since"},
 	} {
 		if res := resend(tt.args...); res.Code != 2 || !strings.Contains(res.Stderr, tt.want) {
 			t.Errorf("resend %v: code %d, stderr %q; want 2 and %q", tt.args, res.Code, res.Stderr, tt.want)
@@ -238,5 +238,34 @@ func TestDeliveriesRetryPointsToResend(t *testing.T) {
 	if res := execute(t, testFactory(t, "", false, env), "deliveries", "retry", "99"); res.Code != 1 ||
 		!strings.Contains(res.Stderr, "1 left alone") || !strings.Contains(res.Stderr, "evfwd deliveries resend ID") {
 		t.Errorf("retry 99: code %d, stderr %q; want 1 naming evfwd deliveries resend", res.Code, res.Stderr)
+	}
+}
+
+// TestDeliveriesDestination: list shows each delivery's destination, and
+// --destination selects one destination's deliveries for list, retry and
+// resend. The selection needs the stores to honour store.Filter.Destination.
+func TestDeliveriesDestination(t *testing.T) {
+	now := time.Date(2024, 5, 1, 12, 0, 0, 0, time.UTC)
+	path := filepath.Join(t.TempDir(), "evfwd.db")
+	st := openStoreAt(t, path, now)
+	m := storetest.Msg("web", "m1", 0, true)
+	m.Destinations = []string{store.DestinationWebhooks, "crm"}
+	if err := st.Ingest(context.Background(), []store.Message{m}); err != nil {
+		t.Fatal(err)
+	}
+	st.Close()
+	env := map[string]string{"EVFWD_STORE": "sqlite://" + path}
+	res := execute(t, testFactory(t, "", false, env), "deliveries", "list")
+	if res.Code != 0 || !strings.Contains(res.Stdout, "DESTINATION") || !strings.Contains(res.Stdout, " crm ") || !strings.Contains(res.Stdout, " webhooks ") {
+		t.Fatalf("list: code %d, stdout:\n%s", res.Code, res.Stdout)
+	}
+	res = execute(t, testFactory(t, "", false, env), "deliveries", "list", "--destination", "crm", "-o", "json")
+	lines := strings.Split(strings.TrimSpace(res.Stdout), "\n")
+	if res.Code != 0 || len(lines) != 1 || !strings.Contains(lines[0], `"destination":"crm"`) {
+		t.Errorf("list --destination crm: code %d, stdout:\n%s", res.Code, res.Stdout)
+	}
+	if res := execute(t, testFactory(t, "", false, env), "deliveries", "retry", "1", "--destination", "crm"); res.Code != 2 ||
+		!strings.Contains(res.Stderr, "--source and --destination go with --status") {
+		t.Errorf("retry ID --destination: code %d, stderr %q", res.Code, res.Stderr)
 	}
 }

@@ -48,6 +48,12 @@ type TriggerOptions struct {
 
 	// RetryInitial is the first backoff (hidden flag: tests shorten it).
 	RetryInitial time.Duration
+
+	// Destination sends as that destination of serve's config does
+	// (trigger_destination.go); Source names its source.
+	Destination string
+	Source      string
+	Config      *cli.Config
 }
 
 // triggerWindow is trigger's default --retry-window: a pass over the URLs
@@ -85,6 +91,14 @@ sample one from a web page (Analytics.js) or an app (analytics-kotlin) as
 serve forwards it: that library's context, the client's context.ip, and the
 device's clock kept as originalTimestamp beside the corrected timestamp.
 
+With --destination NAME (and --source when several sources have one by that
+name) the message goes as that destination of serve's config file (--config)
+sends it: its URLs, method, headers, secrets and scheme, the body serve would
+store (receivedAt added) mapped by its mapping, a batch of one for a
+destination that sends batches. TYPE is then optional (track); trigger says
+on stderr when the destination's condition, or the message's integrations,
+would keep serve from sending it.
+
 With --count N the message is sent N times (fresh messageId each, no retries)
 by --concurrency workers, and a latency histogram (p50/p90/p99), status counts
 and throughput are printed: a quick load test of your endpoint.
@@ -97,14 +111,19 @@ error, 130 interrupted.`,
   evfwd trigger page --url http://127.0.0.1:9000/ --count 10000 --concurrency 32
   evfwd trigger screen --from mobile --url http://localhost:8080/hooks
   evfwd trigger delete --user-id u_42 --url https://hooks.example/gdpr -o json
-  evfwd trigger track --url http://localhost:3000/webhooks/stripe --scheme stripe --secret-file whsec.txt`,
+  evfwd trigger track --url http://localhost:3000/webhooks/stripe --scheme stripe --secret-file whsec.txt
+  evfwd trigger --config evfwd.yaml --destination crm --source web`,
 		GroupID:   groupTools,
 		Args:      triggerArgs(typeNames),
 		ValidArgs: typeNames,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts.IO, opts.Format, opts.Now, opts.Version = f.IO, f.Format, f.Now, f.Version
 			opts.Secret.Lookup(f.Getenv, f.Config)
-			opts.Type = args[0]
+			opts.Config = f.Config
+			opts.Type = string(message.TypeTrack) // --destination's default
+			if len(args) > 0 {
+				opts.Type = args[0]
+			}
 			opts.Context = cmd.Context()
 			if runF != nil {
 				return runF(opts)
@@ -130,7 +149,7 @@ error, 130 interrupted.`,
 	fl.IntVarP(&opts.Concurrency, "concurrency", "c", 1, "deliveries in flight with --count")
 	fl.DurationVar(&opts.RetryInitial, "retry-initial", webhook.DefaultInitial, "first retry delay")
 	_ = fl.MarkHidden("retry-initial")
-	_ = cmd.MarkFlagRequired("url")
+	addTriggerDestinationFlags(cmd, opts)
 	return cmd
 }
 
@@ -149,6 +168,8 @@ func triggerArgs(types []string) cobra.PositionalArgs {
 	return func(cmd *cobra.Command, args []string) error {
 		list := strings.Join(types[:len(types)-1], ", ") + " or " + types[len(types)-1]
 		switch {
+		case len(args) == 0 && cmd.Flags().Changed("destination"):
+			return nil // a track
 		case len(args) == 0:
 			return cli.UsageErrorf("give the TYPE of message to send: %s\n  e.g. evfwd trigger track --url http://localhost:8080/hooks", list)
 		case len(args) > 1:
@@ -160,11 +181,13 @@ func triggerArgs(types []string) cobra.PositionalArgs {
 
 // trigger is one run: the checked inputs and what prints the results.
 type trigger struct {
-	opts   *TriggerOptions
-	ctx    context.Context
-	typ    message.Type
-	msg    *rawjson.Object
-	dest   *webhook.Destination
+	opts *TriggerOptions
+	ctx  context.Context
+	typ  message.Type
+	msg  *rawjson.Object
+	dest *webhook.Destination
+	// route, with --destination: what it sends (the body mapped, its id).
+	route  *destinationSend
 	sender *webhook.Sender
 	out    *attemptPrinter
 }
@@ -199,55 +222,14 @@ func newTrigger(opts *TriggerOptions) (*trigger, error) {
 	case opts.Timeout <= 0:
 		return nil, cli.UsageErrorf("--timeout must be positive")
 	}
-
-	headers := map[string]string{}
-	for _, h := range opts.Headers {
-		name, value, err := parseHeader(h)
-		if err != nil {
-			return nil, cli.UsageError(err)
-		}
-		canon := http.CanonicalHeaderKey(name)
-		for k := range headers {
-			if http.CanonicalHeaderKey(k) == canon {
-				return nil, cli.UsageErrorf("--header %q: %s given twice", h, canon)
-			}
-		}
-		headers[name] = value
+	var err error
+	if opts.Destination != "" {
+		err = tr.fromDestination()
+	} else {
+		err = tr.fromFlags()
 	}
-	scheme, err := signature.ParseScheme(opts.Scheme, false)
-	if err != nil {
-		return nil, cli.UsageErrorf("--scheme: %v", err)
-	}
-	secrets, err := opts.Secret.ResolveAll("trigger", false)
 	if err != nil {
 		return nil, err
-	}
-	switch {
-	case len(secrets) == 0 && scheme != signature.Segment:
-		return nil, cli.UsageErrorf("--scheme %s signs with a secret: give --secret-file FILE, %sSECRET or --secret", scheme, cli.EnvPrefix)
-	case len(secrets) > 1 && !scheme.CarriesSeveral():
-		return nil, cli.UsageErrorf("%d secrets given: a %s signature carries one, give one secret (stripe and standard sign with several)", len(secrets), scheme)
-	}
-	tr.dest = &webhook.Destination{Scheme: scheme}
-	if len(secrets) > 0 {
-		// Checked here, with the flag's name, rather than as an endpoint
-		// error: a standard secret must be whsec_ and base64.
-		if _, err := signature.NewSigner(scheme, secrets, signature.Params{ID: "msg_check"}); err != nil {
-			return nil, cli.UsageErrorf("--secret: %v", err)
-		}
-		tr.dest.SharedSecret = string(secrets[0])
-		for _, s := range secrets[1:] {
-			tr.dest.ExtraSecrets = append(tr.dest.ExtraSecrets, string(s))
-		}
-	}
-	for _, u := range opts.URLs {
-		if err := cli.CheckURLScheme("--url", u); err != nil {
-			return nil, err
-		}
-		tr.dest.Endpoints = append(tr.dest.Endpoints, webhook.Endpoint{URL: u, Headers: headers})
-	}
-	if err := tr.dest.Validate(); err != nil {
-		return nil, cli.UsageError(flagConfigError(err))
 	}
 
 	if tr.msg, err = tr.message(); err != nil {
@@ -255,6 +237,11 @@ func newTrigger(opts *TriggerOptions) (*trigger, error) {
 	}
 	if _, err := webhook.Body(tr.msg); err != nil {
 		return nil, cli.UsageErrorf("--data: %v", err)
+	}
+	if tr.route != nil {
+		if err := tr.route.body(tr); err != nil {
+			return nil, err
+		}
 	}
 
 	tr.sender, err = webhook.NewSender(webhook.Options{
@@ -273,6 +260,65 @@ func newTrigger(opts *TriggerOptions) (*trigger, error) {
 	}
 	tr.out = newAttemptPrinter(opts, len(tr.dest.Endpoints))
 	return tr, nil
+}
+
+// fromFlags makes the destination of the flags: --url, --header, the
+// secrets and --scheme.
+func (tr *trigger) fromFlags() error {
+	opts := tr.opts
+	if len(opts.URLs) == 0 {
+		return cli.UsageErrorf(`required flag(s) "url" not set (or --destination NAME of serve's config)`)
+	}
+	headers := map[string]string{}
+	for _, h := range opts.Headers {
+		name, value, err := parseHeader(h)
+		if err != nil {
+			return cli.UsageError(err)
+		}
+		canon := http.CanonicalHeaderKey(name)
+		for k := range headers {
+			if http.CanonicalHeaderKey(k) == canon {
+				return cli.UsageErrorf("--header %q: %s given twice", h, canon)
+			}
+		}
+		headers[name] = value
+	}
+	scheme, err := signature.ParseScheme(opts.Scheme, false)
+	if err != nil {
+		return cli.UsageErrorf("--scheme: %v", err)
+	}
+	secrets, err := opts.Secret.ResolveAll("trigger", false)
+	if err != nil {
+		return err
+	}
+	switch {
+	case len(secrets) == 0 && scheme != signature.Segment:
+		return cli.UsageErrorf("--scheme %s signs with a secret: give --secret-file FILE, %sSECRET or --secret", scheme, cli.EnvPrefix)
+	case len(secrets) > 1 && !scheme.CarriesSeveral():
+		return cli.UsageErrorf("%d secrets given: a %s signature carries one, give one secret (stripe and standard sign with several)", len(secrets), scheme)
+	}
+	tr.dest = &webhook.Destination{Scheme: scheme}
+	if len(secrets) > 0 {
+		// Checked here, with the flag's name, rather than as an endpoint
+		// error: a standard secret must be whsec_ and base64.
+		if _, err := signature.NewSigner(scheme, secrets, signature.Params{ID: "msg_check"}); err != nil {
+			return cli.UsageErrorf("--secret: %v", err)
+		}
+		tr.dest.SharedSecret = string(secrets[0])
+		for _, s := range secrets[1:] {
+			tr.dest.ExtraSecrets = append(tr.dest.ExtraSecrets, string(s))
+		}
+	}
+	for _, u := range opts.URLs {
+		if err := cli.CheckURLScheme("--url", u); err != nil {
+			return err
+		}
+		tr.dest.Endpoints = append(tr.dest.Endpoints, webhook.Endpoint{URL: u, Headers: headers})
+	}
+	if err := tr.dest.Validate(); err != nil {
+		return cli.UsageError(flagConfigError(err))
+	}
+	return nil
 }
 
 // parseHeader splits a --header value "Name: value". The name must be a
@@ -361,6 +407,9 @@ func (tr *trigger) once() error {
 	body, _ := webhook.Body(tr.msg)
 	// The messageId is Standard Webhooks' webhook-id, as serve sends it.
 	id, _ := tr.msg.GetString("messageId")
+	if tr.route != nil {
+		body, id = tr.route.sent, tr.route.id
+	}
 	tr.out.intro(tr.typ, tr.msg, body, tr.dest.SignedFields(body, id, tr.opts.Now()))
 	p := webhook.RetryFor(tr.opts.RetryWindow)
 	p.Initial, p.Now = tr.opts.RetryInitial, tr.opts.Now

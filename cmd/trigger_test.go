@@ -62,7 +62,7 @@ func TestTriggerFlags(t *testing.T) {
 		if err := cmd.Execute(); err != nil {
 			t.Fatalf("%v: %v", tt.args, err)
 		}
-		if diff := cmp.Diff(&tt.want, got, cmpopts.IgnoreFields(TriggerOptions{}, "IO", "Format", "Now", "Version", "Context"), cmpopts.IgnoreUnexported(cli.Secret{})); diff != "" {
+		if diff := cmp.Diff(&tt.want, got, cmpopts.IgnoreFields(TriggerOptions{}, "IO", "Format", "Now", "Version", "Context", "Config"), cmpopts.IgnoreUnexported(cli.Secret{})); diff != "" {
 			t.Errorf("%v mismatch (-want +got):\n%s", tt.args, diff)
 		}
 	}
@@ -343,7 +343,7 @@ func TestTriggerUsageErrors(t *testing.T) {
 		want string
 	}{
 		{"unknown type", []string{"merge", "--url", "http://a.example"}, `unknown type "merge": want one of page, screen, identify, track, alias, group, delete`},
-		{"no url", []string{"track"}, `required flag(s) "url" not set`},
+		{"no url", []string{"track"}, `required flag(s) "url" not set (or --destination NAME of serve's config)`},
 		{"six urls", append([]string{"track"}, six...), "--url: 6 URLs, at most 5 are allowed"},
 		{"no type", []string{"--url", "http://a.example"}, "give the TYPE of message to send: page, screen, identify, track, alias, group or delete\n  e.g. evfwd trigger track --url http://localhost:8080/hooks"},
 		{"no type, no url", nil, "give the TYPE of message to send: page, screen, identify, track, alias, group or delete\n  e.g. evfwd trigger track --url http://localhost:8080/hooks"},

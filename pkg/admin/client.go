@@ -89,6 +89,41 @@ func (c *Client) Sync(ctx context.Context, kind store.SyncKind, name string, sou
 	return &rep, c.do(ctx, http.MethodPost, path, "application/x-ndjson", list, &rep)
 }
 
+// Destinations lists the destinations of every source, as the node that
+// answers runs them.
+func (c *Client) Destinations(ctx context.Context) ([]Destination, error) {
+	var out struct {
+		Destinations []Destination `json:"destinations"`
+	}
+	return out.Destinations, c.do(ctx, http.MethodGet, "/admin/v1/destinations", "", nil, &out)
+}
+
+// Pause stops sending the deliveries of source's destination name on the
+// node that answers; they are kept until Resume. An unknown destination
+// is an *Error with Status 404.
+func (c *Client) Pause(ctx context.Context, source, name string) (*Destination, error) {
+	return c.pauseResume(ctx, source, name, "pause")
+}
+
+// Resume sends a paused destination's deliveries again.
+func (c *Client) Resume(ctx context.Context, source, name string) (*Destination, error) {
+	return c.pauseResume(ctx, source, name, "resume")
+}
+
+func (c *Client) pauseResume(ctx context.Context, source, name, verb string) (*Destination, error) {
+	var d Destination
+	path := "/admin/v1/destinations/" + url.PathEscape(source) + "/" + url.PathEscape(name) + "/" + verb
+	return &d, c.do(ctx, http.MethodPost, path, "", nil, &d)
+}
+
+// Reload has the service read its configuration again and apply what it
+// says of the destinations. A configuration it refuses is an *Error with
+// Status 422, and the running one is kept.
+func (c *Client) Reload(ctx context.Context) (*Reloaded, error) {
+	var r Reloaded
+	return &r, c.do(ctx, http.MethodPost, "/admin/v1/reload", "", nil, &r)
+}
+
 func (c *Client) do(ctx context.Context, method, path, ctype string, body io.Reader, out any) error {
 	req, err := http.NewRequestWithContext(ctx, method, strings.TrimRight(c.Endpoint, "/")+path, body)
 	if err != nil {

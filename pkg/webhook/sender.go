@@ -165,10 +165,7 @@ func (s *Sender) DeliverMessage(ctx context.Context, dest *Destination, body []b
 // deliver makes one delivery. decide, when set, fills in Then/RetryAt of
 // the last attempt of a failed delivery before it is reported.
 func (s *Sender) deliver(ctx context.Context, dest *Destination, body []byte, id string, delivery int, decide func(*Result), onAttempt func(Attempt)) Result {
-	var sig []string
-	if dest.SharedSecret != "" && dest.segment() {
-		sig = []string{s.key(dest.SharedSecret).Sign(body)}
-	}
+	sig := s.xSignature(dest, body)
 	ps := dest.perAttempt(id)
 	res := Result{Attempts: make([]Attempt, 0, len(dest.Endpoints))}
 	for i := range dest.Endpoints {
@@ -218,27 +215,13 @@ func (s *Sender) post(ctx context.Context, method string, ep *Endpoint, index in
 		return a
 	}
 
+	h, err := s.header(ep, body, sig, ps, a.Start)
+	if err != nil {
+		a.Class, a.Err, a.Outcome = ClassNetwork, err, Final
+		return a
+	}
 	actx, cancel := context.WithTimeout(ctx, s.timeout)
 	defer cancel()
-	// One backing array for every header value: a map entry per header
-	// is unavoidable, a slice allocation per header is not.
-	h := make(http.Header, len(ep.Headers)+3)
-	vals := make([]string, 0, len(ep.Headers))
-	for k, v := range ep.Headers {
-		vals = append(vals, v)
-		h[http.CanonicalHeaderKey(k)] = vals[len(vals)-1 : len(vals) : len(vals)]
-	}
-	h["User-Agent"] = s.userAgent
-	h["Content-Type"] = contentTypeJSON
-	if sig != nil {
-		h[signature.Header] = sig
-	}
-	if ps != nil {
-		if err := ps.sign(h, ep, body, a.Start); err != nil {
-			a.Class, a.Err, a.Outcome = ClassNetwork, err, Final
-			return a
-		}
-	}
 	// A *bytes.Reader (under io.NopCloser) is one net/http knows is in
 	// memory: it writes the headers and the body with one write, where a
 	// reader of its own makes it flush the headers first, a second
@@ -282,6 +265,40 @@ func (s *Sender) post(ctx context.Context, method string, ep *Endpoint, index in
 		}
 	}
 	return a
+}
+
+// xSignature is the X-Signature of body, computed once per delivery, or
+// nil when dest signs none.
+func (s *Sender) xSignature(dest *Destination, body []byte) []string {
+	if dest.SharedSecret == "" || !dest.segment() {
+		return nil
+	}
+	return []string{s.key(dest.SharedSecret).Sign(body)}
+}
+
+// header is the header set of one attempt to ep, started at: the
+// endpoint's static headers, User-Agent, Content-Type, the X-Signature sig
+// (nil: none) and what ps signs per attempt. Preview shows the same.
+func (s *Sender) header(ep *Endpoint, body []byte, sig []string, ps *perAttempt, at time.Time) (http.Header, error) {
+	// One backing array for every header value: a map entry per header
+	// is unavoidable, a slice allocation per header is not.
+	h := make(http.Header, len(ep.Headers)+3)
+	vals := make([]string, 0, len(ep.Headers))
+	for k, v := range ep.Headers {
+		vals = append(vals, v)
+		h[http.CanonicalHeaderKey(k)] = vals[len(vals)-1 : len(vals) : len(vals)]
+	}
+	h["User-Agent"] = s.userAgent
+	h["Content-Type"] = contentTypeJSON
+	if sig != nil {
+		h[signature.Header] = sig
+	}
+	if ps != nil {
+		if err := ps.sign(h, ep, body, at); err != nil {
+			return nil, err
+		}
+	}
+	return h, nil
 }
 
 var contentTypeJSON = []string{"application/json"}
