@@ -190,7 +190,9 @@ func TestPausedDestinationKeepsItsDeliveries(t *testing.T) {
 	a.Paused = true
 	ingest(t, s, to("m1", "a", "b"), to("m2", "a", "b"))
 	r := start(t, c, Config{Store: s, Routes: []*destination.Destination{a, b}})
-	waitFor(t, "b's deliveries", func() bool { return hb.count() == 2 })
+	waitFor(t, "b's deliveries on record", func() bool {
+		return len(list(t, s, store.Filter{Destination: "b", Status: store.Delivered})) == 2
+	})
 	r.quiet(t, "web")
 	if n := ha.count(); n != 0 {
 		t.Fatalf("paused destination got %d requests", n)
