@@ -152,6 +152,7 @@ func (st *state) below(t *tnode, v *value) {
 				n = units(v.s)
 			}
 			st.vals[k.slot] = value{kind: vNum, n: float64(n)}
+			st.below(k, &st.vals[k.slot])
 			continue
 		}
 		if k.index < 0 {
@@ -268,6 +269,7 @@ func (st *state) array(t *tnode, b []byte, i, depth int) (int, error) {
 	for _, c := range t.kids {
 		if c.key == "length" {
 			st.vals[c.slot] = value{kind: vNum, n: float64(n)}
+			st.below(c, &st.vals[c.slot]) // 0 answers for the paths below it
 		}
 	}
 	return i, nil
