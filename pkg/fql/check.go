@@ -55,6 +55,9 @@ func (c *checker) condition() (*node, *checkError) {
 		if t.kind == tkParenRight {
 			return nil, c.errAt(t, "a ) without its (: Segment's engine skips it; remove it")
 		}
+		if msg := conjMessage(t); msg != "" {
+			return nil, c.errAt(t, msg)
+		}
 		return nil, c.errAt(t, "expected and, or or the end, got "+describe(t)+": Segment's engine skips what it cannot read; join comparisons with and / or")
 	}
 	if !n.group {
@@ -135,6 +138,21 @@ func (c *checker) term(inner bool) (*node, *checkError) {
 	return nil, c.errAt(t, "expected a field, contains(, match(, ! or (, got "+describe(t))
 }
 
+// conjMessage explains an identifier that was meant as and / or.
+func conjMessage(t *token) string {
+	if t.kind != tkIdent {
+		return ""
+	}
+	switch strings.ToLower(t.val) {
+	case "and", "or":
+		if t.val == "and" || t.val == "or" {
+			return "\"" + t.val + "(\" is a field name to Segment's engine, which skips it; put a space after " + t.val
+		}
+		return "\"" + t.val + "\" is a field name to Segment's engine, which skips it; write " + strings.ToLower(t.val) + " in lower case"
+	}
+	return ""
+}
+
 func describe(t *token) string {
 	switch t.kind {
 	case tkEOS:
@@ -156,12 +174,8 @@ func (c *checker) field(t *token, fn string) (ct, name string, err *checkError) 
 	start, rest, dotted := strings.Cut(t.val, ".")
 	ct, ok := conditionTypes[start]
 	if !ok {
-		switch strings.ToLower(t.val) {
-		case "and", "or":
-			if t.val == "and" || t.val == "or" {
-				return "", "", c.errAt(t, "\""+t.val+"(\" is a field name to Segment's engine, which skips it; put a space after "+t.val)
-			}
-			return "", "", c.errAt(t, "\""+t.val+"\" is a field name to Segment's engine, which skips it; write "+strings.ToLower(t.val)+" in lower case")
+		if msg := conjMessage(t); msg != "" {
+			return "", "", c.errAt(t, msg)
 		}
 		return "", "", c.errAt(t, "unknown field \""+t.val+"\": Segment's engine skips it; a condition reads type, event, name, userId, properties.*, traits.* and context.*")
 	}
@@ -176,6 +190,9 @@ func (c *checker) field(t *token, fn string) (ct, name string, err *checkError) 
 	}
 	if !dotted {
 		return "", "", c.errAt(t, "Segment's engine reads "+start+" alone as "+start+"."+start+"; name a field below it, e.g. "+start+".total")
+	}
+	if t.escSep {
+		return "", "", c.errAt(t, "field "+t.val+": Segment's engine splits keys at every ., [ and ], escaped or not, so a key with one of them in it cannot be named")
 	}
 	if msg := checkPath(rest); msg != "" {
 		return "", "", c.errAt(t, "field "+t.val+": "+msg)
@@ -232,6 +249,8 @@ func (c *checker) comparison() (*node, *checkError) {
 	op := opTok.val
 	switch {
 	case opTok.kind == tkOperator && op != "!":
+	case opTok.kind == tkDot && c.i+1 < len(c.toks) && c.toks[c.i+1].kind == tkNumber:
+		return nil, c.errAt(opTok, "Segment's engine reads a key that starts with a digit or - as a number; escape its first character: "+ft.val+".\\"+c.toks[c.i+1].val)
 	default:
 		return nil, c.errAt(opTok, "expected =, !=, <, <=, > or >= after "+ft.val+", got "+describe(opTok))
 	}

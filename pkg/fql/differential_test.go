@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/evfwd/evfwd/internal/testsize"
 )
@@ -128,7 +129,7 @@ func TestDifferential(t *testing.T) {
 	checkPrototypes(t, seg)
 
 	// Chunks of 50 conditions decided on the same 60 messages.
-	chunks := testsize.Pick(120, 60)
+	chunks := 130 // about 125,000 pairs; 35 s under -race on two cores
 	const condsPer, msgsPer = 50, 60
 	start := time.Now()
 	var pairs, accepted, quirks, refused, segRefused int
@@ -268,4 +269,31 @@ func checkPrototypes(t *testing.T, seg *segment) {
 		t.Errorf("objectPrototype has %d names, Object.prototype %d", len(objectPrototype), len(protos["Object"]))
 	}
 	_ = fmt.Sprint()
+}
+
+// TestSegmentCasesAgainstNode asks Segment's engine the table tests'
+// questions again: the decisions segmentCases holds, and whether its
+// parser accepts each of refusals (it must accept exactly the quirks).
+func TestSegmentCasesAgainstNode(t *testing.T) {
+	seg := startSegment(t)
+	for _, tc := range segmentCases {
+		var d decision
+		seg.roundTrip(t, []any{
+			map[string]any{"op": "messages", "messages": []string{tc.msg}},
+			map[string]any{"op": "decide", "fql": tc.cond},
+		}, []any{&struct{ OK bool }{}, &d})
+		if len(d.Results) != 1 || d.Results[0] != tc.want {
+			t.Errorf("Segment decides %q on %s: %v (parsed %v), the table says %v", tc.cond, tc.msg, d.Results, d.Parsed, tc.want)
+		}
+	}
+	for _, tc := range refusals {
+		if !utf8.ValidString(tc.cond) {
+			continue // not a JavaScript string
+		}
+		var d decision
+		seg.roundTrip(t, []any{map[string]any{"op": "decide", "fql": tc.cond}}, []any{&d})
+		if d.Parsed != tc.quirk {
+			t.Errorf("Segment's parser on %q: parsed %v, the table says quirk %v", tc.cond, d.Parsed, tc.quirk)
+		}
+	}
 }

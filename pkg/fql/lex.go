@@ -37,6 +37,7 @@ type token struct {
 	kind     tokKind
 	val      string
 	pos, end int
+	escSep   bool // an identifier with an escaped ".", "[" or "]" in it
 }
 
 // eosChar is what the lexer reads past the end (fql-ts's EOS_FLAG, "-1",
@@ -258,12 +259,14 @@ func (l *lexer) lexOperatorOrConditional(first int) (token, error) {
 func (l *lexer) lexIdent(first int) (token, error) {
 	var s []uint16
 	c := first
+	escSep := false
 	for {
 		if c == '\\' {
 			if l.peek() == eosChar {
 				return token{}, l.fail("expected a character after \\")
 			}
 			c = l.next()
+			escSep = escSep || c == '.' || c == '[' || c == ']'
 		}
 		s = append(s, uint16(c))
 		if len(s) >= maxLen {
@@ -279,7 +282,7 @@ func (l *lexer) lexIdent(first int) (token, error) {
 	default:
 		return token{}, l.fail("expected a space, operator or end after an identifier, got " + quoteUnit(n))
 	}
-	return token{kind: tkIdent, val: decode(s)}, nil
+	return token{kind: tkIdent, val: decode(s), escSep: escSep}, nil
 }
 
 // decode turns code units back into a Go string. A surrogate half alone

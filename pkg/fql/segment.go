@@ -95,7 +95,7 @@ func normalize(toks []token) []token {
 	for i := 0; i < len(toks); {
 		if n := len(out); n > 0 && out[n-1].kind == tkIdent && toks[i].kind == tkDot && i+1 < len(toks) && toks[i+1].kind == tkIdent {
 			last := out[n-1]
-			out[n-1] = token{kind: tkIdent, val: last.val + "." + toks[i+1].val, pos: last.pos, end: toks[i+1].end}
+			out[n-1] = token{kind: tkIdent, val: last.val + "." + toks[i+1].val, pos: last.pos, end: toks[i+1].end, escSep: last.escSep || toks[i+1].escSep}
 			i += 2
 			continue
 		}
