@@ -14,8 +14,6 @@ import (
 	"testing"
 	"time"
 	"unicode/utf8"
-
-	"github.com/evfwd/evfwd/internal/testsize"
 )
 
 // engineEnv names the directory whose node_modules holds Segment's
@@ -234,7 +232,7 @@ func TestDifferential(t *testing.T) {
 	}
 	t.Logf("%d conditions: %d accepted, %d refused as Segment refuses them, %d refused as quirks Segment accepts (Segment refused %d); %d (condition, message) pairs decided alike in %v",
 		chunks*condsPer, accepted, refused, quirks, segRefused, pairs, time.Since(start).Round(time.Millisecond))
-	if min := testsize.Pick(100000, 40000); pairs < min {
+	if min := 100000; pairs < min {
 		t.Errorf("only %d pairs compared, want %d at least", pairs, min)
 	}
 }
