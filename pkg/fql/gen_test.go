@@ -274,27 +274,27 @@ var genPathKeys = []string{"total", "price", "sku", "items", "a", "b", "url", "p
 // often not, with the spellings Segment's lexer treats oddly.
 func genText(r *rand.Rand) string {
 	var b strings.Builder
-	terms := 1 + r.IntN(4)
+	terms := 1 + r.IntN(3)
 	conj := pick(r, []string{"and", "or"})
 	for i := range terms {
 		if i > 0 {
-			if r.IntN(6) == 0 {
+			if r.IntN(10) == 0 {
 				conj = pick(r, []string{"and", "or", "AND", "Or", "and(", ""})
 			}
 			b.WriteString(pick(r, []string{" ", " ", "  ", "\n", "\t"}) + conj + pick(r, []string{" ", " ", "\n", ""}))
 		}
 		if r.IntN(5) == 0 {
-			b.WriteString(pick(r, []string{"(", "!(", "((", "( "}))
+			b.WriteString(pick(r, []string{"(", "(", "(", "!(", "((", "( "}))
 			genTerm(r, &b)
 			b.WriteString(" " + pick(r, []string{"and", "or"}) + " ")
 			genTerm(r, &b)
-			b.WriteString(pick(r, []string{")", ")", " )", "", "))"}))
+			b.WriteString(pick(r, []string{")", ")", ")", " )", "", "))"}))
 			continue
 		}
 		genTerm(r, &b)
 	}
 	s := b.String()
-	if r.IntN(3) == 0 {
+	if r.IntN(4) == 0 {
 		for range 1 + r.IntN(2) {
 			s = mutate(r, s)
 		}
@@ -306,7 +306,7 @@ var goodFields = []string{"type", "event", "name", "userId", "properties.total",
 	"properties.items.\\0.sku", "context.page.url", "traits.a", "traits.first\\ name", "properties.\\é", "properties.x-y",
 	"context.page", "traits.Ab", "properties.b.length", "properties.a.\\1", "properties.sku.\\0", "properties.a.b"}
 
-var goodValues = []string{`"track"`, `"page"`, `"Order Completed"`, `"100"`, `100`, `100.5`, `-1`, `+5`, `007`, `1.`,
+var goodValues = []string{`"track"`, `"page"`, `"Order Completed"`, `"100"`, `100`, `100.5`, `-1`, `+5`, `007`,
 	`true`, `false`, `null`, `""`, `"é"`, `"😀"`, `0`, `-0`, `1e21`, `9007199254740993`, `"a"`, `"abc"`, `3`, `2`, `1`}
 
 var textFields = []string{"type", "event", "name", "userId", "properties.total", "properties.price", "properties.items.length",
@@ -320,11 +320,11 @@ var textValues = []string{`"track"`, `"page"`, `"Order Completed"`, `'track'`, `
 func genTerm(r *rand.Rand, b *strings.Builder) {
 	switch r.IntN(8) {
 	case 0, 1:
-		neg := pick(r, []string{"", "", "!", "! "})
-		fn := pick(r, []string{"contains", "match", "contains", "match", "Contains", "exists"})
-		arg := pick(r, []string{`"Order *"`, `"*Completed"`, `"Order"`, `"*"`, `""`, `"a*b"`, `"*a*"`, `"a?*"`, `'x*'`, `1.50`, `"/checkout"`, `"é"`, `"a b"`})
+		neg := pick(r, []string{"", "", "", "!", "!", "! "})
+		fn := pick(r, []string{"contains", "match", "contains", "match", "contains", "match", "Contains", "exists"})
+		arg := pick(r, []string{`"Order *"`, `"*Completed"`, `"Order *"`, `"*Completed"`, `"*"`, `"a*"`, `"/checkout"`, `"a"`, `"é"`, `"Order"`, `"*"`, `""`, `"a*b"`, `"*a*"`, `"a?*"`, `'x*'`, `1.50`, `"/checkout"`, `"é"`, `"a b"`})
 		field := pick(r, goodFields)
-		if r.IntN(4) == 0 {
+		if r.IntN(6) == 0 {
 			field = pick(r, textFields)
 		}
 		b.WriteString(neg + fn + pick(r, []string{"(", "( "}) + field + pick(r, []string{", ", ",", " , ", " "}) + arg + pick(r, []string{")", ")", "", " )"}))
@@ -332,7 +332,7 @@ func genTerm(r *rand.Rand, b *strings.Builder) {
 		if r.IntN(12) == 0 {
 			b.WriteString("!")
 		}
-		if r.IntN(4) == 0 {
+		if r.IntN(8) == 0 {
 			b.WriteString(pick(r, textFields))
 			b.WriteString(pick(r, []string{" = ", " = ", " != ", " < ", " <= ", " > ", " >= ", "=", "!=", " !=", " <=", " ==", " == ", " =! ", " contains ", " "}))
 			b.WriteString(pick(r, textValues))
