@@ -18,12 +18,7 @@ import (
 //	function   = ("contains" | "match") "(" field "," string ")"
 //	comparison = field op value
 func check(toks []token) (*node, *checkError) {
-	c := &checker{toks: toks}
-	n, err := c.condition()
-	if err != nil {
-		return nil, err
-	}
-	return n, nil
+	return (&checker{toks: toks}).condition()
 }
 
 // checkError is a refusal at an offset (in code units) of the condition.

@@ -93,5 +93,5 @@ func invalidUTF8(src string) *SyntaxError {
 		}
 		i += n
 	}
-	return newError(src, len(toUnits(src[:i])), errInvalidUTF8.Error(), false)
+	return newError(src, len(toUnits(src[:i])), "the condition is not valid UTF-8", false)
 }

@@ -1,7 +1,6 @@
 package fql
 
 import (
-	"errors"
 	"unicode/utf16"
 	"unicode/utf8"
 )
@@ -309,5 +308,3 @@ func appendRune(b []byte, r rune) []byte {
 	}
 	return utf8.AppendRune(b, r)
 }
-
-var errInvalidUTF8 = errors.New("the condition is not valid UTF-8")

@@ -61,9 +61,9 @@ type state struct {
 	scratch []byte
 }
 
-// scan reads msg, one JSON object, into st.vals; false when msg is not one.
+// scan reads msg, one JSON object, into st.vals (all undefined before);
+// false when msg is not one.
 func (st *state) scan(root *tnode, msg []byte) bool {
-	clear(st.vals)
 	i := rawjson.SkipSpace(msg, 0)
 	if i >= len(msg) || msg[i] != '{' {
 		return false

@@ -191,6 +191,7 @@ func (s *Set) Decide(msg []byte, out []bool) {
 	for i, e := range s.exprs {
 		out[i] = e == nil || ok && e.eval(st.vals)
 	}
+	clear(st.vals) // no hold on msg from the pool
 	st.scratch = st.scratch[:0]
 	s.pool.Put(st)
 }
