@@ -132,7 +132,7 @@ var refusals = []struct {
 	{`type = "a" )`, true, "without its ("},
 	{`and type = "a"`, true, "nothing before"},
 	{`event >= 1e21`, true, "expected and, or"},
-	{`type="track"and event="a"`, true, ""}, // the closing quote is read again as an opening one
+	{`type="track"and event="a"`, true, "space after the closing quote"}, // Segment: type = "track"
 	// Segment's parser refuses these too.
 	{`foo = 1`, false, "unknown field"},
 	{`(type = "a" and (event = "b"))`, false, "inside parentheses"},

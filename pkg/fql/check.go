@@ -50,7 +50,7 @@ func (c *checker) condition() (*node, *checkError) {
 		if t.kind == tkParenRight {
 			return nil, c.errAt(t, "a ) without its (: Segment's engine skips it; remove it")
 		}
-		if msg := conjMessage(t); msg != "" {
+		if msg := c.strayMessage(); msg != "" {
 			return nil, c.errAt(t, msg)
 		}
 		return nil, c.errAt(t, "expected and, or or the end, got "+describe(t)+": Segment's engine skips what it cannot read; join comparisons with and / or")
@@ -103,6 +103,9 @@ func (c *checker) term(inner bool) (*node, *checkError) {
 			return nil, err
 		}
 		if c.cur().kind != tkParenRight {
+			if msg := c.strayMessage(); msg != "" {
+				return nil, c.errAt(c.cur(), msg)
+			}
 			return nil, c.errAt(c.cur(), "expected ) or and / or, got "+describe(c.cur()))
 		}
 		c.i++
@@ -131,6 +134,19 @@ func (c *checker) term(inner bool) (*node, *checkError) {
 		return nil, c.errAt(t, "expected a condition")
 	}
 	return nil, c.errAt(t, "expected a field, contains(, match(, ! or (, got "+describe(t))
+}
+
+// strayMessage explains a token where and / or was expected, when it is
+// one of the lexer's surprises.
+func (c *checker) strayMessage() string {
+	t := c.cur()
+	if msg := conjMessage(t); msg != "" {
+		return msg
+	}
+	if t.kind == tkString && c.i > 0 && c.toks[c.i-1].kind == tkString && c.toks[c.i-1].end == t.pos {
+		return "Segment's engine reads a closing quote that a letter or symbol follows as the opening quote of another string; put a space after the closing quote"
+	}
+	return ""
 }
 
 // conjMessage explains an identifier that was meant as and / or.
