@@ -131,7 +131,7 @@ var refusals = []struct {
 	{`type = "a" and ()`, true, "empty parentheses"},
 	{`type = "a" )`, true, "without its ("},
 	{`and type = "a"`, true, "nothing before"},
-	{`event >= 1e21`, true, "expected and, or"},
+	{`event >= 1e21`, true, "exponent"},
 	{`type="track"and event="a"`, true, "space after the closing quote"}, // Segment: type = "track"
 	// Segment's parser refuses these too.
 	{`foo = 1`, false, "unknown field"},

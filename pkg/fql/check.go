@@ -143,6 +143,9 @@ func (c *checker) strayMessage() string {
 	if msg := conjMessage(t); msg != "" {
 		return msg
 	}
+	if t.kind == tkIdent && (t.val[0] == 'e' || t.val[0] == 'E') && c.i > 0 && c.toks[c.i-1].kind == tkNumber && c.toks[c.i-1].end == t.pos {
+		return "Segment's engine reads a number's exponent as a field name and skips it; write the number out in digits"
+	}
 	if t.kind == tkString && c.i > 0 && c.toks[c.i-1].kind == tkString && c.toks[c.i-1].end == t.pos {
 		return "Segment's engine reads a closing quote that a letter or symbol follows as the opening quote of another string; put a space after the closing quote"
 	}

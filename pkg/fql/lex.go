@@ -1,6 +1,7 @@
 package fql
 
 import (
+	"strconv"
 	"unicode/utf16"
 	"unicode/utf8"
 )
@@ -178,10 +179,13 @@ func (l *lexer) lex() ([]token, error) {
 }
 
 func quoteUnit(c int) string {
-	if c >= 0xD800 && c <= 0xDFFF {
-		return "(a surrogate half)"
+	switch {
+	case c == eosChar:
+		return "the end"
+	case c >= 0xD800 && c <= 0xDFFF:
+		return "a character outside the Basic Multilingual Plane (only its first half can be escaped)"
 	}
-	return "\"" + string(rune(c)) + "\""
+	return strconv.QuoteRune(rune(c))
 }
 
 func (l *lexer) lexString(quote int) (token, error) {
