@@ -231,6 +231,7 @@ func New(cfg Config) (*Forwarder, error) {
 		unrecorded: newUnrecorded(), calls: context.Background()}
 	if cfg.StoreTimeout <= 0 {
 		cfg.StoreTimeout = store.CallTimeout
+		f.cfg.StoreTimeout = cfg.StoreTimeout
 	}
 	f.pacer, _ = cfg.Store.(store.Pacer)
 	f.health = newStoreHealth(cfg.Store, cfg.StoreTimeout, cfg.Logger)
