@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"os"
 	"os/exec"
@@ -17,6 +18,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/evfwd/evfwd/internal/testsize"
+	"github.com/google/go-cmp/cmp"
 )
 
 // engineEnv names the directory whose node_modules holds Segment's
@@ -97,7 +99,69 @@ func (s *segment) roundTrip(t *testing.T, reqs []any, answers []any) {
 type decision struct {
 	Parsed  bool   `json:"parsed"`
 	Error   string `json:"error"`
+	AST     any    `json:"ast"`
 	Results []any  `json:"results"`
+}
+
+// jsTree is the port's tree as JSON.stringify writes Segment's: undefined
+// children as null, NaN and the infinities as null.
+func jsTree(n *node) any {
+	if n == nil {
+		return nil
+	}
+	if n.group {
+		kids := []any{}
+		for _, k := range n.kids {
+			kids = append(kids, jsTree(k))
+		}
+		return map[string]any{"type": "group", "operator": n.op, "children": kids}
+	}
+	m := map[string]any{"type": n.field, "operator": n.op}
+	if _, ok := pathPrefix[n.field]; ok {
+		m["name"] = n.name
+	}
+	if !n.noVal {
+		switch n.val.kind {
+		case 's':
+			m["value"] = n.val.s
+		case 'b':
+			m["value"] = n.val.b
+		case 'n':
+			if math.IsNaN(n.val.n) || math.IsInf(n.val.n, 0) {
+				m["value"] = nil
+			} else {
+				m["value"] = n.val.n
+			}
+		}
+	}
+	return m
+}
+
+// checkPort holds the port of Segment's lexer and parser to theirs: the
+// same acceptance, the same tree.
+func checkPort(t *testing.T, src string, d *decision) {
+	t.Helper()
+	if !utf8.ValidString(src) {
+		return
+	}
+	toks, err := lexSegment(toUnits(src))
+	var tree *node
+	if err == nil {
+		tree, err = segmentParse(toks)
+	}
+	if (err == nil) != d.Parsed {
+		t.Errorf("port of parseFql(%q): error %v; Segment's: parsed %v (%s)", src, err, d.Parsed, d.Error)
+		return
+	}
+	if err != nil {
+		return
+	}
+	b, _ := json.Marshal(jsTree(tree))
+	var got any
+	json.Unmarshal(b, &got)
+	if diff := cmp.Diff(d.AST, got); diff != "" {
+		t.Errorf("port of parseFql(%q) mismatch (-Segment +port):\n%s", src, diff)
+	}
 }
 
 func seed(t *testing.T) uint64 {
@@ -178,6 +242,7 @@ func TestDifferential(t *testing.T) {
 			if !d.Parsed {
 				segRefused++
 			}
+			checkPort(t, src, d)
 			c, err := Parse(src)
 			if blank(src) {
 				continue // evfwd: every message; Segment: an error

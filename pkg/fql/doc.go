@@ -40,7 +40,10 @@
 // A blank condition matches every message (Segment's parser refuses it).
 // Set decides many conditions in one pass over a message's raw JSON; a
 // message that is not one valid JSON object matches no condition but the
-// blank ones.
+// blank ones. Two limits differ from node's: nesting deeper than 10,000
+// levels makes a message invalid (as for encoding/json), and bytes that are
+// not UTF-8 in a message's strings are compared as they are, where a
+// JavaScript decoder would have replaced them with U+FFFD first.
 //
 // # What Parse refuses
 //

@@ -1,7 +1,10 @@
 package fql
 
 import (
+	"bytes"
+	"encoding/json"
 	"errors"
+	"slices"
 	"testing"
 )
 
@@ -61,6 +64,13 @@ func FuzzMatch(f *testing.F) {
 	f.Fuzz(func(t *testing.T, msg []byte) {
 		out := make([]bool, len(conds))
 		set.Decide(msg, out)
+		trimmed := bytes.TrimLeft(msg, " \t\r\n")
+		if !json.Valid(msg) || len(trimmed) == 0 || trimmed[0] != '{' {
+			// Not one JSON object: no condition holds.
+			if i := slices.Index(out, true); i >= 0 {
+				t.Fatalf("%q holds on %q, which is not one JSON object", conds[i], msg)
+			}
+		}
 		for i, c := range conds {
 			if got := c.Match(msg); got != out[i] {
 				t.Fatalf("%q on %q: Match %v, Set %v", c, msg, got, out[i])

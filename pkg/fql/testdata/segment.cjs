@@ -3,7 +3,7 @@
 //
 //   {"op":"messages","messages":["<json>", ...]}  -> {"ok":true}
 //       the messages the next "decide" requests are decided against
-//   {"op":"decide","fql":"..."}  -> {"parsed":bool,"error":"...","results":[true|false|"throw"]}
+//   {"op":"decide","fql":"..."}  -> {"parsed":bool,"error":"...","ast":{...},"results":[true|false|"throw"]}
 //       parseFql(fql), then validate(ast, message) for each message
 //   {"op":"generate","ast":{...}}  -> {"fql":"..."} or {"error":"..."}
 //       generateFql(ast), the text Segment's UI writes for a tree
@@ -39,7 +39,7 @@ function answer(req) {
           return 'throw'
         }
       })
-      return { parsed: !ast.error, error: ast.error ? String(ast.error.message) : '', results }
+      return { parsed: !ast.error, error: ast.error ? String(ast.error.message) : '', ast: ast.error ? null : ast, results }
     }
     case 'generate':
       try {
