@@ -152,13 +152,15 @@ func newTour(t *testing.T) *tour {
 	t.Helper()
 	home := t.TempDir()
 	work := filepath.Join(home, "work")
-	events, err := os.ReadFile(filepath.Join("..", "testdata", "events.ndjson"))
-	if err != nil {
-		t.Fatal(err)
-	}
 	os.MkdirAll(filepath.Join(work, "testdata"), 0o700)
-	if err := os.WriteFile(filepath.Join(work, "testdata", "events.ndjson"), events, 0o600); err != nil {
-		t.Fatal(err)
+	for _, name := range []string{"events.ndjson", "destinations.yaml"} {
+		b, err := os.ReadFile(filepath.Join("..", "testdata", name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(work, "testdata", name), b, 0o600); err != nil {
+			t.Fatal(err)
+		}
 	}
 	repo, err := filepath.Abs("..")
 	if err != nil {
