@@ -3,9 +3,9 @@ package serve_test
 import (
 	"fmt"
 	"log/slog"
-	"os"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"slices"
 	"sync"
 	"testing"
