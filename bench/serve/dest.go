@@ -248,7 +248,20 @@ func (b *bench) destIngestRow(paused, overlap bool) {
 // receiver, interleaved; the receiver checks that every event arrived
 // exactly once.
 func (b *bench) destBatchRow() {
+	b.destBatchRowAt(0)
+	b.destBatchRowAt(10 * time.Millisecond)
+}
+
+// destBatchRowAt is destBatchRow with a receiver that answers after
+// latency: 0 (in this process, where the store's work per delivery is what
+// bounds both), or a network's (where requests in flight bound both).
+func (b *bench) destBatchRowAt(latency time.Duration) {
+	b.drcv.latency.Store(int64(latency))
+	defer b.drcv.latency.Store(0)
 	n := b.opt.events
+	if latency > 0 {
+		n = min(n, 50_000)
+	}
 	const size = 100
 	forward := func(name string, batch bool) destRun {
 		d := b.dest(name)
@@ -279,12 +292,13 @@ func (b *bench) destBatchRow() {
 	}
 	var single, batch []destRun
 	for round := range max(1, b.opt.destRounds) {
-		single = append(single, forward(fmt.Sprintf("single%d", round), false))
-		batch = append(batch, forward(fmt.Sprintf("batch%d", round), true))
+		ms := latency.Milliseconds()
+		single = append(single, forward(fmt.Sprintf("single%d-%dms", round, ms), false))
+		batch = append(batch, forward(fmt.Sprintf("batch%d-%dms", round, ms), true))
 	}
 	r := row{
 		measure: fmt.Sprintf("batch forward, SQLite, a backlog of %d events: a destination with batch {size: %d} over one sending an event a request, "+
-			"the same receiver, every event exactly once", n, size),
+			"the same receiver answering in %v, every event exactly once", n, size, latency),
 		target: "≥ 5.0× single",
 	}
 	b.destSummary(r, "batch", batch, "single", single, "events/s", 5, true, func(d destRun) string { return d.note })

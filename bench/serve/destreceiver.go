@@ -26,6 +26,9 @@ type destReceiver struct {
 	srv    *http.Server
 	bufs   sync.Pool
 	bad    atomic.Int64
+	// latency is how long each answer waits (ns): a receiver across a
+	// network rather than in this process.
+	latency atomic.Int64
 
 	mu    sync.Mutex
 	lanes map[string]*laneLog
@@ -69,6 +72,9 @@ func (r *destReceiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	}
 	now := time.Now()
 	body := buf.Bytes()
+	if d := time.Duration(r.latency.Load()); d > 0 {
+		time.Sleep(d)
+	}
 	if signature.Verify(r.secret, body, req.Header.Get(signature.Header)) != nil {
 		r.bad.Add(1)
 		http.Error(w, "bad signature", http.StatusUnauthorized)
