@@ -15,6 +15,7 @@
 package leasefloor
 
 import (
+	"cmp"
 	"sync"
 	"time"
 )
@@ -26,6 +27,14 @@ const TTL = time.Second
 
 // Floor is a row of the due index, in its order: (next_attempt_at, id).
 type Floor struct{ Due, ID int64 }
+
+// Compare is -1, 0 or +1 as f comes before, at or after g in due order.
+func (f Floor) Compare(g Floor) int {
+	if c := cmp.Compare(f.Due, g.Due); c != 0 {
+		return c
+	}
+	return cmp.Compare(f.ID, g.ID)
+}
 
 // Key is what a floor belongs to: the deliveries one Lease reads, those
 // of Source's Destination, or of every destination of Source when
