@@ -38,8 +38,12 @@ func (f Floor) Compare(g Floor) int {
 
 // Key is what a floor belongs to: the deliveries one Lease reads, those
 // of Source's Destination, or of every destination of Source when
-// Destination is empty. Each has its own order in the due index, and so
-// its own floor.
+// Destination is empty. Each has its own due order, and so its own floor:
+// a destination's is its part of the due index (which leads with the
+// destination), the source's the merge of its destinations' parts. A
+// floor of the source holds for each destination's part (every due
+// delivery before it, of any destination, was leased), so a Lease of
+// every destination reads each part on from it.
 type Key struct{ Source, Destination string }
 
 // Floors are the floors of a store's keys. The zero value is not usable:
