@@ -41,12 +41,20 @@ func (s *Store) Endpoints(ctx context.Context) ([]store.EndpointState, error) {
 // releaseSQL makes one step of deliveries due; rows another node holds
 // locked (completing them) are skipped: their completion decides, and so
 // are leased ones, whose lease is the database's clock's (leaseSQL), $5
-// after it.
-const releaseSQL = `UPDATE deliveries SET next_attempt_at = $1, updated_at = $1 WHERE id IN (
-	SELECT id FROM deliveries WHERE source = $2 AND status = 'pending' AND next_attempt_at > $1
-		AND lease_expires_at < ` + clockSQL + ` + $5
-		AND EXISTS (SELECT 1 FROM unnest($3::text[]) AS p WHERE starts_with(last_error, p))
-	LIMIT $4 FOR UPDATE SKIP LOCKED)`
+// after it. deliveries_due keeps a source's pending deliveries by
+// destination: for each destination (destinationsCTE, of $1 there) it
+// seeks that destination's entries scheduled after now, not the ones due
+// before, a backlog as they may be. (As one condition, destination =
+// ANY of them, the server read every entry of the source instead.) A row
+// is locked as the step takes it: no more than the step.
+const releaseSQL = `UPDATE deliveries SET next_attempt_at = $2, updated_at = $2 WHERE id IN (
+	WITH RECURSIVE ` + destinationsCTE + `
+	SELECT r.id FROM dest, LATERAL (SELECT id FROM deliveries
+		WHERE source = $1 AND destination = dest.name AND status = 'pending' AND next_attempt_at > $2
+			AND lease_expires_at < ` + clockSQL + ` + $5
+			AND EXISTS (SELECT 1 FROM unnest($3::text[]) AS p WHERE starts_with(last_error, p))
+		FOR UPDATE SKIP LOCKED) r
+	LIMIT $4)`
 
 // Release implements store.Store, a step per statement.
 func (s *Store) Release(ctx context.Context, source string, prefixes []string, now time.Time) (int, error) {
@@ -64,7 +72,7 @@ func (s *Store) Release(ctx context.Context, source string, prefixes []string, n
 	for {
 		var n int64
 		err := retryTransient(func() error {
-			tag, err := s.pool.Exec(ctx, releaseSQL, at, source, prefixes, store.ReleaseStep, s.leaseClock(now))
+			tag, err := s.pool.Exec(ctx, releaseSQL, source, at, prefixes, store.ReleaseStep, s.leaseClock(now))
 			n = tag.RowsAffected()
 			return err
 		})

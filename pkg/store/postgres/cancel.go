@@ -8,7 +8,7 @@ import (
 )
 
 // cancelSQL cancels one step of a destination's pending deliveries, $3 at
-// most, found in its due index (deliveries_due_destination), leased or
+// most, found in its due index (deliveries_due), leased or
 // not: the lease goes with the status, as a deletion's cancel takes it, so
 // its holder's Complete (which applies only while its owner holds the
 // lease of a pending delivery) records its attempts and changes nothing

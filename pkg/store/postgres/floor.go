@@ -17,9 +17,11 @@ import (
 // A lease that got all it asked for knows that nothing due and unleased
 // comes before the last row its last scan took (the scan is in order, and
 // took every row it did not skip as leased or locked); the next Lease of
-// that key (the source, or one destination of it: each reads its own due
-// order) starts its scan after it (leaseSQL's $6, $7) and reads from the
-// head when that scan finds too few.
+// that key (one destination of the source, which reads its part of the
+// due index, or the source as a whole, which reads every destination's
+// after it and merges them: leaseEverySQL) starts its scan after it
+// (leaseSQL's $6, $7) and reads from the head when that scan finds too
+// few.
 //
 // Other nodes lease and make rows due too, so a floor ages by this node's
 // clock (leasefloor.TTL), whatever the Now of the leases. It is forgotten

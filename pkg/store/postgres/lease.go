@@ -14,11 +14,13 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
-// leaseSQL locks up to $3 due, unleased deliveries of one source, skipping
-// rows another node is leasing right now, and leases them in the same
-// statement. A lease that ran out counts as none: that is how a dead node's
-// work is taken over. Only deliveries after ($6, $7) in the due index's
-// order are taken (a floor, see newFloors).
+// leaseSQL locks up to $3 due, unleased deliveries of one destination
+// ($9) of a source ($1), skipping rows another node is leasing right now,
+// and leases them in the same statement, read in deliveries_due's order,
+// so that another destination's backlog (one paused, a million pending)
+// is never read to find them. A lease that ran out counts as none: that
+// is how a dead node's work is taken over. Only deliveries after ($6,
+// $7) in the due index's order are taken (a floor, see newFloors).
 //
 // The lease changes no indexed column, so the server updates the row in
 // its page without touching an index (a HOT update; the table leaves room
@@ -34,22 +36,44 @@ import (
 // What is due, $2, is the node's clock; whether a lease ran out, and when
 // the new one does ($8 and $5 after the database's clock, see leaseClock),
 // the database's.
-const leaseSQL = leaseHead + leaseTail
+const leaseSQL = leaseHead + `(SELECT id FROM deliveries
+	WHERE status = 'pending' AND source = $1 AND destination = $9` + dueTail + `
+	FOR UPDATE SKIP LOCKED) p` + leaseTail
 
-// leaseDestinationSQL is leaseSQL for the deliveries of one destination of
-// the source, $9: read in deliveries_due_destination's order, so that
-// another destination's backlog (one paused, a million pending) is never
-// read to find them.
-const leaseDestinationSQL = leaseHead + ` AND destination = $9` + leaseTail
+// leaseEverySQL is leaseSQL for every destination of the source, in due
+// order across them: deliveries_due keeps each destination's in order,
+// not the source's, so it picks up to $3 of each destination's
+// (destinationsCTE) and the first $3 of those (a sort of at most $3 per
+// destination), then locks them, skipping any another node is leasing
+// right now. It locks only what it leases, so a destination's own lane
+// never skips a row it holds (and its floor never passes over one); it
+// leases fewer than $3 when it skipped some. Off the forwarder's path:
+// the forwarder leases a destination at a time.
+const leaseEverySQL = leaseHead + `(WITH RECURSIVE ` + destinationsCTE + `,
+	picked AS (SELECT e.id FROM dest, LATERAL (SELECT id, next_attempt_at FROM deliveries
+			WHERE status = 'pending' AND source = $1 AND destination = dest.name` + dueTail + `) e
+		ORDER BY e.next_attempt_at, e.id LIMIT $3)
+	SELECT id FROM deliveries WHERE id IN (SELECT id FROM picked)
+		AND status = 'pending' AND lease_expires_at < ` + clockSQL + ` + $8
+	FOR UPDATE SKIP LOCKED) p` + leaseTail
+
+// destinationsCTE is dest (name): the destinations of the source ($1)
+// with pending deliveries, in order, and a last NULL: a seek in
+// deliveries_due for each, the first after the last (min is an index
+// seek, not a read of the entries between).
+const destinationsCTE = `dest (name) AS (
+	SELECT min(destination) FROM deliveries WHERE status = 'pending' AND source = $1
+	UNION ALL
+	SELECT (SELECT min(destination) FROM deliveries WHERE status = 'pending' AND source = $1 AND destination > dest.name)
+	FROM dest WHERE dest.name IS NOT NULL)`
 
 const (
 	leaseHead = `UPDATE deliveries d SET lease_owner = $4, lease_expires_at = ` + clockSQL + ` + $5
-FROM (SELECT id FROM deliveries
-	WHERE status = 'pending' AND source = $1`
-	leaseTail = ` AND next_attempt_at <= $2 AND (next_attempt_at, id) > ($6, $7)
+FROM `
+	dueTail = ` AND next_attempt_at <= $2 AND (next_attempt_at, id) > ($6, $7)
 		AND lease_expires_at < ` + clockSQL + ` + $8
-	ORDER BY next_attempt_at, id LIMIT $3
-	FOR UPDATE SKIP LOCKED) p, messages m
+	ORDER BY next_attempt_at, id LIMIT $3`
+	leaseTail = `, messages m
 WHERE d.id = p.id AND m.id = d.message
 RETURNING ` + rowscan.LeasedColumns
 )
@@ -153,25 +177,40 @@ func (s *Store) leaseClock(t time.Time) int64 {
 // A completion, which is the record, commits synchronously, and so flushes
 // the WAL of every lease before it. Waiting for the flush was half of a
 // Lease's time, and a lane leases one group at a time.
-const leaseSettings = `SELECT set_config('enable_sort', 'off', true), set_config('enable_seqscan', 'off', true),
+const leaseSettings = `SELECT set_config('enable_sort', 'off', true), ` + planSettings
+
+// planSettings are the settings both leaseSettings and leaseEverySettings
+// take.
+const planSettings = `set_config('enable_seqscan', 'off', true),
 	set_config('enable_hashjoin', 'off', true), set_config('enable_mergejoin', 'off', true),
 	set_config('plan_cache_mode', 'force_generic_plan', true), set_config('synchronous_commit', 'off', true)`
+
+// leaseEverySettings are leaseEverySQL's: leaseSettings, with the sort it
+// needs (of what it picked) let be. A sort the settings disable costs
+// more than all else, and the planner, taking plans within 1% of each
+// other's cost as equal, then chose one by its order: it read the whole
+// table by another index to join the rows picked.
+const leaseEverySettings = `SELECT ` + planSettings
 
 // lease runs leaseSQL for r, up to limit, under leaseSettings, in one
 // round trip: the batch's statements are one implicit transaction. It
 // reads after floor, or from the head, and returns the leased deliveries.
 func (s *Store) lease(ctx context.Context, r store.LeaseRequest, limit int, floor leasefloor.Floor, head bool) ([]store.Delivery, error) {
 	b := &pgx.Batch{}
-	b.Queue(leaseSettings)
+	if r.Destination == "" {
+		b.Queue(leaseEverySettings)
+	} else {
+		b.Queue(leaseSettings)
+	}
 	if head {
 		floor = leasefloor.Floor{Due: math.MinInt64, ID: math.MinInt64}
 	}
 	shift := s.leaseClock(r.Now)
 	args := []any{r.Source, store.Millis(r.Now), limit, r.Owner, shift + r.TTL.Milliseconds(), floor.Due, floor.ID, shift}
 	if r.Destination == "" {
-		b.Queue(leaseSQL, args...)
+		b.Queue(leaseEverySQL, args...)
 	} else {
-		b.Queue(leaseDestinationSQL, append(args, r.Destination)...)
+		b.Queue(leaseSQL, append(args, r.Destination)...)
 	}
 	br := s.pool.SendBatch(ctx, b)
 	out, err := func() ([]store.Delivery, error) {

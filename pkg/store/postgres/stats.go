@@ -11,8 +11,9 @@ import (
 )
 
 // statsSQL counts each source's pending deliveries and finds its oldest
-// from the partial index deliveries_due (source, next_attempt_at, id) WHERE
-// status = 'pending' (an index-only scan: it holds every column used), then
+// from the partial index deliveries_due (source, destination,
+// next_attempt_at, id) WHERE status = 'pending' (an index-only scan: it
+// holds every column used, and leads with the source), then
 // reads that one delivery's created_at by primary key. Ids grow with time,
 // so the smallest pending id is the oldest pending delivery.
 const statsSQL = `SELECT p.source, p.n, d.created_at

@@ -2,6 +2,7 @@ package sqlite
 
 import (
 	"context"
+	"strconv"
 	"strings"
 	"time"
 
@@ -28,6 +29,21 @@ func (s *Store) Endpoints(ctx context.Context) ([]store.EndpointState, error) {
 	return collect(rows, rowscan.Endpoint)
 }
 
+// releaseSQL makes one step of source's (?2) pending deliveries due at
+// ?1 that are scheduled after it and whose last error starts with one of
+// prefixes (?4 on, the match): ?3 at most. deliveries_due keeps them by
+// destination: it seeks each destination's (destinationsCTE) and reads
+// from there on its entries scheduled after ?1 (the rows of those whose
+// last error matches), not the ones due before, a backlog as it may be.
+func releaseSQL(match string) string {
+	return `UPDATE deliveries SET next_attempt_at = ?1, updated_at = ?1 WHERE id IN (
+	WITH RECURSIVE ` + destinationsCTE("?2") + `
+	SELECT id FROM deliveries INDEXED BY deliveries_due
+		WHERE source = ?2 AND destination IN (SELECT name FROM dest) AND status = 'pending' AND next_attempt_at > ?1
+			AND (` + match + `)
+		LIMIT ?3)`
+}
+
 // Release implements store.Store: a step at a time, each its own
 // transaction, so ingest and completions interleave with a large release.
 // The rows it changes are due at now and no longer match, so it ends.
@@ -37,15 +53,13 @@ func (s *Store) Release(ctx context.Context, source string, prefixes []string, n
 	}
 	at := store.Millis(now)
 	var match []string
-	args := []any{at, at, source, at}
+	args := []any{at, source, store.ReleaseStep}
 	for _, p := range prefixes {
-		match = append(match, `substr(last_error, 1, length(?)) = ?`)
-		args = append(args, p, p)
+		args = append(args, p)
+		n := "?" + strconv.Itoa(len(args))
+		match = append(match, `substr(last_error, 1, length(`+n+`)) = `+n)
 	}
-	args = append(args, store.ReleaseStep)
-	q := `UPDATE deliveries SET next_attempt_at = ?, updated_at = ? WHERE id IN (SELECT id FROM deliveries
-		INDEXED BY deliveries_due WHERE source = ? AND status = 'pending' AND next_attempt_at > ? AND (` +
-		strings.Join(match, " OR ") + `) LIMIT ?)`
+	q := releaseSQL(strings.Join(match, " OR "))
 	total := 0
 	for {
 		var n int64

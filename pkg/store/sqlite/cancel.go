@@ -11,7 +11,7 @@ import (
 // in its due index, and returns their ids.
 const cancelSQL = `UPDATE deliveries SET status = 'cancelled', lease_owner = NULL, lease_expires_at = 0,
 	last_error = ?, updated_at = ?
-	WHERE id IN (SELECT id FROM deliveries INDEXED BY deliveries_due_destination
+	WHERE id IN (SELECT id FROM deliveries INDEXED BY deliveries_due
 		WHERE source = ? AND destination = ? AND status = 'pending' LIMIT ?)
 	RETURNING id`
 

@@ -2,6 +2,7 @@ package sqlite
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"time"
 
@@ -29,15 +30,11 @@ func (s *Store) Lease(ctx context.Context, r store.LeaseRequest) ([]store.Delive
 		head := !ok
 		var err error
 		if ok {
-			out, fl, err = s.due(ctx, tx, k, fl, now, r.Limit)
+			out, fl, err = s.leaseRead(ctx, tx, k, &fl, now, r.Limit)
 		}
 		if err == nil && len(out) < r.Limit {
 			head = true
-			var start leasefloor.Floor
-			var free bool
-			if start, free, err = s.firstFree(ctx, tx, k, now); free {
-				out, fl, err = s.due(ctx, tx, k, start, now, r.Limit)
-			}
+			out, fl, err = s.leaseRead(ctx, tx, k, nil, now, r.Limit)
 		}
 		if err != nil || len(out) == 0 {
 			return err
@@ -57,28 +54,117 @@ func (s *Store) Lease(ctx context.Context, r store.LeaseRequest) ([]store.Delive
 	return out, nil
 }
 
-// dueIndex is the index of the pending deliveries of k in due order, the
-// condition on deliveries d that selects them from it and its
-// parameters: a source's as a whole in deliveries_due, one destination's
-// in deliveries_due_destination, so that one destination's backlog is
-// never read to lease another's.
-func dueIndex(k leasefloor.Key) (index, where string, args []any) {
+// leaseRead reads up to limit due deliveries of k not leased at now, in due
+// order (next_attempt_at, id), after from or, when from is nil, from the
+// head; and a floor for k after them (see due).
+func (s *Store) leaseRead(ctx context.Context, tx *wtx, k leasefloor.Key, from *leasefloor.Floor, now int64, limit int) ([]store.Delivery, leasefloor.Floor, error) {
 	if k.Destination == "" {
-		return "deliveries_due", "d.source = ?", []any{k.Source}
+		return s.readEvery(ctx, tx, k.Source, from, now, limit)
 	}
-	return "deliveries_due_destination", "d.source = ? AND d.destination = ?", []any{k.Source, k.Destination}
+	return s.readOne(ctx, tx, k, from, now, limit)
 }
 
-// firstFree is the floor right before the first due delivery of k not
-// leased at now, found in the due index alone: the deliveries in flight
-// sit at its head, and reading their rows and bodies only to skip them
-// would cost a lease from the start more than the rows it takes. free is
-// false when every due delivery is leased.
+// readOne is leaseRead for one destination.
+func (s *Store) readOne(ctx context.Context, tx *wtx, k leasefloor.Key, from *leasefloor.Floor, now int64, limit int) ([]store.Delivery, leasefloor.Floor, error) {
+	if from == nil {
+		start, free, err := s.firstFree(ctx, tx, k, now)
+		if err != nil || !free {
+			return nil, start, err
+		}
+		from = &start
+	}
+	return s.due(ctx, tx, k, *from, now, limit)
+}
+
+// readEvery is leaseRead for every destination of source: deliveries_due
+// keeps each destination's in due order, not the source's, so it reads
+// up to limit of each destination's (each from from, or from its own
+// head) and merges them. A Lease of every destination is off the
+// forwarder's path (it leases one destination at a time), and costs a
+// seek per destination with pending deliveries (destinationsSQL), then
+// a destination's Lease of up to limit per destination, and a sort of
+// what they read (at most limit per destination).
+//
+// The floor after them is the last one taken when there are limit: every
+// due delivery before it, of any destination, was read and taken or
+// leased, since a destination that had limit to give gave none past it.
+// Otherwise every destination's due ones were read, and it is the last
+// row read of any.
+func (s *Store) readEvery(ctx context.Context, tx *wtx, source string, from *leasefloor.Floor, now int64, limit int) ([]store.Delivery, leasefloor.Floor, error) {
+	var last leasefloor.Floor
+	dests, err := destinations(ctx, tx, source)
+	if err != nil {
+		return nil, last, err
+	}
+	var out []store.Delivery
+	for _, dest := range dests {
+		got, fl, err := s.readOne(ctx, tx, leasefloor.Key{Source: source, Destination: dest}, from, now, limit)
+		if err != nil {
+			return nil, last, err
+		}
+		if len(got) > 0 && fl.Compare(last) > 0 {
+			last = fl
+		}
+		out = append(out, got...)
+	}
+	at := func(d store.Delivery) leasefloor.Floor {
+		return leasefloor.Floor{Due: store.Millis(d.NextAttempt), ID: d.ID}
+	}
+	slices.SortFunc(out, func(a, b store.Delivery) int { return at(a).Compare(at(b)) })
+	if len(out) >= limit {
+		out = out[:limit]
+		last = at(out[limit-1])
+	}
+	return out, last, nil
+}
+
+// destinationsCTE is dest (name): the destinations of source (a
+// parameter, p) with pending deliveries, in order, and a last NULL: a
+// seek in deliveries_due for each, the first after the last (min is an
+// index seek, not a read of the entries between).
+func destinationsCTE(p string) string {
+	return `dest (name) AS (
+	SELECT min(destination) FROM deliveries INDEXED BY deliveries_due WHERE source = ` + p + ` AND status = 'pending'
+	UNION ALL
+	SELECT (SELECT min(destination) FROM deliveries INDEXED BY deliveries_due
+		WHERE source = ` + p + ` AND status = 'pending' AND destination > dest.name)
+	FROM dest WHERE dest.name IS NOT NULL)`
+}
+
+// destinationsSQL is the destinations of ?1 with pending deliveries.
+var destinationsSQL = `WITH RECURSIVE ` + destinationsCTE("?1") + ` SELECT name FROM dest WHERE name IS NOT NULL`
+
+// destinations is the destinations of source with pending deliveries.
+func destinations(ctx context.Context, tx *wtx, source string) ([]string, error) {
+	rows, err := tx.QueryContext(ctx, destinationsSQL, source)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var name string
+		if err := rows.Scan(&name); err != nil {
+			return nil, err
+		}
+		out = append(out, name)
+	}
+	return out, rows.Err()
+}
+
+// firstFreeSQL is the due deliveries of a destination (?, ?) at ? in
+// due order, from the index alone.
+const firstFreeSQL = `SELECT d.id, d.next_attempt_at FROM deliveries d INDEXED BY deliveries_due
+	WHERE d.source = ? AND d.destination = ? AND d.status = 'pending' AND d.next_attempt_at <= ?
+	ORDER BY d.next_attempt_at, d.id`
+
+// firstFree is the floor right before the first due delivery of k (one
+// destination's) not leased at now, found in the due index alone: the
+// deliveries in flight sit at its head, and reading their rows and bodies
+// only to skip them would cost a lease from the start more than the rows
+// it takes. free is false when every due delivery is leased.
 func (s *Store) firstFree(ctx context.Context, tx *wtx, k leasefloor.Key, now int64) (fl leasefloor.Floor, free bool, err error) {
-	index, where, args := dueIndex(k)
-	rows, err := tx.QueryContext(ctx, `SELECT d.id, d.next_attempt_at FROM deliveries d INDEXED BY `+index+`
-		WHERE `+where+` AND d.status = 'pending' AND d.next_attempt_at <= ? ORDER BY d.next_attempt_at, d.id`,
-		append(args, now)...)
+	rows, err := tx.QueryContext(ctx, firstFreeSQL, k.Source, k.Destination, now)
 	if err != nil {
 		return fl, false, err
 	}
@@ -95,13 +181,13 @@ func (s *Store) firstFree(ctx context.Context, tx *wtx, k leasefloor.Key, now in
 	return fl, false, rows.Err()
 }
 
-// due reads up to limit due deliveries of k that are not leased at now,
-// in the due index's order, after c, and the last row it read: a floor,
-// since it took every row before it that was not leased. Two statements,
-// because SQLite seeks the index on (next_attempt_at, id) only through an
-// equality on the first: the rest of c's millisecond, then the ones after
-// it. A leased row is read and skipped: past the floor, or the first one
-// free, there are few.
+// due reads up to limit due deliveries of k (one destination's) that are
+// not leased at now, in the due index's order, after c, and the last row
+// it read: a floor, since it took every row before it that was not
+// leased. Two statements, because SQLite seeks the index on
+// (next_attempt_at, id) only through an equality on the first: the rest
+// of c's millisecond, then the ones after it. A leased row is read and
+// skipped: past the floor, or the first one free, there are few.
 func (s *Store) due(ctx context.Context, tx *wtx, k leasefloor.Key, c leasefloor.Floor, now int64, limit int) ([]store.Delivery, leasefloor.Floor, error) {
 	var out []store.Delivery
 	scan := rowscan.Leased(k.Source)
@@ -123,27 +209,34 @@ func (s *Store) due(ctx context.Context, tx *wtx, k leasefloor.Key, c leasefloor
 		}
 		return rows.Err()
 	}
-	index, where, keyArgs := dueIndex(k)
-	from := `SELECT ` + rowscan.LeasedColumns + ` FROM deliveries d INDEXED BY ` + index + `
-		JOIN messages m ON m.id = d.message WHERE ` + where + ` AND d.status = 'pending' AND `
 	// The messages of a deletion under way stay where they are until its
 	// purge cancels them (recover.go).
 	held, heldArgs := s.held.clause(k.Source)
 	args := func(more ...any) []any {
-		return append(append(append([]any(nil), keyArgs...), more...), heldArgs...)
+		return append(append([]any{k.Source, k.Destination}, more...), heldArgs...)
 	}
+	same, after := dueSQL(held)
 	if c.Due <= now {
-		if err := read(from+`d.next_attempt_at = ? AND d.id > ?`+held+` ORDER BY d.id`, args(c.Due, c.ID)...); err != nil {
+		if err := read(same, args(c.Due, c.ID)...); err != nil {
 			return nil, c, err
 		}
 	}
 	if len(out) < limit {
-		if err := read(from+`d.next_attempt_at > ? AND d.next_attempt_at <= ?`+held+` ORDER BY d.next_attempt_at, d.id`,
-			args(c.Due, now)...); err != nil {
+		if err := read(after, args(c.Due, now)...); err != nil {
 			return nil, c, err
 		}
 	}
 	return out, c, nil
+}
+
+// dueSQL is due's two statements, with the condition held: the rows of
+// a destination (?, ?) due at a millisecond (?) after an id (?), and the
+// ones due after a millisecond (?) up to now (?).
+func dueSQL(held string) (same, after string) {
+	const from = `SELECT ` + rowscan.LeasedColumns + ` FROM deliveries d INDEXED BY deliveries_due
+		JOIN messages m ON m.id = d.message WHERE d.source = ? AND d.destination = ? AND d.status = 'pending' AND `
+	return from + `d.next_attempt_at = ? AND d.id > ?` + held + ` ORDER BY d.id`,
+		from + `d.next_attempt_at > ? AND d.next_attempt_at <= ?` + held + ` ORDER BY d.next_attempt_at, d.id`
 }
 
 // Complete implements store.Store.

@@ -192,12 +192,15 @@ CREATE INDEX deliveries_settled ON deliveries (status, source) WHERE status = 'f
 	// of its own, store.LeaseRequest.Destination): its due deliveries in
 	// order, whatever another destination of the source holds (a paused
 	// one with a million pending), and CancelPending takes one
-	// destination's pending ones. deliveries_due stays for what reads a
-	// source as a whole in due order (a Lease of every destination,
-	// Release, Stats): this index leads with the destination, and such a
-	// read of it would sort every pending delivery of the source.
+	// destination's pending ones. The due index leads with the
+	// destination; what reads a source as a whole (a Lease of every
+	// destination, Release, Stats) reads it destination by destination
+	// (lease.go, breaker.go). One index, not one per order: with the
+	// source's beside it every pending delivery cost two entries, 19% more
+	// CPU per event ingested.
 	`
-CREATE INDEX deliveries_due_destination ON deliveries (source, destination, next_attempt_at) WHERE status = 'pending';
+DROP INDEX deliveries_due;
+CREATE INDEX deliveries_due ON deliveries (source, destination, next_attempt_at) WHERE status = 'pending';
 `,
 }
 

@@ -212,7 +212,7 @@ func TestNewFileSchemaAsMigrated(t *testing.T) {
 		return b.String()
 	}
 	want := describe(stepwise)
-	if !strings.Contains(want, "index deliveries_due_destination") {
+	if !strings.Contains(want, "index deliveries_due on deliveries: CREATE INDEX deliveries_due ON deliveries (source, destination, next_attempt_at)") {
 		t.Fatalf("the stepwise schema lacks the last migration's index:\n%s", want)
 	}
 	if got := describe(fresh); got != want {

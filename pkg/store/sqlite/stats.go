@@ -12,10 +12,11 @@ import (
 
 // statsSQL counts each source's pending deliveries and finds its oldest,
 // reading only index entries of pending rows (deliveries_due is partial on
-// status = 'pending' and, like every SQLite index, carries the rowid, so
-// count and min(id) need no table row), then reads that one delivery's
-// created_at by primary key. Ids grow with time, so the smallest pending id
-// is the oldest pending delivery.
+// status = 'pending', leads with the source, and like every SQLite index
+// carries the rowid, so count and min(id) need no table row and the
+// groups come in the index's order, unsorted), then reads that one
+// delivery's created_at by primary key. Ids grow with time, so the
+// smallest pending id is the oldest pending delivery.
 const statsSQL = `SELECT p.source, p.n, d.created_at
 	FROM (SELECT source, count(*) AS n, min(id) AS first FROM deliveries INDEXED BY deliveries_due
 		WHERE status = 'pending' GROUP BY source) p

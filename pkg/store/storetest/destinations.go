@@ -3,6 +3,7 @@ package storetest
 import (
 	"context"
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -122,6 +123,80 @@ func dueOrder(ds []store.Delivery) []string {
 		}
 	}
 	return keyed(sorted)
+}
+
+// testLeaseEveryDestination: Leases of every destination of a source
+// (none named) take its due deliveries in due order across its
+// destinations, each lease the first free ones after the last, however
+// unevenly the destinations hold them, ties in a millisecond by id, and
+// around what a lease of one destination took meanwhile; none twice and
+// none not due.
+func testLeaseEveryDestination(t *testing.T, s store.Store) {
+	var msgs []store.Message
+	want := 0
+	for i := range 40 {
+		var dests []string
+		switch i % 4 {
+		case 0:
+			dests = []string{"a", "b"}
+		case 1, 2:
+			dests = []string{"c"}
+		case 3:
+			dests = []string{"a"}
+		}
+		want += len(dests)
+		msgs = append(msgs, MsgTo("web", fmt.Sprintf("m%02d", i), time.Duration(i/3)*time.Millisecond, dests...))
+	}
+	msgs = append(msgs, MsgTo("web", "later", time.Hour, "a", "b", "c"))
+	ingest(t, s, msgs...)
+	now := t0.Add(time.Second)
+	seen := map[int64]bool{}
+	var every []store.Delivery // in lease order, each lease's in due order
+	for n := 0; ; n++ {
+		if n == 2 {
+			// One destination's lane takes some of its own meanwhile.
+			for _, d := range leaseDest(t, s, "n1", "web", "a", 3, now) {
+				seen[d.ID] = true
+			}
+		}
+		ds := leaseDest(t, s, "n2", "web", "", 7, now)
+		if len(ds) == 0 {
+			break
+		}
+		if len(ds) < 7 && len(seen)+len(ds) != want {
+			t.Fatalf("lease %d: %d, fewer than 7 before the last", n, len(ds))
+		}
+		sortDue(ds)
+		for _, d := range ds {
+			if seen[d.ID] {
+				t.Fatalf("lease %d: %s leased twice", n, keyed([]store.Delivery{d}))
+			}
+			seen[d.ID] = true
+			if d.NextAttempt.After(now) {
+				t.Fatalf("lease %d: %s not due", n, keyed([]store.Delivery{d}))
+			}
+		}
+		every = append(every, ds...)
+	}
+	if len(seen) != want {
+		t.Errorf("leased %d, want %d", len(seen), want)
+	}
+	for i := 1; i < len(every); i++ {
+		a, b := every[i-1], every[i]
+		if b.NextAttempt.Before(a.NextAttempt) || b.NextAttempt.Equal(a.NextAttempt) && b.ID < a.ID {
+			t.Fatalf("not in due order: %s (%d) before %s (%d)", keyed(every[i-1:i]), a.ID, keyed(every[i:i+1]), b.ID)
+		}
+	}
+}
+
+// sortDue sorts ds by due time, then id.
+func sortDue(ds []store.Delivery) {
+	slices.SortFunc(ds, func(a, b store.Delivery) int {
+		if c := a.NextAttempt.Compare(b.NextAttempt); c != 0 {
+			return c
+		}
+		return int(min(max(a.ID-b.ID, -1), 1))
+	})
 }
 
 // testLeaseDestinationBacklog: a destination's backlog, however long

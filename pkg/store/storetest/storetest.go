@@ -57,6 +57,7 @@ func Run(t *testing.T, open Open) {
 		{"BodyForms", testBodyForms},
 		{"LeaseByDestination", testLeaseByDestination},
 		{"LeaseDestinationBehindBacklog", testLeaseDestinationBacklog},
+		{"LeaseEveryDestination", testLeaseEveryDestination},
 		{"FilterByDestination", testFilterByDestination},
 		{"CancelPending", testCancelPending},
 	}

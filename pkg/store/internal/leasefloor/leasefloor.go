@@ -15,6 +15,7 @@
 package leasefloor
 
 import (
+	"cmp"
 	"sync"
 	"time"
 )
@@ -27,10 +28,22 @@ const TTL = time.Second
 // Floor is a row of the due index, in its order: (next_attempt_at, id).
 type Floor struct{ Due, ID int64 }
 
+// Compare is -1, 0 or +1 as f comes before, at or after g in due order.
+func (f Floor) Compare(g Floor) int {
+	if c := cmp.Compare(f.Due, g.Due); c != 0 {
+		return c
+	}
+	return cmp.Compare(f.ID, g.ID)
+}
+
 // Key is what a floor belongs to: the deliveries one Lease reads, those
 // of Source's Destination, or of every destination of Source when
-// Destination is empty. Each has its own order in the due index, and so
-// its own floor.
+// Destination is empty. Each has its own due order, and so its own floor:
+// a destination's is its part of the due index (which leads with the
+// destination), the source's the merge of its destinations' parts. A
+// floor of the source holds for each destination's part (every due
+// delivery before it, of any destination, was leased), so a Lease of
+// every destination reads each part on from it.
 type Key struct{ Source, Destination string }
 
 // Floors are the floors of a store's keys. The zero value is not usable:
