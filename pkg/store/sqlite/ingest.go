@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/evfwd/evfwd/pkg/rawjson"
 	"github.com/evfwd/evfwd/pkg/store"
 )
 
@@ -97,7 +98,51 @@ func (in *ingestion) chunk(ctx context.Context, tx *wtx, msgs []store.Message) e
 	if dest, ok := oneDestination(msgs); ok {
 		return in.deliverAll(ctx, tx, msgs, before, int(n), dest)
 	}
+	if in.room == 0 && int(n) == len(msgs) {
+		return in.deliverListed(ctx, tx, msgs, before)
+	}
 	return in.deliverEach(ctx, tx, msgs, before)
+}
+
+// deliverListedSQL makes the deliveries of messages stored with the
+// consecutive ids past ?3, in order, from ?2, a JSON array of each one's
+// destinations: one statement of the same text for any chunk, prepared
+// once, where a VALUES list of six parameters a delivery was a new
+// statement to parse each time (the cost of a source whose destinations
+// subscribe to different messages).
+const deliverListedSQL = `INSERT INTO deliveries (message, source, destination, status, next_attempt_at, created_at, updated_at)
+	SELECT m.id, m.source, d.value, 'pending', m.received_at, ?1, ?1
+	FROM json_each(?2) AS e, json_each(e.value) AS d, messages AS m
+	WHERE m.id = ?3 + e.key + 1
+	ORDER BY e.key, d.key`
+
+// deliverListed creates each message's deliveries, to its own
+// destinations, when every message of msgs was stored (none known) with
+// the ids past before, in msgs' order, and none is leased.
+func (in *ingestion) deliverListed(ctx context.Context, tx *wtx, msgs []store.Message, before int64) error {
+	list := make([]byte, 0, 16*len(msgs))
+	list = append(list, '[')
+	some := false
+	for i := range msgs {
+		if i > 0 {
+			list = append(list, ',')
+		}
+		list = append(list, '[')
+		for j, d := range msgs[i].Destinations {
+			if j > 0 {
+				list = append(list, ',')
+			}
+			list = rawjson.AppendString(list, d)
+			some = true
+		}
+		list = append(list, ']')
+	}
+	list = append(list, ']')
+	if !some {
+		return nil
+	}
+	_, err := tx.ExecContext(ctx, deliverListedSQL, in.now, string(list), before)
+	return err
 }
 
 // insertMessagesSQL[n] inserts n messages.
