@@ -20,7 +20,8 @@ import (
 // Two nodes on one PostgreSQL database hold a destination to its rate
 // together: its schedule is the database's, not each node's. 60 requests at
 // 20 a second take about 3 s whichever nodes send them, and no second sees
-// more than the rate (burst 1: plus the one that opens it).
+// more than the rate (burst 1: plus the one that opens it), but for a
+// request's trip.
 func TestRateLimitAcrossNodes(t *testing.T) {
 	t.Parallel()
 	dbURL := pgtest.URL(t)
@@ -61,7 +62,10 @@ func TestRateLimitAcrossNodes(t *testing.T) {
 		for j < len(at) && at[j].Sub(at[i]) < time.Second {
 			j++
 		}
-		if j-i > 21 {
+		// The schedule is the database's, by its clock; a request's arrival
+		// here lags its turn by its trip and the sender's wake-up, which can
+		// put a turn of either edge of a second inside it: one each side.
+		if j-i > 22 {
 			t.Fatalf("%d requests within 1 s from %v: over 20/s", j-i, at[i].Sub(at[0]))
 		}
 	}
