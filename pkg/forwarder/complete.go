@@ -171,10 +171,12 @@ func (f *Forwarder) record(group []finishing, err error) {
 func (f *Forwarder) recorded(group []finishing) {
 	var again map[*lane]bool
 	var relet []store.Completion
+	var reletLanes []*lane
 	now := f.cfg.Now()
 	for _, x := range group {
 		if f.free(x.l, x.c.ID, x.fresh) && x.c.Status == store.Pending {
 			relet = append(relet, x.c)
+			reletLanes = append(reletLanes, x.l)
 		}
 		x.l.progress.mark(now)
 		if x.c.Status == store.Pending && x.l.closings() != x.closes {
@@ -196,6 +198,11 @@ func (f *Forwarder) recorded(group []finishing) {
 		f.cfg.Logger.Log(context.Background(), lvl, "delivery", deliveryLog(x.l.source, x.c)...)
 	}
 	f.recordAgain(relet)
+	// Given back, they may be due now: their lanes look, rather than
+	// wait a poll (their passes since found them leased).
+	for _, l := range reletLanes {
+		l.poke()
+	}
 	for l := range again {
 		f.release(l)
 	}
