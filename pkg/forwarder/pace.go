@@ -5,6 +5,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/evfwd/evfwd/internal/retry"
 	"github.com/evfwd/evfwd/pkg/destination"
 	"github.com/evfwd/evfwd/pkg/store"
 )
@@ -53,7 +54,7 @@ func (p *memPace) wait(ctx context.Context) error {
 	p.last = now
 	if p.tokens < 1 {
 		short := time.Duration((1 - p.tokens) * float64(p.every))
-		if err := sleep(ctx, short); err != nil {
+		if err := retry.Sleep(ctx, short); err != nil {
 			return err
 		}
 		woke := time.Now()
@@ -87,20 +88,5 @@ func (p *storePace) wait(ctx context.Context) error {
 		p.f.cfg.Logger.Warn("reserve a turn of the destination's rate in the store; paced by this node alone", "destination", p.key, "err", err)
 		return p.fallback.wait(ctx)
 	}
-	return sleep(ctx, d)
-}
-
-// sleep waits d, or until ctx ends.
-func sleep(ctx context.Context, d time.Duration) error {
-	if d <= 0 {
-		return ctx.Err()
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
+	return retry.Sleep(ctx, d)
 }
