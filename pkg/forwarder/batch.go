@@ -22,7 +22,12 @@ const batchWait = time.Second
 // one request on one token. Each of the batch's deliveries holds a slot of
 // the lane until its outcome is on record, as a single delivery does.
 func (f *Forwarder) fillBatch(ctx, deliverCtx context.Context, l *lane) (got, full bool) {
-	if f.paused() || f.storeDown() || l.paused.Load() {
+	if l.paused.Load() {
+		// Waiting by choice, not stalled (stall.go).
+		l.progress.mark(f.cfg.Now())
+		return false, false
+	}
+	if f.paused() || f.storeDown() {
 		return false, false
 	}
 	size := l.route.Batch.Size

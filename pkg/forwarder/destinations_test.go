@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -199,6 +200,13 @@ func TestPausedDestinationKeepsItsDeliveries(t *testing.T) {
 	}
 	if n := len(list(t, s, store.Filter{Status: store.Pending})); n != 2 {
 		t.Fatalf("%d pending, want a's 2", n)
+	}
+	// A paused destination with work waiting is not a stalled forwarder.
+	c.Set(t0.Add(2 * StallAfter))
+	pa := r.lanes().find("web", "a")
+	r.fill(context.Background(), context.Background(), pa) // a pass of the paused lane: it leases nothing
+	if _, why := r.Stalled(); strings.Contains(why, "web/a") {
+		t.Errorf("paused destination reported as stalled: %s", why)
 	}
 	if !r.Resume("web", "a") {
 		t.Fatal("Resume: unknown destination")

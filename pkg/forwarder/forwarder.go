@@ -349,7 +349,12 @@ func (f *Forwarder) runLane(ctx, deliverCtx context.Context, l *lane) {
 // for and starts them. It reports whether it started any and whether it
 // got all it asked for.
 func (f *Forwarder) fill(ctx, deliverCtx context.Context, l *lane) (got, full bool) {
-	if f.paused() || f.storeDown() || l.paused.Load() {
+	if l.paused.Load() {
+		// Waiting by choice, not stalled (stall.go).
+		l.progress.mark(f.cfg.Now())
+		return false, false
+	}
+	if f.paused() || f.storeDown() {
 		// Outcomes wait to be recorded, or the store cannot be reached:
 		// the lanes wake once they are, or once a probe answers. What a
 		// lane leased ahead stays: a give-back would fail as the record
