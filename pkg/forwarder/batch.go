@@ -6,7 +6,6 @@ import (
 
 	"github.com/evfwd/evfwd/pkg/destination"
 	"github.com/evfwd/evfwd/pkg/store"
-	"github.com/evfwd/evfwd/pkg/webhook"
 )
 
 // batchesInFlight is how many batches a batching lane sends at once.
@@ -22,12 +21,7 @@ const batchWait = time.Second
 // one request on one token. Each of the batch's deliveries holds a slot of
 // the lane until its outcome is on record, as a single delivery does.
 func (f *Forwarder) fillBatch(ctx, deliverCtx context.Context, l *lane) (got, full bool) {
-	if l.paused.Load() {
-		// Waiting by choice, not stalled (stall.go).
-		l.progress.mark(f.cfg.Now())
-		return false, false
-	}
-	if f.paused() || f.storeDown() {
+	if f.held(l) {
 		return false, false
 	}
 	size := l.route.Batch.Size
@@ -170,40 +164,13 @@ func (f *Forwarder) deliverBatch(ctx context.Context, l *lane, ds []store.Delive
 		}
 		return
 	}
-	dest := l.dest
-	if g.skipped != nil {
-		dest = g.dest
-	}
 	// The request is reported once, as the first delivery's attempt; each
 	// delivery's record holds it.
-	var undecided webhook.Attempt
-	reportLater := false
-	res := f.cfg.Sender.DeliverMessage(ctx, dest, body, destination.BatchID(ids), func(a webhook.Attempt) {
-		g.remap(&a)
-		switch {
-		case f.cfg.Observer == nil:
-		case a.Then == webhook.ThenUndecided:
-			undecided, reportLater = a, true
-		default:
-			f.cfg.Observer.Attempt(l.source, items[0].ID, a)
-		}
-	})
-	for i := range res.Attempts {
-		g.remap(&res.Attempts[i])
-	}
-	f.reportHealth(l, g, res)
-	if g.skipped != nil && (res.Outcome == webhook.Final || res.Outcome == webhook.TLSError) {
-		res.Outcome = webhook.Retryable
-	}
+	res, last := f.request(ctx, l, g, body, destination.BatchID(ids), items[0].ID)
 	for i, d := range items {
 		c, retry := f.outcome(d, start(d), res)
-		if i == 0 && reportLater {
-			if retry {
-				undecided.Then, undecided.RetryAt = webhook.ThenRetry, c.NextAttempt
-			} else {
-				undecided.Then = webhook.ThenGiveUp
-			}
-			f.cfg.Observer.Attempt(l.source, d.ID, undecided)
+		if i == 0 {
+			f.tellLast(l, d.ID, last, c, retry)
 		}
 		f.complete(finishing{l: l, c: c, retry: retry, closes: g.closes})
 	}

@@ -226,13 +226,13 @@ func New(cfg Config) (*Forwarder, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
+	if cfg.StoreTimeout <= 0 {
+		cfg.StoreTimeout = store.CallTimeout
+	}
 	cfg.Breaker = cfg.Breaker.withDefaults(cfg.Policy)
 	f := &Forwarder{cfg: cfg, tokens: make(tokens, cfg.MaxInFlight), workers: newWorkers(workerIdle),
 		unrecorded: newUnrecorded(), calls: context.Background()}
-	if cfg.StoreTimeout <= 0 {
-		cfg.StoreTimeout = store.CallTimeout
-		f.cfg.StoreTimeout = cfg.StoreTimeout
-	}
+
 	f.pacer, _ = cfg.Store.(store.Pacer)
 	f.health = newStoreHealth(cfg.Store, cfg.StoreTimeout, cfg.Logger)
 	f.cfg.Store = watched{cfg.Store, f.health}
@@ -349,18 +349,7 @@ func (f *Forwarder) runLane(ctx, deliverCtx context.Context, l *lane) {
 // for and starts them. It reports whether it started any and whether it
 // got all it asked for.
 func (f *Forwarder) fill(ctx, deliverCtx context.Context, l *lane) (got, full bool) {
-	if l.paused.Load() {
-		// Waiting by choice, not stalled (stall.go).
-		l.progress.mark(f.cfg.Now())
-		return false, false
-	}
-	if f.paused() || f.storeDown() {
-		// Outcomes wait to be recorded, or the store cannot be reached:
-		// the lanes wake once they are, or once a probe answers. What a
-		// lane leased ahead stays: a give-back would fail as the record
-		// did, and leave it to wait out its lease. Once the store answers
-		// it goes out if its lease still has room, and is left to lapse
-		// otherwise (startable), for whichever node leases it next.
+	if f.held(l) {
 		return false, false
 	}
 	p, probe := f.plan(l)
@@ -382,6 +371,22 @@ func (f *Forwarder) fill(ctx, deliverCtx context.Context, l *lane) (got, full bo
 		f.workers.run(func() { f.send(ctx, deliverCtx, l, d, probe) })
 	}
 	return len(leased) > 0, asked == limit
+}
+
+// held reports whether a pass of l must lease nothing now. Its destination
+// is paused: waiting by choice, which is no stall (stall.go). Or outcomes
+// wait to be recorded, or the store cannot be reached: the lanes wake once
+// they are, or once a probe answers. What a lane leased ahead stays: a
+// give-back would fail as the record did, and leave it to wait out its
+// lease. Once the store answers it goes out if its lease still has room,
+// and is left to lapse otherwise (startable), for whichever node leases it
+// next.
+func (f *Forwarder) held(l *lane) bool {
+	if l.paused.Load() {
+		l.progress.mark(f.cfg.Now())
+		return true
+	}
+	return f.paused() || f.storeDown()
 }
 
 // plan decides what a pass of l leases (planLease), from what l holds and
@@ -756,25 +761,42 @@ func (f *Forwarder) deliver(ctx context.Context, l *lane, d store.Delivery, prob
 		f.hold(l, d, c, g, fresh)
 		return
 	}
+	// The messageId is the webhook-id of endpoints signing the Standard
+	// Webhooks way: the same at every attempt, as receivers dedupe on it.
+	res, last := f.request(ctx, l, g, body, d.MessageID, d.ID)
+	c, retry := f.outcome(d, c, res)
+	f.tellLast(l, d.ID, last, c, retry)
+	f.complete(finishing{l: l, c: c, retry: retry, closes: g.closes, fresh: fresh})
+}
+
+// undecided is the last attempt of a delivery whose Then the retry policy
+// decides once the request is over; ok is false when there is none to
+// report. (Kept by value: keeping &a would move every attempt to the
+// heap.)
+type undecided struct {
+	a  webhook.Attempt
+	ok bool
+}
+
+// request sends body to l's endpoints that g lets through, as delivery's
+// attempts, id its webhook-id. The observer hears of each attempt as it
+// ends, but for the last of a failed delivery (last), which tellLast
+// reports once its outcome is decided. The endpoints' breakers hear how
+// each request ended.
+func (f *Forwarder) request(ctx context.Context, l *lane, g *gate, body []byte, id string, delivery int64) (webhook.Result, undecided) {
 	dest := l.dest
 	if g.skipped != nil {
 		dest = g.dest
 	}
-	// The messageId is the webhook-id of endpoints signing the Standard
-	// Webhooks way: the same at every attempt, as receivers dedupe on it.
-	// The observer hears of each attempt as it ends, except the last of a
-	// failed delivery, whose Then the policy below decides.
-	// (Kept by value: keeping &a would move every attempt to the heap.)
-	var undecided webhook.Attempt
-	reportLater := false
-	res := f.cfg.Sender.DeliverMessage(ctx, dest, body, d.MessageID, func(a webhook.Attempt) {
+	var last undecided
+	res := f.cfg.Sender.DeliverMessage(ctx, dest, body, id, func(a webhook.Attempt) {
 		g.remap(&a)
 		switch {
 		case f.cfg.Observer == nil:
 		case a.Then == webhook.ThenUndecided:
-			undecided, reportLater = a, true
+			last = undecided{a, true}
 		default:
-			f.cfg.Observer.Attempt(l.source, d.ID, a)
+			f.cfg.Observer.Attempt(l.source, delivery, a)
 		}
 	})
 	for i := range res.Attempts {
@@ -786,16 +808,21 @@ func (f *Forwarder) deliver(ctx context.Context, l *lane, d store.Delivery, prob
 		// message later.
 		res.Outcome = webhook.Retryable
 	}
-	c, retry := f.outcome(d, c, res)
-	if reportLater {
-		if retry {
-			undecided.Then, undecided.RetryAt = webhook.ThenRetry, c.NextAttempt
-		} else {
-			undecided.Then = webhook.ThenGiveUp
-		}
-		f.cfg.Observer.Attempt(l.source, d.ID, undecided)
+	return res, last
+}
+
+// tellLast reports last, delivery's last attempt, with what its outcome c
+// decided.
+func (f *Forwarder) tellLast(l *lane, delivery int64, last undecided, c store.Completion, retry bool) {
+	if !last.ok {
+		return
 	}
-	f.complete(finishing{l: l, c: c, retry: retry, closes: g.closes, fresh: fresh})
+	if retry {
+		last.a.Then, last.a.RetryAt = webhook.ThenRetry, c.NextAttempt
+	} else {
+		last.a.Then = webhook.ThenGiveUp
+	}
+	f.cfg.Observer.Attempt(l.source, delivery, last.a)
 }
 
 // body is what l sends for d: its webhook body, mapped by l's mapping.
