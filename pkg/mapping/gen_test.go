@@ -28,7 +28,7 @@ func (g *gen) key() string { return g.pick(genKeys) }
 
 func quote(s string) string {
 	var b []byte
-	return string(appendQuoted(b, []byte(s), false))
+	return string(appendQuoted(b, []byte(s)))
 }
 
 var genStrings = []string{

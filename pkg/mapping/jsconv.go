@@ -130,7 +130,7 @@ func appendOut(dst []byte, v value) []byte {
 	case kNum:
 		return append(dst, v.b...)
 	case kStr:
-		return appendQuoted(dst, v.b, false)
+		return appendQuoted(dst, v.b)
 	case kArr:
 		dst = append(dst, '[')
 		for j, e := range v.arr {
@@ -151,7 +151,7 @@ func appendOut(dst []byte, v value) []byte {
 			dst = append(dst, ',')
 		}
 		first = false
-		dst = appendQuoted(dst, []byte(m.key), false)
+		dst = appendQuoted(dst, []byte(m.key))
 		dst = append(dst, ':')
 		dst = appendOut(dst, m.v)
 	}
@@ -190,7 +190,7 @@ const hex = "0123456789abcdef"
 
 // appendQuoted appends s as a JSON string: quotes, backslashes and control
 // characters escaped (as JSON.stringify does), invalid UTF-8 as U+FFFD.
-func appendQuoted(dst, s []byte, _ bool) []byte {
+func appendQuoted(dst, s []byte) []byte {
 	dst = append(dst, '"')
 	start := 0
 	for i := 0; i < len(s); {
@@ -257,7 +257,7 @@ func appendStringify(dst []byte, v value) ([]byte, bool) {
 		}
 		return appendJSNumber(dst, f), true
 	case kStr:
-		return appendQuoted(dst, v.str(nil), false), true
+		return appendQuoted(dst, v.str(nil)), true
 	case kArr:
 		dst = append(dst, '[')
 		for j, e := range v.elems() {
@@ -281,7 +281,7 @@ func appendStringify(dst []byte, v value) ([]byte, bool) {
 			dst = append(dst, ',')
 		}
 		first = false
-		dst = appendQuoted(dst, []byte(m.key), false)
+		dst = appendQuoted(dst, []byte(m.key))
 		dst = append(dst, ':')
 		dst, _ = appendStringify(dst, m.v)
 	}
