@@ -19,9 +19,9 @@ import (
 
 // Two nodes on one PostgreSQL database hold a destination to its rate
 // together: its schedule is the database's, not each node's. 60 requests at
-// 20 a second take about 3 s whichever nodes send them, and no second sees
-// more than the rate (burst 1: plus the one that opens it), but for a
-// request's trip.
+// 20 a second take about 3 s whichever nodes send them (each node pacing
+// alone: 1.5 s), and no second sees more than the rate but for the lag
+// between a turn and its request's arrival.
 func TestRateLimitAcrossNodes(t *testing.T) {
 	t.Parallel()
 	dbURL := pgtest.URL(t)
@@ -63,9 +63,11 @@ func TestRateLimitAcrossNodes(t *testing.T) {
 			j++
 		}
 		// The schedule is the database's, by its clock; a request's arrival
-		// here lags its turn by its trip and the sender's wake-up, which can
-		// put a turn of either edge of a second inside it: one each side.
-		if j-i > 22 {
+		// here lags its turn by the reservation's answer, the sender's
+		// wake-up and the request's trip, each longer on a busy machine
+		// (23 in one second seen in CI, beside the rest of the suite under
+		// -race). Pacing by each node alone would let 40 through.
+		if j-i > 26 {
 			t.Fatalf("%d requests within 1 s from %v: over 20/s", j-i, at[i].Sub(at[0]))
 		}
 	}
