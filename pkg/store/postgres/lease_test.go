@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -99,19 +100,23 @@ func TestLeasePlans(t *testing.T) {
 	for _, tt := range []struct {
 		name, q  string
 		args     []any
-		settings bool   // under leaseSettings
-		want     string // in the plan
-		sort     bool   // a Sort allowed
+		settings bool     // under leaseSettings
+		want     []string // one of them in the plan
+		sort     bool     // a Sort allowed
 	}{
 		{"one destination", leaseSQL, []any{"web", 0, 64, "n1", 0, 0, 0, 0, "hooks"}, true,
-			"Index Scan using deliveries_due on deliveries", false},
+			[]string{"Index Scan using deliveries_due on deliveries"}, false},
 		{"every destination", leaseEverySQL, []any{"web", 0, 64, "n1", 0, 0, 0, 0}, true,
-			"Index Scan using deliveries_due on deliveries", true},
+			[]string{"Index Scan using deliveries_due on deliveries"}, true},
 		{"cancel", cancelSQL, []any{"web", "hooks", 1000, "removed", 0}, false,
-			"Index Cond: ((source = 'web'::text) AND (destination = 'hooks'::text))", false},
+			[]string{"Index Cond: ((source = 'web'::text) AND (destination = 'hooks'::text))"}, false},
 		{"release", releaseSQL, []any{"web", 10000, []string{"breaker"}, 1000, 0}, false,
-			"Index Cond: ((source = 'web'::text) AND (destination = dest.name) AND (next_attempt_at > '10000'::bigint))", false},
-		{"stats", statsSQL, nil, false, "Index Only Scan using deliveries_due on deliveries", true},
+			[]string{"Index Cond: ((source = 'web'::text) AND (destination = dest.name) AND (next_attempt_at > '10000'::bigint))"}, false},
+		// Index only once VACUUM could mark the pages all-visible; a
+		// transaction of another test open on the server meanwhile holds
+		// that back, and the planner reads the same entries as a bitmap,
+		// then just those rows: pending ones either way.
+		{"stats", statsSQL, nil, false, []string{"Index Only Scan using deliveries_due", "Bitmap Index Scan on deliveries_due"}, true},
 	} {
 		tx, err := s.pool.Begin(ctx)
 		if err != nil {
@@ -142,7 +147,7 @@ func TestLeasePlans(t *testing.T) {
 		tx.Rollback(ctx)
 		// Nor the table, nor another index of it read through (the
 		// deliveries of a message, the settled ones).
-		if !strings.Contains(plan, tt.want) || strings.Contains(plan, "Seq Scan") || strings.Contains(plan, "deliveries_message") ||
+		if !slices.ContainsFunc(tt.want, func(w string) bool { return strings.Contains(plan, w) }) || strings.Contains(plan, "Seq Scan") || strings.Contains(plan, "deliveries_message") ||
 			strings.Contains(plan, "deliveries_settled") || !tt.sort && strings.Contains(plan, "Sort") {
 			t.Errorf("%s: plan reads deliveries_due (%s)? \n%s", tt.name, tt.want, plan)
 		}
