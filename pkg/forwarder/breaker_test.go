@@ -2,6 +2,7 @@ package forwarder
 
 import (
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -264,6 +265,48 @@ func TestOpenURLSkippedForTheNext(t *testing.T) {
 	waitFor(t, "the late one delivered", func() bool { return len(list(t, s, store.Filter{Status: store.Delivered})) == 9 })
 	if e0.count() != 4 {
 		t.Errorf("first URL got %d requests; want its probe (4)", e0.count())
+	}
+}
+
+// One URL at two endpoints, not side by side, and in two lanes of its
+// source is one breaker: kept once by the lane and by the forwarder.
+func TestBreakerSharedOnce(t *testing.T) {
+	a, b := testBreaker(), testBreaker()
+	var l1, l2 lane
+	for _, x := range []*breaker{a, b, a} {
+		l1.addBreaker(x)
+	}
+	l2.addBreaker(b)
+	if !slices.Equal(l1.breakers, []*breaker{a, b}) || !slices.Equal(l1.breakerOf, []int{0, 1, 0}) {
+		t.Errorf("lane of A, B, A: breakers %v, of %v; want [A B], [0 1 0]", l1.breakers, l1.breakerOf)
+	}
+	set := laneSet{all: []*lane{&l1, &l2}}
+	if got := set.breakers(); !slices.Equal(got, []*breaker{a, b}) {
+		t.Errorf("every lane's breakers: %v, want [A B]", got)
+	}
+}
+
+// A dead URL configured first and last, a live one between: the dead one
+// opens after Threshold requests in all and is then skipped at both places.
+func TestOpenURLSkippedAtEachPlace(t *testing.T) {
+	t.Parallel()
+	c := newClock()
+	s := openStore(t, c)
+	dead, live := newHook(t, answers(503)), newHook(t)
+	for i := range 6 {
+		ingest(t, s, msg("web", fmt.Sprint("m", i)))
+	}
+	obs := &observer{}
+	f := start(t, c, Config{
+		Store: s, PerSource: 1, Breaker: breakerCfg, Observer: obs,
+		Destinations: map[string]*webhook.Destination{"web": dest(dead, live, dead)},
+	})
+	waitFor(t, "all delivered", func() bool { return len(list(t, s, store.Filter{Status: store.Delivered})) == 6 })
+	if dead.count() != 3 || live.count() != 6 {
+		t.Fatalf("requests: dead URL %d, live %d; want 3, 6", dead.count(), live.count())
+	}
+	if h := f.Health(); len(h) != 2 || h[0].URL != dead.URL || h[0].State != store.EndpointOpen || h[1].State != store.EndpointClosed {
+		t.Errorf("Health() = %+v, want the dead URL open and the live one closed, once each", h)
 	}
 }
 
