@@ -231,7 +231,8 @@ func TestDeadEndpointGetsOnlyProbes(t *testing.T) {
 }
 
 // While the first URL is open, messages go straight to the second, without
-// a request to the first; its probe still comes on schedule.
+// a request to the first; its probe still comes on schedule. The first URL
+// is configured last too: one breaker, skipped at both places.
 func TestOpenURLSkippedForTheNext(t *testing.T) {
 	t.Parallel()
 	c := newClock()
@@ -243,11 +244,14 @@ func TestOpenURLSkippedForTheNext(t *testing.T) {
 	obs := &observer{}
 	f := start(t, c, Config{
 		Store: s, PerSource: 1, Breaker: breakerCfg, Observer: obs,
-		Destinations: map[string]*webhook.Destination{"web": dest(e0, e1)},
+		Destinations: map[string]*webhook.Destination{"web": dest(e0, e1, e0)},
 	})
 	waitFor(t, "all delivered", func() bool { return len(list(t, s, store.Filter{Status: store.Delivered})) == 8 })
 	if e0.count() != 3 || e1.count() != 8 {
 		t.Fatalf("requests: first URL %d, second %d; want 3, 8", e0.count(), e1.count())
+	}
+	if h := f.Health(); len(h) != 2 || h[0].URL != e0.URL || h[0].State != store.EndpointOpen || h[1].State != store.EndpointClosed {
+		t.Errorf("Health() = %+v, want the first URL open and the second closed, once each", h)
 	}
 	for _, d := range list(t, s, store.Filter{}) {
 		det := detail(t, s, d.ID)
@@ -283,30 +287,6 @@ func TestBreakerSharedOnce(t *testing.T) {
 	set := laneSet{all: []*lane{&l1, &l2}}
 	if got := set.breakers(); !slices.Equal(got, []*breaker{a, b}) {
 		t.Errorf("every lane's breakers: %v, want [A B]", got)
-	}
-}
-
-// A dead URL configured first and last, a live one between: the dead one
-// opens after Threshold requests in all and is then skipped at both places.
-func TestOpenURLSkippedAtEachPlace(t *testing.T) {
-	t.Parallel()
-	c := newClock()
-	s := openStore(t, c)
-	dead, live := newHook(t, answers(503)), newHook(t)
-	for i := range 6 {
-		ingest(t, s, msg("web", fmt.Sprint("m", i)))
-	}
-	obs := &observer{}
-	f := start(t, c, Config{
-		Store: s, PerSource: 1, Breaker: breakerCfg, Observer: obs,
-		Destinations: map[string]*webhook.Destination{"web": dest(dead, live, dead)},
-	})
-	waitFor(t, "all delivered", func() bool { return len(list(t, s, store.Filter{Status: store.Delivered})) == 6 })
-	if dead.count() != 3 || live.count() != 6 {
-		t.Fatalf("requests: dead URL %d, live %d; want 3, 6", dead.count(), live.count())
-	}
-	if h := f.Health(); len(h) != 2 || h[0].URL != dead.URL || h[0].State != store.EndpointOpen || h[1].State != store.EndpointClosed {
-		t.Errorf("Health() = %+v, want the dead URL open and the live one closed, once each", h)
 	}
 }
 
