@@ -29,7 +29,7 @@ func TestFileModesUnderOpenUmask(t *testing.T) {
 	}
 	storeDir := filepath.Join(t.TempDir(), "store")
 	db := filepath.Join(storeDir, "evfwd.db")
-	st, release, err := openStore(context.Background(), "sqlite://"+db, time.Now, nil)
+	st, release, err := openLocked(context.Background(), "sqlite://"+db, time.Now, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -145,7 +145,7 @@ func New(ctx context.Context, cfg Config, opts Options) (*Server, error) {
 			return nil, err
 		}
 	} else {
-		if s.store, s.release, err = openStore(ctx, cfg.Store, opts.Now, s.log); err != nil {
+		if s.store, s.release, err = openLocked(ctx, cfg.Store, opts.Now, s.log); err != nil {
 			return nil, err
 		}
 	}

@@ -19,11 +19,11 @@ import (
 // is open, since serve frees the file's leases on start and a second
 // process leasing from it would send deliveries twice.
 
-// openStore opens the store for serve; release closes it. A SQLite file
-// another serve holds is refused (sqlite.ErrLocked); a PostgreSQL
-// database needs no lock, since leases there are exclusive across
-// processes.
-func openStore(ctx context.Context, url string, now func() time.Time, log *slog.Logger) (st store.Store, release func() error, err error) {
+// openLocked opens the store for serve, a SQLite file locked by its Store
+// (sqlite.Open); release closes it, and so frees the lock. A SQLite file
+// another serve holds is refused (sqlite.ErrLocked); a PostgreSQL database
+// needs no lock, since leases there are exclusive across processes.
+func openLocked(ctx context.Context, url string, now func() time.Time, log *slog.Logger) (st store.Store, release func() error, err error) {
 	st, err = storeurl.Open(ctx, url, storeurl.Options{Now: now, Logger: log})
 	if err != nil {
 		return nil, nil, err
