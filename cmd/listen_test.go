@@ -24,7 +24,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -1028,24 +1027,4 @@ func TestListenDelayOutlastsReadTimeout(t *testing.T) {
 			t.Errorf("answered after %v, want at least 1m", got)
 		}
 	})
-}
-
-// TestListenRecordFileIsPrivate: a record file listen creates is the
-// owner's alone (0600) even under umask 000: it holds whole requests,
-// headers included. The umask is the process's: this test is not
-// parallel, and restores it.
-func TestListenRecordFileIsPrivate(t *testing.T) {
-	old := syscall.Umask(0)
-	t.Cleanup(func() { syscall.Umask(old) })
-	record := filepath.Join(t.TempDir(), "hooks.ndjson")
-	l := startListen(t, testFactory(t, "", false, nil), "--record", record)
-	l.post(t, "/", trackMsg, "")
-	l.interrupt(t)
-	fi, err := os.Stat(record)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got := fi.Mode().Perm(); got != 0o600 {
-		t.Errorf("record file mode %#o, want 0600", got)
-	}
 }

@@ -19,7 +19,6 @@ import (
 	"github.com/evfwd/evfwd/pkg/serve"
 	"github.com/evfwd/evfwd/pkg/stored"
 	"github.com/evfwd/evfwd/pkg/webhook"
-	"github.com/google/uuid"
 	"github.com/spf13/cobra"
 )
 
@@ -231,7 +230,7 @@ func routeRun(opts *RouteOptions) error {
 	}
 	defer rt.sender.CloseIdleConnections()
 	if opts.newID == nil {
-		opts.newID = uuid.NewString
+		opts.newID = message.NewID
 	}
 	inputs, unread, err := sendInputs(opts.IO, opts.Files)
 	if err != nil {

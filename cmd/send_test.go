@@ -115,22 +115,6 @@ not json at all
 {"type":"screen","anonymousId":"a6","name":"Home"}
 `
 
-// The errors file holds events as read: 0600 whatever the umask.
-func TestSendErrorsFileIsPrivate(t *testing.T) {
-	old := syscall.Umask(0)
-	t.Cleanup(func() { syscall.Umask(old) })
-	errFile := filepath.Join(t.TempDir(), "rejected.ndjson")
-	srv := newCollectServer(t, nil)
-	res := execute(t, clientFactory(t, "", srv), "send", writeFile(t, "bad.ndjson", "not json\n"), "--errors-file", errFile)
-	fi, err := os.Stat(errFile)
-	if err != nil || res.Code != 1 {
-		t.Fatalf("exit %d, %v", res.Code, err)
-	}
-	if got := fi.Mode().Perm(); got != 0o600 {
-		t.Errorf("errors file mode %#o, want 0600", got)
-	}
-}
-
 func TestSendBadLines(t *testing.T) {
 	in := strings.Replace(mixed, "PAD", strings.Repeat("x", 33<<10), 1)
 	file := writeFile(t, "mixed.ndjson", in)

@@ -19,7 +19,6 @@ import (
 	"github.com/evfwd/evfwd/pkg/rawjson"
 	"github.com/evfwd/evfwd/pkg/signature"
 	"github.com/evfwd/evfwd/pkg/webhook"
-	"github.com/google/uuid"
 	"github.com/spf13/cobra"
 )
 
@@ -379,9 +378,9 @@ func (tr *trigger) message() (*rawjson.Object, error) {
 	case opts.From != "server" && data != nil:
 		return nil, cli.UsageErrorf("--from picks a sample; --data is your own message: give one")
 	case data == nil:
-		msg, err = webhook.SampleFrom(opts.From, tr.typ, opts.Now(), uuid.NewString())
+		msg, err = webhook.SampleFrom(opts.From, tr.typ, opts.Now(), message.NewID())
 	default:
-		msg, err = webhook.NewMessage(tr.typ, data, opts.Now(), uuid.NewString())
+		msg, err = webhook.NewMessage(tr.typ, data, opts.Now(), message.NewID())
 	}
 	var te *webhook.TypeError
 	switch {

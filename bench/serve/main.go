@@ -1,3 +1,5 @@
+//go:build linux
+
 // Command serve-bench measures `evfwd serve` as a whole process against
 // issue 17's targets, each as a ratio to a reference measured in the same
 // run so that machine noise cancels out:

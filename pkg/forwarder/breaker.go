@@ -2,6 +2,7 @@ package forwarder
 
 import (
 	"math/rand/v2"
+	"slices"
 	"sync"
 	"time"
 
@@ -288,14 +289,41 @@ func (b *breaker) nextProbe() time.Time {
 func (f *Forwarder) Health() []store.EndpointState {
 	now := f.cfg.Now()
 	var out []store.EndpointState
-	seen := map[*breaker]bool{} // a source's lanes share an endpoint's
-	for _, l := range f.lanes().all {
-		for _, b := range l.breakers {
-			if !seen[b] {
-				seen[b] = true
-				out = append(out, b.snapshot(f.cfg.Owner, now))
-			}
-		}
+	for _, b := range f.lanes().breakers() {
+		out = append(out, b.snapshot(f.cfg.Owner, now))
 	}
 	return out
+}
+
+// An endpoint's one breaker may appear several times: at each endpoint of
+// a lane with its URL, and in each lane of its source that calls it.
+// addOnce is the one place that keeps it once: a lane's breakers, and
+// every lane's, hold each breaker once, in the order first met.
+
+// addOnce returns bs with b appended unless it is there already, and b's
+// index in it.
+func addOnce(bs []*breaker, b *breaker) ([]*breaker, int) {
+	if i := slices.Index(bs, b); i >= 0 {
+		return bs, i
+	}
+	return append(bs, b), len(bs)
+}
+
+// addBreaker gives the lane's next endpoint the health b.
+func (l *lane) addBreaker(b *breaker) {
+	var i int
+	l.breakers, i = addOnce(l.breakers, b)
+	l.breakerOf = append(l.breakerOf, i)
+}
+
+// breakers is every lane's breakers, each once: by source, then in the
+// order its lanes meet them.
+func (s *laneSet) breakers() []*breaker {
+	var all []*breaker
+	for _, l := range s.all {
+		for _, b := range l.breakers {
+			all, _ = addOnce(all, b)
+		}
+	}
+	return all
 }

@@ -2,6 +2,7 @@ package forwarder
 
 import (
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -230,7 +231,8 @@ func TestDeadEndpointGetsOnlyProbes(t *testing.T) {
 }
 
 // While the first URL is open, messages go straight to the second, without
-// a request to the first; its probe still comes on schedule.
+// a request to the first; its probe still comes on schedule. The first URL
+// is configured last too: one breaker, skipped at both places.
 func TestOpenURLSkippedForTheNext(t *testing.T) {
 	t.Parallel()
 	c := newClock()
@@ -242,11 +244,14 @@ func TestOpenURLSkippedForTheNext(t *testing.T) {
 	obs := &observer{}
 	f := start(t, c, Config{
 		Store: s, PerSource: 1, Breaker: breakerCfg, Observer: obs,
-		Destinations: map[string]*webhook.Destination{"web": dest(e0, e1)},
+		Destinations: map[string]*webhook.Destination{"web": dest(e0, e1, e0)},
 	})
 	waitFor(t, "all delivered", func() bool { return len(list(t, s, store.Filter{Status: store.Delivered})) == 8 })
 	if e0.count() != 3 || e1.count() != 8 {
 		t.Fatalf("requests: first URL %d, second %d; want 3, 8", e0.count(), e1.count())
+	}
+	if h := f.Health(); len(h) != 2 || h[0].URL != e0.URL || h[0].State != store.EndpointOpen || h[1].State != store.EndpointClosed {
+		t.Errorf("Health() = %+v, want the first URL open and the second closed, once each", h)
 	}
 	for _, d := range list(t, s, store.Filter{}) {
 		det := detail(t, s, d.ID)
@@ -264,6 +269,24 @@ func TestOpenURLSkippedForTheNext(t *testing.T) {
 	waitFor(t, "the late one delivered", func() bool { return len(list(t, s, store.Filter{Status: store.Delivered})) == 9 })
 	if e0.count() != 4 {
 		t.Errorf("first URL got %d requests; want its probe (4)", e0.count())
+	}
+}
+
+// One URL at two endpoints, not side by side, and in two lanes of its
+// source is one breaker: kept once by the lane and by the forwarder.
+func TestBreakerSharedOnce(t *testing.T) {
+	a, b := testBreaker(), testBreaker()
+	var l1, l2 lane
+	for _, x := range []*breaker{a, b, a} {
+		l1.addBreaker(x)
+	}
+	l2.addBreaker(b)
+	if !slices.Equal(l1.breakers, []*breaker{a, b}) || !slices.Equal(l1.breakerOf, []int{0, 1, 0}) {
+		t.Errorf("lane of A, B, A: breakers %v, of %v; want [A B], [0 1 0]", l1.breakers, l1.breakerOf)
+	}
+	set := laneSet{all: []*lane{&l1, &l2}}
+	if got := set.breakers(); !slices.Equal(got, []*breaker{a, b}) {
+		t.Errorf("every lane's breakers: %v, want [A B]", got)
 	}
 }
 

@@ -186,12 +186,14 @@ type lane struct {
 	// pace, when set, holds the destination to its rate (pace.go).
 	pace   pacer
 	paused atomic.Bool
-	// breakers[i] is endpoint i's health (nil with the breaker off); two
-	// endpoints with one URL share one.
-	breakers []*breaker
-	wake     chan struct{}
-	inflight inflight // what the lane holds, and its share of the tokens
-	progress progress // when it last moved (stall.go)
+	// breakers holds the health of the lane's endpoints, each once in
+	// their order: two endpoints with one URL share one, and endpoint
+	// i's is breakers[breakerOf[i]]. Both nil with the breaker off.
+	breakers  []*breaker
+	breakerOf []int
+	wake      chan struct{}
+	inflight  inflight // what the lane holds, and its share of the tokens
+	progress  progress // when it last moved (stall.go)
 }
 
 // New checks cfg and returns a Forwarder.
@@ -271,12 +273,8 @@ func (f *Forwarder) Run(ctx context.Context) error {
 	stopCalls := context.AfterFunc(ctx, func() { time.AfterFunc(f.cfg.Grace+stopSlack, endCalls) })
 	defer stopCalls()
 	// A state recorded by an earlier run is stale: this one starts closed.
-	for _, l := range f.lanes().all {
-		for i, b := range l.breakers {
-			if i == 0 || b != l.breakers[i-1] {
-				f.persist(b)
-			}
-		}
+	for _, b := range f.lanes().breakers() {
+		f.persist(b)
 	}
 	probed := f.health.start(ctx, f.roomMade)
 	defer probed()

@@ -42,10 +42,8 @@ func (l *lane) mode(now time.Time) (mode, *breaker) {
 // closings is how many times the lane's endpoints have closed, together.
 func (l *lane) closings() uint64 {
 	var n uint64
-	for i, b := range l.breakers {
-		if i == 0 || b != l.breakers[i-1] {
-			n += b.closings()
-		}
+	for _, b := range l.breakers {
+		n += b.closings()
 	}
 	return n
 }
@@ -54,51 +52,41 @@ func (l *lane) closings() uint64 {
 // endpoints it calls (as probes or not) and which it skips.
 type gate struct {
 	now     time.Time
-	probes  []bool // by endpoint: admitted as its probe
+	probes  []bool // by breaker (l.breakers): admitted as its probe
 	allowed []int  // endpoints called, in order
 	skipped []int  // endpoints skipped; nil when none
 	dest    *webhook.Destination
 	closes  uint64 // l.closings() before the decision
-	probed  []*breaker
 }
 
-// gate admits d's requests endpoint by endpoint. probe is the breaker the
-// lane admitted d to probe, if any.
+// gate admits d's requests, once per breaker, and so endpoint by endpoint.
+// probe is the breaker the lane admitted d to probe, if any.
 func (f *Forwarder) gate(l *lane, probe *breaker) *gate {
 	g := &gate{now: f.cfg.Now()}
 	if l.breakers == nil {
 		return g
 	}
 	g.closes = l.closings()
+	ok := make([]bool, len(l.breakers))
 	g.probes = make([]bool, len(l.breakers))
-	type decision struct{ ok, probe bool }
-	seen := make(map[*breaker]decision, len(l.breakers))
-	for i, b := range l.breakers {
-		d, done := seen[b]
-		switch {
-		case done:
-		case b == probe:
-			d = decision{true, true}
-		default:
-			var changed bool
-			d.ok, d.probe, changed = b.admit(g.now)
-			if changed {
-				f.transition(l, b)
-			}
+	for j, b := range l.breakers {
+		if b == probe {
+			ok[j], g.probes[j] = true, true
+			continue
 		}
-		if !done {
-			seen[b] = d
-			if d.probe {
-				g.probed = append(g.probed, b)
-			}
+		var changed bool
+		ok[j], g.probes[j], changed = b.admit(g.now)
+		if changed {
+			f.transition(l, b)
 		}
-		if d.ok {
+	}
+	for i, j := range l.breakerOf {
+		if ok[j] {
 			g.allowed = append(g.allowed, i)
-			g.probes[i] = d.probe
 		} else {
 			g.skipped = append(g.skipped, i)
 			if f.endpoints != nil {
-				f.endpoints.Skipped(l.source, b.url)
+				f.endpoints.Skipped(l.source, l.breakers[j].url)
 			}
 		}
 	}
@@ -131,16 +119,16 @@ func (f *Forwarder) reportHealth(l *lane, g *gate, res webhook.Result) {
 		return
 	}
 	now := f.cfg.Now()
-	used := map[*breaker]bool{}
+	used := make([]bool, len(l.breakers))
 	for _, a := range res.Attempts {
-		b := l.breakers[a.Endpoint]
-		used[b] = true
-		if changed, _ := b.report(now, a, g.probes[a.Endpoint]); changed {
-			f.transition(l, b)
+		j := l.breakerOf[a.Endpoint]
+		used[j] = true
+		if changed, _ := l.breakers[j].report(now, a, g.probes[j]); changed {
+			f.transition(l, l.breakers[j])
 		}
 	}
-	for _, b := range g.probed {
-		if !used[b] && b.unused(now) {
+	for j, b := range l.breakers {
+		if g.probes[j] && !used[j] && b.unused(now) {
 			f.transition(l, b)
 		}
 	}
@@ -218,10 +206,7 @@ func (f *Forwarder) persistLocked(b *breaker) store.Health {
 func (f *Forwarder) release(l *lane) {
 	l.poke()
 	prefixes := []string{heldError}
-	for i, b := range l.breakers {
-		if i > 0 && b == l.breakers[i-1] {
-			continue
-		}
+	for _, b := range l.breakers {
 		if ok, probe := b.ready(f.cfg.Now()); ok && !probe {
 			prefixes = append(prefixes, b.url+": ")
 		}

@@ -72,7 +72,7 @@ func (f *Forwarder) newLane(d *destination.Destination, byURL map[string]*breake
 					f.endpoints.EndpointState(d.Source, name, store.EndpointClosed)
 				}
 			}
-			l.breakers = append(l.breakers, b)
+			l.addBreaker(b)
 		}
 	}
 	return l

@@ -11,7 +11,6 @@ import (
 	"github.com/evfwd/evfwd/pkg/message"
 	"github.com/evfwd/evfwd/pkg/rawjson"
 	"github.com/evfwd/evfwd/pkg/webhook"
-	"github.com/google/uuid"
 )
 
 // Options say what to send, where, and how hard.
@@ -116,7 +115,7 @@ func (g *Generator) Run(ctx context.Context) *Report {
 			size := 256
 			for ctx.Err() == nil && next.Add(1) <= int64(n) {
 				if message.Type(typ) != webhook.TypeDelete {
-					msg.SetString("messageId", uuid.NewString())
+					msg.SetString("messageId", message.NewID())
 				}
 				// A fresh body per copy: the transport may still hold
 				// the last one after DeliverFunc returns.

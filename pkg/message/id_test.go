@@ -22,3 +22,14 @@ func TestNewID(t *testing.T) {
 		t.Errorf("NewID allocates %v times, want 1", n)
 	}
 }
+
+// BenchmarkNewID: a messageId is made per event on the client's enqueue
+// path, from several goroutines at once.
+func BenchmarkNewID(b *testing.B) {
+	b.ReportAllocs()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			_ = NewID()
+		}
+	})
+}

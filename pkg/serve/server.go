@@ -91,7 +91,7 @@ type Server struct {
 	opts      Options
 	log       *slog.Logger
 	store     store.Store
-	release   func() error // closes the store serve opened; unlocks a ready SQLite file
+	release   func() error // closes the store serve opened
 	ln        net.Listener
 	collector *collector.Handler
 	forwarder *forwarder.Forwarder
@@ -141,7 +141,7 @@ func New(ctx context.Context, cfg Config, opts Options) (*Server, error) {
 	var err error
 	if opts.Store != nil {
 		s.store = opts.Store
-		if s.release, err = lockReady(opts.Store); err != nil {
+		if s.release, err = checkReady(opts.Store); err != nil {
 			return nil, err
 		}
 	} else {
@@ -436,6 +436,6 @@ func (s *Server) Run(ctx context.Context) error {
 	return err
 }
 
-// Close releases the store and its lock when serve opened them (a store
+// Close closes the store, and so frees its lock, when serve opened it (a store
 // from Options.Store stays open); Run calls it.
 func (s *Server) Close() error { return s.release() }

@@ -26,8 +26,8 @@ func readyStore(t *testing.T) storeurl.Store {
 	return st
 }
 
-// A store handed to New stays its caller's: serve delivers from it, locks
-// its SQLite file only while it runs, and leaves it open when it stops.
+// A store handed to New stays its caller's: serve delivers from it and
+// leaves it open, with its SQLite file's lock, when it stops.
 func TestReadyStoreStaysOpen(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -43,21 +43,44 @@ func TestReadyStoreStaysOpen(t *testing.T) {
 		t.Fatalf("track: %d %s", code, body)
 	}
 	waitFor(t, "the delivery", func() bool { return len(hk.received()) == 1 })
-	// serve frees the file's leases on start, so it holds the file's lock
-	// while it serves: a second serve on the file would send twice.
-	if _, err := sqlite.Lock(st.Path()); !errors.Is(err, sqlite.ErrLocked) {
-		t.Errorf("locking the ready SQLite file while serve runs: %v, want ErrLocked", err)
-	}
 	h.stop()
-	unlock, err := sqlite.Lock(st.Path())
-	if err != nil {
-		t.Errorf("the lock outlives serve: %v", err)
-	} else {
-		unlock()
+	// serve frees the file's leases on start, so the store holds the
+	// file's lock as long as it is open: a second serve would send twice.
+	if _, err := sqlite.Open(ctx, st.Path(), sqlite.Options{}); !errors.Is(err, sqlite.ErrLocked) {
+		t.Errorf("opening the ready SQLite file after serve stopped: %v, want ErrLocked", err)
 	}
 	ds, err := st.List(ctx, store.Filter{})
 	if err != nil || len(ds) != 1 || ds[0].Status != store.Delivered {
 		t.Errorf("after serve stopped, the store lists %+v, %v; want it open, with the delivery", ds, err)
+	}
+}
+
+// A ready SQLite store opened as a tool (NoRecover) holds no lock: serve,
+// which leases from it, refuses it.
+func TestReadyStoreWithoutLock(t *testing.T) {
+	t.Parallel()
+	st, err := storeurl.Open(context.Background(), filepath.Join(t.TempDir(), "evfwd.db"), storeurl.Options{NoRecover: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	_, err = serve.New(context.Background(), serve.Config{Addr: "127.0.0.1:0", Sources: []serve.Source{{Name: "web", WriteKey: "wk"}}},
+		serve.Options{Store: st})
+	if err == nil || !strings.Contains(err.Error(), "without the file's lock") {
+		t.Errorf("New with a NoRecover SQLite store: %v, want it refused", err)
+	}
+}
+
+// Two serves on one SQLite file: the second is refused at once, in words
+// that name the file.
+func TestSecondServeRefused(t *testing.T) {
+	t.Parallel()
+	url := "sqlite://" + filepath.Join(t.TempDir(), "evfwd.db")
+	cfg := serve.Config{Addr: "127.0.0.1:0", Store: url, Sources: []serve.Source{{Name: "web", WriteKey: "wk"}}}
+	run(t, cfg, serve.Options{})
+	_, err := serve.New(context.Background(), cfg, serve.Options{})
+	if !errors.Is(err, sqlite.ErrLocked) || !strings.Contains(err.Error(), strings.TrimPrefix(url, "sqlite://")) {
+		t.Errorf("a second serve on the file: %v, want ErrLocked naming it", err)
 	}
 }
 

@@ -77,8 +77,8 @@ type Options struct {
 	// Now is the store's clock (default time.Now).
 	Now func() time.Time
 	// NoRecover leaves the work a stopped process left unfinished to the
-	// service: tools that open the store beside a running serve set it
-	// (see sqlite.Options.NoRecover).
+	// service, and a SQLite file's lock to it: tools that open the store
+	// beside a running serve set it (see sqlite.Options.NoRecover).
 	NoRecover bool
 	// MustExist refuses a SQLite file that is not there (an error matching
 	// fs.ErrNotExist) instead of creating an empty store: tools that read
@@ -107,8 +107,9 @@ func Open(ctx context.Context, url string, opts Options) (Store, error) {
 	return loc.Open(ctx, opts)
 }
 
-// Open opens the store at l. It takes no lock: a caller that must be the
-// only process leasing from a SQLite file takes sqlite.Lock first.
+// Open opens the store at l. A SQLite Store holds its file's lock until
+// Close unless opts.NoRecover (see sqlite.Open): a second one fails with
+// sqlite.ErrLocked.
 func (l Location) Open(ctx context.Context, opts Options) (Store, error) {
 	var st Store
 	var err error

@@ -35,11 +35,6 @@ func TestFileModesUnderOpenUmask(t *testing.T) {
 	if err := s.Ingest(ctx, []store.Message{storetest.Msg("web", "a", 0, true)}); err != nil {
 		t.Fatal(err)
 	}
-	unlock, err := sqlite.Lock(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer unlock()
 	want := map[string]fs.FileMode{
 		dir: 0o700, path: 0o600, path + "-wal": 0o600, path + "-shm": 0o600, path + ".lock": 0o600,
 	}

@@ -34,6 +34,7 @@ import (
 	"github.com/evfwd/evfwd/pkg/store"
 	"github.com/evfwd/evfwd/pkg/store/internal/synchook"
 	"github.com/evfwd/evfwd/pkg/store/internal/syncrun"
+	"github.com/gofrs/flock"
 	_ "modernc.org/sqlite" // registers the "sqlite" driver
 )
 
@@ -55,7 +56,9 @@ type Options struct {
 	// NoRecover leaves what a stopped process left unfinished (a sync's
 	// runs, a deletion's steps) and the one-time conversion of an old file to the service, which finishes it when it
 	// starts. Tools that open the store beside a running serve (evfwd
-	// deliveries) set it, so they never take part in the service's work.
+	// deliveries) set it, so they never take part in the service's work:
+	// nor does such a Store take the file's lock (lock.go), so it must
+	// not lease.
 	NoRecover bool
 	// MustExist refuses a missing file (an error matching fs.ErrNotExist)
 	// instead of creating an empty store: a tool pointed at the wrong path
@@ -87,6 +90,7 @@ type Store struct {
 	once     sync.Once
 	mu       sync.RWMutex // held for reading while queueing; Close takes it to stop queueing
 	closed   bool
+	lock     *flock.Flock // the file's (lock.go); nil with NoRecover
 
 	commits      atomic.Int64     // group transactions run (benchmarks report ops per commit)
 	deletionStep int              // messages per deletion step (deletionPageSize; tests use less)
@@ -168,8 +172,10 @@ func (s *Store) Checkpoint(ctx context.Context) error {
 }
 
 // Open opens (creating when missing, unless opts.MustExist) the database
-// file at path and brings its schema up to date.
-func Open(ctx context.Context, path string, opts Options) (*Store, error) {
+// file at path and brings its schema up to date. Unless opts.NoRecover, the
+// Store holds the file's lock until Close: while it does, every other such
+// Open of the file, in any process, fails at once with ErrLocked.
+func Open(ctx context.Context, path string, opts Options) (_ *Store, err error) {
 	if opts.MaxPending <= 0 {
 		opts.MaxPending = DefaultMaxPending
 	}
@@ -184,6 +190,17 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 	}
 	if err := prepareFile(path, opts.MustExist); err != nil {
 		return nil, err
+	}
+	var lk *flock.Flock
+	if !opts.NoRecover {
+		if lk, err = lock(path); err != nil {
+			return nil, err
+		}
+		defer func() {
+			if err != nil {
+				lk.Unlock()
+			}
+		}()
 	}
 	if err := newFileIncremental(ctx, path); err != nil {
 		return nil, fmt.Errorf("store %s: %w", path, err)
@@ -246,6 +263,7 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 		deletionTurn: make(chan struct{}, 1),
 		recovery:     recovery{done: make(chan struct{})},
 	}
+	s.lock = lk
 	go s.writer()
 	if opts.NoRecover {
 		close(s.recovery.done)
@@ -309,5 +327,10 @@ func (s *Store) Close() error {
 		s.mu.Unlock()
 	})
 	<-s.done
-	return errors.Join(s.wtx.close(), s.write.Close(), s.prepared.close(), s.read.Close())
+	err := errors.Join(s.wtx.close(), s.write.Close(), s.prepared.close(), s.read.Close())
+	if s.lock != nil {
+		// Last: another Store may use the file once it is free.
+		err = errors.Join(err, s.lock.Unlock())
+	}
+	return err
 }

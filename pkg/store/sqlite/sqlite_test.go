@@ -68,24 +68,6 @@ func TestBusyAndClosed(t *testing.T) {
 	}
 }
 
-func TestLock(t *testing.T) {
-	t.Parallel()
-	path := filepath.Join(t.TempDir(), "evfwd.db")
-	release, err := sqlite.Lock(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := sqlite.Lock(path); !errors.Is(err, sqlite.ErrLocked) {
-		t.Errorf("second Lock = %v, want ErrLocked", err)
-	}
-	release()
-	release2, err := sqlite.Lock(path)
-	if err != nil {
-		t.Fatalf("Lock after release: %v", err)
-	}
-	release2()
-}
-
 func TestAdminConformance(t *testing.T) {
 	t.Parallel()
 	storetest.RunAdmin(t, open)
