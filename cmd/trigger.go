@@ -316,7 +316,7 @@ func (tr *trigger) fromFlags() error {
 		tr.dest.Endpoints = append(tr.dest.Endpoints, webhook.Endpoint{URL: u, Headers: headers})
 	}
 	if err := tr.dest.Validate(); err != nil {
-		return cli.UsageError(flagConfigError(err))
+		return cli.UsageError(webhook.SettingErrors(err, "--url", "--header"))
 	}
 	return nil
 }
@@ -330,32 +330,6 @@ func parseHeader(s string) (name, value string, err error) {
 		return "", "", fmt.Errorf("--header %q: want 'Name: value'", s)
 	}
 	return name, strings.Trim(value, " \t"), nil
-}
-
-// flagConfigError restates destination errors in terms of the flags.
-func flagConfigError(err error) error {
-	var errs []error
-	if j, ok := err.(interface{ Unwrap() []error }); ok {
-		errs = j.Unwrap()
-	} else {
-		errs = []error{err}
-	}
-	var lines []string
-	for _, e := range errs {
-		var ce *webhook.ConfigError
-		switch {
-		case errors.As(e, &ce) && ce.Index < 0:
-			lines = append(lines, "--url: "+strings.Replace(ce.Reason, "webhook URLs", "URLs", 1))
-		case errors.As(e, &ce) && strings.HasPrefix(ce.Reason, "header "):
-			lines = append(lines, "--"+ce.Reason)
-		case errors.As(e, &ce):
-			lines = append(lines, fmt.Sprintf("--url %q: %s", ce.URL, ce.Reason))
-		default:
-			lines = append(lines, e.Error())
-		}
-	}
-	// Static headers apply to every URL: say each problem once.
-	return errors.New(strings.Join(slices.Compact(lines), "\n"))
 }
 
 // message builds the message to send (webhook.NewMessage: the sample, or

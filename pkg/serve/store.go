@@ -55,6 +55,16 @@ func openLocked(ctx context.Context, url string, now func() time.Time, log *slog
 	}, nil
 }
 
+// storePathError makes a store path that cannot be the store's file (a
+// directory, no permission: *sqlite.PathError) a *ConfigError, the
+// user's to fix.
+func storePathError(err error) error {
+	if pe := (*sqlite.PathError)(nil); errors.As(err, &pe) {
+		return &ConfigError{err}
+	}
+	return err
+}
+
 // lockReady locks the file of a ready SQLite store; release drops the
 // lock and leaves the store open.
 func lockReady(st store.Store) (release func() error, err error) {
