@@ -172,7 +172,7 @@ func (o *ListenOptions) addFlags(cmd *cobra.Command) {
 	fl := cmd.Flags()
 	addSchemeFlag(cmd, &o.Scheme, signature.Auto, true)
 	fl.DurationVar(&o.Tolerance, "tolerance", signature.DefaultTolerance, "how old a signed timestamp may be at a request's arrival (0: no limit)")
-	fl.StringVar(&o.Addr, "addr", defaultListenAddr, "`HOST:PORT` to listen on (port 0 picks a free one)")
+	fl.StringVar(&o.Addr, "addr", defaultListenAddr, "`HOST:PORT` to listen on (port 0 picks a free one; in the config file, under listen:)")
 	fl.StringVar(&o.Path, "path", "", "serve only this `PATH`; others get 404 (default any path)")
 	fl.BoolVar(&o.AcceptInvalid, "accept-invalid", false, "answer requests with a missing or wrong signature normally (the verdict is still shown)")
 	fl.BoolVarP(&o.Verbose, "verbose", "v", false, "also print headers and the pretty-printed body")

@@ -80,7 +80,8 @@ The config file is --config FILE, else EVFWD_CONFIG, else ./evfwd.yaml
 (which serve init writes), else $XDG_CONFIG_HOME/evfwd/config.yaml; --config ''
 reads none. The start line names the file read. One file holds the
 settings of every command: serve's beside the client's (endpoint,
-write-key).
+write-key). A top-level key named like a serve flag (addr, tls_cert, ...)
+is serve's alone: listen reads its own under listen:.
 
 Without sources in it (or without a file) serve runs a source for local
 development, "dev", and says so: its write key and shared secret are
