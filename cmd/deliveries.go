@@ -65,6 +65,7 @@ pending again (retry), or send finished ones again, delivered ones too
 	}
 	cmd.PersistentFlags().StringVar(&opts.Store, "store", "", "store `URL` (default evfwd.db under $XDG_STATE_HOME/evfwd)")
 	cli.BindEnv(cmd, "store")
+	cli.SharesTopLevel(cmd, "store") // serve's store: what deliveries reads
 
 	list := &cobra.Command{
 		Use:     "list",
@@ -166,9 +167,11 @@ beside a running serve, a short step at a time.`,
 			bind(c)
 			if !c.Flags().Changed("older-than") {
 				// The serve config's window, when the file sets one.
-				if v := f.Config.Viper(); v.IsSet("retention") {
-					opts.Older = v.GetDuration("retention")
+				cfg, err := serve.ReadFile(serveFile(f.Config), serve.Config{Retention: opts.Older})
+				if err != nil {
+					return err
 				}
+				opts.Older = cfg.Retention
 			}
 			return deliveriesPrune(opts)
 		},

@@ -8,8 +8,7 @@ import (
 
 // serve's collector settings (bench/serve/run.sh measured them;
 // docs/PERFORMANCE.md): collecting and forwarding make short-lived garbage at a
-// high rate, and GOGC 400 cuts the collector's work on it (its background
-// marking from 6% of serve's CPU to 1% while forwarding) under a soft
+// high rate, and GOGC 400 cuts the collector's work on it under a soft
 // memory limit that keeps the heap small. The limit follows the live heap (softLimit), so that it never
 // makes the collector run more often than GOGC 100 would: with many large
 // bodies waiting for the store, a fixed limit under twice the live heap

@@ -59,9 +59,10 @@ type ListenOptions struct {
 	scheme      signature.Scheme // Scheme, parsed by check
 	uiTokenFlag bool             // --ui-token was given (not EVFWD_UI_TOKEN)
 
-	ctx   context.Context
-	ready func(url string) // tests: called once the port is open
-	rand  func() float64   // tests: --fail-rate rolls
+	ctx    context.Context
+	origin func(flag string) string // where a flag's value came from (cli.Config.Origin)
+	ready  func(url string)         // tests: called once the port is open
+	rand   func() float64           // tests: --fail-rate rolls
 
 	readTimeout time.Duration // tests: replaces receiver.DefaultReadTimeout
 	maxBody     int64         // tests: replaces the Handler's body limit
@@ -154,6 +155,7 @@ Exit status: 0 stopped or --count reached, 1 --timeout passed first,
 			}
 			opts.Secret.Lookup(f.Getenv, f.Config)
 			opts.ctx = cmd.Context()
+			opts.origin = func(flag string) string { return f.Config.Origin(cmd, flag) }
 			if runF != nil {
 				return runF(opts)
 			}
@@ -170,7 +172,7 @@ func (o *ListenOptions) addFlags(cmd *cobra.Command) {
 	fl := cmd.Flags()
 	addSchemeFlag(cmd, &o.Scheme, signature.Auto, true)
 	fl.DurationVar(&o.Tolerance, "tolerance", signature.DefaultTolerance, "how old a signed timestamp may be at a request's arrival (0: no limit)")
-	fl.StringVar(&o.Addr, "addr", "127.0.0.1:8788", "`HOST:PORT` to listen on (port 0 picks a free one)")
+	fl.StringVar(&o.Addr, "addr", defaultListenAddr, "`HOST:PORT` to listen on (port 0 picks a free one; in the config file, under listen:)")
 	fl.StringVar(&o.Path, "path", "", "serve only this `PATH`; others get 404 (default any path)")
 	fl.BoolVar(&o.AcceptInvalid, "accept-invalid", false, "answer requests with a missing or wrong signature normally (the verdict is still shown)")
 	fl.BoolVarP(&o.Verbose, "verbose", "v", false, "also print headers and the pretty-printed body")
@@ -188,7 +190,7 @@ func (o *ListenOptions) addFlags(cmd *cobra.Command) {
 	fl.StringVar(&o.TLSCert, "tls-cert", "", "serve HTTPS with this certificate `FILE` (PEM)")
 	fl.StringVar(&o.TLSKey, "tls-key", "", "private key `FILE` (PEM) for --tls-cert")
 	fl.BoolVar(&o.UI, "ui", false, "serve an inspector page in the browser on --ui-addr")
-	fl.StringVar(&o.UIAddr, "ui-addr", "127.0.0.1:8789", "`HOST:PORT` of the --ui inspector (port 0 picks a free one)")
+	fl.StringVar(&o.UIAddr, "ui-addr", defaultListenUIAddr, "`HOST:PORT` of the --ui inspector (port 0 picks a free one)")
 	fl.StringVar(&o.UIToken, "ui-token", "", "the --ui inspector's API needs this `TOKEN` (16+ characters; default EVFWD_UI_TOKEN, else one made up beyond loopback)")
 	fl.BoolVar(&o.AllowReplay, "allow-replay-local", false, "let an inspector reachable beyond loopback replay to this machine's loopback addresses")
 	fl.StringArrayVar(&o.RedactHeaders, "redact-header", nil, "keep this header's value (`NAME`, any case) out of the records, output and inspector (repeatable)")
@@ -419,13 +421,12 @@ func (o *ListenOptions) setupError(err error) error {
 	case "ReadyFile":
 		return cli.UsageErrorf("--ready-file: %v", e.Err)
 	}
-	flag, addr, other := "--addr", o.Addr, "another evfwd listen"
+	flag, addr, self := "--addr", o.Addr, "evfwd listen"
 	if e.Setting == "UIAddr" {
-		flag, addr, other = "--ui-addr", o.UIAddr, "another evfwd listen --ui"
+		flag, addr, self = "--ui-addr", o.UIAddr, "evfwd listen --ui"
 	}
 	if errors.Is(err, syscall.EADDRINUSE) {
-		// Not a usage mistake: another program has the port (exit 1).
-		return fmt.Errorf("%s %s: port in use (%s? try %s 127.0.0.1:0)", flag, addr, other, flag)
+		return portInUse(self, flag, addr, o.origin)
 	}
 	return cli.UsageErrorf("%s %s: %v", flag, addr, e.Err)
 }

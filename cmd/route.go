@@ -96,13 +96,13 @@ under the place) or a FILE not read.`,
 // (each mapping as the file holds it) and validates them as serve --check
 // does: a config error is exit 2.
 func loadSources(c *cli.Config) (serve.Config, error) {
-	var cfg serve.Config
+	cfg, err := serve.ReadFile(serveFile(c), serve.Config{})
+	if err != nil {
+		return cfg, err
+	}
 	where := "config"
 	if c.File != "" {
 		where = "config " + c.File
-	}
-	if err := c.Viper().UnmarshalKey("sources", &cfg.Sources); err != nil {
-		return cfg, cli.UsageErrorf("%s: sources: %v", where, err)
 	}
 	if len(cfg.Sources) == 0 {
 		if c.File == "" {
@@ -110,10 +110,6 @@ func loadSources(c *cli.Config) (serve.Config, error) {
 		}
 		return cfg, cli.UsageErrorf("%s has no sources", where)
 	}
-	if err := destinationMappings(c, cfg.Sources); err != nil {
-		return cfg, err
-	}
-	cfg.AllowPrivateEndpoints = c.Viper().GetBool("allow_private_endpoints")
 	if err := cfg.Validate(); err != nil {
 		msg := strings.ReplaceAll(err.Error(), "\n", "\n  ")
 		return cfg, cli.UsageErrorf("%s:\n  %s", where, msg)

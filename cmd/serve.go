@@ -2,13 +2,11 @@ package cmd
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"maps"
-	"net"
 	"os"
 	"os/signal"
 	"slices"
@@ -25,7 +23,6 @@ import (
 	"github.com/evfwd/evfwd/pkg/inspector"
 	"github.com/evfwd/evfwd/pkg/serve"
 	"github.com/evfwd/evfwd/pkg/store"
-	"github.com/evfwd/evfwd/pkg/store/sqlite"
 	"github.com/evfwd/evfwd/pkg/webhook"
 	"github.com/spf13/cobra"
 )
@@ -57,15 +54,13 @@ type ServeOptions struct {
 	UI     bool
 	UIAddr string
 
-	dev bool // serving the dev source: no sources configured
-	// devTokenFile holds the admin token generated for --ui in dev mode.
-	devTokenFile string
-	ctx          context.Context
-	cmd          *cobra.Command   // for a reload's strict check of the file's keys
-	ready        func(url string) // tests: called once the port is open
-	uiReady      func(url string) // tests: called with the inspector's URL, with --ui
-	hup          chan os.Signal   // tests: stands for SIGHUP
-	reloaded     func(err error)  // tests: called after each reload of the TLS pair
+	ctx      context.Context
+	cmd      *cobra.Command           // for a reload's strict check of the file's keys
+	origin   func(flag string) string // where a flag's value came from (cli.Config.Origin)
+	ready    func(url string)         // tests: called once the port is open
+	uiReady  func(url string)         // tests: called with the inspector's URL, with --ui
+	hup      chan os.Signal           // tests: stands for SIGHUP
+	reloaded func(err error)          // tests: called after each reload of the TLS pair
 }
 
 // serveLong is `evfwd serve --help`'s text.
@@ -85,7 +80,8 @@ The config file is --config FILE, else EVFWD_CONFIG, else ./evfwd.yaml
 (which serve init writes), else $XDG_CONFIG_HOME/evfwd/config.yaml; --config ''
 reads none. The start line names the file read. One file holds the
 settings of every command: serve's beside the client's (endpoint,
-write-key).
+write-key). A top-level key named like a serve flag (addr, tls_cert, ...)
+is serve's alone: listen reads its own under listen:.
 
 Without sources in it (or without a file) serve runs a source for local
 development, "dev", and says so: its write key and shared secret are
@@ -183,6 +179,7 @@ func NewCmdServe(f *cli.Factory, runF func(*ServeOptions) error) *cobra.Command 
 			opts.IO, opts.Format, opts.Version = f.IO, f.Format, f.Version
 			opts.Getenv, opts.Config = f.Getenv, f.Config
 			opts.ctx, opts.cmd = cmd.Context(), cmd
+			opts.origin = func(flag string) string { return f.Config.Origin(cmd, flag) }
 			if runF != nil {
 				return runF(opts)
 			}
@@ -214,93 +211,24 @@ func (o *ServeOptions) addFlags(cmd *cobra.Command) {
 	fl.BoolVar(&o.UI, "ui", false, "serve the inspector, the delivery log in the browser, on --ui-addr (needs the admin token)")
 	fl.StringVar(&o.UIAddr, "ui-addr", serve.DefaultUIAddr, "`HOST:PORT` of the inspector")
 	cli.BindEnv(cmd, "addr", "store", "log-format", "log-level", "lease-ttl", "retention", "tls-cert", "tls-key", "log-interval", "ui-addr")
-	// The file's addr, store, sources, ... are known keys for every command.
+	// The file's addr, store, sources, ... are known keys for every command,
+	// and the top level's addr, tls_cert, ... are serve's, as serve init
+	// writes them: listen's --addr is never serve's (issue 41).
 	cli.ReadsConfig(cmd, serve.Config{})
+	cli.OwnsTopLevel(cmd)
 }
 
-// serveConfig reads the sources from the config file and applies the
-// flags (already filled from EVFWD_* and the file).
-func serveConfig(opts *ServeOptions) (serve.Config, error) {
-	var cfg serve.Config
-	if (opts.TLSCert == "") != (opts.TLSKey == "") {
-		return cfg, cli.UsageErrorf("--tls-cert and --tls-key go together")
-	}
-	if err := opts.Config.Viper().UnmarshalKey("sources", &cfg.Sources); err != nil {
-		return cfg, cli.UsageErrorf("config %s: sources: %v", opts.Config.File, err)
-	}
-	if err := destinationMappings(opts.Config, cfg.Sources); err != nil {
-		return cfg, err
-	}
-	cfg.Addr, cfg.Store, cfg.Retention = opts.Addr, opts.Store, opts.Retention
-	cfg.TLSCert, cfg.TLSKey = opts.TLSCert, opts.TLSKey
-	v := opts.Config.Viper()
-	cfg.PublicURL, cfg.TrustedProxies = v.GetString("public_url"), v.GetStringSlice("trusted_proxies")
-	cfg.AllowedHosts = v.GetStringSlice("allowed_hosts")
-	cfg.AllowPrivateEndpoints = v.GetBool("allow_private_endpoints")
-	if u := opts.Getenv(cli.EnvPrefix + "PUBLIC_URL"); u != "" {
-		cfg.PublicURL = u
-	}
-	// The admin token is a secret: config file or environment, no flag.
-	cfg.AdminToken = opts.Config.Viper().GetString("admin_token")
-	if tok := opts.Getenv(admin.TokenEnv); tok != "" {
-		cfg.AdminToken = tok
-	}
-	if cfg.Store == "" {
-		cfg.Store = "sqlite://" + serve.DefaultStorePath(opts.Getenv)
-	}
-	if opts.UI {
-		if cfg.AdminToken == "" && len(cfg.Sources) == 0 {
-			// Dev mode: the inspector gets a generated token, kept in the
-			// state dir for the page to log in with (printDev says where).
-			path := serve.DevAdminTokenPath(serve.StateDir(opts.Getenv))
-			if _, err := os.Stat(path); opts.Check && err != nil {
-				cfg.AdminToken = serve.AdminToken() // --check writes nothing; masked anyway
-			} else if cfg.AdminToken, err = serve.DevAdminToken(serve.StateDir(opts.Getenv)); err != nil {
-				return cfg, err
-			}
-			opts.devTokenFile = path
-		}
-		if cfg.AdminToken == "" {
-			return cfg, cli.UsageErrorf("--ui needs the admin token, which the page asks for: set admin_token in the config or %s", admin.TokenEnv)
-		}
-		if _, _, err := net.SplitHostPort(opts.UIAddr); err != nil {
-			return cfg, cli.UsageErrorf("--ui-addr %q: want HOST:PORT, such as %s", opts.UIAddr, serve.DefaultUIAddr)
-		}
-	}
-	if err := devSource(opts, &cfg); err != nil {
-		return cfg, err
-	}
-	if err := cfg.Check(); err != nil {
-		where := "config"
-		if opts.Config.File != "" {
-			where = "config " + opts.Config.File
-		}
-		msg := strings.ReplaceAll(err.Error(), "\n", "\n  ")
-		return cfg, cli.UsageErrorf("%s:\n  %s", where, msg)
-	}
-	return cfg, nil
+// serveFile is the config file as pkg/serve reads it.
+func serveFile(c *cli.Config) serve.File {
+	return serve.File{Name: c.File, Viper: c.Viper(), JSONAt: c.JSONAt}
 }
 
-// destinationMappings gives each destination's mapping as the file holds
-// it: viper's maps lower-case their keys and lose their order, and a
-// mapping's keys are the body's.
-func destinationMappings(c *cli.Config, sources []serve.Source) error {
-	for i := range sources {
-		for j := range sources[i].Destinations {
-			d := &sources[i].Destinations[j]
-			if d.Mapping == nil {
-				continue
-			}
-			raw, ok, err := c.JSONAt("sources", i, "destinations", j, "mapping")
-			if err != nil {
-				return cli.UsageErrorf("config %s: sources[%d].destinations[%d].mapping: %v", c.File, i, j, err)
-			}
-			if ok {
-				d.Mapping = json.RawMessage(raw)
-			}
-		}
+// flags are serve's flags, as serve.LoadConfig takes them.
+func (o *ServeOptions) flags() serve.Flags {
+	return serve.Flags{
+		Addr: o.Addr, Store: o.Store, Retention: o.Retention, TLSCert: o.TLSCert, TLSKey: o.TLSKey,
+		ForwardTo: o.ForwardTo, UI: o.UI, UIAddr: o.UIAddr, Check: o.Check, Getenv: o.Getenv,
 	}
-	return nil
 }
 
 func newLogger(w io.Writer, format, level string) (*slog.Logger, error) {
@@ -326,29 +254,25 @@ func serveRun(opts *ServeOptions) error {
 	if err != nil {
 		return err
 	}
-	cfg, err := serveConfig(opts)
+	l, err := serve.LoadConfig(serveFile(opts.Config), opts.flags())
 	if err != nil {
 		return err
 	}
 	if opts.Check {
-		return serveCheck(opts, cfg)
+		return serveCheck(opts, l.Config)
 	}
 	ctx := opts.ctx
 	if ctx == nil {
 		ctx = context.Background()
 	}
 	defer tuneGC(opts.Getenv)()
-	srv, err := serve.New(ctx, cfg, serve.Options{Logger: log, Version: opts.Version, Grace: opts.Grace, LeaseTTL: opts.LeaseTTL, LogInterval: opts.LogInterval,
+	srv, err := serve.New(ctx, l.Config, serve.Options{Logger: log, Version: opts.Version, Grace: opts.Grace, LeaseTTL: opts.LeaseTTL, LogInterval: opts.LogInterval,
 		UI: opts.UI, UIAddr: opts.UIAddr, ConfigFile: opts.Config.File, Reload: reloadConfig(opts)})
-	var pathErr *sqlite.PathError
-	if errors.As(err, &pathErr) {
-		return err // the store path in words, exit 2
-	}
 	if err != nil {
-		return fmt.Errorf("serve: %w", err)
+		return serveError(opts, err)
 	}
-	if opts.dev {
-		printDev(opts, log, cfg.Sources[0], srv.URL())
+	if l.Dev {
+		printDev(opts, log, l, srv.URL())
 	}
 	if srv.UIURL() != "" {
 		showSignIn(opts, log, srv)
@@ -364,83 +288,21 @@ func serveRun(opts *ServeOptions) error {
 	return srv.Run(ctx)
 }
 
-// devSource gives cfg the dev source, with the --forward-to endpoints,
-// when no sources are configured: no config file, or one with other
-// settings only (a client's endpoint and write-key, an addr), and serve
-// says so at start (printDev). Configured sources are never topped up
-// with it, and --forward-to beside them is a usage error: their endpoints
-// belong in the file.
-func devSource(opts *ServeOptions, cfg *serve.Config) error {
-	if len(cfg.Sources) > 0 {
-		if len(opts.ForwardTo) > 0 {
-			return cli.UsageErrorf("--forward-to is for the dev source serve runs without configured sources; config %s: sources take their endpoints from the file", opts.Config.File)
-		}
-		return nil
-	}
-	dir := serve.StateDir(opts.Getenv)
-	var src serve.Source
-	if _, err := os.Stat(serve.DevSourcePath(dir)); opts.Check && err != nil {
-		// --check writes nothing: keys serve would make, masked anyway.
-		src = serve.Source{Name: serve.DevSourceName, WriteKey: "new", Webhooks: serve.Webhooks{Destination: webhook.Destination{SharedSecret: "new"}}}
-	} else if src, err = serve.DevSource(dir); err != nil {
+// serveError is what serve says when it could not start: a setting at
+// fault as it is (exit 2), a port another program holds with the setting
+// that chose it (exit 1), anything else as serve's.
+func serveError(opts *ServeOptions, err error) error {
+	var le *serve.ListenError
+	switch {
+	case errors.As(err, new(*serve.ConfigError)):
 		return err
-	}
-	for _, u := range opts.ForwardTo {
-		if err := cli.CheckURLScheme("--forward-to", u); err != nil {
-			return err
+	case errors.As(err, &le) && errors.Is(err, syscall.EADDRINUSE):
+		if le.UI {
+			return portInUse("evfwd serve --ui", "--ui-addr", le.Addr, opts.origin)
 		}
-		src.Webhooks.Endpoints = append(src.Webhooks.Endpoints, webhook.Endpoint{URL: u})
+		return portInUse("evfwd serve", "--addr", le.Addr, opts.origin)
 	}
-	if src.Webhooks.Enabled = len(src.Webhooks.Endpoints) > 0; src.Webhooks.Enabled {
-		err := src.Webhooks.Validate()
-		if !cfg.AllowPrivateEndpoints {
-			err = joinFlat(err, src.Webhooks.CheckAddresses())
-		}
-		if err := forwardToError(err); err != nil {
-			return err
-		}
-	}
-	cfg.Sources = []serve.Source{src}
-	opts.dev = true
-	return nil
-}
-
-// joinFlat joins the errors that a and b join, one level deep.
-func joinFlat(a, b error) error {
-	var all []error
-	for _, err := range []error{a, b} {
-		if j, ok := err.(interface{ Unwrap() []error }); ok {
-			all = append(all, j.Unwrap()...)
-		} else if err != nil {
-			all = append(all, err)
-		}
-	}
-	return errors.Join(all...)
-}
-
-// forwardToError names the flag in the endpoint errors of the dev
-// source: the user wrote no config file for them to point into.
-func forwardToError(err error) error {
-	if err == nil {
-		return nil
-	}
-	all := []error{err}
-	if j, ok := err.(interface{ Unwrap() []error }); ok {
-		all = j.Unwrap()
-	}
-	var errs []error
-	for _, e := range all {
-		var ce *webhook.ConfigError
-		switch {
-		case errors.As(e, &ce) && ce.Index >= 0:
-			errs = append(errs, fmt.Errorf("--forward-to %s: %s", ce.URL, ce.Reason))
-		case errors.As(e, &ce):
-			errs = append(errs, fmt.Errorf("--forward-to: %s", ce.Reason))
-		default:
-			errs = append(errs, fmt.Errorf("--forward-to: %w", e))
-		}
-	}
-	return cli.UsageError(errors.Join(errs...))
+	return fmt.Errorf("serve: %w", err)
 }
 
 // exportVar is one line of `export NAME=VALUE` for the user's shell.
@@ -473,8 +335,8 @@ func writeExports(ios *cli.IOStreams, vars []exportVar) {
 // the lines that make the other commands use it. Under --log-format json
 // it is one record instead, so that stderr stays a stream of JSON; the
 // keys are in it on purpose, being dev keys meant for the developer.
-func printDev(opts *ServeOptions, log *slog.Logger, src serve.Source, endpoint string) {
-	keyFile := serve.DevSourcePath(serve.StateDir(opts.Getenv))
+func printDev(opts *ServeOptions, log *slog.Logger, l serve.Loaded, endpoint string) {
+	src, keyFile := l.Sources[0], serve.DevSourcePath(serve.StateDir(opts.Getenv))
 	vars := exportsFor(src, endpoint)
 	if opts.LogFormat == "json" {
 		attrs := []any{"source", src.Name, "key_file", keyFile}
@@ -488,8 +350,8 @@ func printDev(opts *ServeOptions, log *slog.Logger, src serve.Source, endpoint s
 			}
 			attrs = append(attrs, "forward_to", urls)
 		}
-		if opts.devTokenFile != "" {
-			attrs = append(attrs, "admin_token_file", opts.devTokenFile)
+		if l.DevTokenFile != "" {
+			attrs = append(attrs, "admin_token_file", l.DevTokenFile)
 		}
 		if opts.Config.File != "" {
 			log.Info("dev source: no sources in the config file", append(attrs, "config", opts.Config.File)...)
@@ -512,10 +374,10 @@ func printDev(opts *ServeOptions, log *slog.Logger, src serve.Source, endpoint s
 	} else {
 		fmt.Fprintf(w, "  webhooks off: events are stored; add --forward-to URL to deliver them\n")
 	}
-	if opts.devTokenFile != "" {
+	if l.DevTokenFile != "" {
 		// The token itself stays out of the output: logs are kept and shared.
 		fmt.Fprintf(w, "  inspector: its admin token, for scripts, is in %s (admin_token or %s replaces it)\n",
-			opts.devTokenFile, admin.TokenEnv)
+			l.DevTokenFile, admin.TokenEnv)
 	}
 	writeExports(opts.IO, vars)
 	fmt.Fprintf(w, "  %s\n", st.Muted.Sprint("for a web page (Analytics.js 2.0, npm @segment/analytics-next), settings and events from here:"))
@@ -578,10 +440,8 @@ func reloadConfig(opts *ServeOptions) func() (serve.Config, error) {
 		if err := c.CheckKeys(opts.cmd); err != nil {
 			return serve.Config{}, err
 		}
-		again := *opts
-		again.Config = c
-		again.dev = false
-		return serveConfig(&again)
+		l, err := serve.LoadConfig(serveFile(c), opts.flags())
+		return l.Config, err
 	}
 }
 

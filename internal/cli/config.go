@@ -28,6 +28,8 @@ type Config struct {
 	File string // the file read, "" when none
 	v    *viper.Viper
 	doc  *yaml.Node // the file's keys, with their lines where the format has them
+	// origins says where Apply took each flag's value from (Origin).
+	origins map[string]string
 }
 
 // DefaultConfigFile is $XDG_CONFIG_HOME/evfwd/config.yaml, falling back to
@@ -112,9 +114,11 @@ func LoadConfig(path string, explicit bool) (*Config, error) {
 	return c, nil
 }
 
-// parseKeys reads the file again for the line of each key: YAML, and JSON
-// (which YAML reads), into a yaml.Node; other formats from what viper
-// read, without lines.
+// parseKeys reads the file a second time, into a yaml.Node, as viper keeps
+// neither a key's line nor the order and case of keys: the strict check
+// and Origin name lines, and JSONAt gives a mapping's keys as written.
+// YAML, and JSON (which YAML reads); other formats from what viper read,
+// without lines.
 func parseKeys(path string, v *viper.Viper) *yaml.Node {
 	var doc yaml.Node
 	switch strings.ToLower(filepath.Ext(path)) {
@@ -135,8 +139,15 @@ func (c *Config) Viper() *viper.Viper { return c.v }
 
 // Lookup returns the file's value for key under section, else top level.
 func (c *Config) Lookup(section, key string) (string, bool) {
-	for _, k := range []string{section + "." + key, key, section + "." + underscore(key), underscore(key)} {
-		if strings.HasPrefix(k, ".") || !c.v.IsSet(k) {
+	val, _, ok := c.lookup(section, key, true)
+	return val, ok
+}
+
+// lookup is Lookup reading the top level only when top; at is the key
+// read, dotted.
+func (c *Config) lookup(section, key string, top bool) (val, at string, ok bool) {
+	for i, k := range []string{section + "." + key, key, section + "." + underscore(key), underscore(key)} {
+		if i%2 == 1 && !top || strings.HasPrefix(k, ".") || !c.v.IsSet(k) {
 			continue
 		}
 		v := c.v.Get(k)
@@ -145,11 +156,11 @@ func (c *Config) Lookup(section, key string) (string, bool) {
 			for i, p := range list {
 				parts[i] = fmt.Sprint(p)
 			}
-			return strings.Join(parts, ","), true
+			return strings.Join(parts, ","), k, true
 		}
-		return fmt.Sprint(v), true
+		return fmt.Sprint(v), k, true
 	}
-	return "", false
+	return "", "", false
 }
 
 func underscore(s string) string { return strings.ReplaceAll(s, "-", "_") }
@@ -158,21 +169,26 @@ func underscore(s string) string { return strings.ReplaceAll(s, "-", "_") }
 // EVFWD_WRITE_KEY.
 func EnvName(flag string) string { return EnvPrefix + strings.ToUpper(underscore(flag)) }
 
+// annotate sets key to value on cmd's flag name, local or persistent.
+func annotate(cmd *cobra.Command, name, key, value string) *pflag.Flag {
+	f := cmd.Flags().Lookup(name)
+	if f == nil {
+		f = cmd.PersistentFlags().Lookup(name)
+	}
+	if f == nil {
+		panic("cli: " + cmd.Name() + " has no flag " + name)
+	}
+	if f.Annotations == nil {
+		f.Annotations = map[string][]string{}
+	}
+	f.Annotations[key] = []string{value}
+	return f
+}
+
 // BindEnv lets EVFWD_<NAME> set each named flag, and says so in its help.
 func BindEnv(cmd *cobra.Command, names ...string) {
 	for _, name := range names {
-		f := cmd.Flags().Lookup(name)
-		if f == nil {
-			f = cmd.PersistentFlags().Lookup(name)
-		}
-		if f == nil {
-			panic("cli.BindEnv: no flag " + name)
-		}
-		if f.Annotations == nil {
-			f.Annotations = map[string][]string{}
-		}
-		f.Annotations[annotationEnv] = []string{EnvName(name)}
-		f.Usage += " (env " + EnvName(name) + ")"
+		annotate(cmd, name, annotationEnv, EnvName(name)).Usage += " (env " + EnvName(name) + ")"
 	}
 }
 
@@ -185,15 +201,79 @@ const annotationURL = "evfwd_url"
 // command's own CheckURLScheme could only name the flag, which nobody typed.
 func MarkURLFlags(cmd *cobra.Command, names ...string) {
 	for _, name := range names {
-		f := cmd.Flags().Lookup(name)
-		if f == nil {
-			panic("cli.MarkURLFlags: no flag " + name)
-		}
-		if f.Annotations == nil {
-			f.Annotations = map[string][]string{}
-		}
-		f.Annotations[annotationURL] = []string{"true"}
+		annotate(cmd, name, annotationURL, "true")
 	}
+}
+
+// annotationOwner marks the command that owns the file's top level
+// (OwnsTopLevel); annotationShares, a flag of another command that reads
+// the owner's key of its name all the same (SharesTopLevel).
+const (
+	annotationOwner  = "evfwd_owns_top_level"
+	annotationShares = "evfwd_shares_top_level"
+)
+
+// OwnsTopLevel says that a top-level key named like one of cmd's flags is
+// cmd's setting: serve's addr, as serve init writes it. Another command
+// with a flag of that name reads it under its own name only (listen:
+// {addr: ...}), unless SharesTopLevel says that it means cmd's setting.
+func OwnsTopLevel(cmd *cobra.Command) {
+	if cmd.Annotations == nil {
+		cmd.Annotations = map[string]string{}
+	}
+	cmd.Annotations[annotationOwner] = "true"
+}
+
+// SharesTopLevel says that cmd's named flags read the top-level keys of
+// their names though another command owns them (OwnsTopLevel): deliveries'
+// --store is serve's store.
+func SharesTopLevel(cmd *cobra.Command, names ...string) {
+	for _, name := range names {
+		annotate(cmd, name, annotationShares, "true")
+	}
+}
+
+// ownedElsewhere are the flag names whose top-level keys a command other
+// than cmd owns (OwnsTopLevel).
+func ownedElsewhere(cmd *cobra.Command) map[string]bool {
+	owned := map[string]bool{}
+	var walk func(c *cobra.Command)
+	walk = func(c *cobra.Command) {
+		if c != cmd && c.Annotations[annotationOwner] != "" {
+			c.LocalFlags().VisitAll(func(f *pflag.Flag) { owned[f.Name] = true })
+		}
+		for _, sub := range c.Commands() {
+			walk(sub)
+		}
+	}
+	walk(cmd.Root())
+	return owned
+}
+
+// Origin says where the value of cmd's flag name came from, for a message
+// about it: "--addr" when given, else what Apply took it from, the
+// environment variable or the file's key and line ("listen.addr (line 4
+// of evfwd.yaml)"), else "the default".
+func (c *Config) Origin(cmd *cobra.Command, name string) string {
+	if f := cmd.Flags().Lookup(name); f != nil && f.Changed {
+		return "--" + name
+	}
+	if c != nil && c.origins[name] != "" {
+		return c.origins[name]
+	}
+	return "the default"
+}
+
+// keyOrigin names the file's key at (dotted) with its line when known.
+func (c *Config) keyOrigin(at string) string {
+	var path []any
+	for part := range strings.SplitSeq(at, ".") {
+		path = append(path, part)
+	}
+	if key, _ := c.node(path...); key != nil && key.Line > 0 {
+		return fmt.Sprintf("%s (line %d of %s)", at, key.Line, c.File)
+	}
+	return fmt.Sprintf("%s (in %s)", at, c.File)
 }
 
 // CheckKeys refuses a file holding a key no command of cmd's tree reads,
@@ -208,7 +288,8 @@ var noConfig = map[string]bool{"help": true, "config": true, "secret": true, "se
 
 // Apply fills every flag the user did not set from the environment (bound
 // flags only) and then from the file, so that options structs bound to
-// flags see the final value and commands never read viper themselves.
+// flags see the final value and commands never read viper themselves. A
+// top-level key another command owns (OwnsTopLevel) is not cmd's.
 //
 // First it refuses a file holding a key that no command of the tree reads
 // (see ReadsConfig): a typo would otherwise be ignored in silence.
@@ -216,6 +297,8 @@ func (c *Config) Apply(cmd *cobra.Command, getenv func(string) string) error {
 	if err := unknownKeys(c.doc, knownKeys(cmd.Root()), c.File); err != nil {
 		return err
 	}
+	owned := ownedElsewhere(cmd)
+	c.origins = map[string]string{}
 	var errs []error
 	cmd.Flags().VisitAll(func(f *pflag.Flag) {
 		if f.Changed || noConfig[f.Name] {
@@ -226,11 +309,15 @@ func (c *Config) Apply(cmd *cobra.Command, getenv func(string) string) error {
 		if env := f.Annotations[annotationEnv]; len(env) > 0 {
 			if val = getenv(env[0]); val != "" {
 				from, name, ok = env[0], env[0], true
+				c.origins[f.Name] = env[0]
 			}
 		}
 		if !ok {
-			if val, ok = c.Lookup(cmd.Name(), f.Name); ok {
+			top := !owned[f.Name] || f.Annotations[annotationShares] != nil
+			var at string
+			if val, at, ok = c.lookup(cmd.Name(), f.Name, top); ok {
 				from, name = "config "+c.File, "config "+c.File+": "+underscore(f.Name)
+				c.origins[f.Name] = c.keyOrigin(at)
 			}
 		}
 		if !ok {

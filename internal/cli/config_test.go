@@ -159,3 +159,70 @@ func TestStylesPlainWithoutColour(t *testing.T) {
 		t.Errorf("no escape codes with colour: %q", got)
 	}
 }
+
+// A top-level key named like a flag of the command that owns the top level
+// (serve) is that command's: another command's flag of the name reads its
+// own section only, unless it shares the owner's setting; Origin says
+// where each value came from, with the file's line.
+func TestConfigTopLevelOwner(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "evfwd.yaml")
+	os.WriteFile(path, []byte("addr: 127.0.0.1:8787\nstore: sqlite:///s.db\ntolerance: 1m\nlisten:\n  ui_addr: 127.0.0.1:9001\n"), 0o600)
+	cfg, err := LoadConfig(path, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	root := &cobra.Command{Use: "evfwd"}
+	newCmd := func(name string, flags ...string) *cobra.Command {
+		c := &cobra.Command{Use: name, RunE: func(*cobra.Command, []string) error { return nil }}
+		for _, f := range flags {
+			c.Flags().String(f, "default", "")
+		}
+		root.AddCommand(c)
+		return c
+	}
+	serve := newCmd("serve", "addr", "store", "ui-addr")
+	OwnsTopLevel(serve)
+	listen := newCmd("listen", "addr", "ui-addr", "tolerance")
+	BindEnv(listen, "ui-addr")
+	deliveries := newCmd("deliveries", "store")
+	SharesTopLevel(deliveries, "store")
+	tests := []struct {
+		cmd  *cobra.Command
+		args []string
+		env  map[string]string
+		want map[string][2]string // flag: value, Origin
+	}{
+		{serve, nil, nil, map[string][2]string{
+			"addr":  {"127.0.0.1:8787", "addr (line 1 of " + path + ")"},
+			"store": {"sqlite:///s.db", "store (line 2 of " + path + ")"},
+		}},
+		{listen, nil, nil, map[string][2]string{
+			"addr":      {"default", "the default"},
+			"ui-addr":   {"127.0.0.1:9001", "listen.ui_addr (line 5 of " + path + ")"},
+			"tolerance": {"1m", "tolerance (line 3 of " + path + ")"},
+		}},
+		{listen, []string{"--addr", ":1"}, map[string]string{"EVFWD_UI_ADDR": ":2"}, map[string][2]string{
+			"addr":    {":1", "--addr"},
+			"ui-addr": {":2", "EVFWD_UI_ADDR"},
+		}},
+		{deliveries, nil, nil, map[string][2]string{"store": {"sqlite:///s.db", "store (line 2 of " + path + ")"}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.cmd.Name(), func(t *testing.T) {
+			tt.cmd.PreRunE = func(c *cobra.Command, _ []string) error {
+				return cfg.Apply(c, func(k string) string { return tt.env[k] })
+			}
+			root.SetArgs(append([]string{tt.cmd.Name()}, tt.args...))
+			if err := root.Execute(); err != nil {
+				t.Fatal(err)
+			}
+			got := map[string][2]string{}
+			for name := range tt.want {
+				got[name] = [2]string{tt.cmd.Flags().Lookup(name).Value.String(), cfg.Origin(tt.cmd, name)}
+			}
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("mismatch (-want +got):\n%s", diff)
+			}
+		})
+	}
+}

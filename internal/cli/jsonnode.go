@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strconv"
+	"strings"
 
 	"go.yaml.in/yaml/v3"
 )
@@ -14,36 +15,48 @@ import (
 // matter (a destination's mapping) needs. ok is false when the file has no
 // such value or was not YAML or JSON.
 func (c *Config) JSONAt(path ...any) (_ []byte, ok bool, err error) {
-	if c.doc == nil || c.doc.Kind != yaml.DocumentNode || len(c.doc.Content) == 0 {
+	_, n := c.node(path...)
+	if n == nil {
 		return nil, false, nil
-	}
-	n := c.doc.Content[0]
-	for _, p := range path {
-		n = resolveAlias(n)
-		switch p := p.(type) {
-		case string:
-			if n.Kind != yaml.MappingNode {
-				return nil, false, nil
-			}
-			var next *yaml.Node
-			for i := 0; i+1 < len(n.Content); i += 2 {
-				if n.Content[i].Value == p {
-					next = n.Content[i+1]
-				}
-			}
-			if next == nil {
-				return nil, false, nil
-			}
-			n = next
-		case int:
-			if n.Kind != yaml.SequenceNode || p < 0 || p >= len(n.Content) {
-				return nil, false, nil
-			}
-			n = n.Content[p]
-		}
 	}
 	b, err := nodeJSON(nil, n, 0)
 	return b, err == nil, err
+}
+
+// node finds the value at path in the file (keys, any case as viper reads
+// them, and indexes into lists), and the key it is under (nil under an
+// index, or at the top); nil when the file has no such value or was not
+// YAML or JSON.
+func (c *Config) node(path ...any) (key, val *yaml.Node) {
+	if c.doc == nil || c.doc.Kind != yaml.DocumentNode || len(c.doc.Content) == 0 {
+		return nil, nil
+	}
+	val = c.doc.Content[0]
+	for _, p := range path {
+		val, key = resolveAlias(val), nil
+		switch p := p.(type) {
+		case string:
+			if val.Kind != yaml.MappingNode {
+				return nil, nil
+			}
+			var next *yaml.Node
+			for i := 0; i+1 < len(val.Content); i += 2 {
+				if strings.EqualFold(val.Content[i].Value, p) {
+					key, next = val.Content[i], val.Content[i+1]
+				}
+			}
+			if next == nil {
+				return nil, nil
+			}
+			val = next
+		case int:
+			if val.Kind != yaml.SequenceNode || p < 0 || p >= len(val.Content) {
+				return nil, nil
+			}
+			val = val.Content[p]
+		}
+	}
+	return key, val
 }
 
 func resolveAlias(n *yaml.Node) *yaml.Node {

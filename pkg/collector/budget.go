@@ -25,7 +25,8 @@ const (
 	// to see its end, and is read with one allocation.
 	bodyStart = 4 << 10
 	// gzipState is what reading a gzip body holds besides its buffer:
-	// compress/gzip's reader and its 32 KiB window, about 45 KB measured.
+	// compress/gzip's reader and its 32 KiB window, with room to spare
+	// (docs/PERFORMANCE.md, "Figures behind the code").
 	gzipState = 48 << 10
 	// minBodyBudget is the least budget that reads a batch at the limit,
 	// gzipped: its buffer at MaxBatchBytes+1 and the inflater. (What a

@@ -296,8 +296,8 @@ type leasePlan struct {
 // busy lane leases. A zero plan leases nothing.
 func planLease(m mode, room, queued int, busy bool, depth, group int) leasePlan {
 	// A busy lane leases ahead, so that a slot that frees takes its next
-	// delivery at once instead of waiting for a Lease round trip (on
-	// PostgreSQL a third of a delivery's time).
+	// delivery at once instead of waiting for a Lease round trip, which
+	// on PostgreSQL is a large part of a delivery's time.
 	p := leasePlan{slots: room}
 	if busy {
 		p.ahead = max(0, depth-queued)

@@ -115,8 +115,8 @@ func (h *StoreHealth) observe(ctx context.Context, start time.Time, err error) {
 // set records the finding of the probe (or of a call) made from start,
 // and logs a change. A success made from before the store was found
 // unreachable says nothing of it now: its answer was on its way before the
-// link went (seen: "reachable again" 21ms into a stopped server, and
-// evfwd_store_up 1 meanwhile), so it leaves the store down.
+// link went, and taking it would report the store reachable again moments
+// after it stopped, so it leaves the store down.
 func (h *StoreHealth) set(err error, start time.Time) {
 	h.mu.Lock()
 	if err == nil && h.err != nil && start.Before(h.since) {

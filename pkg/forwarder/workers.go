@@ -8,8 +8,8 @@ import (
 
 // workers runs functions on goroutines it keeps for the next one. A
 // delivery's goroutine grows its stack to what an HTTP round trip needs;
-// started afresh for every delivery, each paid that growth again (stack
-// copies were 3–4% of serve's CPU when forwarding). A goroutine that finds
+// started afresh for every delivery, each would pay that growth again
+// (docs/PERFORMANCE.md, "Figures behind the code"). A goroutine that finds
 // no work for idleFor ends, so an idle forwarder keeps none, and so do all
 // once stop is called.
 type workers struct {

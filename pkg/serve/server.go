@@ -146,7 +146,7 @@ func New(ctx context.Context, cfg Config, opts Options) (*Server, error) {
 		}
 	} else {
 		if s.store, s.release, err = openLocked(ctx, cfg.Store, opts.Now, s.log); err != nil {
-			return nil, err
+			return nil, storePathError(err)
 		}
 	}
 	if err := s.listenUI(); err != nil {
@@ -165,7 +165,7 @@ func New(ctx context.Context, cfg Config, opts Options) (*Server, error) {
 	}
 	if s.ln = opts.Listener; s.ln == nil {
 		if s.ln, err = net.Listen("tcp", cfg.Addr); err != nil {
-			return fail(fmt.Errorf("listen %s: %w", cfg.Addr, err))
+			return fail(&ListenError{Addr: cfg.Addr, Err: err})
 		}
 	}
 	s.ln = s.listenTLS(s.ln)
@@ -175,6 +175,24 @@ func New(ctx context.Context, cfg Config, opts Options) (*Server, error) {
 	s.warnHostInSettings()
 	return s, nil
 }
+
+// ListenError is New's error when a port cannot be opened: the collection
+// API's (Config.Addr), or with UI the inspector's (Options.UIAddr). It
+// wraps the system's error (syscall.EADDRINUSE: another program has it).
+type ListenError struct {
+	Addr string
+	UI   bool
+	Err  error
+}
+
+func (e *ListenError) Error() string {
+	if e.UI {
+		return "inspector: listen " + e.Addr + ": " + e.Err.Error()
+	}
+	return "listen " + e.Addr + ": " + e.Err.Error()
+}
+
+func (e *ListenError) Unwrap() error { return e.Err }
 
 // warnHostInSettings logs one warning when web or mobile sources are
 // served beyond loopback without public_url: their settings document then

@@ -2,6 +2,7 @@ package serve
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"time"
@@ -29,6 +30,16 @@ func openLocked(ctx context.Context, url string, now func() time.Time, log *slog
 		return nil, nil, err
 	}
 	return st, st.Close, nil
+}
+
+// storePathError makes a store path that cannot be the store's file (a
+// directory, no permission: *sqlite.PathError) a *ConfigError, the
+// user's to fix.
+func storePathError(err error) error {
+	if pe := (*sqlite.PathError)(nil); errors.As(err, &pe) {
+		return &ConfigError{err}
+	}
+	return err
 }
 
 // checkReady refuses a ready SQLite store that does not hold its file's

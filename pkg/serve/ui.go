@@ -2,7 +2,6 @@ package serve
 
 import (
 	"errors"
-	"fmt"
 	"net"
 	"slices"
 	"strings"
@@ -34,7 +33,7 @@ func (s *Server) listenUI() error {
 		}
 		var err error
 		if s.uiLn, err = net.Listen("tcp", addr); err != nil {
-			return fmt.Errorf("inspector: listen %s: %w", addr, err)
+			return &ListenError{Addr: addr, UI: true, Err: err}
 		}
 	}
 	name := s.cfg.Store
