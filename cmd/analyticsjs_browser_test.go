@@ -167,7 +167,7 @@ type sentRecord struct {
 	AnsweredAt float64 `json:"answeredAt"`
 }
 
-// pageServer serves the page and the package's UMD files (dist/umd under
+// pageServer serves a page and the package's UMD files (dist/umd under
 // /umd/), and notes every path asked for: a lazy chunk would show here.
 type pageServer struct {
 	*httptest.Server
@@ -176,6 +176,12 @@ type pageServer struct {
 }
 
 func startPageServer(t *testing.T, pkg string) *pageServer {
+	t.Helper()
+	return startPageServerWith(t, pkg, fmt.Sprintf(ajsPage, deviceSkew.Milliseconds()))
+}
+
+// startPageServerWith serves page at ajsPagePath, and the UMD files.
+func startPageServerWith(t *testing.T, pkg, page string) *pageServer {
 	t.Helper()
 	ps := &pageServer{}
 	files := http.StripPrefix("/umd/", http.FileServer(http.Dir(filepath.Join(pkg, "dist", "umd"))))
@@ -186,7 +192,7 @@ func startPageServer(t *testing.T, pkg string) *pageServer {
 		switch {
 		case r.URL.Path == "/shop/checkout":
 			w.Header().Set("Content-Type", "text/html; charset=utf-8")
-			fmt.Fprintf(w, ajsPage, deviceSkew.Milliseconds())
+			io.WriteString(w, page)
 		case strings.HasPrefix(r.URL.Path, "/umd/"):
 			files.ServeHTTP(w, r)
 		default:
