@@ -413,6 +413,7 @@ func (tr *trigger) once() error {
 	tr.out.intro(tr.typ, tr.msg, body, tr.dest.SignedFields(body, id, tr.opts.Now()))
 	p := webhook.RetryFor(tr.opts.RetryWindow)
 	p.Initial, p.Now = tr.opts.RetryInitial, tr.opts.Now
+	p.StopRefused = true // a mistyped port fails at once, not after the window
 	attempts := 0
 	res, deliveries := tr.sender.RetryMessage(tr.ctx, tr.dest, body, id, p, func(a webhook.Attempt) {
 		attempts++
@@ -450,6 +451,8 @@ func giveUpHint(res webhook.Result) string {
 	}
 	where := strings.Join(urls, ", ")
 	switch {
+	case res.Refused():
+		return "nothing listens at " + where + " (connection refused): is your endpoint running, on that port?"
 	case answered:
 		return "no success from " + where + " within the retry window (--retry-window to keep trying)"
 	case slow:
@@ -542,6 +545,9 @@ func (p *attemptPrinter) next(a webhook.Attempt) string {
 		}
 		return st.Warn.Sprint(s)
 	case webhook.ThenGiveUp:
+		if a.Class == webhook.ClassRefused {
+			return st.Fail.Sprint("connection refused: giving up")
+		}
 		if a.Outcome == webhook.Retryable {
 			return st.Fail.Sprint("retryable, but the retry window is over: giving up")
 		}
