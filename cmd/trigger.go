@@ -81,7 +81,7 @@ does, and the timestamps signed are each attempt's. URLs are tried in order; the
 first 2xx ends delivery. Each attempt is printed as it happens with what
 follows: the next URL, a retry (exponential backoff from 1s to 10m, for at most
 --retry-window: 30s by default, 0 for one pass over the URLs, 4h for the
-destination's own window), or the end. Each attempt has a 5s deadline; redirects are not
+destination's own window; not when every URL refused the connection), or the end. Each attempt has a 5s deadline; redirects are not
 followed; an untrusted certificate is an error (--ca-file trusts a private CA).
 
 The message is a realistic sample of TYPE, or yours with --data (JSON, @FILE
