@@ -796,6 +796,10 @@ func TestBrowserAnalyticsJSRefusals(t *testing.T) {
 	if got["open"].Status != http.StatusOK {
 		t.Errorf("the post to the open source: %+v, want 200", got["open"])
 	}
+	// The unknown key shows in serve's log too, not only in the console.
+	if want := `unknown write key **** from origin \"` + ps.URL + `\", client 127.0.0.1`; !strings.Contains(s.logs.String(), want) {
+		t.Errorf("serve's log does not say %s:\n%s", want, s.logs.String())
+	}
 
 	within(t, 10*time.Second, "the open source's webhook", func() bool { return len(s.hook.byMessageID()["m_open"]) > 0 })
 	for id, ds := range s.hook.byMessageID() {
