@@ -167,7 +167,7 @@ type sentRecord struct {
 	AnsweredAt float64 `json:"answeredAt"`
 }
 
-// pageServer serves the page and the package's UMD files (dist/umd under
+// pageServer serves a page and the package's UMD files (dist/umd under
 // /umd/), and notes every path asked for: a lazy chunk would show here.
 type pageServer struct {
 	*httptest.Server
@@ -176,6 +176,12 @@ type pageServer struct {
 }
 
 func startPageServer(t *testing.T, pkg string) *pageServer {
+	t.Helper()
+	return startPageServerWith(t, pkg, fmt.Sprintf(ajsPage, deviceSkew.Milliseconds()))
+}
+
+// startPageServerWith serves page at ajsPagePath, and the UMD files.
+func startPageServerWith(t *testing.T, pkg, page string) *pageServer {
 	t.Helper()
 	ps := &pageServer{}
 	files := http.StripPrefix("/umd/", http.FileServer(http.Dir(filepath.Join(pkg, "dist", "umd"))))
@@ -186,7 +192,7 @@ func startPageServer(t *testing.T, pkg string) *pageServer {
 		switch {
 		case r.URL.Path == "/shop/checkout":
 			w.Header().Set("Content-Type", "text/html; charset=utf-8")
-			fmt.Fprintf(w, ajsPage, deviceSkew.Milliseconds())
+			io.WriteString(w, page)
 		case strings.HasPrefix(r.URL.Path, "/umd/"):
 			files.ServeHTTP(w, r)
 		default:
@@ -789,6 +795,10 @@ func TestBrowserAnalyticsJSRefusals(t *testing.T) {
 	readable("a post with an unknown write key", got["unknown"], http.StatusUnauthorized)
 	if got["open"].Status != http.StatusOK {
 		t.Errorf("the post to the open source: %+v, want 200", got["open"])
+	}
+	// The unknown key shows in serve's log too, not only in the console.
+	if want := `unknown write key **** from origin \"` + ps.URL + `\", client 127.0.0.1`; !strings.Contains(s.logs.String(), want) {
+		t.Errorf("serve's log does not say %s:\n%s", want, s.logs.String())
 	}
 
 	within(t, 10*time.Second, "the open source's webhook", func() bool { return len(s.hook.byMessageID()["m_open"]) > 0 })

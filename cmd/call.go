@@ -82,6 +82,10 @@ type CallOptions struct {
 // in tests.
 func NewCmdCall(f *cli.Factory, k callKind, runF func(*CallOptions) error) *cobra.Command {
 	opts := &CallOptions{Type: k.typ, DataKey: k.data}
+	single := strings.TrimSuffix(k.data, "s") // --trait, --property
+	if k.data == "properties" {
+		single = "property"
+	}
 	cmd := &cobra.Command{
 		Use:   string(k.typ),
 		Short: k.short,
@@ -104,7 +108,7 @@ could not be delivered after retries, 2 usage or validation error (nothing
 sent), 130 interrupted.`,
 		Example: k.example,
 		GroupID: groupClient,
-		Args:    cli.Args(cobra.NoArgs),
+		Args:    pairArgs(single, &opts.Pairs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			opts.IO, opts.Format, opts.Now, opts.Version = f.IO, f.Format, f.Now, f.Version
 			opts.Context = cmd.Context()
@@ -134,10 +138,6 @@ sent), 130 interrupted.`,
 		fl.String(f.flag, "", f.usage)
 	}
 	if k.data != "" {
-		single := strings.TrimSuffix(k.data, "s")
-		if k.data == "properties" {
-			single = "property"
-		}
 		fl.StringVar(&opts.Data, k.data, "", "the call's "+k.data+" as a JSON object, @FILE or -")
 		fl.StringArrayVar(&opts.Pairs, single, nil, "set one of the "+k.data+": key=value or key:=JSON (repeatable; wins over --"+k.data+")")
 	}

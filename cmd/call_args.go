@@ -9,6 +9,7 @@ import (
 
 	"github.com/evfwd/evfwd/internal/cli"
 	"github.com/evfwd/evfwd/pkg/rawjson"
+	"github.com/spf13/cobra"
 )
 
 // stdinOnce hands stdin to at most one JSON argument.
@@ -71,4 +72,25 @@ func isJSONNumber(s string) bool {
 		return false
 	}
 	return strings.TrimSpace(s) == s && json.Valid([]byte(s))
+}
+
+// pairArgs refuses arguments, as cobra.NoArgs does, except that the
+// arguments after --flag pairs that lack their "=" are taken for those
+// pairs' values, typed with a space: "--property total 129.95" is answered
+// "did you mean --property total=129.95?", not "unknown command".
+func pairArgs(flag string, pairs *[]string) cobra.PositionalArgs {
+	return func(cmd *cobra.Command, args []string) error {
+		var meant []string
+		rest := args
+		for _, p := range *pairs {
+			if len(rest) > 0 && !strings.Contains(p, "=") {
+				meant = append(meant, "--"+flag+" "+shellArg(p+"="+rest[0]))
+				rest = rest[1:]
+			}
+		}
+		if len(meant) > 0 {
+			return cli.UsageErrorf("did you mean %s? (key=value, no space)", strings.Join(meant, " "))
+		}
+		return cli.Args(cobra.NoArgs)(cmd, args)
+	}
 }

@@ -419,3 +419,23 @@ func TestOneLine(t *testing.T) {
 		}
 	}
 }
+
+// TestCallPairWithSpace: a --property or --trait value typed after a
+// space is named as the pair it was meant to be (issue 41).
+func TestCallPairWithSpace(t *testing.T) {
+	for _, tt := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"track", "--user-id", "u", "--event", "E", "--property", "total", "129.95"}, "did you mean --property total=129.95? (key=value, no space)"},
+		{[]string{"track", "--user-id", "u", "--event", "E", "--property", "a=1", "--property", "total", "129.95", "--property", "note", "two words"},
+			"did you mean --property total=129.95 --property 'note=two words'? (key=value, no space)"},
+		{[]string{"identify", "--user-id", "u", "--trait", "plan", "pro"}, "did you mean --trait plan=pro? (key=value, no space)"},
+		{[]string{"track", "--user-id", "u", "--event", "E", "extra"}, `unknown command "extra" for "evfwd track"`},
+	} {
+		res := execute(t, testFactory(t, "", false, nil), tt.args...)
+		if res.Code != cli.ExitUsage || !strings.Contains(res.Stderr, tt.want) {
+			t.Errorf("%v: exit %d, stderr %q; want %d and %q", tt.args, res.Code, res.Stderr, cli.ExitUsage, tt.want)
+		}
+	}
+}

@@ -328,7 +328,8 @@ func deliveriesShow(o *DeliveriesOptions, arg string) error {
 		fmt.Fprintln(w)
 		tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 		fmt.Fprintln(tw, "#\tSTART\tURL\tRESULT\tLATENCY\tOUTCOME")
-		for _, a := range j.Records {
+		labels := attemptLabels(j.Records)
+		for i, a := range j.Records {
 			result := a.Class
 			if a.Status != 0 {
 				result = strconv.Itoa(a.Status)
@@ -336,11 +337,28 @@ func deliveriesShow(o *DeliveriesOptions, arg string) error {
 			if a.Error != "" {
 				result += " " + a.Error
 			}
-			fmt.Fprintf(tw, "%d.%d\t%s\t%s\t%s\t%dms\t%s\n", a.Delivery, a.Endpoint+1, a.Start, cli.Printable(a.URL), cli.Printable(result), a.LatencyMs, a.Outcome)
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%dms\t%s\n", labels[i], a.Start, cli.Printable(a.URL), cli.Printable(result), a.LatencyMs, a.Outcome)
 		}
 		tw.Flush()
 	}
 	return nil
+}
+
+// attemptLabels numbers attempts ROUND.ENDPOINT, oldest first, counting
+// rounds over the whole history: a retry or a resend starts the count the
+// store keeps again at 1 (its attempts keep that count), which would label
+// two rounds alike. A round is a pass over the endpoints in order, so one
+// begins where that count changes or the endpoint does not go up.
+func attemptLabels(rs []admin.AttemptView) []string {
+	out := make([]string, len(rs))
+	round := 0
+	for i, a := range rs {
+		if i == 0 || a.Delivery != rs[i-1].Delivery || a.Endpoint <= rs[i-1].Endpoint {
+			round++
+		}
+		out[i] = fmt.Sprintf("%d.%d", round, a.Endpoint+1)
+	}
+	return out
 }
 
 func deliveriesRetry(o *DeliveriesOptions, args []string) error {

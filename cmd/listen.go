@@ -535,13 +535,16 @@ func (o *ListenOptions) announceUI(addr net.Addr, a uiAccess) {
 func (o *ListenOptions) announce(url string, secrets int) {
 	st := o.IO.ErrStyles()
 	fmt.Fprintf(o.IO.ErrOut, "listening on %s  %s\n", url, st.Muted.Sprint("("+checkNote(o, secrets)+")"))
+	if secrets == 0 {
+		fmt.Fprintln(o.IO.ErrOut, noSecretWarning(st))
+	}
 }
 
 // checkNote says what announce's line says about signatures, e.g.
 // "verifying stripe signatures, 2 secrets, timestamps within 5m0s".
 func checkNote(opts *ListenOptions, secrets int) string {
 	if secrets == 0 {
-		return "no secret: signatures not checked"
+		return "signatures NOT checked: no secret"
 	}
 	note := "verifying " + string(opts.scheme) + " signatures"
 	if opts.scheme == signature.Auto {

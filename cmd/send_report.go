@@ -1,6 +1,7 @@
 package cmd
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"strconv"
@@ -84,8 +85,9 @@ type sendSummary struct {
 	Failed          int64    `json:"failed"`   // refused by the API or undeliverable after retries
 	Unsent          int64    `json:"unsent"`   // queued when a second Ctrl-C or a refused key stopped the run
 	Blank           int64    `json:"blank"`
-	Skipped         int64    `json:"skipped"` // --skip, --resume: read, not sent
-	Bytes           int64    `json:"bytes"`   // input bytes read (compressed size for gzip)
+	Skipped         int64    `json:"skipped"`    // --skip, --resume: read, not sent
+	Bytes           int64    `json:"bytes"`      // NDJSON bytes read (for gzip, decompressed), as the text summary gives them
+	InputBytes      int64    `json:"inputBytes"` // bytes read from the inputs: Bytes, or for gzip its compressed size
 	Batches         int64    `json:"batches"`
 	Retries         int64    `json:"retries"`
 	Seconds         float64  `json:"seconds"`
@@ -103,19 +105,25 @@ type sendSummary struct {
 	// Unread are the inputs that could not be opened or read to the end,
 	// each with why: "cannot read a.ndjson: permission denied".
 	Unread []string `json:"unread,omitempty"`
+
+	// KeyRefused says the API refused the write key: sending again
+	// changes nothing until it is fixed. Error says so to a script.
+	KeyRefused bool `json:"-"`
 }
 
 func newSendSummary(files []string, sum importer.Summary, interrupted bool, unread []error) sendSummary {
 	seconds := sum.Elapsed.Seconds()
 	out := sendSummary{
 		Files: files, Lines: sum.Lines, Accepted: sum.Accepted, Rejected: sum.Rejected,
-		Failed: sum.Failed, Unsent: sum.Unsent, Blank: sum.Blank, Skipped: sum.Skipped, Bytes: sum.BytesRead,
-		Batches: sum.Batches, Retries: sum.Retries,
+		Failed: sum.Failed, Unsent: sum.Unsent, Blank: sum.Blank, Skipped: sum.Skipped, Bytes: sum.NDJSONRead,
+		InputBytes: sum.BytesRead,
+		Batches:    sum.Batches, Retries: sum.Retries,
 		Seconds: seconds, EventsPerSecond: perSecond(sum.Accepted, seconds),
 		LastAccepted: sum.LastAccepted.String(), Interrupted: interrupted,
 	}
 	if sum.Fatal != nil {
 		out.Error = sum.Fatal.Error()
+		out.KeyRefused = errors.Is(sum.Fatal, importer.ErrUnauthorized)
 	}
 	for _, err := range unread {
 		out.Unread = append(out.Unread, err.Error())
@@ -173,7 +181,11 @@ func printSendSummary(opts *SendOptions, sum sendSummary) error {
 	if sum.Retries > 0 {
 		row("retries", groupDigits(sum.Retries), "requests tried again")
 	}
-	row("bytes", humanBytes(sum.Bytes), "")
+	bytesNote := ""
+	if sum.InputBytes != sum.Bytes {
+		bytesNote = humanBytes(sum.InputBytes) + " read, gzip"
+	}
+	row("bytes", humanBytes(sum.Bytes), bytesNote)
 	row("events/s", groupDigits(int64(sum.EventsPerSecond)), "")
 	last := sum.LastAccepted
 	if last == "" {
@@ -187,6 +199,13 @@ func printSendSummary(opts *SendOptions, sum sendSummary) error {
 		fmt.Fprintf(&b, "%s not accepted, each with why, in %s\n", plural(notAccepted, "line", "lines"), cli.Printable(shellArg(opts.ErrorsFile)))
 	}
 	if sum.stoppedEarly() {
+		fixKey := "the API refused the write key: fix --write-key or " + cli.EnvName("write-key")
+		switch {
+		case sum.KeyRefused && sum.Resume == "":
+			b.WriteString("nothing was settled: " + fixKey + ", then send again\n")
+		case sum.KeyRefused:
+			b.WriteString(fixKey + " first, then\n")
+		}
 		if sum.Resume != "" {
 			// The position is absolute, so it replaces --skip (the two exclude each other).
 			instead := ""
@@ -194,7 +213,7 @@ func printSendSummary(opts *SendOptions, sum sendSummary) error {
 				instead = " instead of --skip"
 			}
 			fmt.Fprintf(&b, "to send the rest, run the same command with --resume %s%s\n", cli.Printable(shellArg(sum.Resume)), instead)
-		} else {
+		} else if !sum.KeyRefused {
 			b.WriteString("nothing was settled: run the same command again to send the rest\n")
 		}
 	}

@@ -135,7 +135,7 @@ error: 7 of 10 lines not accepted (7 rejected as bad input, 0 not delivered)
 	}
 	var sum sendSummary
 	json.Unmarshal([]byte(res.Stdout), &sum)
-	wantSum := sendSummary{Files: []string{file}, Lines: 11, Accepted: 3, Rejected: 7, Blank: 1, Bytes: int64(len(in)), Batches: 1, LastAccepted: file + ":11"}
+	wantSum := sendSummary{Files: []string{file}, Lines: 11, Accepted: 3, Rejected: 7, Blank: 1, Bytes: int64(len(in)), InputBytes: int64(len(in)), Batches: 1, LastAccepted: file + ":11"}
 	if diff := cmp.Diff(wantSum, sum, cmpopts.IgnoreFields(sendSummary{}, "Batches")); diff != "" {
 		t.Errorf("summary mismatch (-want +got):\n%s", diff)
 	}

@@ -564,7 +564,7 @@ func TestServeInit(t *testing.T) {
 		t.Errorf("mode %v, want 0600: the file holds secrets", fi.Mode().Perm())
 	}
 	res = execute(t, testFactory(t, "", false, nil), "serve", "--check", "--config", path)
-	if res.Code != 0 || !strings.Contains(res.Stdout, "source web") || !strings.Contains(res.Stdout, "enabled, signed") {
+	if res.Code != 0 || !strings.Contains(res.Stdout, "source main") || !strings.Contains(res.Stdout, "enabled, signed") {
 		t.Errorf("check of the written file: code %d, stdout %q, stderr %q", res.Code, res.Stdout, res.Stderr)
 	}
 	res = execute(t, testFactory(t, "", false, nil), "serve", "init", "--config", path)

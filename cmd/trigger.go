@@ -76,7 +76,7 @@ does, and the timestamps signed are each attempt's. URLs are tried in order; the
 first 2xx ends delivery. Each attempt is printed as it happens with what
 follows: the next URL, a retry (exponential backoff from 1s to 10m, for at most
 --retry-window: 30s by default, 0 for one pass over the URLs, 4h for the
-destination's own window), or the end. Each attempt has a 5s deadline; redirects are not
+destination's own window; not when every URL refused the connection), or the end. Each attempt has a 5s deadline; redirects are not
 followed; an untrusted certificate is an error (--ca-file trusts a private CA).
 
 The message is a realistic sample of TYPE, or yours with --data (JSON, @FILE
@@ -382,6 +382,7 @@ func (tr *trigger) once() error {
 	tr.out.intro(tr.typ, tr.msg, body, tr.dest.SignedFields(body, id, tr.opts.Now()))
 	p := webhook.RetryFor(tr.opts.RetryWindow)
 	p.Initial, p.Now = tr.opts.RetryInitial, tr.opts.Now
+	p.StopRefused = true // a mistyped port fails at once, not after the window
 	attempts := 0
 	res, deliveries := tr.sender.RetryMessage(tr.ctx, tr.dest, body, id, p, func(a webhook.Attempt) {
 		attempts++
@@ -419,6 +420,8 @@ func giveUpHint(res webhook.Result) string {
 	}
 	where := strings.Join(urls, ", ")
 	switch {
+	case res.Refused():
+		return "nothing listens at " + where + " (connection refused): is your endpoint running, on that port?"
 	case answered:
 		return "no success from " + where + " within the retry window (--retry-window to keep trying)"
 	case slow:

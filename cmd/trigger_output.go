@@ -105,6 +105,9 @@ func (p *attemptPrinter) next(a webhook.Attempt) string {
 		}
 		return st.Warn.Sprint(s)
 	case webhook.ThenGiveUp:
+		if a.Class == webhook.ClassRefused {
+			return st.Fail.Sprint("connection refused: giving up")
+		}
 		if a.Outcome == webhook.Retryable {
 			return st.Fail.Sprint("retryable, but the retry window is over: giving up")
 		}

@@ -513,7 +513,7 @@ func TestTriggerGivesUpWithAHint(t *testing.T) {
 		}
 	}))
 	t.Cleanup(func() { close(release); slow.Close() })
-	nothing := "nothing answered at " + closed + ": is your endpoint running? (--retry-window to keep trying)\n"
+	nothing := "nothing listens at " + closed + " (connection refused): is your endpoint running, on that port?\n"
 	tests := []struct {
 		name   string
 		url    string
@@ -521,7 +521,7 @@ func TestTriggerGivesUpWithAHint(t *testing.T) {
 		retry  bool // some attempt was retried: the window is not zero
 		stderr string
 	}{
-		{"closed port, default window", closed, nil, true, nothing},
+		{"closed port, default window", closed, nil, false, nothing}, // refused: not retried
 		{"closed port, one pass", closed, []string{"--retry-window", "0"}, false, nothing},
 		{"503, one pass", failing.URL, []string{"--retry-window", "0"}, false,
 			"no success from " + failing.URL + " within the retry window (--retry-window to keep trying)\n"},

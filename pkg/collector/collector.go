@@ -69,9 +69,10 @@ type Config struct {
 	OnStored func(source string, msgs []store.Message)
 	// OnError, when set, is told about every request refused with a 5xx
 	// or a 429 (but for the 503s of a spent BodyBudget: the first of each
-	// time it is spent), and about the first refusal of each page origin
-	// a source does not allow (logging: a page's 403 shows only in its
-	// browser).
+	// time it is spent), about the first refusal of each page origin a
+	// source does not allow, and about each write key no source has, once
+	// a minute per key (logging: a page's 403, 401 or 404 shows only in
+	// its browser).
 	OnError func(status int, err error)
 	// TrustedProxies are the peers whose X-Forwarded-For is believed when
 	// the address of a web or mobile client is added (see ClientAddr).
@@ -100,7 +101,8 @@ type Handler struct {
 	mux      *http.ServeMux
 	public   *url.URL // Config.PublicURL, parsed
 	refused  refusals
-	budget   budget // Config.BodyBudget, the bodies in flight
+	unknown  unknownKeys // write keys no source has, when last reported
+	budget   budget      // Config.BodyBudget, the bodies in flight
 }
 
 // New checks cfg and returns a Handler.
@@ -223,6 +225,7 @@ func (h *Handler) collect(w http.ResponseWriter, r *http.Request, limit int64, p
 	}
 	if src == nil {
 		if src = h.keys.source(b.writeKey); src == nil {
+			h.unknownKey(r, b.writeKey, http.StatusUnauthorized)
 			writeAuthError(w, b.writeKey != "")
 			return
 		}
@@ -266,6 +269,7 @@ func (h *Handler) headerSource(w http.ResponseWriter, r *http.Request) (*Source,
 			return src, true
 		}
 	}
+	h.unknownKey(r, key, http.StatusUnauthorized)
 	unread(w, r)
 	writeAuthError(w, true)
 	return nil, false

@@ -68,6 +68,7 @@ type settingsMetric struct {
 func (h *Handler) settings(w http.ResponseWriter, r *http.Request) {
 	src := h.keys.source(r.PathValue("writeKey"))
 	if src == nil {
+		h.unknownKey(r, r.PathValue("writeKey"), http.StatusNotFound)
 		writeError(w, http.StatusNotFound, "unknown write key", nil)
 		return
 	}

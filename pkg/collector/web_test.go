@@ -244,10 +244,12 @@ func TestCORS(t *testing.T) {
 			}
 		})
 	}
-	// A page that keeps posting from a refused origin is logged once.
+	// A page that keeps posting from a refused origin is logged once; an
+	// unknown key too (unknownkey_test.go).
 	mu.Lock()
 	defer mu.Unlock()
-	want := []string{`403 origin "https://evil.example" is not allowed for source "site": list it in that source's allowed_origins to allow it`}
+	want := []string{`403 origin "https://evil.example" is not allowed for source "site": list it in that source's allowed_origins to allow it`,
+		`401 unknown write key **** from origin "https://www.example.com", client 127.0.0.1 (reported once a minute per key)`}
 	if diff := cmp.Diff(want, reported); diff != "" {
 		t.Errorf("reported (-want +got)\n%s", diff)
 	}

@@ -303,6 +303,7 @@ type Summary struct {
 	Skipped    int64 // read but not sent: Options.Skip or Options.Resume
 	ReadErrors int64 // inputs that could not be opened or read to the end
 	BytesRead  int64 // input bytes read (the compressed size for gzip)
+	NDJSONRead int64 // NDJSON bytes read: BytesRead, after gzip is undone
 	TotalBytes int64 // the inputs' sizes added up; -1 when one is unknown
 	Batches    int64
 	Retries    int64
@@ -344,6 +345,7 @@ type Import struct {
 	skipped, readErrors                              atomic.Int64
 	fatal                                            atomic.Pointer[error] // the first Summary.Fatal
 	bytesDone                                        atomic.Int64          // input bytes of finished inputs
+	ndjsonDone                                       atomic.Int64          // their NDJSON bytes (gzip undone)
 	current                                          atomic.Pointer[ndjson.Reader]
 
 	// Lines at or past these seqs are not settled: the first line that
@@ -476,7 +478,8 @@ func (im *Import) Summary() Summary {
 		Accepted: im.accepted.Load(), Rejected: im.rejected.Load(),
 		Failed: im.failed.Load(), Unsent: im.unsent.Load(), Blank: im.blank.Load(),
 		Skipped: im.skipped.Load(), ReadErrors: im.readErrors.Load(), BytesRead: im.bytesDone.Load(),
-		Elapsed: im.now().Sub(im.began),
+		NDJSONRead: im.ndjsonDone.Load(),
+		Elapsed:    im.now().Sub(im.began),
 	}
 	sum.Lines = im.lines.Load()
 	if f := im.fatal.Load(); f != nil {
@@ -484,6 +487,7 @@ func (im *Import) Summary() Summary {
 	}
 	if r := im.current.Load(); r != nil {
 		sum.BytesRead += r.Offset()
+		sum.NDJSONRead += r.Decoded()
 	}
 	for _, in := range im.inputs[max(im.resumeAt, 0):] { // a resume opens none before
 		if in.Size < 0 {

@@ -104,6 +104,7 @@ func (im *Import) read() {
 			im.readError(i, r.Line().Num, seq, err)
 		}
 		im.bytesDone.Add(r.Offset())
+		im.ndjsonDone.Add(r.Decoded())
 		im.current.Store(nil)
 		r.Close()
 		closeIn()

@@ -164,6 +164,12 @@ type Serve struct {
 	limit *lockout.Limiter
 	// signIn are the one-time sign-in links' codes (signin.go).
 	signIn signInCodes
+
+	// started is when the inspector began: the attempts before it are
+	// counted from the store, once (fillStats), those after it as the
+	// forwarder reports them.
+	started time.Time
+	filled  sync.Once
 }
 
 // uiSession is one login's session.
@@ -195,6 +201,7 @@ func NewServe(cfg ServeConfig) (*Serve, error) {
 	s := &Serve{
 		cfg: cfg, token: admin.NewToken(cfg.Token),
 		stats: NewStats(cfg.Now), hub: newHub(), sessions: map[string]*uiSession{}, limit: lockout.New(cfg.Now),
+		started: cfg.Now(),
 	}
 	mux := http.NewServeMux()
 	mux.Handle("/", Assets())
@@ -673,6 +680,7 @@ type EndpointStats struct {
 // statsHandler answers every configured endpoint (and any other that
 // attempts went to), in config order.
 func (s *Serve) statsHandler(w http.ResponseWriter, r *http.Request) {
+	s.filled.Do(func() { s.fillStats(r.Context()) })
 	var health []store.EndpointState
 	if s.cfg.Health != nil {
 		health = s.cfg.Health()
@@ -717,6 +725,41 @@ func (s *Serve) statsHandler(w http.ResponseWriter, r *http.Request) {
 		out.Endpoints = append(out.Endpoints, es)
 	}
 	writeJSON(w, http.StatusOK, out)
+}
+
+// The bounds of fillStats: the newest deliveries of the hour it reads, and
+// how long it may take.
+const (
+	fillDeliveries = 2000
+	fillTimeout    = 30 * time.Second
+)
+
+// fillStats counts the attempts the store recorded in the hour before the
+// inspector began, so that the chart of a serve just restarted shows that
+// hour: those of the newest fillDeliveries deliveries created in it. A
+// store that fails leaves the chart to the attempts from now on.
+func (s *Serve) fillStats(ctx context.Context) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), fillTimeout)
+	defer cancel()
+	from := s.started.Add(-StatsMinutes * time.Minute)
+	ds, err := s.cfg.Store.List(ctx, store.Filter{Since: from, Desc: true, Limit: fillDeliveries})
+	for i := 0; err == nil && i < len(ds); i++ {
+		var d *store.Detail
+		if d, err = s.cfg.Store.Get(ctx, ds[i].ID); errors.Is(err, store.ErrNotFound) {
+			err = nil // pruned since the list
+			continue
+		} else if err != nil {
+			break
+		}
+		for j, a := range d.Records {
+			if !a.Start.Before(from) && a.Start.Before(s.started) {
+				s.stats.recordAt(d.Source, a.URL, kindOfRecorded(a, j == len(d.Records)-1, d.Status), a.Latency, a.Start)
+			}
+		}
+	}
+	if err != nil {
+		s.cfg.Logger.Warn("inspector: the chart's hour before the start, from the store", "err", err)
+	}
 }
 
 // AttemptEvent is the data of an `attempt` event.

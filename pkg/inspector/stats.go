@@ -99,17 +99,40 @@ func KindOf(a webhook.Attempt) Kind {
 
 // Record counts a in the minute of the clock's now, with its latency.
 func (s *Stats) Record(source string, a webhook.Attempt) {
-	kind := KindOf(a)
+	s.add(Endpoint{source, a.URL}, KindOf(a), a.Latency, s.now())
+}
+
+// kindOfRecorded says how an attempt the store recorded counts: it keeps
+// the outcome but not what followed, so an attempt that did not deliver
+// counts as failed when it is the last of a delivery now failed or dead,
+// else as retried.
+func kindOfRecorded(a store.Attempt, last bool, status store.Status) Kind {
+	switch {
+	case a.Outcome == webhook.Delivered.String():
+		return CountDelivered
+	case last && (status == store.Failed || status == store.Dead):
+		return CountFailed
+	}
+	return CountRetried
+}
+
+// recordAt counts an attempt of kind to source's url in the minute of at:
+// one the store recorded before this process began.
+func (s *Stats) recordAt(source, url string, kind Kind, latency time.Duration, at time.Time) {
+	s.add(Endpoint{source, url}, kind, latency, at)
+}
+
+func (s *Stats) add(e Endpoint, kind Kind, latency time.Duration, at time.Time) {
 	if kind == NotCounted {
 		return
 	}
-	minute := minuteOf(s.now())
+	minute := minuteOf(at)
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if b := slot(s.rings, Endpoint{source, a.URL}, minute); b != nil {
+	if b := slot(s.rings, e, minute); b != nil {
 		b.count(kind)
-		b.latencySum += a.Latency
-		b.latencyMax = max(b.latencyMax, a.Latency)
+		b.latencySum += latency
+		b.latencyMax = max(b.latencyMax, latency)
 	}
 }
 

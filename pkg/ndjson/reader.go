@@ -53,6 +53,7 @@ type Reader struct {
 	name    string
 	max     int
 	counted *countingReader
+	decoded *countingReader // the NDJSON: counted for plain input, after gunzip for gzip
 	br      *bufio.Reader
 	gz      *gzip.Reader
 	long    []byte // assembles lines longer than br's buffer
@@ -71,7 +72,7 @@ func NewReader(r io.Reader, name string, opts Options) (*Reader, error) {
 		opts.MaxLine = DefaultMaxLine
 	}
 	cr := &countingReader{r: r}
-	rd := &Reader{name: name, max: opts.MaxLine, counted: cr}
+	rd := &Reader{name: name, max: opts.MaxLine, counted: cr, decoded: cr}
 	br := bufio.NewReaderSize(cr, 64<<10)
 	head, _ := br.Peek(len(gzipMagic))
 	if strings.HasSuffix(name, ".gz") || bytes.Equal(head, gzipMagic) {
@@ -80,7 +81,8 @@ func NewReader(r io.Reader, name string, opts Options) (*Reader, error) {
 			return nil, fmt.Errorf("%s: %w", name, err)
 		}
 		rd.gz = gz
-		br = bufio.NewReaderSize(gz, 64<<10)
+		rd.decoded = &countingReader{r: gz}
+		br = bufio.NewReaderSize(rd.decoded, 64<<10)
 	}
 	rd.br = br
 	return rd, nil
@@ -94,6 +96,11 @@ func (r *Reader) Compressed() bool { return r.gz != nil }
 // file's size.
 // Safe to call from another goroutine (a progress display).
 func (r *Reader) Offset() int64 { return r.counted.n.Load() }
+
+// Decoded is how many bytes of NDJSON have been read so far, read-ahead
+// included: Offset for plain input, the decompressed bytes for gzip. Safe
+// to call from another goroutine.
+func (r *Reader) Decoded() int64 { return r.decoded.n.Load() }
 
 // Next advances to the next line; false at the end of input or on a read
 // error (see Err).

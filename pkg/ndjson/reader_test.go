@@ -169,3 +169,24 @@ func FuzzReader(f *testing.F) {
 		}
 	})
 }
+
+// TestDecoded: Decoded counts the NDJSON's bytes, gzip undone, where
+// Offset counts the input's.
+func TestDecoded(t *testing.T) {
+	text := strings.Repeat(`{"type":"track","event":"E"}`+"\n", 500)
+	var gz bytes.Buffer
+	w := gzip.NewWriter(&gz)
+	w.Write([]byte(text))
+	w.Close()
+	for _, in := range [][]byte{[]byte(text), gz.Bytes()} {
+		r, err := NewReader(bytes.NewReader(in), "in", Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for r.Next() {
+		}
+		if r.Decoded() != int64(len(text)) || r.Offset() != int64(len(in)) {
+			t.Errorf("compressed %v: Decoded %d, Offset %d; want %d, %d", r.Compressed(), r.Decoded(), r.Offset(), len(text), len(in))
+		}
+	}
+}

@@ -113,15 +113,16 @@ func checkCommon(o *rawjson.Object, t message.Type) error {
 			return err
 		}
 	} else {
-		// A message from an anonymous visitor carries anonymousId alone
-		// (DESIGN §2: at least one of the two).
+		// A message from an anonymous visitor carries anonymousId alone,
+		// or with "userId":null as Analytics.js sends it (DESIGN §2: at
+		// least one of the two).
 		if err := optKind(o, "userId", '"'); err != nil {
 			return err
 		}
 		if err := optKind(o, "anonymousId", '"'); err != nil {
 			return err
 		}
-		if !o.Has("userId") && !o.Has("anonymousId") {
+		if !present(o, "userId") && !present(o, "anonymousId") {
 			return shapeErr("missing userId")
 		}
 	}
@@ -173,7 +174,7 @@ func checkTimestamp(o *rawjson.Object) error {
 
 func checkPageProperties(o *rawjson.Object) error {
 	raw, ok := o.Get("properties")
-	if !ok {
+	if !ok || isNull(raw) {
 		return nil
 	}
 	if raw[0] != '{' {
@@ -205,11 +206,12 @@ func needString(o *rawjson.Object, key string) (string, error) {
 	return s, nil
 }
 
-// optKind checks that key, when present, holds a value starting with
-// first ('"' string, '{' object).
+// optKind checks that key, when present and not null, holds a value
+// starting with first ('"' string, '{' object). The Tracking API takes a
+// null optional member as an absent one (pkg/message), and so does this.
 func optKind(o *rawjson.Object, key string, first byte) error {
 	raw, ok := o.Get(key)
-	if !ok || raw[0] == first {
+	if !ok || raw[0] == first || isNull(raw) {
 		return nil
 	}
 	kind := "a string"
@@ -218,6 +220,14 @@ func optKind(o *rawjson.Object, key string, first byte) error {
 	}
 	return shapeErr(quoteKey(key) + " not " + kind)
 }
+
+// present reports whether key is there and not null.
+func present(o *rawjson.Object, key string) bool {
+	raw, ok := o.Get(key)
+	return ok && !isNull(raw)
+}
+
+func isNull(raw []byte) bool { return string(raw) == "null" }
 
 // quoteKey quotes keys with spaces so a reason stays readable.
 func quoteKey(k string) string {

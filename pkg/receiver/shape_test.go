@@ -1,12 +1,17 @@
 package receiver
 
 import (
+	"encoding/json"
+	"os"
+	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/evfwd/evfwd/pkg/message"
 	"github.com/evfwd/evfwd/pkg/rawjson"
+	"github.com/evfwd/evfwd/pkg/stored"
 	"github.com/evfwd/evfwd/pkg/webhook"
 )
 
@@ -19,6 +24,10 @@ func TestCheckShape(t *testing.T) {
 	}{
 		{"track", `{"type":"track","version":1,"userId":"u_42","event":"Order Completed","properties":{"total":12.5},` + ts + `}`, ""},
 		{"track anonymous", `{"type":"track","version":1,"anonymousId":"a1","event":"E",` + ts + `}`, ""},
+		{"track userId null", `{"type":"track","version":1,"userId":null,"anonymousId":"a1","event":"E",` + ts + `}`, ""},
+		{"both null", `{"type":"track","version":1,"userId":null,"anonymousId":null,"event":"E",` + ts + `}`, "missing userId"},
+		{"null members", `{"type":"page","version":1,"userId":"u","name":null,"properties":null,"context":null,"integrations":null,` + ts + `}`, ""},
+		{"null page url", `{"type":"page","version":1,"userId":"u","properties":{"url":null},` + ts + `}`, ""},
 		{"track without event", `{"type":"track","version":1,"userId":"u",` + ts + `}`, "missing event"},
 		{"track event number", `{"type":"track","version":1,"userId":"u","event":3,` + ts + `}`, "event not a string"},
 		{"track properties array", `{"type":"track","version":1,"userId":"u","event":"E","properties":[],` + ts + `}`, "properties not an object"},
@@ -63,6 +72,41 @@ func TestCheckShape(t *testing.T) {
 				t.Errorf("mismatch (-want +got):\n%s", diff)
 			}
 		})
+	}
+}
+
+// TestCheckShapeClients: every message Segment's libraries send, as the
+// webhook serve makes of it, passes: Analytics.js's (an anonymous visitor's
+// page and track, "userId":null, captured from the library in Chromium by
+// cmd's TestBrowserAnalyticsJSScriptTag -update), analytics-kotlin's and
+// analytics-swift's (pkg/serve's fixtures).
+func TestCheckShapeClients(t *testing.T) {
+	for _, file := range []string{
+		filepath.Join("testdata", "analyticsjs-anonymous.json"),
+		filepath.Join("..", "serve", "testdata", "mobile", "kotlin-batch.json"),
+		filepath.Join("..", "serve", "testdata", "mobile", "swift-batch.json"),
+	} {
+		b, err := os.ReadFile(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var batch struct{ Batch []json.RawMessage }
+		if err := json.Unmarshal(b, &batch); err != nil || len(batch.Batch) == 0 {
+			t.Fatalf("%s: %v, %d messages", file, err, len(batch.Batch))
+		}
+		for i, raw := range batch.Batch {
+			msg, err := rawjson.ParseObject(raw)
+			if err != nil {
+				t.Fatalf("%s: message %d: %v", file, i, err)
+			}
+			m, err := stored.New("app", msg, time.Now(), nil)
+			if err != nil {
+				t.Fatalf("%s: message %d: %v", file, i, err)
+			}
+			if err := CheckShape(m.Body); err != nil {
+				t.Errorf("%s: message %d: shape ✗ %v: %s", filepath.Base(file), i, err, m.Body)
+			}
+		}
 	}
 }
 

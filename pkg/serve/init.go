@@ -17,7 +17,9 @@ import (
 // that source, for the caller to print its keys.
 func InitConfig() (src Source, config []byte) {
 	src = Source{
-		Name:     "web",
+		// Not "web": its kind is server, the dev source's, which evfwd
+		// send and track need; the comment on kind says when to change it.
+		Name:     "main",
 		WriteKey: "wk_" + randomHex(16),
 		Webhooks: Webhooks{Enabled: true, Destination: webhook.Destination{
 			SharedSecret: "whsec_" + randomHex(24),

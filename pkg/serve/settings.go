@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/evfwd/evfwd/pkg/collector"
 	"github.com/evfwd/evfwd/pkg/storeurl"
 	"github.com/evfwd/evfwd/pkg/webhook"
 )
@@ -32,14 +33,14 @@ const masked = "****"
 // signing secrets and every header value become "****", passwords in the
 // store URL too, endpoint URLs keep only scheme, host, port, path and query
 // names (webhook.RedactURL), and write keys keep only enough to tell them
-// apart (MaskWriteKey).
+// apart (collector.MaskWriteKey).
 func (c Config) Masked() Config {
 	c.AdminToken = mask(c.AdminToken)
 	c.Store = MaskURL(c.Store)
 	c.Sources = append([]Source(nil), c.Sources...)
 	for i := range c.Sources {
 		s := &c.Sources[i]
-		s.WriteKey = MaskWriteKey(s.WriteKey)
+		s.WriteKey = collector.MaskWriteKey(s.WriteKey)
 		s.Webhooks.SharedSecret = mask(s.Webhooks.SharedSecret)
 		s.Webhooks.Endpoints = maskEndpoints(s.Webhooks.Endpoints)
 		s.Destinations = slices.Clone(s.Destinations)
@@ -83,17 +84,6 @@ func mask(s string) string {
 		return ""
 	}
 	return masked
-}
-
-// MaskWriteKey shows the first four and last two characters of a write key
-// of 16 or more (wk_l…23), so that keys can be told apart while at least
-// ten stay hidden; a shorter key is "****".
-func MaskWriteKey(key string) string {
-	r := []rune(key)
-	if len(r) < 16 {
-		return mask(key)
-	}
-	return string(r[:4]) + "…" + string(r[len(r)-2:])
 }
 
 // MaskURL hides the passwords in a URL: the one after user: and the value

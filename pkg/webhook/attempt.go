@@ -171,6 +171,17 @@ type Result struct {
 // Delivered reports whether an endpoint accepted the message.
 func (r *Result) Delivered() bool { return r.Outcome == Delivered }
 
+// Refused reports whether every attempt had its connection refused:
+// nothing listens at any of the URLs.
+func (r *Result) Refused() bool {
+	for _, a := range r.Attempts {
+		if a.Class != ClassRefused {
+			return false
+		}
+	}
+	return len(r.Attempts) > 0
+}
+
 // Last returns the last attempt, or nil when none was made.
 func (r *Result) Last() *Attempt {
 	if len(r.Attempts) == 0 {

@@ -37,6 +37,10 @@ type Policy struct {
 	Now func() time.Time
 	// Rand returns a number in [0, 1); math/rand/v2 when nil.
 	Rand func() float64
+	// StopRefused ends the retries after a delivery whose every attempt
+	// had its connection refused (ClassRefused): nothing listens there, as
+	// at a mistyped port, which is `evfwd trigger`'s case, not an outage's.
+	StopRefused bool
 
 	once bool // RetryFor(0): one delivery, never a retry
 }
@@ -99,6 +103,9 @@ func (p Policy) NextAttempt(first time.Time, attempt int, last Result) (time.Tim
 	switch last.Outcome {
 	case Retryable, Interrupted:
 	default:
+		return time.Time{}, false
+	}
+	if p.StopRefused && last.Refused() {
 		return time.Time{}, false
 	}
 	p = p.withDefaults()

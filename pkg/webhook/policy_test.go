@@ -113,3 +113,31 @@ func TestRetryFor(t *testing.T) {
 		t.Errorf("RetryFor(1m) after the window: a retry at %v, want none", at)
 	}
 }
+
+// TestPolicyStopRefused: with StopRefused a delivery that found nothing
+// listening at any URL is not retried; one that any endpoint answered, or
+// that timed out, still is.
+func TestPolicyStopRefused(t *testing.T) {
+	now := time.Date(2024, 5, 1, 12, 0, 0, 0, time.UTC)
+	p := Policy{StopRefused: true, Jitter: -1, Now: func() time.Time { return now }}
+	refused := Attempt{Class: ClassRefused, Outcome: Retryable}
+	for _, tt := range []struct {
+		name     string
+		attempts []Attempt
+		retry    bool
+	}{
+		{"refused", []Attempt{refused}, false},
+		{"every URL refused", []Attempt{refused, refused}, false},
+		{"refused, then a 503", []Attempt{refused, {Class: ClassServerError, Status: 503, Outcome: Retryable}}, true},
+		{"a 503", []Attempt{{Class: ClassServerError, Status: 503, Outcome: Retryable}}, true},
+		{"a timeout", []Attempt{{Class: ClassTimeout, Outcome: Retryable}}, true},
+	} {
+		_, retry := p.NextAttempt(now, 1, Result{Attempts: tt.attempts, Outcome: Retryable})
+		if retry != tt.retry {
+			t.Errorf("%s: retry %v, want %v", tt.name, retry, tt.retry)
+		}
+		if _, retry := (Policy{Now: p.Now}).NextAttempt(now, 1, Result{Attempts: tt.attempts, Outcome: Retryable}); !retry {
+			t.Errorf("%s: not retried without StopRefused", tt.name)
+		}
+	}
+}
