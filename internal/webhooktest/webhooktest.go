@@ -127,12 +127,7 @@ func (r *Receiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 		w.WriteHeader(http.StatusBadRequest)
 		return
 	}
-	r.gauge.add(1)
-	defer r.gauge.add(-1)
-	if r.shared != nil {
-		r.shared.add(1)
-		defer r.shared.add(-1)
-	}
+	r.inFlight(1)
 	r.mu.Lock()
 	n := len(r.reqs)
 	r.reqs = append(r.reqs, Request{Method: req.Method, Path: req.URL.Path, Header: req.Header.Clone(), Body: body})
@@ -147,10 +142,24 @@ func (r *Receiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	if len(r.script) > 0 {
 		reply = r.script[min(n, len(r.script)-1)]
 	}
-	r.answer(w, req, reply)
+	r.wait(req, reply)
+	// Out of the count before the answer leaves: a client that sends its
+	// next request on this answer never finds this one still counted.
+	r.inFlight(-1)
+	if req.Context().Err() == nil {
+		answer(w, req, reply)
+	}
 }
 
-func (r *Receiver) answer(w http.ResponseWriter, req *http.Request, reply Reply) {
+func (r *Receiver) inFlight(d int) {
+	r.gauge.add(d)
+	if r.shared != nil {
+		r.shared.add(d)
+	}
+}
+
+// wait holds the request as reply says.
+func (r *Receiver) wait(req *http.Request, reply Reply) {
 	if reply.Delay > 0 || reply.Hang {
 		var wait <-chan time.Time // nil, never ready, for Hang
 		if !reply.Hang {
@@ -160,9 +169,11 @@ func (r *Receiver) answer(w http.ResponseWriter, req *http.Request, reply Reply)
 		case <-wait:
 		case <-r.release:
 		case <-req.Context().Done():
-			return
 		}
 	}
+}
+
+func answer(w http.ResponseWriter, req *http.Request, reply Reply) {
 	switch {
 	case reply.Handle != nil:
 		reply.Handle(w, req)
