@@ -42,7 +42,7 @@ func TestReadyStoreStaysOpen(t *testing.T) {
 	if code, body := h.post(t, "/v1/track", "wk_web", `{"userId":"u1","event":"A"}`); code != 200 {
 		t.Fatalf("track: %d %s", code, body)
 	}
-	waitFor(t, "the delivery", func() bool { return len(hk.received()) == 1 })
+	waitFor(t, "the delivery", func() bool { return len(hk.Requests()) == 1 })
 	// serve frees the file's leases on start, so it holds the file's lock
 	// while it serves: a second serve on the file would send twice.
 	if _, err := sqlite.Lock(st.Path()); !errors.Is(err, sqlite.ErrLocked) {
