@@ -156,7 +156,7 @@ func TestStopGivesBackWhatWasLeasedAhead(t *testing.T) {
 	}
 }
 
-// backlogged stores n messages for a gated endpoint and runs a forwarder
+// backlogged stores n messages for a held endpoint and runs a forwarder
 // of PerSource 4 on them until its lane is full, no fresh ones having
 // come: four requests held at the endpoint.
 func backlogged(t *testing.T, n int) (*webhooktest.Clock, store.Store, *webhooktest.Receiver, *running) {

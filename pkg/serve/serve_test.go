@@ -49,7 +49,7 @@ const secret = "s3cret"
 var t0 = time.Date(2024, 5, 1, 12, 0, 0, 0, time.UTC)
 
 // changed fires whenever something a test may wait for has happened: a
-// test endpoint (hook, idCounter) got a request, or a service started by
+// test endpoint (newHook, newIDCounter) got a request, or a service started by
 // run logged a record (the forwarder logs every delivery outcome once it
 // is in the store and the metrics; the admin API, the pruner and the
 // collector's refusals log too).
