@@ -14,6 +14,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export PATH="/usr/local/go/bin:$PATH"
+# No second of sleep at each -race test binary's exit (see internal/testmain).
+export GORACE="${GORACE:-atexit_sleep_ms=0}"
 runs=${RUNS:-5}
 hogs=${HOGS:-$(nproc)}
 pkgs=("$@")

@@ -6,26 +6,12 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/evfwd/evfwd/internal/webhooktest"
 )
 
-// clock is an injected clock that tests move by hand.
-type clock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func newClock() *clock { return &clock{t: time.Date(2024, 5, 1, 12, 0, 0, 0, time.UTC)} }
-
-func (c *clock) now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *clock) add(d time.Duration) {
-	c.mu.Lock()
-	c.t = c.t.Add(d)
-	c.mu.Unlock()
+func newClock() *webhooktest.Clock {
+	return webhooktest.NewClock(time.Date(2024, 5, 1, 12, 0, 0, 0, time.UTC))
 }
 
 func TestDelaySchedule(t *testing.T) {
@@ -48,7 +34,7 @@ func TestDelaySchedule(t *testing.T) {
 // schedule's delay; Locked counts it down and says first once per lock-out.
 func TestLimiterSchedule(t *testing.T) {
 	c := newClock()
-	l := New(c.now)
+	l := New(c.Now)
 	const a = "192.0.2.1"
 	for i := 1; i <= 20; i++ {
 		if wait, _ := l.Locked(a); wait != 0 {
@@ -65,12 +51,12 @@ func TestLimiterSchedule(t *testing.T) {
 		if wait != lock || !first {
 			t.Errorf("at once after failure %d: Locked = %v, %v; want %v, true", i, wait, first, lock)
 		}
-		c.add(lock / 2)
+		c.Add(lock / 2)
 		wait, first = l.Locked(a)
 		if wait != lock-lock/2 || first {
 			t.Errorf("halfway after failure %d: Locked = %v, %v; want %v, false", i, wait, first, lock-lock/2)
 		}
-		c.add(lock - lock/2)
+		c.Add(lock - lock/2)
 		if wait, first := l.Locked(a); wait != 0 || first {
 			t.Errorf("at the end of lock-out %d: Locked = %v, %v", i, wait, first)
 		}
@@ -82,7 +68,7 @@ func TestLimiterSchedule(t *testing.T) {
 
 func TestLimiterForgive(t *testing.T) {
 	c := newClock()
-	l := New(c.now)
+	l := New(c.Now)
 	for range Free {
 		l.Failed("a")
 		l.Failed("b")
@@ -105,15 +91,15 @@ func TestLimiterForgive(t *testing.T) {
 // Failures are forgotten ForgetAfter after the last one, not before.
 func TestLimiterForgetsAfterADay(t *testing.T) {
 	c := newClock()
-	l := New(c.now)
+	l := New(c.Now)
 	for range Free + 3 {
 		l.Failed("a")
 	}
-	c.add(ForgetAfter - time.Second)
+	c.Add(ForgetAfter - time.Second)
 	if n, lock := l.Failed("a"); n != Free+4 || lock != Delay(Free+4) {
 		t.Errorf("a second short of a day: Failed = %d, %v; want %d, %v", n, lock, Free+4, Delay(Free+4))
 	}
-	c.add(ForgetAfter)
+	c.Add(ForgetAfter)
 	if wait, _ := l.Locked("a"); wait != 0 {
 		t.Errorf("a day later: locked for %v", wait)
 	}
@@ -127,7 +113,7 @@ func TestLimiterForgetsAfterADay(t *testing.T) {
 // failed recently stays locked out.
 func TestLimiterBounded(t *testing.T) {
 	c := newClock()
-	l := New(c.now)
+	l := New(c.Now)
 	for range Free {
 		l.Failed("locked")
 	}
@@ -142,12 +128,12 @@ func TestLimiterBounded(t *testing.T) {
 	}
 
 	// Every address locked out: the oldest goes.
-	l = New(c.now)
+	l = New(c.Now)
 	for i := range MaxAddrs {
 		for range Free {
 			l.Failed(fmt.Sprint("addr-", i))
 		}
-		c.add(time.Microsecond)
+		c.Add(time.Microsecond)
 	}
 	l.Failed("new")
 	if n := l.Len(); n != MaxAddrs {
@@ -165,7 +151,7 @@ func TestLimiterBounded(t *testing.T) {
 // -race.
 func TestLimiterConcurrent(t *testing.T) {
 	c := newClock()
-	l := New(c.now)
+	l := New(c.Now)
 	const workers, each = 16, 50
 	var wg sync.WaitGroup
 	seen := make([]bool, workers*each+1)
@@ -187,7 +173,7 @@ func TestLimiterConcurrent(t *testing.T) {
 					l.Forgive(own)
 				}
 				l.Len()
-				c.add(time.Millisecond)
+				c.Add(time.Millisecond)
 			}
 		})
 	}

@@ -2,10 +2,14 @@
 // directory they keep between runs (CacheDir).
 //
 // Under -race the runtime sleeps a second before the process exits, so
-// that a goroutine still running can report a race first. With some thirty
-// test packages that second, paid by each, was a sixth of the time `go
-// test -race ./...` took on two cores. The testing package already fails
-// the test during which a race happens, so Run exits without the sleep.
+// that a goroutine still running can report a race first: a second paid
+// by each of some forty test binaries. The testing package already fails
+// the test during which a race happens, so the tests run with
+// GORACE=atexit_sleep_ms=0: .ci/run and scripts/test-under-load.sh set it,
+// and when it is not set (a plain `go test -race ./...`) Run starts the
+// binary again with it (raceNoExitSleep), as the race runtime reads GORACE
+// only as the process starts. The exit is otherwise the usual one: a race
+// reported after the tests still fails the binary.
 //
 // Run also points TMPDIR at Linux's shared-memory tmpfs when the user has
 // not set it (see memoryTempDir): the tests' SQLite stores commit with an
@@ -23,10 +27,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
-	"syscall"
 	"testing"
-
-	"github.com/evfwd/evfwd/internal/testsize"
 )
 
 // Run runs the tests, then each of after (what the tests of the binary
@@ -34,6 +35,7 @@ import (
 //
 //	func TestMain(m *testing.M) { testmain.Run(m) }
 func Run(m *testing.M, after ...func()) {
+	raceNoExitSleep()
 	if os.Getenv("TMPDIR") == "" {
 		if dir := memoryTempDir(); dir != "" {
 			// Children (serve, a killed sync) inherit it.
@@ -43,10 +45,6 @@ func Run(m *testing.M, after ...func()) {
 	code := m.Run()
 	for _, f := range after {
 		f()
-	}
-	if testsize.Race {
-		// os.Exit would run the race runtime's finaliser and its sleep.
-		syscall.Exit(code)
 	}
 	os.Exit(code)
 }

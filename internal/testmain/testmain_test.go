@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/evfwd/evfwd/internal/testsize"
 )
 
 func TestMain(m *testing.M) { Run(m) }
@@ -45,5 +47,16 @@ func TestEveryPackageUsesRun(t *testing.T) {
 		if !calls {
 			t.Errorf("%s: no TestMain calling testmain.Run(m)", dir)
 		}
+	}
+}
+
+// TestNoRaceExitSleep: under -race the binary runs with the exit sleep
+// off, whether the runner set GORACE or Run started it again.
+func TestNoRaceExitSleep(t *testing.T) {
+	if !testsize.Race || !canReexec {
+		t.Skip("only under -race, where a process can replace itself")
+	}
+	if g := os.Getenv("GORACE"); !strings.Contains(g, "atexit_sleep_ms") {
+		t.Errorf("GORACE=%q: the race runtime sleeps a second at exit", g)
 	}
 }

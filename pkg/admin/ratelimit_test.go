@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/evfwd/evfwd/internal/webhooktest"
 	"github.com/evfwd/evfwd/pkg/admin"
 	"github.com/evfwd/evfwd/pkg/store/sqlite"
 )
@@ -22,24 +23,6 @@ import (
 // The rate limit of wrong tokens, on an injected clock: the handler is
 // called directly, so that each request can come from the address the
 // test names.
-
-// fakeClock is a clock the tests move by hand.
-type fakeClock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *fakeClock) now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *fakeClock) add(d time.Duration) {
-	c.mu.Lock()
-	c.t = c.t.Add(d)
-	c.mu.Unlock()
-}
 
 // syncLog is a log that handlers write to concurrently.
 type syncLog struct {
@@ -61,7 +44,7 @@ func (l *syncLog) String() string {
 
 type limited struct {
 	h     *admin.Handler
-	clock *fakeClock
+	clock *webhooktest.Clock
 	log   syncLog
 	mu    sync.Mutex
 	heard map[string]int // AuthFailure's reasons
@@ -69,14 +52,14 @@ type limited struct {
 
 func newLimited(t *testing.T) *limited {
 	t.Helper()
-	l := &limited{clock: &fakeClock{t: t0}, heard: map[string]int{}}
-	st, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "evfwd.db"), sqlite.Options{Now: l.clock.now})
+	l := &limited{clock: webhooktest.NewClock(t0), heard: map[string]int{}}
+	st, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "evfwd.db"), sqlite.Options{Now: l.clock.Now})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
 	l.h, err = admin.New(admin.Config{
-		Token: token, Store: st, Sources: sources, Now: l.clock.now,
+		Token: token, Store: st, Sources: sources, Now: l.clock.Now,
 		Logger:      slog.New(slog.NewTextHandler(&l.log, nil)),
 		AuthFailure: func(reason string) { l.mu.Lock(); l.heard[reason]++; l.mu.Unlock() },
 	})
@@ -144,20 +127,20 @@ func TestRateLimitLocksAfterFiveWrongTokens(t *testing.T) {
 	expect("a wrong token from another address", code, retry, 403, "")
 
 	// Growing delays: each failure after the lock-out doubles it.
-	l.clock.add(time.Second)
+	l.clock.Add(time.Second)
 	code, retry = wrong(a)
 	expect("a wrong token once the lock-out is over", code, retry, 403, "")
 	code, retry = wrong(a)
 	expect("at once after the 6th failure", code, retry, 429, "2")
-	l.clock.add(1500 * time.Millisecond)
+	l.clock.Add(1500 * time.Millisecond)
 	code, retry = l.get(t, a, token)
 	expect("the right token 1.5 s later", code, retry, 429, "1") // rounded up
-	l.clock.add(500 * time.Millisecond)
+	l.clock.Add(500 * time.Millisecond)
 	for i, want := range []string{"4", "8", "16", "32", "64", "128", "256", "300", "300"} {
 		wrong(a)
 		code, retry = wrong(a)
 		expect(fmt.Sprintf("after failure %d", 7+i), code, retry, 429, want)
-		l.clock.add(5 * time.Minute)
+		l.clock.Add(5 * time.Minute)
 	}
 
 	// A success forgives: 5 more wrong tokens before the next lock-out.
@@ -171,7 +154,7 @@ func TestRateLimitLocksAfterFiveWrongTokens(t *testing.T) {
 	expect("after a success, a 6th", code, retry, 429, "1")
 
 	// A day without failures forgets them.
-	l.clock.add(24 * time.Hour)
+	l.clock.Add(24 * time.Hour)
 	for i := 1; i <= 5; i++ {
 		code, retry = wrong(a)
 		expect(fmt.Sprintf("a day later, wrong token %d", i), code, retry, 403, "")
@@ -234,7 +217,7 @@ func TestClientRateLimited(t *testing.T) {
 	if n := requests.Load(); n != 3 {
 		t.Errorf("%d requests for 3 calls: a 429 was retried", n)
 	}
-	l.clock.add(time.Second)
+	l.clock.Add(time.Second)
 	if _, err := good.Deletion(ctx, "x"); status(err) != http.StatusNotFound {
 		t.Errorf("after the lock-out: %v, want 404", err)
 	}

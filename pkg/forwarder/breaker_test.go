@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/evfwd/evfwd/internal/webhooktest"
 	"github.com/evfwd/evfwd/pkg/store"
 	"github.com/evfwd/evfwd/pkg/webhook"
 )
@@ -169,7 +170,7 @@ func TestDeadEndpointGetsOnlyProbes(t *testing.T) {
 	t.Parallel()
 	c := newClock()
 	s := openStore(t, c)
-	dead, ok := newHook(t, answers(503)), newHook(t)
+	dead, ok := newHook(t, webhooktest.Statuses(503)), newHook(t)
 	var msgs []store.Message
 	for i := range 10 {
 		msgs = append(msgs, msg("web", fmt.Sprint("w", i)))
@@ -183,8 +184,8 @@ func TestDeadEndpointGetsOnlyProbes(t *testing.T) {
 	})
 	obs.finishedN(t, 3)
 	drained(t, f, "web")
-	if n := f.settle(t, "web"); n != 0 || dead.count() != 3 {
-		t.Fatalf("open endpoint: %d leased, %d requests; want 0, 3", n, dead.count())
+	if n := f.settle(t, "web"); n != 0 || dead.Count() != 3 {
+		t.Fatalf("open endpoint: %d leased, %d requests; want 0, 3", n, dead.Count())
 	}
 	// Health is the breakers' live state: the dead URL open, its probe
 	// due in a second; the other source's closed.
@@ -214,7 +215,7 @@ func TestDeadEndpointGetsOnlyProbes(t *testing.T) {
 		if n := f.settle(t, "web"); n != 0 {
 			t.Fatalf("after probe %d: leased %d more", i+1, n)
 		}
-		if got := dead.count(); got != 3+i+1 {
+		if got := dead.Count(); got != 3+i+1 {
 			t.Fatalf("after probe %d: %d requests, want %d", i+1, got, 3+i+1)
 		}
 	}
@@ -225,8 +226,8 @@ func TestDeadEndpointGetsOnlyProbes(t *testing.T) {
 		}
 		attempts += d.Attempts
 	}
-	if attempts != dead.count() {
-		t.Errorf("%d attempts counted for %d requests", attempts, dead.count())
+	if attempts != dead.Count() {
+		t.Errorf("%d attempts counted for %d requests", attempts, dead.Count())
 	}
 }
 
@@ -237,7 +238,7 @@ func TestOpenURLSkippedForTheNext(t *testing.T) {
 	t.Parallel()
 	c := newClock()
 	s := openStore(t, c)
-	e0, e1 := newHook(t, answers(503)), newHook(t)
+	e0, e1 := newHook(t, webhooktest.Statuses(503)), newHook(t)
 	for i := range 8 {
 		ingest(t, s, msg("web", fmt.Sprint("m", i)))
 	}
@@ -247,8 +248,8 @@ func TestOpenURLSkippedForTheNext(t *testing.T) {
 		Destinations: map[string]*webhook.Destination{"web": dest(e0, e1, e0)},
 	})
 	waitFor(t, "all delivered", func() bool { return len(list(t, s, store.Filter{Status: store.Delivered})) == 8 })
-	if e0.count() != 3 || e1.count() != 8 {
-		t.Fatalf("requests: first URL %d, second %d; want 3, 8", e0.count(), e1.count())
+	if e0.Count() != 3 || e1.Count() != 8 {
+		t.Fatalf("requests: first URL %d, second %d; want 3, 8", e0.Count(), e1.Count())
 	}
 	if h := f.Health(); len(h) != 2 || h[0].URL != e0.URL || h[0].State != store.EndpointOpen || h[1].State != store.EndpointClosed {
 		t.Errorf("Health() = %+v, want the first URL open and the second closed, once each", h)
@@ -267,8 +268,8 @@ func TestOpenURLSkippedForTheNext(t *testing.T) {
 	ingest(t, s, msg("web", "late"))
 	f.Notify("web")
 	waitFor(t, "the late one delivered", func() bool { return len(list(t, s, store.Filter{Status: store.Delivered})) == 9 })
-	if e0.count() != 4 {
-		t.Errorf("first URL got %d requests; want its probe (4)", e0.count())
+	if e0.Count() != 4 {
+		t.Errorf("first URL got %d requests; want its probe (4)", e0.Count())
 	}
 }
 
@@ -297,7 +298,7 @@ func TestRecoveryDrainsBacklogAtOnce(t *testing.T) {
 	t.Parallel()
 	c := newClock()
 	s := openStore(t, c)
-	h := newHook(t, answers(503, 503, 503, 200))
+	h := newHook(t, webhooktest.Statuses(503, 503, 503, 200))
 	var msgs []store.Message
 	for i := range 20 {
 		msgs = append(msgs, msg("web", fmt.Sprintf("m%02d", i)))
@@ -316,8 +317,8 @@ func TestRecoveryDrainsBacklogAtOnce(t *testing.T) {
 	c.Set(t0.Add(time.Second))
 	f.Notify("web")
 	waitFor(t, "all delivered", func() bool { return len(list(t, s, store.Filter{Status: store.Delivered})) == 20 })
-	if h.count() != 23 {
-		t.Errorf("%d requests, want 3 failures and 20 deliveries", h.count())
+	if h.Count() != 23 {
+		t.Errorf("%d requests, want 3 failures and 20 deliveries", h.Count())
 	}
 	if got := c.Now(); !got.Equal(t0.Add(time.Second)) {
 		t.Errorf("clock moved to %v", got)
@@ -331,7 +332,7 @@ func TestHeldDeliveryReleasedOnRecovery(t *testing.T) {
 	t.Parallel()
 	c := newClock()
 	s := openStore(t, c)
-	h := newHook(t, answers(503, 503, 503, 200))
+	h := newHook(t, webhooktest.Statuses(503, 503, 503, 200))
 	ingest(t, s, msg("web", "a"), msg("web", "b"), msg("web", "c"), msg("web", "d"))
 	obs := &observer{}
 	f := start(t, c, Config{
@@ -360,8 +361,8 @@ func TestHeldDeliveryReleasedOnRecovery(t *testing.T) {
 	c.Set(t0.Add(time.Second))
 	f.Notify("web")
 	waitFor(t, "all delivered", func() bool { return len(list(t, s, store.Filter{Status: store.Delivered})) == 4 })
-	if h.count() != 7 {
-		t.Errorf("%d requests, want 3 failures and 4 deliveries", h.count())
+	if h.Count() != 7 {
+		t.Errorf("%d requests, want 3 failures and 4 deliveries", h.Count())
 	}
 	if d := detail(t, s, ds[0].ID); d.Attempts != 1 || records(d) != "1:0:200:delivered" {
 		t.Errorf("held delivery: %d attempts, records %q; want 1 request", d.Attempts, records(d))
@@ -374,7 +375,7 @@ func TestWindowStillKillsWhileOpen(t *testing.T) {
 	t.Parallel()
 	c := newClock()
 	s := openStore(t, c)
-	h := newHook(t, answers(503))
+	h := newHook(t, webhooktest.Statuses(503))
 	ingest(t, s, msg("web", "m1"))
 	obs := &observer{}
 	f := start(t, c, Config{
@@ -391,8 +392,8 @@ func TestWindowStillKillsWhileOpen(t *testing.T) {
 	c.Set(t0.Add(4*time.Hour + time.Second))
 	f.settle(t, "web")
 	waitFor(t, "dead", func() bool { return only(t, s).Status == store.Dead })
-	if h.count() != 3 {
-		t.Errorf("%d requests, want the first, a probe, and the last", h.count())
+	if h.Count() != 3 {
+		t.Errorf("%d requests, want the first, a probe, and the last", h.Count())
 	}
 }
 
@@ -402,7 +403,7 @@ func TestWindowStillKillsWhileOpen(t *testing.T) {
 func drained(t *testing.T, r *running, source string) {
 	t.Helper()
 	l := r.lane(source)
-	await(t, &r.tracer.changed, "no delivery of "+source+" in flight", func() bool {
+	webhooktest.Await(t, &r.tracer.changed, "no delivery of "+source+" in flight", func() bool {
 		_, _, busy := l.inflight.look()
 		return !busy
 	})

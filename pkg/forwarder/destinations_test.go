@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/evfwd/evfwd/internal/webhooktest"
 	"github.com/evfwd/evfwd/pkg/destination"
 	"github.com/evfwd/evfwd/pkg/mapping"
 	"github.com/evfwd/evfwd/pkg/signature"
@@ -18,7 +19,7 @@ import (
 )
 
 // route is a destination name of source "web" sending to hooks.
-func route(name string, hooks ...*hook) *destination.Destination {
+func route(name string, hooks ...*webhooktest.Receiver) *destination.Destination {
 	return &destination.Destination{Source: "web", Name: name, Webhook: *dest(hooks...)}
 }
 
@@ -30,9 +31,9 @@ func to(id string, names ...string) store.Message {
 }
 
 // checkSigned fails unless r carries the X-Signature of its own body.
-func checkSigned(t *testing.T, r request) {
+func checkSigned(t *testing.T, r webhooktest.Request) {
 	t.Helper()
-	if got, want := r.hdr.Get(signature.Header), signature.Sign([]byte(secret), r.body); got != want {
+	if got, want := r.Header.Get(signature.Header), signature.Sign([]byte(secret), r.Body); got != want {
 		t.Errorf("X-Signature %q, want %q (over the body as sent)", got, want)
 	}
 }
@@ -53,28 +54,28 @@ func TestDestinationsGetTheirOwn(t *testing.T) {
 	}
 	ingest(t, s, to("m1", "a", "b"), to("m2", "a"), to("m3", "b"))
 	r := start(t, c, Config{Store: s, Routes: []*destination.Destination{a, b}})
-	waitFor(t, "3 deliveries to a and b", func() bool { return ha.count() >= 2 && hb.count() >= 2 })
+	waitFor(t, "3 deliveries to a and b", func() bool { return ha.Count() >= 2 && hb.Count() >= 2 })
 	r.stop(t)
-	if n := ha.count(); n != 2 {
+	if n := ha.Count(); n != 2 {
 		t.Errorf("a got %d requests, want 2", n)
 	}
-	for _, req := range ha.received() {
-		if req.method != http.MethodPost {
-			t.Errorf("a: method %s, want POST", req.method)
+	for _, req := range ha.Requests() {
+		if req.Method != http.MethodPost {
+			t.Errorf("a: method %s, want POST", req.Method)
 		}
 		checkSigned(t, req)
 	}
-	got := hb.received()
+	got := hb.Requests()
 	if len(got) != 2 {
 		t.Fatalf("b got %d requests, want 2", len(got))
 	}
 	var bodies []string
 	for _, req := range got {
-		if req.method != http.MethodPut {
-			t.Errorf("b: method %s, want PUT", req.method)
+		if req.Method != http.MethodPut {
+			t.Errorf("b: method %s, want PUT", req.Method)
 		}
 		checkSigned(t, req)
-		bodies = append(bodies, string(req.body))
+		bodies = append(bodies, string(req.Body))
 	}
 	slices.Sort(bodies)
 	want := []string{`{"name":"E","who":"u_m1"}`, `{"name":"E","who":"u_m3"}`}
@@ -119,19 +120,19 @@ func TestBatchesAreOneRequestEach(t *testing.T) {
 	r.stop(t)
 	seen := map[string]int{}
 	var sizes []int
-	for _, req := range h.received() {
+	for _, req := range h.Requests() {
 		checkSigned(t, req)
 		var items []struct {
 			MessageID string `json:"messageId"`
 		}
-		if err := json.Unmarshal(req.body, &items); err != nil {
-			t.Fatalf("body %q: not a JSON array: %v", req.body, err)
+		if err := json.Unmarshal(req.Body, &items); err != nil {
+			t.Fatalf("body %q: not a JSON array: %v", req.Body, err)
 		}
 		sizes = append(sizes, len(items))
 		for _, it := range items {
 			seen[it.MessageID]++
 		}
-		if id := req.hdr.Get("Content-Type"); id != "application/json" {
+		if id := req.Header.Get("Content-Type"); id != "application/json" {
 			t.Errorf("Content-Type %q", id)
 		}
 	}
@@ -159,7 +160,7 @@ func TestFailedBatchIsRetried(t *testing.T) {
 	t.Parallel()
 	c := newClock()
 	s := openStore(t, c)
-	h := newHook(t, answers(503, 200))
+	h := newHook(t, webhooktest.Statuses(503, 200))
 	b := route("batched", h)
 	b.Batch = destination.BatchConfig{Size: 10, MaxBytes: destination.DefaultBatchBytes}
 	ingest(t, s, to("m1", "batched"), to("m2", "batched"), to("m3", "batched"))
@@ -175,7 +176,7 @@ func TestFailedBatchIsRetried(t *testing.T) {
 		return len(list(t, s, store.Filter{Status: store.Delivered})) == 3
 	})
 	r.stop(t)
-	if n := h.count(); n != 2 {
+	if n := h.Count(); n != 2 {
 		t.Errorf("%d requests, want 2 (the batch, then again)", n)
 	}
 }
@@ -195,7 +196,7 @@ func TestPausedDestinationKeepsItsDeliveries(t *testing.T) {
 		return len(list(t, s, store.Filter{Destination: "b", Status: store.Delivered})) == 2
 	})
 	r.quiet(t, "web")
-	if n := ha.count(); n != 0 {
+	if n := ha.Count(); n != 0 {
 		t.Fatalf("paused destination got %d requests", n)
 	}
 	if n := len(list(t, s, store.Filter{Status: store.Pending})); n != 2 {
@@ -211,7 +212,7 @@ func TestPausedDestinationKeepsItsDeliveries(t *testing.T) {
 	if !r.Resume("web", "a") {
 		t.Fatal("Resume: unknown destination")
 	}
-	waitFor(t, "a's deliveries after resume", func() bool { return ha.count() == 2 })
+	waitFor(t, "a's deliveries after resume", func() bool { return ha.Count() == 2 })
 	if r.Pause("web", "nope") {
 		t.Error("Pause of an unknown destination reported true")
 	}
@@ -234,7 +235,7 @@ func TestRateLimitHoldsThePace(t *testing.T) {
 	ingest(t, s, msgs...)
 	begin := time.Now()
 	start(t, c, Config{Store: s, Routes: []*destination.Destination{d}})
-	waitFor(t, "every request", func() bool { return h.count() == n })
+	waitFor(t, "every request", func() bool { return h.Count() == n })
 	if took, least := time.Since(begin), time.Duration(n-1)*time.Second/40; took < least {
 		t.Errorf("%d requests in %v, faster than 40/s allows (%v)", n, took, least)
 	}
@@ -246,12 +247,12 @@ func TestReconfigureAddsAndRemoves(t *testing.T) {
 	t.Parallel()
 	c := newClock()
 	s := openStore(t, c)
-	ha, hb := newHook(t, gated()), newHook(t)
+	ha, hb := newHook(t, held), newHook(t)
 	a, b := route("a", ha), route("b", hb)
 	ingest(t, s, to("m1", "a", "b"), to("m2", "a", "b"))
 	r := start(t, c, Config{Store: s, Routes: []*destination.Destination{a}})
-	waitFor(t, "a's first request", func() bool { return ha.count() >= 1 })
-	if n := hb.count(); n != 0 {
+	waitFor(t, "a's first request", func() bool { return ha.Count() >= 1 })
+	if n := hb.Count(); n != 0 {
 		t.Fatalf("b, not configured, got %d requests", n)
 	}
 	// a's requests are held open: removing it lets them finish, then
@@ -264,8 +265,8 @@ func TestReconfigureAddsAndRemoves(t *testing.T) {
 		}
 		done <- res
 	}()
-	waitFor(t, "b's deliveries", func() bool { return hb.count() == 2 })
-	ha.open()
+	waitFor(t, "b's deliveries", func() bool { return hb.Count() == 2 })
+	ha.Release()
 	res := recv(t, "Reconfigure", done)
 	if !slices.Equal(res.Added, []string{"web/b"}) || !slices.Equal(res.Removed, []string{"web/a"}) {
 		t.Errorf("Reconfigure %+v, want web/b added, web/a removed", res)

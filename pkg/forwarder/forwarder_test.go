@@ -3,9 +3,6 @@ package forwarder
 import (
 	"context"
 	"fmt"
-	"io"
-	"net/http"
-	"net/http/httptest"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -14,6 +11,7 @@ import (
 	"time"
 
 	"github.com/evfwd/evfwd/internal/broadcast"
+	"github.com/evfwd/evfwd/internal/webhooktest"
 
 	"github.com/evfwd/evfwd/pkg/rawjson"
 	"github.com/evfwd/evfwd/pkg/signature"
@@ -49,33 +47,11 @@ const secret = "s3cr3t"
 
 var t0 = time.Date(2024, 5, 1, 12, 0, 0, 0, time.UTC)
 
-// waitLimit bounds every wait of a test that is going wrong; a test that
-// passes never waits for it.
-const waitLimit = 30 * time.Second
+const waitLimit = webhooktest.WaitLimit
 
 // ---- clock ----
 
-type clock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func newClock() *clock { return &clock{now: t0} }
-
-func (c *clock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-// Set moves the clock to t (never backwards).
-func (c *clock) Set(t time.Time) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if t.After(c.now) {
-		c.now = t
-	}
-}
+func newClock() *webhooktest.Clock { return webhooktest.NewClock(t0) }
 
 // ---- waiting on events ----
 
@@ -108,26 +84,7 @@ func changed(t *testing.T) *broadcast.Signal {
 // of t's; it fails the test when waitLimit passes first.
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	await(t, changed(t), what, cond)
-}
-
-// await returns once cond holds, checking it now and each time s fires;
-// it fails the test when waitLimit passes first.
-func await(t *testing.T, s *broadcast.Signal, what string, cond func() bool) {
-	t.Helper()
-	limit := time.NewTimer(waitLimit)
-	defer limit.Stop()
-	for {
-		next := s.Next() // before cond: a change during cond is not missed
-		if cond() {
-			return
-		}
-		select {
-		case <-next:
-		case <-limit.C:
-			t.Fatalf("%v passed waiting for %s", waitLimit, what)
-		}
-	}
+	webhooktest.Await(t, changed(t), what, cond)
 }
 
 // recv receives from ch, failing the test when waitLimit passes first.
@@ -144,119 +101,16 @@ func recv[T any](t *testing.T, what string, ch <-chan T) T {
 
 // ---- endpoints ----
 
-type request struct {
-	body   []byte
-	hdr    http.Header
-	method string
-}
-
-// gauge counts requests being handled, across any number of hooks.
-type gauge struct {
-	mu       sync.Mutex
-	cur, max int
-}
-
-func (g *gauge) add(d int) {
-	g.mu.Lock()
-	g.cur += d
-	g.max = max(g.max, g.cur)
-	g.mu.Unlock()
-}
-
-func (g *gauge) get() (cur, max int) {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	return g.cur, g.max
-}
-
-// hook is a webhook endpoint. It answers the statuses in script, in order,
-// then the last one forever (200 when script is empty). With a gate it
-// holds every request, once received, until the gate is opened or the
-// client goes away.
-type hook struct {
-	*httptest.Server
-	changed *broadcast.Signal // the test's
-	gauge   *gauge            // this hook's concurrency
-	share   *gauge            // optional, shared with other hooks
-
-	mu     sync.Mutex
-	reqs   []request
-	script []int
-
-	gate     chan struct{}
-	openOnce sync.Once
-}
-
-type hookOpt func(*hook)
-
-func gated() hookOpt               { return func(h *hook) { h.gate = make(chan struct{}) } }
-func shared(g *gauge) hookOpt      { return func(h *hook) { h.share = g } }
-func answers(codes ...int) hookOpt { return func(h *hook) { h.script = codes } }
-
-func newHook(t *testing.T, opts ...hookOpt) *hook {
+// newHook is a webhook endpoint that fires t's signal at each request
+// (see webhooktest.Receiver: 200 without a script).
+func newHook(t *testing.T, opts ...webhooktest.Option) *webhooktest.Receiver {
 	t.Helper()
-	h := &hook{changed: changed(t), gauge: &gauge{}}
-	for _, o := range opts {
-		o(h)
-	}
-	h.Server = httptest.NewServer(http.HandlerFunc(h.serve))
-	// Cleanups run last first: the gate opens before the server closes,
-	// so Close never waits on a held request.
-	t.Cleanup(h.Close)
-	t.Cleanup(h.open)
-	return h
+	return webhooktest.New(t, append(opts, webhooktest.Notify(changed(t)))...)
 }
 
-func (h *hook) serve(w http.ResponseWriter, r *http.Request) {
-	body, err := io.ReadAll(r.Body)
-	if err != nil {
-		w.WriteHeader(http.StatusBadRequest)
-		return
-	}
-	h.gauge.add(1)
-	if h.share != nil {
-		h.share.add(1)
-	}
-	h.mu.Lock()
-	n := len(h.reqs)
-	h.reqs = append(h.reqs, request{body: body, hdr: r.Header.Clone(), method: r.Method})
-	code := http.StatusOK
-	if len(h.script) > 0 {
-		code = h.script[min(n, len(h.script)-1)]
-	}
-	h.mu.Unlock()
-	h.changed.Fire()
-	if h.gate != nil {
-		select {
-		case <-h.gate:
-		case <-r.Context().Done():
-		}
-	}
-	h.gauge.add(-1)
-	if h.share != nil {
-		h.share.add(-1)
-	}
-	w.WriteHeader(code)
-	fmt.Fprintf(w, "answer %d", code)
-}
-
-func (h *hook) open() {
-	if h.gate != nil {
-		h.openOnce.Do(func() { close(h.gate) })
-	}
-}
-
-func (h *hook) received() []request {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return append([]request(nil), h.reqs...)
-}
-
-func (h *hook) count() int {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return len(h.reqs)
-}
+// held holds every request, once received, until the hook is released
+// or the client goes away.
+var held = webhooktest.Script(webhooktest.Reply{Hang: true})
 
 // ---- observer ----
 
@@ -419,7 +273,7 @@ func (r *running) settle(t *testing.T, source string) int {
 	mark := tr.mark
 	tr.mu.Unlock()
 	r.Notify(source)
-	await(t, &tr.changed, "lane "+source+" to look at the store again", func() bool {
+	webhooktest.Await(t, &tr.changed, "lane "+source+" to look at the store again", func() bool {
 		tr.mu.Lock()
 		defer tr.mu.Unlock()
 		l := tr.lanes[source]
@@ -442,7 +296,7 @@ func (r *running) settle(t *testing.T, source string) int {
 func (r *running) quiet(t *testing.T, sources ...string) {
 	t.Helper()
 	tr := r.tracer
-	await(t, &tr.changed, "the lanes to wait", func() bool {
+	webhooktest.Await(t, &tr.changed, "the lanes to wait", func() bool {
 		tr.mu.Lock()
 		defer tr.mu.Unlock()
 		for _, src := range sources {
@@ -478,7 +332,7 @@ func (g *graceByHand) install(f *Forwarder) {
 
 // ---- store, forwarder ----
 
-func openStore(t *testing.T, c *clock) store.Store {
+func openStore(t *testing.T, c *webhooktest.Clock) store.Store {
 	t.Helper()
 	s, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "evfwd.db"), sqlite.Options{Now: c.Now})
 	if err != nil {
@@ -505,7 +359,7 @@ func ingest(t *testing.T, s store.Store, msgs ...store.Message) {
 	}
 }
 
-func dest(hooks ...*hook) *webhook.Destination {
+func dest(hooks ...*webhooktest.Receiver) *webhook.Destination {
 	d := &webhook.Destination{SharedSecret: secret}
 	for _, h := range hooks {
 		d.Endpoints = append(d.Endpoints, webhook.Endpoint{URL: h.URL, Headers: map[string]string{"X-Env": "test"}})
@@ -527,7 +381,7 @@ type running struct {
 // owner, the clock, a poll of an hour (lanes move on wake-ups only), a
 // grace period, and no jitter; it listens to the observer and the lanes'
 // trace. setup, if given, may set more seams before Run starts.
-func start(t *testing.T, c *clock, cfg Config, setup ...func(*Forwarder)) *running {
+func start(t *testing.T, c *webhooktest.Clock, cfg Config, setup ...func(*Forwarder)) *running {
 	t.Helper()
 	if cfg.Sender == nil {
 		sender, err := webhook.NewSender(webhook.Options{Timeout: time.Hour, Now: c.Now})
@@ -657,7 +511,7 @@ func TestDeliversSignedPOSTInEndpointOrder(t *testing.T) {
 	t.Parallel()
 	c := newClock()
 	s := openStore(t, c)
-	e0, e1, e2 := newHook(t, answers(503)), newHook(t), newHook(t)
+	e0, e1, e2 := newHook(t, webhooktest.Statuses(503)), newHook(t), newHook(t)
 	ingest(t, s, msg("web", "m1"))
 	obs := &observer{}
 	start(t, c, Config{Store: s, Destinations: map[string]*webhook.Destination{"web": dest(e0, e1, e2)}, Observer: obs})
@@ -674,26 +528,26 @@ func TestDeliversSignedPOSTInEndpointOrder(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for i, e := range []*hook{e0, e1} {
-		got := e.received()
+	for i, e := range []*webhooktest.Receiver{e0, e1} {
+		got := e.Requests()
 		if len(got) != 1 {
 			t.Fatalf("endpoint %d got %d requests, want 1", i, len(got))
 		}
 		r := got[0]
-		if string(r.body) != string(want) {
-			t.Errorf("endpoint %d body\n got %s\nwant %s", i, r.body, want)
+		if string(r.Body) != string(want) {
+			t.Errorf("endpoint %d body\n got %s\nwant %s", i, r.Body, want)
 		}
-		if strings.Contains(string(r.body), "writeKey") {
-			t.Errorf("endpoint %d: the write key was forwarded: %s", i, r.body)
+		if strings.Contains(string(r.Body), "writeKey") {
+			t.Errorf("endpoint %d: the write key was forwarded: %s", i, r.Body)
 		}
-		if err := signature.Verify([]byte(secret), r.body, r.hdr.Get(signature.Header)); err != nil {
-			t.Errorf("endpoint %d: %s %q: %v", i, signature.Header, r.hdr.Get(signature.Header), err)
+		if err := signature.Verify([]byte(secret), r.Body, r.Header.Get(signature.Header)); err != nil {
+			t.Errorf("endpoint %d: %s %q: %v", i, signature.Header, r.Header.Get(signature.Header), err)
 		}
-		if ct, env := r.hdr.Get("Content-Type"), r.hdr.Get("X-Env"); ct != "application/json" || env != "test" {
+		if ct, env := r.Header.Get("Content-Type"), r.Header.Get("X-Env"); ct != "application/json" || env != "test" {
 			t.Errorf("endpoint %d: Content-Type %q, X-Env %q", i, ct, env)
 		}
 	}
-	if n := e2.count(); n != 0 {
+	if n := e2.Count(); n != 0 {
 		t.Errorf("endpoint after the one that answered 2xx got %d requests", n)
 	}
 	if d.Attempts != 1 || !d.FirstAttempt.Equal(t0) || d.LastError != "" {
@@ -702,7 +556,7 @@ func TestDeliversSignedPOSTInEndpointOrder(t *testing.T) {
 	if got, want := records(det), "1:0:503:retryable 1:1:200:delivered"; got != want {
 		t.Errorf("records %q, want %q", got, want)
 	}
-	if det.Records[0].URL != e0.URL || det.Records[1].URL != e1.URL || string(det.Records[0].Excerpt) != "answer 503" {
+	if det.Records[0].URL != e0.URL || det.Records[1].URL != e1.URL || string(det.Records[0].Excerpt) != "Service Unavailable" {
 		t.Errorf("records %+v", det.Records)
 	}
 	// The lease was given back with the completion.
@@ -722,7 +576,7 @@ func TestRetryAfter500ThenDelivered(t *testing.T) {
 	t.Parallel()
 	c := newClock()
 	s := openStore(t, c)
-	e := newHook(t, answers(500, 200))
+	e := newHook(t, webhooktest.Statuses(500, 200))
 	ingest(t, s, msg("web", "m1"))
 	obs := &observer{}
 	f := start(t, c, Config{
@@ -739,12 +593,12 @@ func TestRetryAfter500ThenDelivered(t *testing.T) {
 	}
 	// Not due yet: a wake-up does not send it again, nor one a millisecond
 	// before it is due. settle returns once the lane has looked.
-	if n := f.settle(t, "web"); n != 0 || e.count() != 1 {
-		t.Fatalf("before the retry was due: %d leased, %d requests", n, e.count())
+	if n := f.settle(t, "web"); n != 0 || e.Count() != 1 {
+		t.Fatalf("before the retry was due: %d leased, %d requests", n, e.Count())
 	}
 	c.Set(d.NextAttempt.Add(-time.Millisecond))
-	if n := f.settle(t, "web"); n != 0 || e.count() != 1 {
-		t.Fatalf("a millisecond before the retry was due: %d leased, %d requests", n, e.count())
+	if n := f.settle(t, "web"); n != 0 || e.Count() != 1 {
+		t.Fatalf("a millisecond before the retry was due: %d leased, %d requests", n, e.Count())
 	}
 
 	c.Set(d.NextAttempt)
@@ -757,8 +611,8 @@ func TestRetryAfter500ThenDelivered(t *testing.T) {
 	if got, want := records(detail(t, s, d.ID)), "1:0:500:retryable 2:0:200:delivered"; got != want {
 		t.Errorf("records %q, want %q", got, want)
 	}
-	got := e.received()
-	if len(got) != 2 || string(got[0].body) != string(got[1].body) || got[0].hdr.Get(signature.Header) != got[1].hdr.Get(signature.Header) {
+	got := e.Requests()
+	if len(got) != 2 || string(got[0].Body) != string(got[1].Body) || got[0].Header.Get(signature.Header) != got[1].Header.Get(signature.Header) {
 		t.Errorf("%d requests; a retry must send the same signed bytes", len(got))
 	}
 	att, fin := obs.finishedN(t, 2)
@@ -776,7 +630,7 @@ func TestPermanentFailureEndsDeadAfterWindow(t *testing.T) {
 	t.Parallel()
 	c := newClock()
 	s := openStore(t, c)
-	e := newHook(t, answers(500))
+	e := newHook(t, webhooktest.Statuses(500))
 	ingest(t, s, msg("web", "m1"))
 	obs := &observer{}
 	f := start(t, c, Config{
@@ -807,13 +661,13 @@ func TestPermanentFailureEndsDeadAfterWindow(t *testing.T) {
 	if d.Status != store.Dead || d.Attempts != 4 || !d.FirstAttempt.Equal(t0) || d.LastError != e.URL+": HTTP 500" {
 		t.Errorf("ended %s after %d deliveries (first %v, error %q); want dead after 4", d.Status, d.Attempts, d.FirstAttempt, d.LastError)
 	}
-	if n := e.count(); n != 4 {
+	if n := e.Count(); n != 4 {
 		t.Errorf("endpoint got %d requests, want 4", n)
 	}
 	// Dead is final: a much later clock does not bring it back.
 	c.Set(t0.Add(time.Hour))
-	if n := f.settle(t, "web"); n != 0 || e.count() != 4 {
-		t.Errorf("a dead delivery was leased again (%d leased, %d requests)", n, e.count())
+	if n := f.settle(t, "web"); n != 0 || e.Count() != 4 {
+		t.Errorf("a dead delivery was leased again (%d leased, %d requests)", n, e.Count())
 	}
 	if got, want := records(detail(t, s, d.ID)), "1:0:500:retryable 2:0:500:retryable 3:0:500:retryable 4:0:500:retryable"; got != want {
 		t.Errorf("records %q, want %q", got, want)
@@ -842,15 +696,15 @@ func TestSendsBothFormsAlike(t *testing.T) {
 	ingest(t, s, collected, wire)
 	start(t, c, Config{Store: s, Destinations: map[string]*webhook.Destination{"old": dest(old), "cur": dest(cur)}})
 	waitFor(t, "both delivered", func() bool { return len(list(t, s, store.Filter{Status: store.Delivered})) == 2 })
-	for name, h := range map[string]*hook{"old": old, "cur": cur} {
-		got := h.received()
+	for name, h := range map[string]*webhooktest.Receiver{"old": old, "cur": cur} {
+		got := h.Requests()
 		if len(got) != 1 {
 			t.Fatalf("%s: got %d requests, want 1", name, len(got))
 		}
-		if string(got[0].body) != string(body) {
-			t.Errorf("%s: body\n got %s\nwant %s", name, got[0].body, body)
+		if string(got[0].Body) != string(body) {
+			t.Errorf("%s: body\n got %s\nwant %s", name, got[0].Body, body)
 		}
-		if err := signature.Verify([]byte(secret), got[0].body, got[0].hdr.Get(signature.Header)); err != nil {
+		if err := signature.Verify([]byte(secret), got[0].Body, got[0].Header.Get(signature.Header)); err != nil {
 			t.Errorf("%s: %v", name, err)
 		}
 	}
@@ -869,7 +723,7 @@ func TestPurgedBodyIsNotSent(t *testing.T) {
 	ingest(t, s, purged)
 	start(t, c, Config{Store: s, Destinations: map[string]*webhook.Destination{"web": dest(e)}})
 	waitFor(t, "failed", func() bool { return len(list(t, s, store.Filter{Status: store.Failed})) == 1 })
-	if n := e.count(); n != 0 {
+	if n := e.Count(); n != 0 {
 		t.Errorf("endpoint got %d requests, want none", n)
 	}
 	if d := list(t, s, store.Filter{})[0]; d.LastError != stored.ErrPurged.Error() {
@@ -883,7 +737,7 @@ func TestFinalOutcomesFail(t *testing.T) {
 	t.Parallel()
 	c := newClock()
 	s := openStore(t, c)
-	e := newHook(t, answers(400))
+	e := newHook(t, webhooktest.Statuses(400))
 	bad := msg("bad", "m2")
 	bad.Body = []byte(`{"event":"no type"}`)
 	ingest(t, s, msg("web", "m1"), bad)
@@ -899,7 +753,7 @@ func TestFinalOutcomesFail(t *testing.T) {
 			t.Errorf("%s: a failed delivery was leased again (%d)", src, n)
 		}
 	}
-	if n := e.count(); n != 1 {
+	if n := e.Count(); n != 1 {
 		t.Errorf("endpoint got %d requests, want 1 (no retry, nothing for the bad message)", n)
 	}
 	for _, d := range list(t, s, store.Filter{}) {
@@ -932,7 +786,7 @@ func TestObserverMatchesRecords(t *testing.T) {
 	t.Parallel()
 	c := newClock()
 	s := openStore(t, c)
-	e0, e1 := newHook(t, answers(500)), newHook(t, answers(404, 200))
+	e0, e1 := newHook(t, webhooktest.Statuses(500)), newHook(t, webhooktest.Statuses(404, 200))
 	ingest(t, s, msg("web", "m1"))
 	obs := &observer{}
 	f := start(t, c, Config{
@@ -981,7 +835,7 @@ func TestHungSourceDoesNotHoldBackOthers(t *testing.T) {
 	t.Parallel()
 	c := newClock()
 	s := openStore(t, c)
-	slow, fast := newHook(t, gated()), newHook(t)
+	slow, fast := newHook(t, held), newHook(t)
 	var msgs []store.Message
 	for i := range 5 {
 		msgs = append(msgs, msg("slow", fmt.Sprint("s", i)))
@@ -998,7 +852,7 @@ func TestHungSourceDoesNotHoldBackOthers(t *testing.T) {
 	waitFor(t, "fast source delivered", func() bool {
 		return len(list(t, s, store.Filter{Source: "fast", Status: store.Delivered})) == 4
 	})
-	waitFor(t, "slow lane full", func() bool { cur, _ := slow.gauge.get(); return cur >= 2 })
+	waitFor(t, "slow lane full", func() bool { cur, _ := slow.InFlight(); return cur >= 2 })
 	// Woken again (as each of fast's deliveries woke it), the full lane
 	// must not take a third.
 	if n := f.settle(t, "slow"); n != 0 {
@@ -1007,21 +861,21 @@ func TestHungSourceDoesNotHoldBackOthers(t *testing.T) {
 	if n, bound := f.tracer.leased("slow", 0), 2+f.readAhead(); n > bound {
 		t.Fatalf("the hung source leased %d deliveries, bound %d (2 in flight, the rest leased ahead)", n, bound)
 	}
-	if cur, peak := slow.gauge.get(); cur != 2 || peak != 2 || slow.count() != 2 {
-		t.Fatalf("hung source: %d in flight, peak %d, %d requests; want 2, 2, 2", cur, peak, slow.count())
+	if cur, peak := slow.InFlight(); cur != 2 || peak != 2 || slow.Count() != 2 {
+		t.Fatalf("hung source: %d in flight, peak %d, %d requests; want 2, 2, 2", cur, peak, slow.Count())
 	}
 	if n := len(list(t, s, store.Filter{Source: "slow", Status: store.Pending})); n != 5 {
 		t.Errorf("%d slow deliveries pending, want 5", n)
 	}
 
-	slow.open()
+	slow.Release()
 	waitFor(t, "slow source delivered", func() bool {
 		return len(list(t, s, store.Filter{Source: "slow", Status: store.Delivered})) == 5
 	})
-	if _, peak := slow.gauge.get(); peak > 2 {
+	if _, peak := slow.InFlight(); peak > 2 {
 		t.Errorf("slow source peaked at %d concurrent requests, bound 2", peak)
 	}
-	if n := fast.count(); n != 4 {
+	if n := fast.Count(); n != 4 {
 		t.Errorf("fast endpoint got %d requests, want 4", n)
 	}
 }
@@ -1032,13 +886,13 @@ func TestMaxInFlightAcrossSources(t *testing.T) {
 	t.Parallel()
 	c := newClock()
 	s := openStore(t, c)
-	all := &gauge{}
+	all := &webhooktest.Gauge{}
 	dests := map[string]*webhook.Destination{}
-	var hooks []*hook
+	var hooks []*webhooktest.Receiver
 	var msgs []store.Message
 	for i := range 3 {
 		src := fmt.Sprint("src", i)
-		h := newHook(t, gated(), shared(all))
+		h := newHook(t, held, webhooktest.Share(all))
 		hooks = append(hooks, h)
 		dests[src] = dest(h)
 		for j := range 4 {
@@ -1048,7 +902,7 @@ func TestMaxInFlightAcrossSources(t *testing.T) {
 	ingest(t, s, msgs...)
 	f := start(t, c, Config{Store: s, PerSource: 10, MaxInFlight: 3, Destinations: dests})
 
-	waitFor(t, "the process bound reached", func() bool { cur, _ := all.get(); return cur >= 3 })
+	waitFor(t, "the process bound reached", func() bool { cur, _ := all.Get(); return cur >= 3 })
 	// The three in flight hold every token and none can finish, so once
 	// each lane waits (for a token, or idle) no lane can take more.
 	f.quiet(t, "src0", "src1", "src2")
@@ -1058,19 +912,19 @@ func TestMaxInFlightAcrossSources(t *testing.T) {
 	}
 	// Leased: the three in flight, and at most what the busy lanes lease
 	// ahead.
-	if cur, peak := all.get(); cur != 3 || peak != 3 || leased < 3 || leased > 3+3*f.readAhead() {
+	if cur, peak := all.Get(); cur != 3 || peak != 3 || leased < 3 || leased > 3+3*f.readAhead() {
 		t.Fatalf("%d in flight, peak %d, %d leased; bound 3 in flight, and %d leased ahead", cur, peak, leased, 3*f.readAhead())
 	}
 	for _, h := range hooks {
-		h.open()
+		h.Release()
 	}
 	waitFor(t, "all delivered", func() bool { return len(list(t, s, store.Filter{Status: store.Delivered})) == 12 })
-	if _, peak := all.get(); peak != 3 {
+	if _, peak := all.Get(); peak != 3 {
 		t.Errorf("peak %d concurrent requests, bound 3", peak)
 	}
 	total := 0
 	for _, h := range hooks {
-		total += h.count()
+		total += h.Count()
 	}
 	if total != 12 {
 		t.Errorf("%d requests, want 12", total)
@@ -1087,7 +941,7 @@ func TestShutdownInterruptsAfterGraceAndKeepsDelivery(t *testing.T) {
 	t.Parallel()
 	c := newClock()
 	s := openStore(t, c)
-	hung := newHook(t, gated())
+	hung := newHook(t, held)
 	ingest(t, s, msg("web", "m1"))
 	obs := &observer{hold: make(chan struct{}), entered: make(chan struct{}, 1)}
 	const grace = 150 * time.Millisecond
@@ -1096,7 +950,7 @@ func TestShutdownInterruptsAfterGraceAndKeepsDelivery(t *testing.T) {
 		Store: s, Destinations: map[string]*webhook.Destination{"web": dest(hung)}, Observer: obs,
 		Grace: grace, LeaseTTL: time.Hour,
 	}, g.install)
-	waitFor(t, "request in flight", func() bool { return hung.count() == 1 })
+	waitFor(t, "request in flight", func() bool { return hung.Count() == 1 })
 
 	f.cancel()
 	if d := recv(t, "Run to start its grace period", g.armed); d != grace {
@@ -1128,8 +982,8 @@ func TestShutdownInterruptsAfterGraceAndKeepsDelivery(t *testing.T) {
 	start(t, c, Config{Store: s, Owner: "next", Destinations: map[string]*webhook.Destination{"web": dest(good)}})
 	waitFor(t, "delivered by the next forwarder", func() bool { return only(t, s).Status == store.Delivered })
 	d = only(t, s)
-	if d.Attempts != 1 || good.count() != 1 {
-		t.Errorf("attempts %d, requests %d; want 1, 1", d.Attempts, good.count())
+	if d.Attempts != 1 || good.Count() != 1 {
+		t.Errorf("attempts %d, requests %d; want 1, 1", d.Attempts, good.Count())
 	}
 	if got, want := records(detail(t, s, d.ID)), "1:0:0:interrupted 1:0:200:delivered"; got != want {
 		t.Errorf("records %q, want %q", got, want)
@@ -1143,13 +997,13 @@ func TestShutdownWaitsForDeliveryWithinGrace(t *testing.T) {
 	t.Parallel()
 	c := newClock()
 	s := openStore(t, c)
-	e := newHook(t, gated())
+	e := newHook(t, held)
 	ingest(t, s, msg("web", "m1"))
 	g := newGraceByHand()
 	f := start(t, c, Config{
 		Store: s, Destinations: map[string]*webhook.Destination{"web": dest(e)}, Grace: 5 * time.Second,
 	}, g.install)
-	waitFor(t, "request in flight", func() bool { return e.count() == 1 })
+	waitFor(t, "request in flight", func() bool { return e.Count() == 1 })
 
 	f.cancel()
 	// Run starts the grace period once its lanes have stopped.
@@ -1158,13 +1012,13 @@ func TestShutdownWaitsForDeliveryWithinGrace(t *testing.T) {
 	// The lanes have stopped: a message stored now stays pending.
 	ingest(t, s, msg("web", "m2"))
 	f.Notify("web")
-	e.open()
+	e.Release()
 	f.returned(t)
 	ds := list(t, s, store.Filter{})
 	if len(ds) != 2 || ds[0].Status != store.Delivered || ds[0].Attempts != 1 || ds[1].Status != store.Pending || ds[1].Attempts != 0 {
 		t.Errorf("deliveries after shutdown: %+v", ds)
 	}
-	if n := e.count(); n != 1 {
+	if n := e.Count(); n != 1 {
 		t.Errorf("%d requests; nothing may be leased after the context ends", n)
 	}
 }
@@ -1195,7 +1049,7 @@ func TestWakeupsDriveLanesWithoutPolling(t *testing.T) {
 		}
 		waitFor(t, fmt.Sprintf("round %d delivered after Notify", i), delivered(4+i))
 	}
-	if n := h.count(); n != 23 {
+	if n := h.Count(); n != 23 {
 		t.Errorf("%d requests, want 23", n)
 	}
 }

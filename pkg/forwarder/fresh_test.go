@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/evfwd/evfwd/internal/webhooktest"
 	"github.com/evfwd/evfwd/pkg/store"
 	"github.com/evfwd/evfwd/pkg/webhook"
 )
@@ -23,14 +24,14 @@ func TestIngestSendsFreshAheadOfBacklog(t *testing.T) {
 	if err := f.Ingest(context.Background(), fresh); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "a fresh delivery in flight beside the backlog", func() bool { cur, _ := h.gauge.get(); return cur == 5 })
+	waitFor(t, "a fresh delivery in flight beside the backlog", func() bool { cur, _ := h.InFlight(); return cur == 5 })
 	f.quiet(t, "web")
-	if cur, peak := h.gauge.get(); cur != 5 || peak != 5 {
+	if cur, peak := h.InFlight(); cur != 5 || peak != 5 {
 		t.Fatalf("%d in flight, peak %d; want 5 (4 leased by the lane, 1 fresh)", cur, peak)
 	}
 	var ids []string
-	for _, r := range h.received()[4:] {
-		ids = append(ids, messageID(t, r.body))
+	for _, r := range h.Requests()[4:] {
+		ids = append(ids, messageID(t, r.Body))
 	}
 	if fmt.Sprint(ids) != "[f0]" {
 		t.Errorf("fresh requests %v, want [f0]", ids)
@@ -70,8 +71,8 @@ func TestIngestBeforeRunOnlyStores(t *testing.T) {
 		t.Fatal(err)
 	}
 	d := only(t, s)
-	if d.Status != store.Pending || h.count() != 0 {
-		t.Fatalf("status %s, %d requests; want pending, none", d.Status, h.count())
+	if d.Status != store.Pending || h.Count() != 0 {
+		t.Fatalf("status %s, %d requests; want pending, none", d.Status, h.Count())
 	}
 	start(t, c, Config{Store: s, Destinations: map[string]*webhook.Destination{"web": dest(h)}})
 	waitFor(t, "delivered", func() bool { return only(t, s).Status == store.Delivered })
@@ -96,7 +97,7 @@ func TestIngestErrorGivesClaimsBack(t *testing.T) {
 	t.Parallel()
 	c := newClock()
 	fs := &failingStore{Store: openStore(t, c), fail: true}
-	h := newHook(t, gated())
+	h := newHook(t, held)
 	f := start(t, c, Config{Store: fs, PerSource: 2, MaxInFlight: 2, Destinations: map[string]*webhook.Destination{"web": dest(h)}})
 	for i := range 3 {
 		if err := f.Ingest(context.Background(), []store.Message{msg("web", fmt.Sprint("x", i)), msg("web", fmt.Sprint("y", i))}); err == nil {
@@ -107,10 +108,10 @@ func TestIngestErrorGivesClaimsBack(t *testing.T) {
 	if err := f.Ingest(context.Background(), []store.Message{msg("web", "a"), msg("web", "b")}); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "both sent fresh", func() bool { cur, _ := h.gauge.get(); return cur == 2 })
+	waitFor(t, "both sent fresh", func() bool { cur, _ := h.InFlight(); return cur == 2 })
 }
 
-func mustSender(t *testing.T, c *clock) *webhook.Sender {
+func mustSender(t *testing.T, c *webhooktest.Clock) *webhook.Sender {
 	t.Helper()
 	sender, err := webhook.NewSender(webhook.Options{Timeout: time.Hour, Now: c.Now})
 	if err != nil {
@@ -155,20 +156,20 @@ func TestStopGivesBackWhatWasLeasedAhead(t *testing.T) {
 	}
 }
 
-// backlogged stores n messages for a gated endpoint and runs a forwarder
+// backlogged stores n messages for a held endpoint and runs a forwarder
 // of PerSource 4 on them until its lane is full, no fresh ones having
 // come: four requests held at the endpoint.
-func backlogged(t *testing.T, n int) (*clock, store.Store, *hook, *running) {
+func backlogged(t *testing.T, n int) (*webhooktest.Clock, store.Store, *webhooktest.Receiver, *running) {
 	t.Helper()
 	c := newClock()
 	s := openStore(t, c)
-	h := newHook(t, gated())
+	h := newHook(t, held)
 	var backlog []store.Message
 	for i := range n {
 		backlog = append(backlog, msg("web", fmt.Sprint("b", i)))
 	}
 	ingest(t, s, backlog...)
 	f := start(t, c, Config{Store: s, PerSource: 4, MaxInFlight: 8, Destinations: map[string]*webhook.Destination{"web": dest(h)}})
-	waitFor(t, "the backlog to fill the lane", func() bool { cur, _ := h.gauge.get(); return cur == 4 })
+	waitFor(t, "the backlog to fill the lane", func() bool { cur, _ := h.InFlight(); return cur == 4 })
 	return c, s, h, f
 }

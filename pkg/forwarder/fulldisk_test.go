@@ -2,10 +2,7 @@ package forwarder
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
-	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"sync"
@@ -16,76 +13,11 @@ import (
 	"github.com/evfwd/evfwd/internal/broadcast"
 	"github.com/evfwd/evfwd/internal/fullfs"
 	"github.com/evfwd/evfwd/internal/testsize"
+	"github.com/evfwd/evfwd/internal/webhooktest"
 	"github.com/evfwd/evfwd/pkg/store"
 	"github.com/evfwd/evfwd/pkg/store/sqlite"
 	"github.com/evfwd/evfwd/pkg/webhook"
 )
-
-// idCounter is a webhook endpoint that answers 200 and counts each
-// messageId it receives. Once after requests have arrived it says so on
-// reached and holds every request until release is closed.
-type idCounter struct {
-	*httptest.Server
-	changed *broadcast.Signal
-	after   int
-	reached chan struct{}
-	release chan struct{}
-
-	openOnce sync.Once
-
-	mu  sync.Mutex
-	ids map[string]int
-	n   int
-}
-
-func newIDCounter(t *testing.T, after int) *idCounter {
-	t.Helper()
-	c := &idCounter{changed: changed(t), after: after, reached: make(chan struct{}),
-		release: make(chan struct{}), ids: map[string]int{}}
-	c.Server = httptest.NewServer(http.HandlerFunc(c.serve))
-	t.Cleanup(c.Close)
-	t.Cleanup(c.open)
-	return c
-}
-
-func (c *idCounter) serve(w http.ResponseWriter, r *http.Request) {
-	var m struct {
-		MessageID string `json:"messageId"`
-	}
-	if err := json.NewDecoder(r.Body).Decode(&m); err != nil || m.MessageID == "" {
-		http.Error(w, "no messageId", http.StatusBadRequest)
-		return
-	}
-	c.mu.Lock()
-	c.ids[m.MessageID]++
-	c.n++
-	if c.n == c.after {
-		close(c.reached)
-	}
-	hold := c.n > c.after
-	c.mu.Unlock()
-	c.changed.Fire()
-	if hold {
-		select {
-		case <-c.release:
-		case <-r.Context().Done():
-		}
-	}
-}
-
-func (c *idCounter) open() { c.openOnce.Do(func() { close(c.release) }) }
-
-// tally is how many distinct messageIds arrived and how many requests
-// repeated one.
-func (c *idCounter) tally() (distinct, duplicates int) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	for _, n := range c.ids {
-		distinct++
-		duplicates += n - 1
-	}
-	return distinct, duplicates
-}
 
 // watchedStore is the real store; it counts the Complete calls that
 // failed and fires changed at each, so the test knows the disk refused an
@@ -156,7 +88,9 @@ func TestFullDiskSendsOnce(t *testing.T) {
 	}
 	ingest(t, s, msgs...)
 
-	recv := newIDCounter(t, n/10)
+	// The first tenth is answered; the rest is held until released.
+	recv := webhooktest.NewIDCounter(t, webhooktest.Notify(changed(t)),
+		webhooktest.Script(append(make([]webhooktest.Reply, n/10), webhooktest.Reply{Hang: true})...))
 	watched := &watchedStore{Store: s, changed: changed(t)}
 	seen := &deliveredIDs{ids: map[int64]bool{}}
 	r := start(t, c, Config{Store: watched, LeaseTTL: ttl, Observer: seen,
@@ -165,18 +99,14 @@ func TestFullDiskSendsOnce(t *testing.T) {
 
 	// A tenth went out and was recorded; the rest is held at the
 	// receiver while the disk fills.
-	select {
-	case <-recv.reached:
-	case <-time.After(waitLimit):
-		t.Fatalf("%v passed waiting for %d requests", waitLimit, n/10)
-	}
+	waitFor(t, fmt.Sprint(n/10, " requests"), func() bool { return recv.Count() >= n/10 })
 	ballast := filepath.Join(dir, "ballast")
 	fullfs.Fill(t, ballast, 0)
-	recv.open()
+	recv.Release()
 	// SQLite records outcomes into the room its WAL file has, then fails.
 	// Two retries fail too.
 	waitFor(t, "three Completes to fail on the full disk", func() bool {
-		d, _ := recv.tally()
+		d, _ := recv.Tally()
 		return watched.failed.Load() >= 3 || d == n && seen.len() == n
 	})
 	if watched.failed.Load() < 3 {
@@ -190,7 +120,7 @@ func TestFullDiskSendsOnce(t *testing.T) {
 		r.settle(t, "web")
 	}
 	r.drained(t, "web")
-	distinct, dups := recv.tally()
+	distinct, dups := recv.Tally()
 	t.Logf("disk full: %d of %d messages sent, %d duplicates, %d failed Completes, %d recorded delivered",
 		distinct, n, dups, watched.failed.Load(), seen.len())
 	if dups != 0 {
@@ -205,7 +135,7 @@ func TestFullDiskSendsOnce(t *testing.T) {
 		r.Notify("web")
 		return seen.len() == n
 	})
-	distinct, dups = recv.tally()
+	distinct, dups = recv.Tally()
 	t.Logf("space freed: %d of %d messages sent, %d duplicates", distinct, n, dups)
 	if distinct != n || dups != 0 {
 		t.Errorf("%d of %d messages sent, %d duplicates; want all, none", distinct, n, dups)
@@ -224,7 +154,7 @@ func (r *running) drained(t *testing.T, source string) {
 	t.Helper()
 	l := r.lane(source)
 	tr := r.tracer
-	await(t, &tr.changed, "lane "+source+" to finish what it sent", func() bool {
+	webhooktest.Await(t, &tr.changed, "lane "+source+" to finish what it sent", func() bool {
 		tr.mu.Lock()
 		idle := tr.lanes[source] != nil && tr.lanes[source].last == laneIdle
 		tr.mu.Unlock()

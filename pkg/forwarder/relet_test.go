@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/evfwd/evfwd/internal/webhooktest"
 	"github.com/evfwd/evfwd/pkg/store"
 	"github.com/evfwd/evfwd/pkg/webhook"
 )
@@ -17,7 +18,7 @@ import (
 // still holds it.
 type reletStore struct {
 	store.Store
-	c     *clock
+	c     *webhooktest.Clock
 	f     atomic.Pointer[Forwarder]
 	once  sync.Once
 	again atomic.Int64 // deliveries the lane dropped as held
@@ -44,7 +45,7 @@ func (s *reletStore) Complete(ctx context.Context, cs []store.Completion) error 
 func TestLeasedAgainWhileRecordedGoesBack(t *testing.T) {
 	c := newClock()
 	s := &reletStore{Store: openStore(t, c), c: c}
-	h := newHook(t, answers(503, 200))
+	h := newHook(t, webhooktest.Statuses(503, 200))
 	ingest(t, s.Store, msg("web", "m1"))
 	r := start(t, c, Config{Store: s, LeaseTTL: time.Hour, Policy: webhook.Policy{Initial: time.Millisecond},
 		Destinations: map[string]*webhook.Destination{"web": dest(h)}}, func(f *Forwarder) { s.f.Store(f) })
@@ -61,7 +62,7 @@ func TestLeasedAgainWhileRecordedGoesBack(t *testing.T) {
 		r.Notify("web")
 		return only(t, s.Store).Status == store.Delivered
 	})
-	if h.count() != 2 {
-		t.Errorf("%d requests, want 2 (the 503 and its retry)", h.count())
+	if h.Count() != 2 {
+		t.Errorf("%d requests, want 2 (the 503 and its retry)", h.Count())
 	}
 }

@@ -286,7 +286,7 @@ func TestLeaseBackTooLateIsNotUsed(t *testing.T) {
 		Destinations: map[string]*webhook.Destination{"web": dest(h)}}, slowLease)
 
 	log.waitFor(t, msgLapse)
-	if n := h.count(); n != 0 {
+	if n := h.Count(); n != 0 {
 		t.Fatalf("the endpoint got %d requests under a lease too short to make them", n)
 	}
 	if got := r.settle(t, "web"); got != 0 {
@@ -295,7 +295,7 @@ func TestLeaseBackTooLateIsNotUsed(t *testing.T) {
 	c.Set(t0.Add(ttl + time.Millisecond)) // past the lease's end
 	r.Notify("web")
 	waitFor(t, "delivered", func() bool { return only(t, s).Status == store.Delivered })
-	if n := h.count(); n != 1 {
+	if n := h.Count(); n != 1 {
 		t.Errorf("the endpoint got %d requests, want 1", n)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/evfwd/evfwd/internal/webhooktest"
 	"github.com/evfwd/evfwd/pkg/webhook"
 )
 
@@ -23,7 +24,7 @@ func TestStalledWhileOutcomesWait(t *testing.T) {
 	seen := &deliveredIDs{ids: map[int64]bool{}}
 	r := start(t, c, Config{Store: watched, Observer: seen, Logger: slog.New(logs),
 		Destinations: map[string]*webhook.Destination{"web": dest(h)}})
-	waitFor(t, "2 requests whose outcomes wait", func() bool { return h.count() == 2 && r.unrecorded.len() == 2 })
+	waitFor(t, "2 requests whose outcomes wait", func() bool { return h.Count() == 2 && r.unrecorded.len() == 2 })
 
 	c.Set(c.Now().Add(StallAfter - time.Second))
 	if _, why := r.Stalled(); why != "" {
@@ -54,7 +55,7 @@ func TestStalledWhileOutcomesWait(t *testing.T) {
 func TestNotStalledWaitingOnOthers(t *testing.T) {
 	c := newClock()
 	s := openStore(t, c)
-	dead := newHook(t, answers(503, 503, 503, 503, 503, 503, 503, 503, 503, 503))
+	dead := newHook(t, webhooktest.Statuses(503, 503, 503, 503, 503, 503, 503, 503, 503, 503))
 	idle := newHook(t)
 	for i := range 5 {
 		ingest(t, s, msg("dead", "d"+string(rune('0'+i))))
@@ -63,7 +64,7 @@ func TestNotStalledWaitingOnOthers(t *testing.T) {
 		Policy:       webhook.Policy{Initial: time.Minute},
 		Destinations: map[string]*webhook.Destination{"dead": dest(dead), "idle": dest(idle)}})
 	waitFor(t, "the dead endpoint's failures on record", func() bool {
-		return dead.count() >= 3 && r.lane("dead").inflight.holding() == 0
+		return dead.Count() >= 3 && r.lane("dead").inflight.holding() == 0
 	})
 	for range 4 {
 		c.Set(c.Now().Add(StallAfter / 2))

@@ -70,7 +70,7 @@ func TestStoreDownPausesLeasing(t *testing.T) {
 
 	healed := time.Now()
 	st.cut.Store(false)
-	waitFor(t, "the delivery made after the heal", func() bool { return h.count() == 1 })
+	waitFor(t, "the delivery made after the heal", func() bool { return h.Count() == 1 })
 	if took := time.Since(healed); took > probeEveryDown+store.CallTimeout {
 		t.Errorf("delivered %v after the heal, want within a probe period (%v)", took, probeEveryDown)
 	}

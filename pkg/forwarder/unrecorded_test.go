@@ -73,7 +73,7 @@ func TestUnrecordedPausesUntilRecorded(t *testing.T) {
 	r := start(t, c, Config{Store: watched, LeaseTTL: ttl, Observer: seen,
 		Destinations: map[string]*webhook.Destination{"web": dest(h)}})
 
-	waitFor(t, "3 requests whose outcomes wait", func() bool { return h.count() == 3 && r.unrecorded.len() == 3 })
+	waitFor(t, "3 requests whose outcomes wait", func() bool { return h.Count() == 3 && r.unrecorded.len() == 3 })
 	r.drained(t, "web")
 	if !r.paused() {
 		t.Fatal("not paused while outcomes wait")
@@ -86,7 +86,7 @@ func TestUnrecordedPausesUntilRecorded(t *testing.T) {
 		t.Fatal(err)
 	}
 	r.drained(t, "web")
-	if got := h.count(); got != 3 {
+	if got := h.Count(); got != 3 {
 		t.Fatalf("%d requests while outcomes waited, want the 3 first", got)
 	}
 
@@ -94,10 +94,10 @@ func TestUnrecordedPausesUntilRecorded(t *testing.T) {
 	waitFor(t, "4 deliveries recorded delivered", func() bool { return seen.len() == 4 })
 	r.drained(t, "web")
 	ids := map[string]int{}
-	for _, q := range h.received() {
-		ids[bodyID(t, q.body)]++
+	for _, q := range h.Requests() {
+		ids[bodyID(t, q.Body)]++
 	}
-	if len(ids) != 4 || h.count() != 4 {
+	if len(ids) != 4 || h.Count() != 4 {
 		t.Errorf("requests per messageId %v, want m1..m4 once each", ids)
 	}
 	for _, d := range list(t, s, store.Filter{}) {
@@ -165,7 +165,7 @@ func twoWaiting(t *testing.T, logger *slog.Logger) (store.Store, *watchedStore, 
 	h := newHook(t)
 	ingest(t, s, msg("web", "m1"), msg("web", "m2"))
 	r := start(t, c, Config{Store: watched, Logger: logger, Destinations: map[string]*webhook.Destination{"web": dest(h)}})
-	waitFor(t, "2 requests whose outcomes wait", func() bool { return h.count() == 2 && r.unrecorded.len() == 2 })
+	waitFor(t, "2 requests whose outcomes wait", func() bool { return h.Count() == 2 && r.unrecorded.len() == 2 })
 	return s, watched, r
 }
 
@@ -176,7 +176,7 @@ func TestPausedKeepsWhatWasLeasedAhead(t *testing.T) {
 	c := newClock()
 	s := openStore(t, c)
 	watched := &watchedStore{Store: s, changed: changed(t)}
-	h := newHook(t, gated())
+	h := newHook(t, held)
 	var msgs []store.Message
 	for i := range 5 {
 		msgs = append(msgs, msg("web", fmt.Sprint("m", i)))
@@ -186,13 +186,13 @@ func TestPausedKeepsWhatWasLeasedAhead(t *testing.T) {
 	// PerSource 2: two in flight, one leased ahead.
 	r := start(t, c, Config{Store: watched, PerSource: 2, LeaseTTL: time.Minute, Observer: seen,
 		Destinations: map[string]*webhook.Destination{"web": dest(h)}})
-	waitFor(t, "2 in flight", func() bool { cur, _ := h.gauge.get(); return cur == 2 })
+	waitFor(t, "2 in flight", func() bool { cur, _ := h.InFlight(); return cur == 2 })
 	r.quiet(t, "web")
 	if _, queued, _ := r.lane("web").inflight.look(); queued != 1 {
 		t.Fatalf("%d leased ahead, want 1", queued)
 	}
 	watched.fail.Store(true)
-	h.open()
+	h.Release()
 	waitFor(t, "the outcomes refused", func() bool { return r.unrecorded.len() == 2 })
 	r.drained(t, "web")
 	if _, queued, _ := r.lane("web").inflight.look(); queued != 1 {
@@ -200,7 +200,7 @@ func TestPausedKeepsWhatWasLeasedAhead(t *testing.T) {
 	}
 	watched.fail.Store(false)
 	waitFor(t, "all 5 delivered, the clock never moved", func() bool { return seen.len() == 5 })
-	if h.count() != 5 {
-		t.Errorf("%d requests, want 5", h.count())
+	if h.Count() != 5 {
+		t.Errorf("%d requests, want 5", h.Count())
 	}
 }

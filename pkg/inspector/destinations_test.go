@@ -314,7 +314,7 @@ func TestServeDestinationStats(t *testing.T) {
 	b.insp.Settled("web", "orders", store.Delivered, false)
 	b.insp.Settled("web", "orders", store.Pending, true)
 	b.insp.Settled("web", "orders", store.Pending, false) // cut short: not counted
-	b.clock.add(time.Minute)
+	b.clock.Add(time.Minute)
 	b.insp.Settled("web", "orders", store.Dead, false)
 	b.insp.Settled("web", "orders", store.Failed, false)
 	b.insp.Settled("web", "webhooks", store.Delivered, false)

@@ -20,6 +20,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/evfwd/evfwd/internal/webhooktest"
 	"github.com/evfwd/evfwd/pkg/admin"
 	"github.com/evfwd/evfwd/pkg/forwarder"
 	"github.com/evfwd/evfwd/pkg/inspector"
@@ -46,30 +47,12 @@ const (
 // serveT0 is the clock's start in these tests: 10:00:30, mid-minute.
 var serveT0 = time.Date(2026, 11, 23, 10, 0, 30, 0, time.UTC)
 
-// testClock is the inspector's clock, moved by the test only.
-type testClock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *testClock) now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *testClock) add(d time.Duration) {
-	c.mu.Lock()
-	c.t = c.t.Add(d)
-	c.mu.Unlock()
-}
-
 // serveBench is the serve inspector on a SQLite store, on loopback.
 type serveBench struct {
 	st     store.Store
 	insp   *inspector.Serve
 	ui     *httptest.Server
-	clock  *testClock
+	clock  *webhooktest.Clock
 	health []store.EndpointState // what Health answers; nil: Health unset
 
 	mu    sync.Mutex
@@ -88,10 +71,10 @@ func newServeBenchWith(t *testing.T, health []store.EndpointState, set func(*ins
 	if err != nil {
 		t.Fatal(err)
 	}
-	b := &serveBench{st: st, clock: &testClock{t: serveT0}, health: health}
+	b := &serveBench{st: st, clock: webhooktest.NewClock(serveT0), health: health}
 	b.ui = httptest.NewUnstartedServer(nil)
 	cfg := inspector.ServeConfig{
-		Addr: b.ui.Listener.Addr().String(), Token: adminToken, Store: st, Now: b.clock.now,
+		Addr: b.ui.Listener.Addr().String(), Token: adminToken, Store: st, Now: b.clock.Now,
 		URL: "http://127.0.0.1:8787", StoreName: "sqlite:///tmp/evfwd.db", Version: "test",
 		Sources: []inspector.ServeSource{
 			{Name: "web", Webhooks: true, Endpoints: []string{okURL, deadURL}},
@@ -588,12 +571,12 @@ func TestServeStats(t *testing.T) {
 	}
 	b := newServeBench(t, live)
 	att := func(url string, status int, o webhook.Outcome, then webhook.Then, ms int) webhook.Attempt {
-		return webhook.Attempt{URL: url, Status: status, Outcome: o, Then: then, Latency: time.Duration(ms) * time.Millisecond, Start: b.clock.now()}
+		return webhook.Attempt{URL: url, Status: status, Outcome: o, Then: then, Latency: time.Duration(ms) * time.Millisecond, Start: b.clock.Now()}
 	}
 	b.insp.Attempt("web", 1, att(okURL, 200, webhook.Delivered, webhook.ThenDone, 2))
 	b.insp.Attempt("web", 2, att(deadURL, 500, webhook.Retryable, webhook.ThenNextURL, 10))
 	b.insp.Attempt("web", 2, att(okURL, 200, webhook.Delivered, webhook.ThenDone, 4))
-	b.clock.add(time.Minute)
+	b.clock.Add(time.Minute)
 	b.insp.Attempt("web", 3, att(deadURL, 500, webhook.Retryable, webhook.ThenGiveUp, 30))
 	b.insp.Attempt("web", 4, att(okURL, 0, webhook.Interrupted, webhook.ThenStop, 1))
 	b.insp.Attempt("gone", 5, att("http://elsewhere", 200, webhook.Delivered, webhook.ThenDone, 1))
@@ -706,20 +689,20 @@ func TestServeSessionExpiresWhenIdle(t *testing.T) {
 	b := newServeBench(t, nil)
 	sess := b.login(t)
 	hdr := []string{inspector.SessionHeader, sess}
-	b.clock.add(12*time.Hour - time.Second)
+	b.clock.Add(12*time.Hour - time.Second)
 	if !b.authed(t, hdr...) {
 		t.Fatal("a session used 12h-1s after login: refused")
 	}
-	b.clock.add(12*time.Hour - time.Second) // 24h after login, 12h-1s after its last use
+	b.clock.Add(12*time.Hour - time.Second) // 24h after login, 12h-1s after its last use
 	if !b.authed(t, hdr...) {
 		t.Fatal("a session used 12h-1s after its last use: refused")
 	}
-	b.clock.add(12 * time.Hour)
+	b.clock.Add(12 * time.Hour)
 	if b.authed(t, hdr...) {
 		t.Fatal("a session idle for 12h: still let in")
 	}
 	// Gone for good: a call after it does not bring it back.
-	b.clock.add(-time.Hour)
+	b.clock.Add(-time.Hour)
 	if b.authed(t, hdr...) {
 		t.Error("an expired session came back")
 	}
@@ -730,7 +713,7 @@ func TestServeSessionExpiresWhenIdle(t *testing.T) {
 	// Another idle time.
 	b2 := newServeBenchWith(t, nil, func(c *inspector.ServeConfig) { c.SessionIdle = time.Minute })
 	sess = b2.login(t)
-	b2.clock.add(time.Minute)
+	b2.clock.Add(time.Minute)
 	if b2.authed(t, inspector.SessionHeader, sess) {
 		t.Error("SessionIdle 1m: a session idle for a minute is let in")
 	}
@@ -811,7 +794,7 @@ func TestServeLogout(t *testing.T) {
 	sess = b2.login(t)
 	stream = b2.streamOpen(t, inspector.SessionHeader, sess)
 	bearer := b2.streamOpen(t, "Authorization", "Bearer "+adminToken)
-	b2.clock.add(inspector.DefaultSessionIdle)
+	b2.clock.Add(inspector.DefaultSessionIdle)
 	ended(t, "an idle session's stream", stream)
 	b2.insp.Stored("web", 1)
 	if line, _ := bearer.(*bufio.Reader).ReadString('\n'); line != "event: stored\n" {
@@ -824,7 +807,7 @@ func TestServeLogout(t *testing.T) {
 func TestServeRestartLogsOut(t *testing.T) {
 	b := newServeBench(t, nil)
 	first := b.login(t)
-	restarted, err := inspector.NewServe(inspector.ServeConfig{Addr: b.ui.Listener.Addr().String(), Token: adminToken, Store: b.st, Now: b.clock.now})
+	restarted, err := inspector.NewServe(inspector.ServeConfig{Addr: b.ui.Listener.Addr().String(), Token: adminToken, Store: b.st, Now: b.clock.Now})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -922,28 +905,28 @@ func TestServeLoginRateLimit(t *testing.T) {
 	expect("another address", code, retry, 200, "")
 
 	// Growing delays: each failure after the lock-out doubles it.
-	b.clock.add(time.Second)
+	b.clock.Add(time.Second)
 	code, retry = wrong(a)
 	expect("a wrong token once the lock-out is over", code, retry, 403, "")
 	code, retry = wrong(a)
 	expect("at once after the 6th failure", code, retry, 429, "2")
-	b.clock.add(time.Second)
+	b.clock.Add(time.Second)
 	code, retry = wrong(a)
 	expect("a second later", code, retry, 429, "1")
-	b.clock.add(time.Second)
+	b.clock.Add(time.Second)
 	wrong(a) // the 7th failure: 4 s
 	code, retry = wrong(a)
 	expect("after the 7th failure", code, retry, 429, "4")
-	b.clock.add(500 * time.Millisecond)
+	b.clock.Add(500 * time.Millisecond)
 	code, retry = wrong(a)
 	expect("3.5 s before the end", code, retry, 429, "4") // rounded up
 	for i, want := range []string{"8", "16", "32", "64", "128", "256", "300", "300"} {
-		b.clock.add(5 * time.Minute)
+		b.clock.Add(5 * time.Minute)
 		wrong(a)
 		code, retry = wrong(a)
 		expect(fmt.Sprintf("after failure %d", 8+i), code, retry, 429, want)
 	}
-	b.clock.add(5 * time.Minute)
+	b.clock.Add(5 * time.Minute)
 	code, retry = login(a, adminToken)
 	expect("the right token after the lock-out", code, retry, 200, "")
 	for i := 1; i <= 5; i++ {
@@ -954,7 +937,7 @@ func TestServeLoginRateLimit(t *testing.T) {
 	expect("after a success, a 6th", code, retry, 429, "1")
 
 	// A day without failures forgets them.
-	b.clock.add(24 * time.Hour)
+	b.clock.Add(24 * time.Hour)
 	for i := 1; i <= 5; i++ {
 		code, retry = wrong(a)
 		expect(fmt.Sprintf("a day later, wrong token %d", i), code, retry, 403, "")

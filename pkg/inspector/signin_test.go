@@ -40,12 +40,12 @@ func TestServeSignInLink(t *testing.T) {
 	}
 
 	late := b.insp.SignInLink(b.ui.URL + "/")
-	b.clock.add(inspector.SignInTTL)
+	b.clock.Add(inspector.SignInTTL)
 	if status, _ := b.redeemLink(t, late); status != 403 {
 		t.Errorf("used after %v: %d, want 403", inspector.SignInTTL, status)
 	}
 	inTime := b.insp.SignInLink(b.ui.URL + "/")
-	b.clock.add(inspector.SignInTTL - time.Second)
+	b.clock.Add(inspector.SignInTTL - time.Second)
 	if status, _ := b.redeemLink(t, inTime); status != 200 {
 		t.Errorf("used within %v: %d, want 200", inspector.SignInTTL, status)
 	}

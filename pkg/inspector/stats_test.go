@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/evfwd/evfwd/internal/webhooktest"
 	"github.com/evfwd/evfwd/pkg/inspector"
 	"github.com/evfwd/evfwd/pkg/webhook"
 )
@@ -38,15 +39,15 @@ func TestKindOf(t *testing.T) {
 // Attempts count in the minute of the clock, per endpoint, with their
 // latency; the window slides by the clock and forgets what is an hour old.
 func TestStatsPerMinute(t *testing.T) {
-	c := &testClock{t: statsT0.Add(30 * time.Second)}
-	s := inspector.NewStats(c.now)
+	c := webhooktest.NewClock(statsT0.Add(30 * time.Second))
+	s := inspector.NewStats(c.Now)
 	a, b := inspector.Endpoint{"web", "http://a"}, inspector.Endpoint{"web", "http://b"}
 	s.Record("web", statsAttempt(a.URL, webhook.Delivered, webhook.ThenDone, 2*time.Millisecond))
 	s.Record("web", statsAttempt(a.URL, webhook.Delivered, webhook.ThenDone, 4*time.Millisecond))
 	s.Record("web", statsAttempt(a.URL, webhook.Retryable, webhook.ThenRetry, 12*time.Millisecond))
 	s.Record("web", statsAttempt(a.URL, webhook.Interrupted, webhook.ThenStop, time.Second))
 	s.Record("app", statsAttempt(a.URL, webhook.Final, webhook.ThenGiveUp, time.Millisecond)) // another source's URL
-	c.add(time.Minute)
+	c.Add(time.Minute)
 	s.Record("web", statsAttempt(a.URL, webhook.Retryable, webhook.ThenGiveUp, 1500*time.Microsecond))
 	s.Record("web", statsAttempt(b.URL, webhook.Delivered, webhook.ThenDone, time.Millisecond))
 
@@ -81,11 +82,11 @@ func TestStatsPerMinute(t *testing.T) {
 
 	// 59 minutes later 10:00 is the oldest minute shown; a minute more and
 	// it is gone, and its slot is reused without its old counts.
-	c.add(58 * time.Minute)
+	c.Add(58 * time.Minute)
 	if m := s.Minutes(a); m[0].T != "2026-11-23T10:00:00.000Z" || m[0].Delivered != 2 {
 		t.Errorf("at 10:59 the oldest minute is %+v", m[0])
 	}
-	c.add(time.Minute)
+	c.Add(time.Minute)
 	s.Record("web", statsAttempt(a.URL, webhook.Delivered, webhook.ThenDone, time.Millisecond))
 	m = s.Minutes(a)
 	if m[0].T != "2026-11-23T10:01:00.000Z" || m[0].Failed != 1 {
@@ -95,7 +96,7 @@ func TestStatsPerMinute(t *testing.T) {
 		t.Errorf("11:00 = %+v, want %+v (10:00's counts must not remain)", m[inspector.StatsMinutes-1], want)
 	}
 	// Hours later, nothing is left in the window.
-	c.add(3 * time.Hour)
+	c.Add(3 * time.Hour)
 	for _, x := range s.Minutes(a) {
 		if x != (inspector.Minute{T: x.T}) {
 			t.Fatalf("minute %s not empty after 3 h: %+v", x.T, x)
@@ -107,19 +108,19 @@ func TestStatsPerMinute(t *testing.T) {
 // (the attempt is off the chart), and one before 1970 is counted like any
 // other.
 func TestStatsClockJumps(t *testing.T) {
-	c := &testClock{t: statsT0.Add(30 * time.Second)}
-	s := inspector.NewStats(c.now)
+	c := webhooktest.NewClock(statsT0.Add(30 * time.Second))
+	s := inspector.NewStats(c.Now)
 	a := inspector.Endpoint{"web", "http://a"}
 	s.Record("web", statsAttempt(a.URL, webhook.Delivered, webhook.ThenDone, time.Millisecond))
-	c.add(-time.Hour)
+	c.Add(-time.Hour)
 	s.Record("web", statsAttempt(a.URL, webhook.Delivered, webhook.ThenDone, time.Millisecond))
-	c.add(time.Hour)
+	c.Add(time.Hour)
 	if got := s.Minutes(a)[inspector.StatsMinutes-1].Delivered; got != 1 {
 		t.Errorf("after an attempt an hour back: %d delivered this minute, want 1", got)
 	}
 
-	c.t = time.Date(1969, 12, 31, 23, 59, 30, 0, time.UTC)
-	s = inspector.NewStats(c.now)
+	c = webhooktest.NewClock(time.Date(1969, 12, 31, 23, 59, 30, 0, time.UTC))
+	s = inspector.NewStats(c.Now)
 	s.Record("web", statsAttempt(a.URL, webhook.Delivered, webhook.ThenDone, time.Millisecond))
 	if got := s.Minutes(a)[inspector.StatsMinutes-1]; got.Delivered != 1 || got.T != "1969-12-31T23:59:00.000Z" {
 		t.Errorf("before 1970: %+v", got)
@@ -128,7 +129,7 @@ func TestStatsClockJumps(t *testing.T) {
 
 // The endpoints counted are bounded.
 func TestStatsBounded(t *testing.T) {
-	s := inspector.NewStats((&testClock{t: statsT0}).now)
+	s := inspector.NewStats(webhooktest.NewClock(statsT0).Now)
 	for i := range inspector.MaxStatsEndpoints + 10 {
 		s.Record("web", statsAttempt("http://h/"+string(rune('a'+i%26))+time.Duration(i).String(), webhook.Delivered, webhook.ThenDone, 0))
 	}

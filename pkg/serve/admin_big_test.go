@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/evfwd/evfwd/internal/testsize"
+	"github.com/evfwd/evfwd/internal/webhooktest"
 	"github.com/evfwd/evfwd/pkg/admin"
 )
 
@@ -80,7 +81,7 @@ func TestAudienceSync100k(t *testing.T) {
 	// The forwarder delivers to web's hook meanwhile, as in production;
 	// its work is part of the process's heap figure.
 	web, app := newHook(t), newHook(t)
-	h, adm := startAdmin(t, newClock(t0), adminToken, web, app)
+	h, adm := startAdmin(t, webhooktest.NewClock(t0), adminToken, web, app)
 	ctx := context.Background()
 	// Under -race, 600 members: the counts of the three steps (200 out
 	// and 200 in leave 400 unchanged) show the same; the time and heap

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/evfwd/evfwd/internal/syncbuf"
+	"github.com/evfwd/evfwd/internal/webhooktest"
 	"github.com/evfwd/evfwd/pkg/admin"
 	"github.com/evfwd/evfwd/pkg/serve"
 	"github.com/evfwd/evfwd/pkg/store"
@@ -32,16 +33,16 @@ var adminPolicy = webhook.Policy{Initial: time.Hour, Max: time.Hour, Jitter: -1}
 // startAdmin runs a service with the admin API on (unless token is ""):
 // sources "web" and "app" forward to their own hooks, "quiet" has no
 // webhooks. Its clock is c, its retry policy adminPolicy.
-func startAdmin(t *testing.T, c *clock, token string, web, app *hook) (*harness, *admin.Client) {
+func startAdmin(t *testing.T, c *webhooktest.Clock, token string, web, app *webhooktest.Receiver) (*harness, *admin.Client) {
 	t.Helper()
-	return startAdminOpts(t, serve.Options{Now: c.now}, token, web, app)
+	return startAdminOpts(t, serve.Options{Now: c.Now}, token, web, app)
 }
 
 // startAdminOpts is startAdmin with options (Now is required); a Policy
 // without Initial is adminPolicy, and a zero Poll is 5ms.
-func startAdminOpts(t *testing.T, opts serve.Options, token string, web, app *hook) (*harness, *admin.Client) {
+func startAdminOpts(t *testing.T, opts serve.Options, token string, web, app *webhooktest.Receiver) (*harness, *admin.Client) {
 	t.Helper()
-	dest := func(h *hook) serve.Webhooks {
+	dest := func(h *webhooktest.Receiver) serve.Webhooks {
 		return serve.Webhooks{Enabled: true, Destination: webhook.Destination{SharedSecret: secret, Endpoints: []webhook.Endpoint{{URL: h.URL}}}}
 	}
 	cfg := serve.Config{
@@ -77,10 +78,10 @@ func startAdminOpts(t *testing.T, opts serve.Options, token string, web, app *ho
 // and hand out again).
 func TestDeletionFanOutCancelsAndPurges(t *testing.T) {
 	t.Parallel()
-	c := newClock(t0)
+	c := webhooktest.NewClock(t0)
 	web, app := newHook(t, 500), newHook(t) // web's first delivery fails and waits for a retry
 	// One delivery at a time per source, the earliest due first: see the end.
-	h, adm := startAdminOpts(t, serve.Options{Now: c.now, PerSource: 1}, adminToken, web, app)
+	h, adm := startAdminOpts(t, serve.Options{Now: c.Now, PerSource: 1}, adminToken, web, app)
 	ctx := context.Background()
 	for _, m := range []struct{ key, body string }{
 		{"wk_web", `{"userId":"u1","event":"A","messageId":"w1"}`},
@@ -99,7 +100,7 @@ func TestDeletionFanOutCancelsAndPurges(t *testing.T) {
 		t.Fatalf("w1 after its failed attempt: %s, next at %v; want pending, due at t0+1h", w1.Status, w1.NextAttempt)
 	}
 
-	c.add(time.Minute)
+	c.Add(time.Minute)
 	d, err := adm.CreateDeletion(ctx, "u1", nil)
 	if err != nil {
 		t.Fatal(err)
@@ -108,11 +109,11 @@ func TestDeletionFanOutCancelsAndPurges(t *testing.T) {
 		return len(deliveries(t, h, store.Filter{Status: store.Delivered})) == 3 // a1 and the two deletes
 	})
 	want := `{"type":"delete","userId":"u1","timestamp":"2024-05-01T12:01:00.000Z"}`
-	if got := web.received(); len(got) != 2 || string(got[1].body) != want {
-		t.Errorf("web got %d requests, the last %s; want w1's failed attempt, then %s", len(got), got[len(got)-1].body, want)
+	if got := web.Requests(); len(got) != 2 || string(got[1].Body) != want {
+		t.Errorf("web got %d requests, the last %s; want w1's failed attempt, then %s", len(got), got[len(got)-1].Body, want)
 	}
-	if got := app.received(); len(got) != 2 || string(got[1].body) != want || got[1].sig != sign(got[1].body) {
-		t.Errorf("app got %d requests, the last %s (sig %s); want a1, then %s signed", len(got), got[len(got)-1].body, got[len(got)-1].sig, want)
+	if got := app.Requests(); len(got) != 2 || string(got[1].Body) != want || got[1].Header.Get("X-Signature") != sign(got[1].Body) {
+		t.Errorf("app got %d requests, the last %s (sig %s); want a1, then %s signed", len(got), got[len(got)-1].Body, got[len(got)-1].Header.Get("X-Signature"), want)
 	}
 	ds := deliveries(t, h, store.Filter{Source: "web"})
 	if len(ds) != 2 || ds[0].Status != store.Cancelled {
@@ -142,14 +143,14 @@ func TestDeletionFanOutCancelsAndPurges(t *testing.T) {
 	// the clock past it, a new message goes through web's lane, which
 	// leases one delivery at a time, the earliest due first: were w1
 	// leasable, it would go out, and be on record, before w2.
-	c.set(t0.Add(2 * time.Hour))
+	c.Set(t0.Add(2 * time.Hour))
 	if code, body := h.post(t, "/v1/track", "wk_web", `{"userId":"u3","event":"D","messageId":"w2"}`); code != 200 {
 		t.Fatalf("track: %d %s", code, body)
 	}
 	waitFor(t, "w2 delivered", func() bool {
 		return len(deliveries(t, h, store.Filter{Source: "web", Status: store.Delivered})) == 2 // the delete and w2
 	})
-	if got := web.received(); len(got) != 3 || !strings.Contains(string(got[2].body), `"messageId":"w2"`) {
+	if got := web.Requests(); len(got) != 3 || !strings.Contains(string(got[2].Body), `"messageId":"w2"`) {
 		t.Errorf("web got %d requests; want 3: w1's failed attempt, the delete, w2", len(got))
 	}
 	if got, err := h.srv.Store().Get(ctx, w1.ID); err != nil || got.Status != store.Cancelled || got.Attempts != 1 {
@@ -159,23 +160,23 @@ func TestDeletionFanOutCancelsAndPurges(t *testing.T) {
 
 // identifies parses the identify bodies h received since n into
 // "user=value" of trait, checking the fixed fields of each.
-func identifies(t *testing.T, h *hook, n int, trait, class string) []string {
+func identifies(t *testing.T, h *webhooktest.Receiver, n int, trait, class string) []string {
 	t.Helper()
 	var out []string
-	for _, r := range h.received()[n:] {
+	for _, r := range h.Requests()[n:] {
 		var m struct {
 			Type, UserID, MessageID, Timestamp string
 			Version                            int
 			Traits                             map[string]json.RawMessage
 			Context                            struct{ Personas map[string]string }
 		}
-		if err := json.Unmarshal(r.body, &m); err != nil {
-			t.Fatalf("%s: %v", r.body, err)
+		if err := json.Unmarshal(r.Body, &m); err != nil {
+			t.Fatalf("%s: %v", r.Body, err)
 		}
 		if m.Type != "identify" || m.Version != 1 || m.MessageID == "" || m.Timestamp != "2024-05-01T12:00:00.000Z" ||
 			len(m.Traits) != 1 || m.Context.Personas["computation_key"] != trait || m.Context.Personas["computation_class"] != class ||
-			r.sig != sign(r.body) {
-			t.Errorf("unexpected identify %s", r.body)
+			r.Header.Get("X-Signature") != sign(r.Body) {
+			t.Errorf("unexpected identify %s", r.Body)
 		}
 		out = append(out, m.UserID+"="+string(m.Traits[trait]))
 	}
@@ -186,7 +187,7 @@ func identifies(t *testing.T, h *hook, n int, trait, class string) []string {
 func TestAudienceSyncFirstDiffUnchanged(t *testing.T) {
 	t.Parallel()
 	web, app := newHook(t), newHook(t)
-	h, adm := startAdmin(t, newClock(t0), adminToken, web, app)
+	h, adm := startAdmin(t, webhooktest.NewClock(t0), adminToken, web, app)
 	ctx := context.Background()
 	const name = "High Value Users"
 	// pkg/admin checks the reports; here, what reaches the webhooks.
@@ -208,8 +209,8 @@ func TestAudienceSyncFirstDiffUnchanged(t *testing.T) {
 			t.Errorf("sync %d: %d messages, want %d for each of web and app", i, rep.Messages, len(st.sent))
 		}
 		total := seen + len(st.sent)
-		waitFor(t, "identifies", func() bool { return len(web.received()) == total && len(app.received()) == total })
-		for _, hk := range []*hook{web, app} {
+		waitFor(t, "identifies", func() bool { return len(web.Requests()) == total && len(app.Requests()) == total })
+		for _, hk := range []*webhooktest.Receiver{web, app} {
 			if diff := cmp.Diff(st.sent, identifies(t, hk, seen, "high_value_users", "audience")); diff != "" {
 				t.Errorf("sync %d identifies mismatch (-want +got):\n%s", i, diff)
 			}
@@ -225,7 +226,7 @@ func TestAudienceSyncFirstDiffUnchanged(t *testing.T) {
 func TestTraitSyncValueChange(t *testing.T) {
 	t.Parallel()
 	web, app := newHook(t), newHook(t)
-	_, adm := startAdmin(t, newClock(t0), adminToken, web, app)
+	_, adm := startAdmin(t, webhooktest.NewClock(t0), adminToken, web, app)
 	ctx := context.Background()
 	steps := []struct {
 		list string
@@ -245,13 +246,13 @@ func TestTraitSyncValueChange(t *testing.T) {
 			t.Errorf("sync %d: %+v", i, rep)
 		}
 		total := seen + len(st.sent)
-		waitFor(t, "identifies", func() bool { return len(web.received()) == total })
+		waitFor(t, "identifies", func() bool { return len(web.Requests()) == total })
 		if diff := cmp.Diff(st.sent, identifies(t, web, seen, "lifetime_value", "computed_trait")); diff != "" {
 			t.Errorf("sync %d identifies mismatch (-want +got):\n%s", i, diff)
 		}
 		seen = total
 	}
-	if n := len(app.received()); n != 0 {
+	if n := len(app.Requests()); n != 0 {
 		t.Errorf("app got %d requests; --source web should leave it out", n)
 	}
 }
@@ -261,9 +262,9 @@ func TestTraitSyncValueChange(t *testing.T) {
 // until the lock-out ends on the service's clock.
 func TestAdminAuthFailuresInMetrics(t *testing.T) {
 	t.Parallel()
-	c := newClock(time.Date(2024, 5, 1, 12, 0, 0, 0, time.UTC))
+	c := webhooktest.NewClock(t0)
 	var logs syncbuf.Buffer
-	h, good := startAdminOpts(t, serve.Options{Now: c.now, Logger: slog.New(slog.NewTextHandler(&logs, nil))}, adminToken, newHook(t), newHook(t))
+	h, good := startAdminOpts(t, serve.Options{Now: c.Now, Logger: slog.New(slog.NewTextHandler(&logs, nil))}, adminToken, newHook(t), newHook(t))
 	failures := func() (wrong, limited float64) {
 		t.Helper()
 		mf := scrape(t, h.url)["evfwd_admin_auth_failures_total"]
@@ -301,7 +302,7 @@ func TestAdminAuthFailuresInMetrics(t *testing.T) {
 	if w, l := failures(); w != 5 || l != 2 {
 		t.Errorf("after 5 wrong tokens and two 429s: %v wrong, %v refused", w, l)
 	}
-	c.add(time.Second)
+	c.Add(time.Second)
 	if _, err := good.Deletion(ctx, "x"); !errors.As(err, &ae) || ae.Status != 404 {
 		t.Errorf("the right token after the lock-out: %v, want 404", err)
 	}

@@ -137,7 +137,8 @@ loop:
 			proc.Process.Signal(syscall.SIGKILL)
 			proc.Wait()
 			kills++
-			dupsAt = append(dupsAt, rcv.duplicates())
+			_, dups := rcv.Tally()
+			dupsAt = append(dupsAt, dups)
 			proc = start()
 		}
 	}
@@ -145,7 +146,7 @@ loop:
 	ackMu.Lock()
 	nAcked := len(acked)
 	ackMu.Unlock()
-	missing, dups := rcv.waitAll(acked, time.Now().Add(90*time.Second))
+	missing, dups := rcv.WaitAll(acked, time.Now().Add(90*time.Second))
 	if missing > 0 {
 		t.Fatalf("%d of %d acknowledged messages never reached the receiver (%d kills)\n%s", missing, nAcked, kills, logs.String())
 	}

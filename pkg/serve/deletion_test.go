@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/evfwd/evfwd/internal/webhooktest"
 	"github.com/evfwd/evfwd/pkg/admin"
 	"github.com/evfwd/evfwd/pkg/forwarder"
 	"github.com/evfwd/evfwd/pkg/serve"
@@ -28,13 +29,13 @@ import (
 // by its U+FFFD form, the only one a JSON request can name.
 func TestDeletionLeavesNoByteInStore(t *testing.T) {
 	t.Parallel()
-	c := newClock(t0)
+	c := webhooktest.NewClock(t0)
 	// web delivers its first 40 messages, then every attempt fails and
 	// waits for a retry that the stopped clock never makes due.
 	web := newHook(t, append(repeat(200, 40), repeat(500, 10_000)...)...)
 	app := newHook(t, repeat(500, 10_000)...)
 	dir := t.TempDir()
-	dest := func(h *hook) serve.Webhooks {
+	dest := func(h *webhooktest.Receiver) serve.Webhooks {
 		return serve.Webhooks{Enabled: true, Destination: webhook.Destination{SharedSecret: secret, Endpoints: []webhook.Endpoint{{URL: h.URL}}}}
 	}
 	h := run(t, serve.Config{
@@ -46,7 +47,7 @@ func TestDeletionLeavesNoByteInStore(t *testing.T) {
 			{Name: "quiet", WriteKey: "wk_quiet"},
 		},
 		AdminToken: adminToken,
-	}, serve.Options{Now: c.now, Poll: 5 * time.Millisecond,
+	}, serve.Options{Now: c.Now, Poll: 5 * time.Millisecond,
 		// Every message to a failing endpoint makes its first attempt, so
 		// that each waits for a retry rather than for a probe.
 		Breaker: forwarder.BreakerConfig{Disabled: true}})

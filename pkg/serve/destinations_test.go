@@ -9,6 +9,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/evfwd/evfwd/internal/webhooktest"
 	"github.com/evfwd/evfwd/pkg/destination"
 	"github.com/evfwd/evfwd/pkg/serve"
 	"github.com/evfwd/evfwd/pkg/store"
@@ -23,7 +24,7 @@ func destConfig(t *testing.T, ds ...destination.Config) serve.Config {
 	}
 }
 
-func to(name string, h *hook) destination.Config {
+func to(name string, h *webhooktest.Receiver) destination.Config {
 	return destination.Config{Name: name, SharedSecret: secret, Endpoints: endpoints(h)}
 }
 
@@ -50,15 +51,15 @@ func TestDestinationsSubscriptionsAndMappings(t *testing.T) {
 	waitFor(t, "3 deliveries", func() bool {
 		return len(deliveries(t, h, store.Filter{Status: store.Delivered})) == 3
 	})
-	if got := orders.received(); len(got) != 1 || !strings.Contains(string(got[0].body), `"userId":"u1"`) || got[0].sig != sign(got[0].body) {
+	if got := orders.Requests(); len(got) != 1 || !strings.Contains(string(got[0].Body), `"userId":"u1"`) || got[0].Header.Get("X-Signature") != sign(got[0].Body) {
 		t.Errorf("orders got %d requests (want u1's Order Completed, signed)", len(got))
 	}
 	var bodies []string
-	for _, r := range shaped.received() {
-		if r.sig != sign(r.body) {
+	for _, r := range shaped.Requests() {
+		if r.Header.Get("X-Signature") != sign(r.Body) {
 			t.Errorf("shaped: signature not over the mapped body")
 		}
-		bodies = append(bodies, string(r.body))
+		bodies = append(bodies, string(r.Body))
 	}
 	if want := []string{`{"name":"Order Completed","user":"u1"}`, `{"name":"Viewed","user":"u2"}`}; strings.Join(bodies, "\n") != strings.Join(want, "\n") &&
 		strings.Join(bodies, "\n") != strings.Join([]string{want[1], want[0]}, "\n") {
@@ -126,13 +127,13 @@ func TestReloadAndPauseDestinations(t *testing.T) {
 	if ds := deliveries(t, h, store.Filter{Destination: "b", Status: store.Pending}); len(ds) != 1 {
 		t.Fatalf("b: %d pending, want 1", len(ds))
 	}
-	if n := len(hb.received()); n != 0 {
+	if n := len(hb.Requests()); n != 0 {
 		t.Fatalf("paused b got %d requests", n)
 	}
 	if code := adminCall(t, h, http.MethodPost, "/admin/v1/destinations/web/b/resume"); code != 200 {
 		t.Fatalf("resume: %d", code)
 	}
-	waitFor(t, "b's delivery after resume", func() bool { return len(hb.received()) == 1 })
+	waitFor(t, "b's delivery after resume", func() bool { return len(hb.Requests()) == 1 })
 }
 
 func adminCall(t *testing.T, h *harness, method, path string) int {
@@ -147,7 +148,7 @@ func adminCall(t *testing.T, h *harness, method, path string) int {
 	return resp.StatusCode
 }
 
-func endpoints(hs ...*hook) []webhook.Endpoint {
+func endpoints(hs ...*webhooktest.Receiver) []webhook.Endpoint {
 	var eps []webhook.Endpoint
 	for _, h := range hs {
 		eps = append(eps, webhook.Endpoint{URL: h.URL})

@@ -123,7 +123,7 @@ func TestDiskFullSendsOnce(t *testing.T) {
 	// The disk stays full through eight retries that fail, 4.5 s with
 	// the backoff: four leases' time.
 	waitFor(t, "eight retries of the outcomes to fail", func() bool { return logs.count(logRetried) >= 8 })
-	_, dupsFull := recv.waitAll(nil, time.Now())
+	_, dupsFull := recv.Tally()
 	t.Logf("disk full: %d messages acknowledged, %d batches refused, %d duplicates", len(acked), len(refused), dupsFull)
 
 	if err := os.Remove(ballast); err != nil {
@@ -141,7 +141,7 @@ func TestDiskFullSendsOnce(t *testing.T) {
 		ds := deliveries(t, h, store.Filter{Source: "web", Status: store.Delivered})
 		return len(ds) == len(acked)
 	})
-	missing, dups := recv.waitAll(acked, time.Now().Add(waitLimit))
+	missing, dups := recv.WaitAll(acked, time.Now().Add(waitLimit))
 	t.Logf("space freed: %d messages, %d never delivered, %d duplicates", len(acked), missing, dups)
 	if missing != 0 || dups != 0 {
 		t.Errorf("%d of %d messages never delivered, %d duplicates; want none, none", missing, len(acked), dups)

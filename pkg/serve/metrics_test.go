@@ -19,6 +19,7 @@ import (
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 
+	"github.com/evfwd/evfwd/internal/webhooktest"
 	"github.com/evfwd/evfwd/pkg/serve"
 	"github.com/evfwd/evfwd/pkg/store"
 	"github.com/evfwd/evfwd/pkg/storeurl"
@@ -84,9 +85,9 @@ func value(mfs map[string]*dto.MetricFamily, name, source string) float64 {
 
 func TestMetricsScrape(t *testing.T) {
 	t.Parallel()
-	c := newClock(t0)
+	c := webhooktest.NewClock(t0)
 	rcv := newHook(t, 500) // the first POST fails; every later one succeeds
-	h := start(t, serve.Options{Now: c.now, Policy: webhook.Policy{Initial: time.Hour, Jitter: -1}}, rcv.URL)
+	h := start(t, serve.Options{Now: c.Now, Policy: webhook.Policy{Initial: time.Hour, Jitter: -1}}, rcv.URL)
 
 	mfs := scrape(t, h.url)
 	for _, src := range []string{"web", "quiet"} {
@@ -126,7 +127,7 @@ func TestMetricsScrape(t *testing.T) {
 		mfs = scrape(t, h.url)
 		return value(mfs, "evfwd_delivered_total", "web") == 1 && value(mfs, "evfwd_retried_total", "web") == 1
 	})
-	c.add(90 * time.Second) // the retry is due in an hour
+	c.Add(90 * time.Second) // the retry is due in an hour
 	mfs = scrape(t, h.url)
 	for _, tt := range []struct {
 		name, source string
@@ -147,7 +148,7 @@ func TestMetricsScrape(t *testing.T) {
 		t.Errorf("evfwd_attempt_duration_seconds_count{source=\"web\"} = %d, want 2", got)
 	}
 
-	c.add(time.Hour)
+	c.Add(time.Hour)
 	waitFor(t, "the retry delivered", func() bool {
 		mfs = scrape(t, h.url)
 		return value(mfs, "evfwd_delivered_total", "web") == 2

@@ -115,6 +115,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/evfwd/evfwd/internal/tlscert/tlscerttest"
+	"github.com/evfwd/evfwd/internal/webhooktest"
 	"github.com/evfwd/evfwd/pkg/serve"
 	"github.com/evfwd/evfwd/pkg/store"
 	"github.com/evfwd/evfwd/pkg/webhook"
@@ -132,7 +133,7 @@ const (
 type mobileService struct {
 	*harness
 	ca   *tlscerttest.CA
-	hook *hook
+	hook *webhooktest.Receiver
 	host string // host:port, as an app would configure it
 }
 
@@ -161,7 +162,7 @@ func startMobile(t *testing.T, device bool, publicURL string) *mobileService {
 		TLSKey:    keyFile,
 		PublicURL: publicURL,
 	}
-	h := run(t, cfg, serve.Options{Now: newClock(t0).now, Poll: 5 * time.Millisecond})
+	h := run(t, cfg, serve.Options{Now: webhooktest.NewClock(t0).Now, Poll: 5 * time.Millisecond})
 	if !strings.HasPrefix(h.url, "https://") {
 		t.Fatalf("service URL %s, want https", h.url)
 	}
@@ -531,15 +532,15 @@ func checkWebhooks(t *testing.T, m *mobileService, body []byte, device bool, wan
 	t.Helper()
 	sent := parseBatch(t, body)
 	n := len(sent.Batch)
-	waitFor(t, fmt.Sprintf("%d webhooks", n), func() bool { return len(m.hook.received()) >= n })
+	waitFor(t, fmt.Sprintf("%d webhooks", n), func() bool { return len(m.hook.Requests()) >= n })
 	waitFor(t, "deliveries delivered", func() bool {
 		return len(deliveries(t, m.harness, store.Filter{Status: store.Delivered})) == n
 	})
-	got := map[string]received{}
-	for _, r := range m.hook.received() {
+	got := map[string]webhooktest.Request{}
+	for _, r := range m.hook.Requests() {
 		var id struct{ MessageID string }
-		if err := json.Unmarshal(r.body, &id); err != nil {
-			t.Fatalf("webhook body: %v\n%s", err, r.body)
+		if err := json.Unmarshal(r.Body, &id); err != nil {
+			t.Fatalf("webhook body: %v\n%s", err, r.Body)
 		}
 		if _, dup := got[id.MessageID]; dup {
 			t.Errorf("messageId %s delivered twice", id.MessageID)
@@ -567,11 +568,11 @@ func checkWebhooks(t *testing.T, m *mobileService, body []byte, device bool, wan
 			t.Errorf("event %d (%s %s): no webhook", i, typ, id)
 			continue
 		}
-		if r.sig != sign(r.body) {
-			t.Errorf("%s: X-Signature %q, independent HMAC %q", id, r.sig, sign(r.body))
+		if r.Header.Get("X-Signature") != sign(r.Body) {
+			t.Errorf("%s: X-Signature %q, independent HMAC %q", id, r.Header.Get("X-Signature"), sign(r.Body))
 		}
-		if prefix := `{"type":"` + typ + `","version":1,`; !bytes.HasPrefix(r.body, []byte(prefix)) {
-			t.Errorf("%s: body starts %.40s, want %s", id, r.body, prefix)
+		if prefix := `{"type":"` + typ + `","version":1,`; !bytes.HasPrefix(r.Body, []byte(prefix)) {
+			t.Errorf("%s: body starts %.40s, want %s", id, r.Body, prefix)
 		}
 
 		// The expected webhook: the event as sent, plus version and
@@ -608,20 +609,20 @@ func checkWebhooks(t *testing.T, m *mobileService, body []byte, device bool, wan
 			delete(exp, "previousId")
 		}
 		var hookMsg map[string]any
-		dec = json.NewDecoder(bytes.NewReader(r.body))
+		dec = json.NewDecoder(bytes.NewReader(r.Body))
 		dec.UseNumber()
 		if err := dec.Decode(&hookMsg); err != nil {
 			t.Fatal(err)
 		}
 		if diff := cmp.Diff(exp, hookMsg); diff != "" {
-			t.Errorf("%s %s: webhook differs from what was sent (-want +got):\n%s\nbody %s", typ, id, diff, r.body)
+			t.Errorf("%s %s: webhook differs from what was sent (-want +got):\n%s\nbody %s", typ, id, diff, r.Body)
 		}
 
 		// Byte for byte: every member but the rewritten ones keeps the
 		// bytes the library wrote ("\/", 15.0, 2.625, "Zoë").
 		var sentRaw, hookRaw, sentCtx, hookCtx map[string]json.RawMessage
 		json.Unmarshal(ev, &sentRaw)
-		json.Unmarshal(r.body, &hookRaw)
+		json.Unmarshal(r.Body, &hookRaw)
 		for k, v := range sentRaw {
 			hk := k
 			switch {

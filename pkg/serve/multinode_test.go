@@ -178,7 +178,7 @@ func TestMultiNodeSharesQueue(t *testing.T) {
 	ackMu.Lock()
 	nAcked := len(acked)
 	ackMu.Unlock()
-	missing, dups := rcv.waitAll(acked, time.Now().Add(2*time.Minute))
+	missing, dups := rcv.WaitAll(acked, time.Now().Add(2*time.Minute))
 	if missing > 0 {
 		t.Fatalf("%d of %d acknowledged messages never reached the receiver\nsurvivor logs:\n%s\n%s",
 			missing, nAcked, ns[0].logs.String(), ns[2].logs.String())

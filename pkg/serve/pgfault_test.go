@@ -124,7 +124,7 @@ func pgFault(t *testing.T, dbURL string, fault, heal func()) {
 	c.stop()
 
 	first503, slowest, n503 := c.first503(faulted), c.slowest(faulted, healed), c.count503()
-	missing, dups := rcv.waitAll(c.acked(), time.Now().Add(waitLimit))
+	missing, dups := rcv.WaitAll(c.acked(), time.Now().Add(waitLimit))
 	t.Logf("%v: first 503 %v after the fault (%d 503s, all with Retry-After: %v), slowest answer during it %v; "+
 		"/healthz 503 after %v; after the heal /healthz 200 in %v, ingest 200 in %v; %d acknowledged, %d missing, %d duplicates",
 		t.Name(), first503.Round(time.Millisecond), n503, c.retryAfterOK(), slowest.Round(time.Millisecond), healthDown.Round(time.Millisecond),

@@ -7,7 +7,6 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
-	"net/http/httptest"
 	"slices"
 	"strings"
 	"sync"
@@ -15,7 +14,7 @@ import (
 	"time"
 
 	"github.com/evfwd/evfwd/internal/testsize"
-	"github.com/evfwd/evfwd/pkg/rawjson"
+	"github.com/evfwd/evfwd/internal/webhooktest"
 	"github.com/evfwd/evfwd/pkg/serve"
 	"github.com/evfwd/evfwd/pkg/webhook"
 	"github.com/jackc/pgx/v5"
@@ -85,7 +84,7 @@ func TestPostgresRestartImmediate(t *testing.T) {
 	}
 	c.stop()
 	acked := c.acked()
-	missing, dups := rcv.waitAll(acked, time.Now().Add(restartLeaseTTL+waitLimit))
+	missing, dups := rcv.WaitAll(acked, time.Now().Add(restartLeaseTTL+waitLimit))
 	if delays := rcv.delays(c); len(delays) > 0 {
 		over, _ := slices.BinarySearch(delays, restartResume)
 		t.Logf("delivery delays (first send to first arrival) of %d messages: median %v, p99 %v, max %v; %d over %v",
@@ -141,52 +140,18 @@ func waitAnswers(t *testing.T, url string) time.Time {
 
 // arrivals is a webhook receiver that keeps the first arrival of each
 // messageId.
-type arrivals struct {
-	*idCounter
-	mu    sync.Mutex
-	first map[string]time.Time
-}
+type arrivals struct{ *webhooktest.IDCounter }
 
-func newArrivals(t *testing.T) *arrivals {
-	a := &arrivals{idCounter: &idCounter{got: map[string]int{}}, first: map[string]time.Time{}}
-	a.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		body, _ := io.ReadAll(r.Body)
-		obj, err := rawjson.ParseObject(body)
-		if err != nil {
-			return
-		}
-		id, _ := obj.GetString("messageId")
-		now := time.Now()
-		a.mu.Lock()
-		if _, ok := a.first[id]; !ok {
-			a.first[id] = now
-		}
-		a.mu.Unlock()
-		c := a.idCounter
-		c.mu.Lock()
-		c.got[id]++
-		if c.got[id] == 1 && c.want[id] {
-			if c.missing--; c.missing == 0 {
-				close(c.all)
-			}
-		}
-		c.mu.Unlock()
-		changed.Fire()
-	}))
-	t.Cleanup(a.Close)
-	return a
-}
+func newArrivals(t *testing.T) arrivals { return arrivals{newIDCounter(t)} }
 
 // delays are, sorted, the times from the first send of each message
 // delivered to its first arrival.
-func (a *arrivals) delays(s *senders) []time.Duration {
+func (a arrivals) delays(s *senders) []time.Duration {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	a.mu.Lock()
-	defer a.mu.Unlock()
 	var out []time.Duration
 	for _, x := range s.order {
-		if at, ok := a.first[x.id]; ok {
+		if at, ok := a.First(x.id); ok {
 			out = append(out, at.Sub(x.at))
 		}
 	}
@@ -196,13 +161,11 @@ func (a *arrivals) delays(s *senders) []time.Duration {
 
 // firstSince is the earliest arrival of a message the senders first sent
 // after since.
-func (a *arrivals) firstSince(s *senders, since time.Time) (time.Time, bool) {
+func (a arrivals) firstSince(s *senders, since time.Time) (time.Time, bool) {
 	ids := s.sentAfter(since)
-	a.mu.Lock()
-	defer a.mu.Unlock()
 	var first time.Time
 	for _, id := range ids {
-		if at, ok := a.first[id]; ok && (first.IsZero() || at.Before(first)) {
+		if at, ok := a.First(id); ok && (first.IsZero() || at.Before(first)) {
 			first = at
 		}
 	}
@@ -210,20 +173,18 @@ func (a *arrivals) firstSince(s *senders, since time.Time) (time.Time, bool) {
 }
 
 // countSince counts the messages first sent after since that arrived.
-func (a *arrivals) countSince(s *senders, since time.Time) int {
+func (a arrivals) countSince(s *senders, since time.Time) int {
 	ids := s.sentAfter(since)
-	a.mu.Lock()
-	defer a.mu.Unlock()
 	n := 0
 	for _, id := range ids {
-		if _, ok := a.first[id]; ok {
+		if _, ok := a.First(id); ok {
 			n++
 		}
 	}
 	return n
 }
 
-func (a *arrivals) deliveredSince(s *senders, since time.Time) bool {
+func (a arrivals) deliveredSince(s *senders, since time.Time) bool {
 	_, ok := a.firstSince(s, since)
 	return ok
 }

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/evfwd/evfwd/internal/webhooktest"
 	"github.com/evfwd/evfwd/pkg/serve"
 	"github.com/evfwd/evfwd/pkg/store"
 	"github.com/evfwd/evfwd/pkg/webhook"
@@ -67,7 +68,7 @@ func TestAllowPrivateEndpointsReachesSender(t *testing.T) {
 		Sources: []serve.Source{{Name: "web", WriteKey: "wk_web", Webhooks: serve.Webhooks{Enabled: true,
 			Destination: webhook.Destination{Endpoints: []webhook.Endpoint{{URL: "http://[fe80::1%25lo]:1/hook"}, {URL: rcv.URL}}}}}},
 	}
-	h := run(t, cfg, serve.Options{Now: newClock(t0).now})
+	h := run(t, cfg, serve.Options{Now: webhooktest.NewClock(t0).Now})
 	if code, body := h.post(t, "/v1/track", "wk_web", `{"userId":"u1","event":"E"}`); code != 200 {
 		t.Fatalf("track: %d %s", code, body)
 	}

@@ -3,9 +3,6 @@ package serve_test
 import (
 	"bytes"
 	"fmt"
-	"io"
-	"net/http"
-	"net/http/httptest"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -15,7 +12,7 @@ import (
 
 	"github.com/evfwd/evfwd/internal/broadcast"
 	"github.com/evfwd/evfwd/internal/testmain"
-	"github.com/evfwd/evfwd/pkg/rawjson"
+	"github.com/evfwd/evfwd/internal/webhooktest"
 )
 
 // What the subprocess tests (crash, multi-node) share.
@@ -97,79 +94,9 @@ func (l *processLog) waitServing(t *testing.T, n int, limit time.Duration) {
 	}
 }
 
-// idCounter is a webhook receiver that counts deliveries per messageId.
-type idCounter struct {
-	*httptest.Server
-	mu    sync.Mutex
-	got   map[string]int
-	extra int // arrivals of an id that had arrived before
-	// Set by waitAll: the ids it waits for, how many of them have not
-	// arrived, and a channel closed when none is missing.
-	want    map[string]bool
-	missing int
-	all     chan struct{}
-}
-
-func newIDCounter(t *testing.T) *idCounter {
-	c := &idCounter{got: map[string]int{}}
-	c.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		body, _ := io.ReadAll(r.Body)
-		if obj, err := rawjson.ParseObject(body); err == nil {
-			id, _ := obj.GetString("messageId")
-			c.mu.Lock()
-			c.got[id]++
-			if c.got[id] > 1 {
-				c.extra++
-			}
-			if c.got[id] == 1 && c.want[id] {
-				if c.missing--; c.missing == 0 {
-					close(c.all)
-				}
-			}
-			c.mu.Unlock()
-			changed.Fire()
-		}
-	}))
-	t.Cleanup(c.Close)
-	return c
-}
-
-// waitAll waits until every acknowledged id has arrived, or the deadline
-// passes; it returns how many never arrived and how many deliveries were
-// duplicates. Each arrival counts itself off, so waiting costs nothing per
-// delivery and ends at the one that completes the set.
-// duplicates is how many arrivals so far were of an id that had arrived
-// before.
-func (c *idCounter) duplicates() int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.extra
-}
-
-func (c *idCounter) waitAll(acked map[string]bool, deadline time.Time) (missing, dups int) {
-	c.mu.Lock()
-	c.want, c.missing, c.all = map[string]bool{}, 0, make(chan struct{})
-	for id := range acked {
-		c.want[id] = true
-		if c.got[id] == 0 {
-			c.missing++
-		}
-	}
-	if c.missing == 0 {
-		close(c.all)
-	}
-	all := c.all
-	c.mu.Unlock()
-	limit := time.NewTimer(time.Until(deadline))
-	defer limit.Stop()
-	select {
-	case <-all:
-	case <-limit.C:
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	for _, n := range c.got {
-		dups += n - 1
-	}
-	return c.missing, dups
+// newIDCounter is a webhook receiver that counts deliveries per
+// messageId and fires changed at each.
+func newIDCounter(t *testing.T) *webhooktest.IDCounter {
+	t.Helper()
+	return webhooktest.NewIDCounter(t, webhooktest.Notify(&changed))
 }

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/evfwd/evfwd/internal/syncbuf"
+	"github.com/evfwd/evfwd/internal/webhooktest"
 	"github.com/evfwd/evfwd/pkg/serve"
 	"github.com/evfwd/evfwd/pkg/store"
 	"github.com/evfwd/evfwd/pkg/webhook"
@@ -33,7 +34,7 @@ func TestURLCredentialsNeverShown(t *testing.T) {
 	var queries []string
 	refuse := newHook(t, 400) // final: the next URL is tried
 	named := newHook(t, 400)
-	wrap := func(h *hook) {
+	wrap := func(h *webhooktest.Receiver) {
 		next := h.Config.Handler
 		h.Config.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			mu.Lock()
@@ -49,7 +50,7 @@ func TestURLCredentialsNeverShown(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := newClock(t0)
+	c := webhooktest.NewClock(t0)
 	cfg := serve.Config{
 		Addr:       "127.0.0.1:0",
 		Store:      "sqlite://" + filepath.Join(t.TempDir(), "evfwd.db"),
@@ -63,7 +64,7 @@ func TestURLCredentialsNeverShown(t *testing.T) {
 		}}}},
 	}
 	h := run(t, cfg, serve.Options{
-		Now: c.now, Poll: 5 * time.Millisecond, Policy: adminPolicy, UIListener: ln,
+		Now: c.Now, Poll: 5 * time.Millisecond, Policy: adminPolicy, UIListener: ln,
 		Logger: slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
 	})
 	ui := strings.TrimSuffix(h.srv.UIURL(), "/")

@@ -11,16 +11,15 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/evfwd/evfwd/internal/broadcast"
+	"github.com/evfwd/evfwd/internal/webhooktest"
 
 	"github.com/evfwd/evfwd/pkg/serve"
 	"github.com/evfwd/evfwd/pkg/store"
@@ -35,7 +34,7 @@ var update = flag.Bool("update", false, "rewrite golden files in testdata/")
 // on the network never advances its clock), so the tests are deterministic
 // by construction instead:
 //
-//   - The service's clock is a fake one (clock) that only the test moves,
+//   - The service's clock is a fake one (webhooktest.Clock) that only the test moves,
 //     and retry policies are chosen so that nothing becomes due unless the
 //     test moves the clock there. The test moves it only when nothing is
 //     in flight (no lease that a jump could expire, no retry that a jump
@@ -49,16 +48,8 @@ const secret = "s3cret"
 
 var t0 = time.Date(2024, 5, 1, 12, 0, 0, 0, time.UTC)
 
-// clock is a settable clock for the service under test.
-type clock struct{ ns atomic.Int64 }
-
-func newClock(t time.Time) *clock    { c := &clock{}; c.set(t); return c }
-func (c *clock) now() time.Time      { return time.Unix(0, c.ns.Load()).UTC() }
-func (c *clock) set(t time.Time)     { c.ns.Store(t.UnixNano()) }
-func (c *clock) add(d time.Duration) { c.ns.Add(int64(d)) }
-
 // changed fires whenever something a test may wait for has happened: a
-// test endpoint (hook, idCounter) got a request, or a service started by
+// test endpoint (newHook, newIDCounter) got a request, or a service started by
 // run logged a record (the forwarder logs every delivery outcome once it
 // is in the store and the metrics; the admin API, the pruner and the
 // collector's refusals log too).
@@ -82,43 +73,11 @@ func (a announcer) Handle(ctx context.Context, r slog.Record) error {
 func (a announcer) WithAttrs(as []slog.Attr) slog.Handler { return announcer{a.next.WithAttrs(as)} }
 func (a announcer) WithGroup(name string) slog.Handler    { return announcer{a.next.WithGroup(name)} }
 
-// hook is an endpoint that answers with the next status of its script
-// (200 once it runs out) and keeps what it got.
-type hook struct {
-	*httptest.Server
-	mu     sync.Mutex
-	script []int
-	got    []received
-}
-
-type received struct {
-	body []byte
-	sig  string
-	hdr  http.Header
-}
-
-func newHook(t *testing.T, script ...int) *hook {
-	h := &hook{script: script}
-	h.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		body, _ := io.ReadAll(r.Body)
-		h.mu.Lock()
-		h.got = append(h.got, received{body: body, sig: r.Header.Get("X-Signature"), hdr: r.Header.Clone()})
-		status := 200
-		if len(h.script) > 0 {
-			status, h.script = h.script[0], h.script[1:]
-		}
-		h.mu.Unlock()
-		changed.Fire()
-		w.WriteHeader(status)
-	}))
-	t.Cleanup(h.Close)
-	return h
-}
-
-func (h *hook) received() []received {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return append([]received(nil), h.got...)
+// newHook is an endpoint that answers with the statuses of script, then
+// 200, and fires changed at each request.
+func newHook(t *testing.T, script ...int) *webhooktest.Receiver {
+	t.Helper()
+	return webhooktest.New(t, webhooktest.Statuses(append(script, 200)...), webhooktest.Notify(&changed))
 }
 
 type harness struct {
@@ -195,36 +154,13 @@ func (h *harness) post(t *testing.T, path, key, body string) (int, string) {
 	return resp.StatusCode, string(b)
 }
 
-// waitLimit bounds every wait of a test that is going wrong; a test that
-// passes never waits for it.
-const waitLimit = 30 * time.Second
-
-// recheck is how often waitFor looks at its condition when nothing has
-// happened. It is only a safety net for a condition on state that changes
-// without a log record or a request to a test endpoint: the waits in this
-// file and in admin_test.go all pass with it set to an hour.
-const recheck = 50 * time.Millisecond
+const waitLimit = webhooktest.WaitLimit
 
 // waitFor returns once cond holds, checking it now and after each change
 // (see changed); it fails the test when waitLimit passes first.
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	limit := time.NewTimer(waitLimit)
-	defer limit.Stop()
-	tick := time.NewTicker(recheck)
-	defer tick.Stop()
-	for {
-		next := changed.Next() // before cond: a change during cond is not missed
-		if cond() {
-			return
-		}
-		select {
-		case <-next:
-		case <-tick.C:
-		case <-limit.C:
-			t.Fatalf("%v passed waiting for %s", waitLimit, what)
-		}
-	}
+	webhooktest.Await(t, &changed, what, cond)
 }
 
 func deliveries(t *testing.T, h *harness, f store.Filter) []store.Delivery {
@@ -263,9 +199,9 @@ func sign(body []byte) string {
 
 func TestEachTypeIngestToWebhook(t *testing.T) {
 	t.Parallel()
-	c := newClock(t0)
+	c := webhooktest.NewClock(t0)
 	rcv := newHook(t)
-	h := start(t, serve.Options{Now: c.now}, rcv.URL)
+	h := start(t, serve.Options{Now: c.Now}, rcv.URL)
 	msgs := map[string]string{
 		"identify": `{"userId":"u_42","traits":{"email":"ada@example.com","plan":"pro"},"messageId":"m-identify","timestamp":"2024-05-01T11:59:00Z"}`,
 		"track":    `{"userId":"u_42","event":"Order Completed","properties":{"total":12345678901234567890.000000001,"currency":"EUR"},"messageId":"m-track","timestamp":"2024-05-01T11:59:00.5+02:00"}`,
@@ -279,18 +215,18 @@ func TestEachTypeIngestToWebhook(t *testing.T) {
 			t.Fatalf("%s: %d %s", typ, code, body)
 		}
 	}
-	waitFor(t, "six webhooks", func() bool { return len(rcv.received()) == 6 })
-	for _, r := range rcv.received() {
-		if got, want := r.sig, sign(r.body); got != want {
+	waitFor(t, "six webhooks", func() bool { return len(rcv.Requests()) == 6 })
+	for _, r := range rcv.Requests() {
+		if got, want := r.Header.Get("X-Signature"), sign(r.Body); got != want {
 			t.Errorf("X-Signature %s, independent HMAC %s", got, want)
 		}
-		if r.hdr.Get("X-Env") != "test" || r.hdr.Get("User-Agent") != "evfwd-webhooks/1.0.0" {
-			t.Errorf("headers %v", r.hdr)
+		if r.Header.Get("X-Env") != "test" || r.Header.Get("User-Agent") != "evfwd-webhooks/1.0.0" {
+			t.Errorf("headers %v", r.Header)
 		}
 		var typ string
-		fmt.Sscanf(string(r.body), `{"type":%q`, &typ)
-		typ = strings.Trim(strings.SplitN(strings.TrimPrefix(string(r.body), `{"type":"`), `"`, 2)[0], `"`)
-		golden(t, typ+".golden", append(r.body, '\n'))
+		fmt.Sscanf(string(r.Body), `{"type":%q`, &typ)
+		typ = strings.Trim(strings.SplitN(strings.TrimPrefix(string(r.Body), `{"type":"`), `"`, 2)[0], `"`)
+		golden(t, typ+".golden", append(r.Body, '\n'))
 	}
 	waitFor(t, "deliveries delivered", func() bool { return len(deliveries(t, h, store.Filter{Status: store.Delivered})) == 6 })
 }
@@ -303,12 +239,12 @@ func TestFirstSuccessOfFiveEndpoints(t *testing.T) {
 		t.Fatalf("%d %s", code, body)
 	}
 	waitFor(t, "delivered", func() bool { return len(deliveries(t, h, store.Filter{Status: store.Delivered})) == 1 })
-	for i, e := range []*hook{e1, e2, e3, e4, e5} {
+	for i, e := range []*webhooktest.Receiver{e1, e2, e3, e4, e5} {
 		want := 1
 		if i >= 3 {
 			want = 0
 		}
-		if n := len(e.received()); n != want {
+		if n := len(e.Requests()); n != want {
 			t.Errorf("endpoint %d called %d times, want %d", i+1, n, want)
 		}
 	}
@@ -330,9 +266,9 @@ func TestFirstSuccessOfFiveEndpoints(t *testing.T) {
 // the clock to the next attempt only once the previous one is on record.
 func TestRetriesAfter500sThenDelivered(t *testing.T) {
 	t.Parallel()
-	c := newClock(t0)
+	c := webhooktest.NewClock(t0)
 	rcv := newHook(t, 500, 503, 500)
-	h := start(t, serve.Options{Now: c.now, Policy: webhook.Policy{Initial: time.Minute, Max: 3 * time.Minute, Jitter: -1}}, rcv.URL)
+	h := start(t, serve.Options{Now: c.Now, Policy: webhook.Policy{Initial: time.Minute, Max: 3 * time.Minute, Jitter: -1}}, rcv.URL)
 	if code, _ := h.post(t, "/v1/track", "wk_web", `{"userId":"u","event":"E","messageId":"m1"}`); code != 200 {
 		t.Fatal(code)
 	}
@@ -347,24 +283,24 @@ func TestRetriesAfter500sThenDelivered(t *testing.T) {
 			t.Fatalf("after delivery %d: %s, attempts %d, next at t0+%v; want pending, %d, t0+%v",
 				n+1, d.Status, d.Attempts, d.NextAttempt.Sub(t0), n+1, at)
 		}
-		c.set(d.NextAttempt)
+		c.Set(d.NextAttempt)
 	}
 	waitFor(t, "delivered", func() bool { return len(deliveries(t, h, store.Filter{Status: store.Delivered})) == 1 })
 	d := deliveries(t, h, store.Filter{})[0]
 	if d.Attempts != 4 {
 		t.Errorf("attempts = %d, want 4", d.Attempts)
 	}
-	got := rcv.received()
-	if len(got) != 4 || string(got[0].body) != string(got[3].body) {
+	got := rcv.Requests()
+	if len(got) != 4 || string(got[0].Body) != string(got[3].Body) {
 		t.Errorf("receiver got %d requests; bodies must be equal across retries", len(got))
 	}
 }
 
 func TestWindowExpiryToDead(t *testing.T) {
 	t.Parallel()
-	c := newClock(t0)
+	c := webhooktest.NewClock(t0)
 	rcv := newHook(t, repeat(500, 1000)...)
-	h := start(t, serve.Options{Now: c.now, Policy: webhook.Policy{Jitter: -1}}, rcv.URL)
+	h := start(t, serve.Options{Now: c.Now, Policy: webhook.Policy{Jitter: -1}}, rcv.URL)
 	if code, _ := h.post(t, "/v1/track", "wk_web", `{"userId":"u","event":"E"}`); code != 200 {
 		t.Fatal(code)
 	}
@@ -388,7 +324,7 @@ func TestWindowExpiryToDead(t *testing.T) {
 			t.Fatalf("status %s", d.Status)
 		}
 		seen = d.Attempts
-		c.set(d.NextAttempt) // jump to the next attempt
+		c.Set(d.NextAttempt) // jump to the next attempt
 	}
 	d := deliveries(t, h, store.Filter{})[0]
 	// 1+2+...+512 s, then 10 min steps, until 4 h: 10 + 22 deliveries.
@@ -421,8 +357,8 @@ func TestIntegrationsOffAndQuietSource(t *testing.T) {
 	}
 	waitFor(t, "delivered", func() bool { return len(deliveries(t, h, store.Filter{Status: store.Delivered})) == 1 })
 	h.stop()
-	got := rcv.received()
-	if len(got) != 1 || !strings.Contains(string(got[0].body), `"event":"on"`) {
+	got := rcv.Requests()
+	if len(got) != 1 || !strings.Contains(string(got[0].Body), `"event":"on"`) {
 		t.Errorf("receiver got %d: %v", len(got), got)
 	}
 }
@@ -446,7 +382,7 @@ func TestErrorCodesHealthAndMetrics(t *testing.T) {
 			t.Errorf("%s %q: %d %s, want %d", tt.path, tt.body[:min(len(tt.body), 30)], code, body, tt.want)
 		}
 	}
-	waitFor(t, "delivered", func() bool { return len(rcv.received()) == 1 })
+	waitFor(t, "delivered", func() bool { return len(rcv.Requests()) == 1 })
 	resp, err := http.Get(h.url + "/healthz")
 	if err != nil || resp.StatusCode != 200 {
 		t.Fatalf("healthz: %v %v", resp, err)
@@ -468,17 +404,9 @@ func TestErrorCodesHealthAndMetrics(t *testing.T) {
 
 func TestDeadEndpointDoesNotBlockOtherSources(t *testing.T) {
 	t.Parallel()
-	hang := make(chan struct{})
-	slow := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		select {
-		case <-r.Context().Done():
-		case <-hang:
-		}
-	}))
-	defer slow.Close()
-	defer close(hang)
+	slow := webhooktest.New(t, webhooktest.Script(webhooktest.Reply{Hang: true}))
 	fast := newHook(t)
-	c := newClock(t0) // a hung attempt is retried only when the test says so: never
+	c := webhooktest.NewClock(t0) // a hung attempt is retried only when the test says so: never
 	cfg := serve.Config{
 		Addr:  "127.0.0.1:0",
 		Store: filepath.Join(t.TempDir(), "evfwd.db"),
@@ -487,7 +415,7 @@ func TestDeadEndpointDoesNotBlockOtherSources(t *testing.T) {
 			{Name: "fast", WriteKey: "wk_fast", Webhooks: serve.Webhooks{Enabled: true, Destination: webhook.Destination{Endpoints: []webhook.Endpoint{{URL: fast.URL}}}}},
 		},
 	}
-	h := run(t, cfg, serve.Options{Now: c.now, PerSource: 4, MaxInFlight: 8, Poll: 5 * time.Millisecond, Grace: 100 * time.Millisecond})
+	h := run(t, cfg, serve.Options{Now: c.Now, PerSource: 4, MaxInFlight: 8, Poll: 5 * time.Millisecond, Grace: 100 * time.Millisecond})
 	var batch strings.Builder
 	batch.WriteString(`{"batch":[`)
 	for i := range 50 {
@@ -503,7 +431,7 @@ func TestDeadEndpointDoesNotBlockOtherSources(t *testing.T) {
 	if code, _ := h.post(t, "/v1/batch", "wk_fast", batch.String()); code != 200 {
 		t.Fatal(code)
 	}
-	waitFor(t, "fast source delivered while slow hangs", func() bool { return len(fast.received()) == 50 })
+	waitFor(t, "fast source delivered while slow hangs", func() bool { return len(fast.Requests()) == 50 })
 	h.stop() // with slow's deliveries in flight: the grace period interrupts them
 }
 

@@ -17,6 +17,7 @@ import (
 
 	"github.com/evfwd/evfwd/internal/cli"
 	"github.com/evfwd/evfwd/internal/syncbuf"
+	"github.com/evfwd/evfwd/internal/webhooktest"
 	"github.com/evfwd/evfwd/pkg/admin"
 	"github.com/evfwd/evfwd/pkg/serve"
 	"github.com/evfwd/evfwd/pkg/signature"
@@ -34,7 +35,7 @@ var signingSecret = "whsec_" + base64.StdEncoding.EncodeToString([]byte("serve's
 // signing secret shows nowhere the service prints or serves.
 func TestStandardSigningEndToEnd(t *testing.T) {
 	t.Parallel()
-	c := newClock(t0)
+	c := webhooktest.NewClock(t0)
 	signed, plain := newHook(t, 500, 200), newHook(t)
 	var logs syncbuf.Buffer
 	cfg := serve.Config{
@@ -55,7 +56,7 @@ func TestStandardSigningEndToEnd(t *testing.T) {
 		t.Fatal(err)
 	}
 	h := run(t, cfg, serve.Options{
-		Now: c.now, Poll: 5 * time.Millisecond, Policy: webhook.Policy{Initial: time.Minute, Jitter: -1},
+		Now: c.Now, Poll: 5 * time.Millisecond, Policy: webhook.Policy{Initial: time.Minute, Jitter: -1},
 		Logger: slog.New(slog.NewJSONHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
 	})
 	for _, key := range []string{"wk_web", "wk_app"} {
@@ -71,35 +72,35 @@ func TestStandardSigningEndToEnd(t *testing.T) {
 		}
 		return d.Attempts == 1
 	})
-	c.set(d.NextAttempt)
+	c.Set(d.NextAttempt)
 	waitFor(t, "delivered", func() bool { return len(deliveries(t, h, store.Filter{Status: store.Delivered})) == 2 })
 
-	got := signed.received()
+	got := signed.Requests()
 	if len(got) != 2 {
 		t.Fatalf("signed endpoint got %d requests, want 2", len(got))
 	}
 	for i, r := range got {
 		at := t0.Add(time.Duration(i) * time.Minute)
-		if r.sig != sign(r.body) {
-			t.Errorf("attempt %d: X-Signature %s, independent HMAC %s", i+1, r.sig, sign(r.body))
+		if r.Header.Get("X-Signature") != sign(r.Body) {
+			t.Errorf("attempt %d: X-Signature %s, independent HMAC %s", i+1, r.Header.Get("X-Signature"), sign(r.Body))
 		}
-		res, err := signature.VerifyFields(signature.Standard, r.hdr, r.body, signature.Options{Secrets: [][]byte{[]byte(signingSecret)}, Now: at})
+		res, err := signature.VerifyFields(signature.Standard, r.Header, r.Body, signature.Options{Secrets: [][]byte{[]byte(signingSecret)}, Now: at})
 		if err != nil || !res.Valid {
-			t.Errorf("attempt %d: standard webhooks: %v %s; headers %v", i+1, err, res.Message(), r.hdr)
+			t.Errorf("attempt %d: standard webhooks: %v %s; headers %v", i+1, err, res.Message(), r.Header)
 		}
-		if id := r.hdr.Get("Webhook-Id"); id != "m-standard-1" {
+		if id := r.Header.Get("Webhook-Id"); id != "m-standard-1" {
 			t.Errorf("attempt %d: webhook-id %q, want the messageId", i+1, id)
 		}
-		if ts := r.hdr.Get("Webhook-Timestamp"); ts != strconv.FormatInt(at.Unix(), 10) {
+		if ts := r.Header.Get("Webhook-Timestamp"); ts != strconv.FormatInt(at.Unix(), 10) {
 			t.Errorf("attempt %d: webhook-timestamp %s, want the attempt's %d", i+1, ts, at.Unix())
 		}
-		if r.hdr.Get("X-Env") != "test" {
+		if r.Header.Get("X-Env") != "test" {
 			t.Errorf("attempt %d: static header lost", i+1)
 		}
 	}
-	for _, r := range plain.received() {
-		if r.sig != sign(r.body) || r.hdr.Get("Webhook-Signature") != "" || r.hdr.Get("Webhook-Id") != "" {
-			t.Errorf("endpoint without signing: headers %v", r.hdr)
+	for _, r := range plain.Requests() {
+		if r.Header.Get("X-Signature") != sign(r.Body) || r.Header.Get("Webhook-Signature") != "" || r.Header.Get("Webhook-Id") != "" {
+			t.Errorf("endpoint without signing: headers %v", r.Header)
 		}
 	}
 

@@ -1,12 +1,11 @@
 package serve_test
 
 import (
-	"net/http"
-	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/evfwd/evfwd/internal/webhooktest"
 	"github.com/evfwd/evfwd/pkg/forwarder"
 	"github.com/evfwd/evfwd/pkg/serve"
 )
@@ -17,40 +16,17 @@ import (
 // commits what it collects. Once the delivery ends, both say so.
 func TestReadyzStalledForwarder(t *testing.T) {
 	t.Parallel()
-	c := newClock(t0)
-	release := make(chan struct{})
-	arrived := make(chan struct{}, 1)
-	stuck := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		select {
-		case arrived <- struct{}{}:
-		default:
-		}
-		select {
-		case <-release:
-		case <-r.Context().Done():
-		}
-	}))
-	t.Cleanup(stuck.Close)
-	t.Cleanup(func() {
-		select {
-		case <-release:
-		default:
-			close(release)
-		}
-	})
-	h := start(t, serve.Options{Now: c.now}, stuck.URL)
+	c := webhooktest.NewClock(t0)
+	stuck := webhooktest.New(t, webhooktest.Script(webhooktest.Reply{Hang: true}), webhooktest.Notify(&changed))
+	h := start(t, serve.Options{Now: c.Now}, stuck.URL)
 	if code, body := h.post(t, "/v1/track", "wk_web", `{"userId":"u1","event":"e","messageId":"m1"}`); code != 200 {
 		t.Fatalf("track: %d %s", code, body)
 	}
-	select {
-	case <-arrived:
-	case <-time.After(waitLimit):
-		t.Fatal("the delivery never arrived")
-	}
+	waitFor(t, "the delivery", func() bool { return stuck.Count() == 1 })
 	if code, body := getz(h.url + "/readyz"); code != 200 {
 		t.Fatalf("/readyz with a delivery just sent: %d %s", code, body)
 	}
-	c.add(forwarder.StallAfter + time.Second)
+	c.Add(forwarder.StallAfter + time.Second)
 	code, body := getz(h.url + "/readyz")
 	if code != 503 || !strings.Contains(body, `"status":"stalled"`) || !strings.Contains(body, "web (1 held)") {
 		t.Errorf("/readyz stalled: %d %s, want 503 naming the lane", code, body)
@@ -61,7 +37,7 @@ func TestReadyzStalledForwarder(t *testing.T) {
 	if _, m := getz(h.url + "/metrics"); !strings.Contains(m, "\nevfwd_forwarder_stalled 1\n") {
 		t.Errorf("/metrics while stalled has no evfwd_forwarder_stalled 1")
 	}
-	close(release)
+	stuck.Release()
 	waitFor(t, "/readyz 200 once the delivery is recorded", func() bool { code, _ := getz(h.url + "/readyz"); return code == 200 })
 	if _, m := getz(h.url + "/metrics"); !strings.Contains(m, "\nevfwd_forwarder_stalled 0\n") {
 		t.Errorf("/metrics once moving has no evfwd_forwarder_stalled 0")

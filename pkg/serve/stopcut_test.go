@@ -2,12 +2,11 @@ package serve_test
 
 import (
 	"log/slog"
-	"net/http"
-	"net/http/httptest"
 	"testing"
 	"time"
 
 	"github.com/evfwd/evfwd/internal/faultproxy"
+	"github.com/evfwd/evfwd/internal/webhooktest"
 	"github.com/evfwd/evfwd/pkg/serve"
 	"github.com/evfwd/evfwd/pkg/store"
 	"github.com/evfwd/evfwd/pkg/store/postgres/pgtest"
@@ -24,13 +23,7 @@ func TestStopOnCutLink(t *testing.T) {
 	t.Parallel()
 	const grace = 2 * time.Second
 	dbURL, proxy := faultproxy.InFront(t, pgtest.URL(t))
-	slow := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		select {
-		case <-time.After(200 * time.Millisecond):
-		case <-r.Context().Done():
-		}
-	}))
-	t.Cleanup(slow.Close)
+	slow := webhooktest.New(t, webhooktest.Script(webhooktest.Reply{Delay: 200 * time.Millisecond}))
 	var logs processLog
 	h := run(t, serve.Config{
 		Addr: "127.0.0.1:0", Store: dbURL,

@@ -42,7 +42,7 @@ func TestReadyStoreStaysOpen(t *testing.T) {
 	if code, body := h.post(t, "/v1/track", "wk_web", `{"userId":"u1","event":"A"}`); code != 200 {
 		t.Fatalf("track: %d %s", code, body)
 	}
-	waitFor(t, "the delivery", func() bool { return len(hk.received()) == 1 })
+	waitFor(t, "the delivery", func() bool { return len(hk.Requests()) == 1 })
 	h.stop()
 	// serve frees the file's leases on start, so the store holds the
 	// file's lock as long as it is open: a second serve would send twice.

@@ -140,10 +140,10 @@ func TestTLSBatchFromSegmentStyleClient(t *testing.T) {
 		})
 	}
 	// Both messages went on as signed webhooks.
-	waitFor(t, "two webhooks", func() bool { return len(hk.received()) == 2 })
-	for _, r := range hk.received() {
-		if r.sig != sign(r.body) {
-			t.Errorf("webhook %s: signature %q", r.body, r.sig)
+	waitFor(t, "two webhooks", func() bool { return len(hk.Requests()) == 2 })
+	for _, r := range hk.Requests() {
+		if r.Header.Get("X-Signature") != sign(r.Body) {
+			t.Errorf("webhook %s: signature %q", r.Body, r.Header.Get("X-Signature"))
 		}
 	}
 	// Plain HTTP on the TLS port is not served.

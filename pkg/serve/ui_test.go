@@ -11,14 +11,13 @@ import (
 	"net"
 	"net/http"
 	"net/http/cookiejar"
-	"net/http/httptest"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/evfwd/evfwd/internal/syncbuf"
+	"github.com/evfwd/evfwd/internal/webhooktest"
 	"github.com/evfwd/evfwd/pkg/admin"
 	"github.com/evfwd/evfwd/pkg/inspector"
 	"github.com/evfwd/evfwd/pkg/serve"
@@ -26,32 +25,14 @@ import (
 )
 
 // recovering is an endpoint that refuses its first requests with 400 (a
-// final failure) and, after those, holds each request until the returned
-// channel is closed and then accepts it.
-func recovering(t *testing.T, refusals int) (*hook, chan struct{}) {
-	h := &hook{}
-	gate := make(chan struct{})
-	var mu sync.Mutex
-	n := 0
-	h.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		io.Copy(io.Discard, r.Body)
-		mu.Lock()
-		n++
-		refuse := n <= refusals
-		mu.Unlock()
-		changed.Fire()
-		if refuse {
-			w.WriteHeader(http.StatusBadRequest)
-			return
-		}
-		select {
-		case <-gate:
-			w.WriteHeader(http.StatusOK)
-		case <-r.Context().Done(): // the test ended first
-		}
-	}))
-	t.Cleanup(h.Close)
-	return h, gate
+// final failure) and, after those, holds each request until released and
+// then accepts it.
+func recovering(t *testing.T, refusals int) *webhooktest.Receiver {
+	script := append(make([]webhooktest.Reply, refusals), webhooktest.Reply{Hang: true})
+	for i := range refusals {
+		script[i].Status = http.StatusBadRequest
+	}
+	return webhooktest.New(t, webhooktest.Script(script...), webhooktest.Notify(&changed))
 }
 
 // uiClient is the inspector's page: the session it holds once logged in,
@@ -103,14 +84,14 @@ func (c *uiClient) json(t *testing.T, method, path, body string, v any) {
 // them in the minute.
 func TestUIRetriesFailedDeliveries(t *testing.T) {
 	t.Parallel()
-	c := newClock(t0)
-	web, recovered := recovering(t, 2)
+	c := webhooktest.NewClock(t0)
+	web := recovering(t, 2)
 	app := newHook(t)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	h, _ := startAdminOpts(t, serve.Options{Now: c.now, UIListener: ln}, adminToken, web, app)
+	h, _ := startAdminOpts(t, serve.Options{Now: c.Now, UIListener: ln}, adminToken, web, app)
 	if want := "http://" + ln.Addr().String() + "/"; h.srv.UIURL() != want {
 		t.Errorf("UIURL %q, want %q", h.srv.UIURL(), want)
 	}
@@ -237,7 +218,7 @@ func TestUIRetriesFailedDeliveries(t *testing.T) {
 	if d.Status != store.Pending || d.Attempts != 0 {
 		t.Errorf("after retry: %s, %d attempts; want pending, 0", d.Status, d.Attempts)
 	}
-	close(recovered)
+	web.Release()
 	waitFor(t, "the retried delivery delivered", func() bool {
 		return len(deliveries(t, h, store.Filter{Status: store.Delivered, Source: "web"})) == 1
 	})

@@ -148,13 +148,11 @@ func TestDeliverRefusesBlockedAddress(t *testing.T) {
 	if res.Outcome != Delivered {
 		t.Errorf("loopback by name: %+v, want delivered", res.Attempts[0])
 	}
-	redirect := newHook(t, func(w http.ResponseWriter, r *http.Request) {
-		http.Redirect(w, r, "http://169.254.169.254/latest/meta-data/", http.StatusFound)
-	})
+	redirect := newHook(t, status(http.StatusFound, "Location", "http://169.254.169.254/latest/meta-data/"))
 	if res := s.Deliver(context.Background(), dest(redirect.URL), []byte(testBody)); res.Attempts[0].Class != ClassRedirect {
 		t.Errorf("redirect to a metadata address: %+v, want %s, not followed", res.Attempts[0], ClassRedirect)
 	}
-	if n := h.calls(); n != 1 {
+	if n := h.Count(); n != 1 {
 		t.Errorf("the hook took %d requests, want 1 (loopback)", n)
 	}
 }

@@ -4,13 +4,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/evfwd/evfwd/internal/webhooktest"
 	"github.com/google/go-cmp/cmp"
 )
-
-// fakeClock is a settable clock for schedules.
-type fakeClock struct{ t time.Time }
-
-func (c *fakeClock) Now() time.Time { return c.t }
 
 var t0 = time.Date(2024, 5, 1, 12, 0, 0, 0, time.UTC)
 
@@ -30,20 +26,20 @@ func TestPolicyDelay(t *testing.T) {
 // always fails, the clock jumping to each planned time: about 1s first,
 // doubling to 10 min, nothing after 4 h.
 func TestScheduleBoundedByWindow(t *testing.T) {
-	clock := &fakeClock{t: t0}
+	clock := webhooktest.NewClock(t0)
 	p := Policy{Now: clock.Now, Jitter: -1}
 	failed := Result{Outcome: Retryable}
 	var starts []time.Duration
 	for n := 1; ; n++ {
-		starts = append(starts, clock.t.Sub(t0))
+		starts = append(starts, clock.Now().Sub(t0))
 		at, ok := p.NextAttempt(t0, n, failed)
 		if !ok {
 			break
 		}
-		if !at.After(clock.t) {
-			t.Fatalf("delivery %d planned at %v, not after now %v", n+1, at, clock.t)
+		if !at.After(clock.Now()) {
+			t.Fatalf("delivery %d planned at %v, not after now %v", n+1, at, clock.Now())
 		}
-		clock.t = at
+		clock.Set(at)
 	}
 	last := starts[len(starts)-1]
 	if last > 4*time.Hour || last+10*time.Minute <= 4*time.Hour {
@@ -95,7 +91,7 @@ func TestNextAttempt(t *testing.T) {
 }
 
 func TestRetryFor(t *testing.T) {
-	clock := &fakeClock{t: t0}
+	clock := webhooktest.NewClock(t0)
 	failed := Result{Outcome: Retryable}
 	// Even a retry due at once, on a clock that stands still, is not made.
 	once := RetryFor(0)
@@ -108,7 +104,7 @@ func TestRetryFor(t *testing.T) {
 	if at, ok := p.NextAttempt(t0, 1, failed); !ok || !at.Equal(t0.Add(time.Second)) {
 		t.Errorf("RetryFor(1m) first retry: %v, %v; want %v", at, ok, t0.Add(time.Second))
 	}
-	clock.t = t0.Add(time.Minute)
+	clock.Set(t0.Add(time.Minute))
 	if at, ok := p.NextAttempt(t0, 6, failed); ok {
 		t.Errorf("RetryFor(1m) after the window: a retry at %v, want none", at)
 	}

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/evfwd/evfwd/internal/webhooktest"
 	"github.com/evfwd/evfwd/pkg/signature"
 	"github.com/google/go-cmp/cmp"
 )
@@ -43,8 +44,8 @@ func TestPreviewIsWhatIsSent(t *testing.T) {
 			if res := s.DeliverMessage(context.Background(), d, []byte(testBody), "m_1", nil); !res.Delivered() {
 				t.Fatalf("not delivered: %+v", res)
 			}
-			for i, h := range []*hook{first, second} {
-				got := h.received()[0].Header
+			for i, h := range []*webhooktest.Receiver{first, second} {
+				got := h.Requests()[0].Header
 				for _, hop := range []string{"Content-Length", "Accept-Encoding"} {
 					got.Del(hop) // the transport's, not the sender's
 				}

@@ -20,86 +20,30 @@ import (
 	"testing"
 	"time"
 
+	"github.com/evfwd/evfwd/internal/webhooktest"
 	"github.com/google/go-cmp/cmp"
 )
 
-// hook is a test endpoint that answers from a script of handlers, one per
-// request (the last repeats), and records what it received.
-type hook struct {
-	*httptest.Server
-	mu       sync.Mutex
-	requests []recorded
-	script   []http.HandlerFunc
-}
-
-type recorded struct {
-	Header http.Header
-	Body   string
-}
-
-func (h *hook) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	body, _ := io.ReadAll(r.Body)
-	h.mu.Lock()
-	n := len(h.requests)
-	h.requests = append(h.requests, recorded{Header: r.Header.Clone(), Body: string(body)})
-	h.mu.Unlock()
-	h.script[min(n, len(h.script)-1)](w, r)
-}
-
-func (h *hook) received() []recorded {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return append([]recorded(nil), h.requests...)
-}
-
-func (h *hook) calls() int {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return len(h.requests)
-}
-
-func newHook(t *testing.T, script ...http.HandlerFunc) *hook {
+// newHook is a receiver that answers with replies, one per request, the
+// last repeating.
+func newHook(t *testing.T, replies ...webhooktest.Reply) *webhooktest.Receiver {
 	t.Helper()
-	h := &hook{script: script}
-	h.Server = httptest.NewServer(h)
-	t.Cleanup(h.Close)
-	return h
+	return webhooktest.New(t, webhooktest.Script(replies...))
 }
 
-func status(code int, hdr ...string) http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
-		for i := 0; i+1 < len(hdr); i += 2 {
-			w.Header().Set(hdr[i], hdr[i+1])
-		}
-		w.WriteHeader(code)
-		io.WriteString(w, http.StatusText(code))
-	}
+// status is an answer with code, headers as name, value pairs, and the
+// status text for a body.
+func status(code int, hdr ...string) webhooktest.Reply {
+	return webhooktest.Reply{Status: code, Header: hdr}
 }
 
-// stall answers only once the client gave up or the test ended: a handler
-// past the deadline without sleeping.
-func stall(t *testing.T) http.HandlerFunc {
-	release := make(chan struct{})
-	t.Cleanup(func() { close(release) }) // runs before the server's Close
-	return func(w http.ResponseWriter, r *http.Request) {
-		select {
-		case <-r.Context().Done():
-		case <-release:
-		}
-	}
-}
-
-// reset drops the connection without answering.
-func reset(w http.ResponseWriter, r *http.Request) {
-	conn, _, err := w.(http.Hijacker).Hijack()
-	if err != nil {
-		panic(err)
-	}
-	if tc, ok := conn.(*net.TCPConn); ok {
-		tc.SetLinger(0) // RST rather than FIN
-	}
-	conn.Close()
-}
+var (
+	// stall answers only once the client gave up or the test ended: a
+	// handler past the deadline without sleeping.
+	stall = webhooktest.Reply{Hang: true}
+	// reset drops the connection without answering.
+	reset = webhooktest.Reply{Reset: true}
+)
 
 // refusedURL is an http URL on which nothing listens.
 func refusedURL(t *testing.T) string {
@@ -176,8 +120,8 @@ func TestDeliverHeaders(t *testing.T) {
 			if !res.Delivered() {
 				t.Fatalf("not delivered: %+v", res)
 			}
-			want := []recorded{{Header: tt.want, Body: testBody}}
-			if diff := cmp.Diff(want, h.received()); diff != "" {
+			want := []webhooktest.Request{{Method: http.MethodPost, Path: "/in", Header: tt.want, Body: []byte(testBody)}}
+			if diff := cmp.Diff(want, h.Requests()); diff != "" {
 				t.Errorf("mismatch (-want +got):\n%s", diff)
 			}
 		})
@@ -205,7 +149,7 @@ func summarize(r Result) []summary {
 }
 
 func TestDeliverEndpointsInOrder(t *testing.T) {
-	h := []*hook{newHook(t, status(500)), nil, newHook(t, status(200)), newHook(t, status(200)), newHook(t, status(200))}
+	h := []*webhooktest.Receiver{newHook(t, status(500)), nil, newHook(t, status(200)), newHook(t, status(200)), newHook(t, status(200))}
 	d := dest(h[0].URL, refusedURL(t), h[2].URL, h[3].URL, h[4].URL)
 	var live []summary
 	res := newSender(t, Options{}).DeliverFunc(context.Background(), d, []byte(testBody), func(a Attempt) {
@@ -225,7 +169,7 @@ func TestDeliverEndpointsInOrder(t *testing.T) {
 	if res.Outcome != Delivered {
 		t.Errorf("Outcome = %v, want delivered", res.Outcome)
 	}
-	if got := []int{h[0].calls(), h[2].calls(), h[3].calls(), h[4].calls()}; !cmp.Equal(got, []int{1, 1, 0, 0}) {
+	if got := []int{h[0].Count(), h[2].Count(), h[3].Count(), h[4].Count()}; !cmp.Equal(got, []int{1, 1, 0, 0}) {
 		t.Errorf("calls per endpoint = %v, want [1 1 0 0]", got)
 	}
 }
@@ -236,31 +180,31 @@ func TestDeliverClassifies(t *testing.T) {
 	now := func() time.Time { return time.Date(2024, 5, 1, 12, 0, 0, 0, time.UTC) }
 	tests := []struct {
 		name    string
-		handler http.HandlerFunc
+		reply   webhooktest.Reply
 		want    summary
 		outcome Outcome
 	}{
 		{"200", status(200), summary{Status: 200, Class: ClassOK, Outcome: Delivered, Then: ThenDone, Body: "OK"}, Delivered},
 		{"204", status(204), summary{Status: 204, Class: ClassOK, Outcome: Delivered, Then: ThenDone}, Delivered},
-		{"redirect not followed", func(w http.ResponseWriter, r *http.Request) {
+		{"redirect not followed", webhooktest.Reply{Handle: func(w http.ResponseWriter, r *http.Request) {
 			http.Redirect(w, r, target.URL, http.StatusFound)
-		}, summary{Status: 302, Class: ClassRedirect, Outcome: Final}, Final},
+		}}, summary{Status: 302, Class: ClassRedirect, Outcome: Final}, Final},
 		{"404 final", status(404), summary{Status: 404, Class: ClassClientError, Outcome: Final, Body: "Not Found"}, Final},
 		{"408 retryable", status(408), summary{Status: 408, Class: ClassRequestTimeout, Outcome: Retryable, Body: "Request Timeout"}, Retryable},
 		{"429 with Retry-After seconds", status(429, "Retry-After", "30"), summary{Status: 429, Class: ClassTooManyRequests, Outcome: Retryable, Body: "Too Many Requests", RetryAfter: 30 * time.Second}, Retryable},
 		{"503 with Retry-After date", status(503, "Retry-After", retryDate.Format(http.TimeFormat)), summary{Status: 503, Class: ClassServerError, Outcome: Retryable, Body: "Service Unavailable", RetryAfter: 2 * time.Minute}, Retryable},
 		{"500 retryable", status(500), summary{Status: 500, Class: ClassServerError, Outcome: Retryable, Body: "Internal Server Error"}, Retryable},
-		{"timeout", stall(t), summary{Class: ClassTimeout, Outcome: Retryable}, Retryable},
+		{"timeout", stall, summary{Class: ClassTimeout, Outcome: Retryable}, Retryable},
 		{"connection reset", reset, summary{Class: ClassReset, Outcome: Retryable}, Retryable},
-		{"long body excerpt", func(w http.ResponseWriter, r *http.Request) {
+		{"long body excerpt", webhooktest.Reply{Handle: func(w http.ResponseWriter, r *http.Request) {
 			w.WriteHeader(400)
 			w.Write(make([]byte, 5000))
-		}, summary{Status: 400, Class: ClassClientError, Outcome: Final, Body: string(make([]byte, ExcerptSize))}, Final},
+		}}, summary{Status: 400, Class: ClassClientError, Outcome: Final, Body: string(make([]byte, ExcerptSize))}, Final},
 	}
 	s := newSender(t, Options{Timeout: 100 * time.Millisecond, Now: now})
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			h := newHook(t, tt.handler)
+			h := newHook(t, tt.reply)
 			res := s.Deliver(context.Background(), dest(h.URL), []byte(testBody))
 			if diff := cmp.Diff([]summary{tt.want}, summarize(res)); diff != "" {
 				t.Errorf("mismatch (-want +got):\n%s", diff)
@@ -270,7 +214,7 @@ func TestDeliverClassifies(t *testing.T) {
 			}
 		})
 	}
-	if n := target.calls(); n != 0 {
+	if n := target.Count(); n != 0 {
 		t.Errorf("redirect target called %d times, want 0", n)
 	}
 }
@@ -283,15 +227,15 @@ func TestDefaultTimeout(t *testing.T) {
 
 func TestDeliverInterrupted(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
-	first := newHook(t, func(w http.ResponseWriter, r *http.Request) { cancel(); stall(t)(w, r) })
+	first := newHook(t, webhooktest.Reply{Handle: func(w http.ResponseWriter, r *http.Request) { cancel(); <-r.Context().Done() }})
 	second := newHook(t, status(200))
 	res := newSender(t, Options{}).Deliver(ctx, dest(first.URL, second.URL), []byte(testBody))
 	want := []summary{{Class: ClassCanceled, Outcome: Interrupted, Then: ThenStop}}
 	if diff := cmp.Diff(want, summarize(res)); diff != "" {
 		t.Errorf("mismatch (-want +got):\n%s", diff)
 	}
-	if res.Outcome != Interrupted || second.calls() != 0 {
-		t.Errorf("Outcome = %v, second endpoint calls = %d; want interrupted, 0", res.Outcome, second.calls())
+	if res.Outcome != Interrupted || second.Count() != 0 {
+		t.Errorf("Outcome = %v, second endpoint calls = %d; want interrupted, 0", res.Outcome, second.Count())
 	}
 }
 
@@ -355,20 +299,20 @@ func TestRetry(t *testing.T) {
 	fast := Policy{Initial: time.Millisecond, Max: 4 * time.Millisecond, Jitter: -1}
 	tests := []struct {
 		name       string
-		script     []http.HandlerFunc
+		script     []webhooktest.Reply
 		timeout    time.Duration
 		wantThen   []Then
 		wantClass  []Class
 		outcome    Outcome
 		deliveries int
 	}{
-		{"500,500,200", []http.HandlerFunc{status(500), status(500), status(200)}, 0,
+		{"500,500,200", []webhooktest.Reply{status(500), status(500), status(200)}, 0,
 			[]Then{ThenRetry, ThenRetry, ThenDone}, []Class{ClassServerError, ClassServerError, ClassOK}, Delivered, 3},
-		{"404 not retried", []http.HandlerFunc{status(404), status(200)}, 0,
+		{"404 not retried", []webhooktest.Reply{status(404), status(200)}, 0,
 			[]Then{ThenGiveUp}, []Class{ClassClientError}, Final, 1},
-		{"timeout then retried", []http.HandlerFunc{stall(t), status(200)}, 100 * time.Millisecond,
+		{"timeout then retried", []webhooktest.Reply{stall, status(200)}, 100 * time.Millisecond,
 			[]Then{ThenRetry, ThenDone}, []Class{ClassTimeout, ClassOK}, Delivered, 2},
-		{"reset then retried", []http.HandlerFunc{reset, status(201)}, 0,
+		{"reset then retried", []webhooktest.Reply{reset, status(201)}, 0,
 			[]Then{ThenRetry, ThenDone}, []Class{ClassReset, ClassOK}, Delivered, 2},
 	}
 	for _, tt := range tests {
@@ -387,8 +331,8 @@ func TestRetry(t *testing.T) {
 			if diff := cmp.Diff(tt.wantClass, class); diff != "" {
 				t.Errorf("Class mismatch (-want +got):\n%s", diff)
 			}
-			if res.Outcome != tt.outcome || n != tt.deliveries || h.calls() != tt.deliveries {
-				t.Errorf("Outcome, deliveries, calls = %v, %d, %d; want %v, %d, %d", res.Outcome, n, h.calls(), tt.outcome, tt.deliveries, tt.deliveries)
+			if res.Outcome != tt.outcome || n != tt.deliveries || h.Count() != tt.deliveries {
+				t.Errorf("Outcome, deliveries, calls = %v, %d, %d; want %v, %d, %d", res.Outcome, n, h.Count(), tt.outcome, tt.deliveries, tt.deliveries)
 			}
 			if deliveries[len(deliveries)-1] != n {
 				t.Errorf("last Attempt.Delivery = %d, want %d", deliveries[len(deliveries)-1], n)
@@ -408,8 +352,7 @@ func TestRetryWindowGivesUp(t *testing.T) {
 }
 
 func TestDeliverConcurrent(t *testing.T) {
-	var served atomic.Int64
-	h := newHook(t, func(w http.ResponseWriter, r *http.Request) { served.Add(1) })
+	h := newHook(t)
 	s := newSender(t, Options{})
 	d := &Destination{SharedSecret: "k", Endpoints: []Endpoint{{URL: h.URL}}}
 	var wg sync.WaitGroup
@@ -424,8 +367,8 @@ func TestDeliverConcurrent(t *testing.T) {
 		})
 	}
 	wg.Wait()
-	if failed.Load() != 0 || served.Load() != 320 {
-		t.Errorf("failed %d, served %d; want 0, 320", failed.Load(), served.Load())
+	if failed.Load() != 0 || h.Count() != 320 {
+		t.Errorf("failed %d, served %d; want 0, 320", failed.Load(), h.Count())
 	}
 }
 
@@ -500,8 +443,8 @@ func TestDeliverWritesOnce(t *testing.T) {
 			t.Errorf("delivery %d: %d writes, want 1", i, got)
 		}
 	}
-	for _, r := range h.received() {
-		if r.Body != testBody {
+	for _, r := range h.Requests() {
+		if string(r.Body) != testBody {
 			t.Errorf("body %q, want %q", r.Body, testBody)
 		}
 	}

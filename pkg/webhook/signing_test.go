@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/evfwd/evfwd/internal/webhooktest"
 	"github.com/evfwd/evfwd/pkg/signature"
 )
 
@@ -36,13 +37,13 @@ func (c *stepClock) now() time.Time {
 
 // verify checks a received request under scheme s with secrets, judged at
 // the attempt's start.
-func verify(t *testing.T, s signature.Scheme, r recorded, at time.Time, secrets ...string) {
+func verify(t *testing.T, s signature.Scheme, r webhooktest.Request, at time.Time, secrets ...string) {
 	t.Helper()
 	var keys [][]byte
 	for _, k := range secrets {
 		keys = append(keys, []byte(k))
 	}
-	res, err := signature.VerifyFields(s, r.Header, []byte(r.Body), signature.Options{Secrets: keys, Now: at})
+	res, err := signature.VerifyFields(s, r.Header, r.Body, signature.Options{Secrets: keys, Now: at})
 	if err != nil {
 		t.Fatalf("%s: %v", s, err)
 	}
@@ -77,7 +78,7 @@ func TestStandardSigningBesideXSignature(t *testing.T) {
 	if !res.Delivered() || n != 2 {
 		t.Fatalf("outcome %v after %d deliveries, want delivered after 2", res.Outcome, n)
 	}
-	for _, r := range plain.received() {
+	for _, r := range plain.Requests() {
 		if r.Header.Get(signature.Header) == "" {
 			t.Errorf("plain endpoint: no X-Signature")
 		}
@@ -87,7 +88,7 @@ func TestStandardSigningBesideXSignature(t *testing.T) {
 			}
 		}
 	}
-	got := signed.received()
+	got := signed.Requests()
 	if len(got) != 2 || len(starts) != 2 {
 		t.Fatalf("signed endpoint got %d requests, %d attempts seen; want 2", len(got), len(starts))
 	}
@@ -129,9 +130,9 @@ func TestStandardSigningIDAcrossURLs(t *testing.T) {
 		{"9a8b7c6d-5e4f", "9a8b7c6d-5e4f"},
 		{"two words\n", signature.MessageID("two words\n")},
 	} {
-		before := len(e1.received())
+		before := len(e1.Requests())
 		s.DeliverMessage(context.Background(), d, []byte(testBody), tt.id, nil)
-		a, b := e1.received()[before].Header.Get("Webhook-Id"), e2.received()[before].Header.Get("Webhook-Id")
+		a, b := e1.Requests()[before].Header.Get("Webhook-Id"), e2.Requests()[before].Header.Get("Webhook-Id")
 		switch {
 		case a != b:
 			t.Errorf("id %q: webhook-id %q at the first URL, %q at the second", tt.id, a, b)
@@ -140,7 +141,7 @@ func TestStandardSigningIDAcrossURLs(t *testing.T) {
 		case tt.want != "" && a != tt.want:
 			t.Errorf("id %q: webhook-id %q, want %q", tt.id, a, tt.want)
 		}
-		verify(t, signature.Standard, e2.received()[before], time.Now(), standardSecret)
+		verify(t, signature.Standard, e2.Requests()[before], time.Now(), standardSecret)
 	}
 	if got := signature.MessageID("two words\n"); !strings.HasPrefix(got, "msg_") || got != signature.MessageID("two words\n") || strings.ContainsAny(got, " \n") {
 		t.Errorf("webhookID of an id with spaces = %q, want a stable msg_ token", got)
@@ -176,7 +177,7 @@ func TestDestinationSchemes(t *testing.T) {
 			if !res.Delivered() {
 				t.Fatalf("outcome %v", res.Outcome)
 			}
-			got := h.received()
+			got := h.Requests()
 			for i, r := range got {
 				if r.Header.Get(signature.Header) != "" {
 					t.Errorf("%s also sent X-Signature", tt.scheme)
