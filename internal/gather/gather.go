@@ -92,7 +92,7 @@ func (g *Gatherer[T]) next() (T, bool) {
 // More appends to group, which holds at least one request, what In holds
 // now, without waiting, until the group weighs Max or a request Ends it.
 func (g *Gatherer[T]) More(group []T) []T {
-	w := g.weigh(group)
+	w, _ := g.state(group)
 	for w < g.Max && !g.ends(group[len(group)-1]) {
 		select {
 		case x, ok := <-g.In:
@@ -109,30 +109,22 @@ func (g *Gatherer[T]) More(group []T) []T {
 }
 
 // linger waits up to d (on timer) for more while group weighs less than
-// want (at most Max), unless a request in it hurries or ends it, or until
-// one that does arrives or Stop closes.
+// want, unless a request in it hurries, or until Stop closes.
 func (g *Gatherer[T]) linger(group []T, want int, d time.Duration, timer *time.Timer) []T {
 	want = min(want, g.Max)
-	w := g.weigh(group)
-	if w >= want || d <= 0 {
+	if w, hurry := g.state(group); w >= want || hurry || d <= 0 {
 		return group
-	}
-	for _, x := range group {
-		if g.hurries(x) {
-			return group
-		}
 	}
 	timer.Reset(d)
 	defer timer.Stop() // no stale tick is left in timer.C (Go 1.23 timers)
-	for w < want {
+	for {
 		select {
 		case x, ok := <-g.In:
 			if !ok {
 				return group
 			}
-			group = append(group, x)
-			w += g.weight(x)
-			if g.hurries(x) {
+			group = g.More(append(group, x))
+			if w, hurry := g.state(group); w >= want || hurry {
 				return group
 			}
 		case <-timer.C:
@@ -141,7 +133,15 @@ func (g *Gatherer[T]) linger(group []T, want int, d time.Duration, timer *time.T
 			return group
 		}
 	}
-	return group
+}
+
+// state reports group's weight and whether a request in it hurries.
+func (g *Gatherer[T]) state(group []T) (w int, hurry bool) {
+	for _, x := range group {
+		w += g.weight(x)
+		hurry = hurry || g.hurries(x)
+	}
+	return w, hurry
 }
 
 func (g *Gatherer[T]) weight(x T) int {
@@ -149,14 +149,6 @@ func (g *Gatherer[T]) weight(x T) int {
 		return 1
 	}
 	return g.Weight(x)
-}
-
-func (g *Gatherer[T]) weigh(group []T) int {
-	w := 0
-	for _, x := range group {
-		w += g.weight(x)
-	}
-	return w
 }
 
 func (g *Gatherer[T]) ends(x T) bool { return g.Ends != nil && g.Ends(x) }
