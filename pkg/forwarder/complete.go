@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/evfwd/evfwd/internal/gather"
 	"github.com/evfwd/evfwd/pkg/store"
 )
 
@@ -45,6 +46,7 @@ func (f *Forwarder) completer(in <-chan finishing) {
 	// Reused from group to group: keep copies what it keeps.
 	group := make([]finishing, 0, maxCompleteGroup)
 	cs := make([]store.Completion, 0, maxCompleteGroup)
+	g := gather.Gatherer[finishing]{In: in, Max: maxCompleteGroup}
 	for {
 		var tick <-chan time.Time
 		if f.unrecorded.waiting() {
@@ -62,7 +64,7 @@ func (f *Forwarder) completer(in <-chan finishing) {
 				f.lastTry()
 				return
 			}
-			group = gather(in, append(group[:0], first))
+			group = g.More(append(group[:0], first))
 			if f.unrecorded.waiting() {
 				// Behind the others, written with them.
 				f.unrecorded.keep(group)
@@ -80,22 +82,6 @@ func (f *Forwarder) completer(in <-chan finishing) {
 		case <-f.unrecorded.kick: // the loop arms the retry
 		}
 	}
-}
-
-// gather appends to group what else waits on in, up to maxCompleteGroup.
-func gather(in <-chan finishing, group []finishing) []finishing {
-	for len(group) < maxCompleteGroup {
-		select {
-		case x, ok := <-in:
-			if !ok {
-				return group
-			}
-			group = append(group, x)
-		default:
-			return group
-		}
-	}
-	return group
 }
 
 // completions appends group's completions to cs.

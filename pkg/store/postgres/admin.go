@@ -10,6 +10,7 @@ import (
 
 	"github.com/evfwd/evfwd/pkg/store"
 	"github.com/evfwd/evfwd/pkg/store/internal/rowscan"
+	"github.com/evfwd/evfwd/pkg/store/internal/sharedsql"
 	"github.com/evfwd/evfwd/pkg/store/internal/syncrun"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -211,8 +212,9 @@ func (c *syncConn) Step(ctx context.Context, fn func(ctx context.Context, tx pgx
 }
 
 func (c *syncConn) Current(ctx context.Context) (string, bool, error) {
+	q, args := syncrun.CurrentSQL(c.kind, c.key, sharedsql.Numbered(1))
 	var list string
-	err := c.QueryRow(ctx, `SELECT list FROM syncs WHERE kind = $1 AND key = $2`, string(c.kind), c.key).Scan(&list)
+	err := c.QueryRow(ctx, q, args...).Scan(&list)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return "", false, nil
 	}
@@ -220,8 +222,8 @@ func (c *syncConn) Current(ctx context.Context) (string, bool, error) {
 }
 
 func (c *syncConn) Runs(ctx context.Context) ([]syncrun.Run, error) {
-	rows, err := c.Query(ctx, `SELECT id, replaces, committed, at FROM sync_runs WHERE kind = $1 AND key = $2 ORDER BY seq`,
-		string(c.kind), c.key)
+	q, args := syncrun.RunsSQL(c.kind, c.key, "seq", sharedsql.Numbered(1))
+	rows, err := c.Query(ctx, q, args...)
 	if err != nil {
 		return nil, err
 	}
@@ -229,29 +231,26 @@ func (c *syncConn) Runs(ctx context.Context) ([]syncrun.Run, error) {
 }
 
 func (c *syncConn) Listed(ctx context.Context, r syncrun.Run, after string, limit int) ([]syncrun.Row, error) {
-	return c.page(ctx, `SELECT n.user_id, n.value, o.value, true FROM sync_lists n
-		LEFT JOIN sync_lists o ON o.list = $1 AND o.user_id = n.user_id
-		WHERE n.list = $2 AND n.user_id > $3 ORDER BY n.user_id LIMIT $4`, r.Replaces, r.ID, after, limit)
+	return c.page(ctx)(syncrun.ListedSQL(r, after, limit, sharedsql.Numbered(1)))
 }
 
 func (c *syncConn) Replaced(ctx context.Context, r syncrun.Run, after string, limit int) ([]syncrun.Row, error) {
-	return c.page(ctx, `SELECT o.user_id, o.value, NULL::bytea, n.user_id IS NOT NULL FROM sync_lists o
-		LEFT JOIN sync_lists n ON n.list = $1 AND n.user_id = o.user_id
-		WHERE o.list = $2 AND o.user_id > $3 ORDER BY o.user_id LIMIT $4`, r.ID, r.Replaces, after, limit)
+	return c.page(ctx)(syncrun.ReplacedSQL(r, after, limit, sharedsql.Numbered(1)))
 }
 
-func (c *syncConn) page(ctx context.Context, q string, args ...any) ([]syncrun.Row, error) {
-	rows, err := c.Query(ctx, q, args...)
-	if err != nil {
-		return nil, err
+// page returns a reader of a diff page by a statement and its parameters.
+func (c *syncConn) page(ctx context.Context) func(q string, args []any) ([]syncrun.Row, error) {
+	return func(q string, args []any) ([]syncrun.Row, error) {
+		rows, err := c.Query(ctx, q, args...)
+		if err != nil {
+			return nil, err
+		}
+		return collect(rows, syncrun.ScanRow)
 	}
-	return collect(rows, syncrun.ScanRow)
 }
 
 func (c *syncConn) InsertRun(ctx context.Context, tx pgx.Tx, r syncrun.Run) error {
-	_, err := tx.Exec(ctx, `INSERT INTO sync_runs (id, kind, key, replaces, at) VALUES ($1, $2, $3, $4, $5)`,
-		r.ID, string(c.kind), c.key, r.Replaces, r.At)
-	return err
+	return exec(ctx, tx)(syncrun.InsertRunSQL(c.kind, c.key, r, sharedsql.Numbered(1)))
 }
 
 func (*syncConn) Stage(ctx context.Context, tx pgx.Tx, list string, values []store.Value) error {
@@ -290,22 +289,12 @@ func (*syncConn) WriteOutbox(ctx context.Context, tx pgx.Tx, run string, msgs []
 }
 
 func (c *syncConn) Flip(ctx context.Context, tx pgx.Tx, r syncrun.Run, sy store.Sync, first bool) (bool, error) {
-	var sql string
-	args := []any{string(c.kind), c.key, sy.Name, r.At, r.ID, r.Replaces}
-	if first {
-		sql = `INSERT INTO syncs (kind, key, name, created_at, synced_at, list)
-			SELECT $1::text, $2::text, $3::text, $4::bigint, $4::bigint, $5::text WHERE $6::text = ''
-			ON CONFLICT (kind, key) DO NOTHING`
-	} else {
-		sql = `UPDATE syncs SET name = $3, synced_at = $4, list = $5 WHERE kind = $1 AND key = $2 AND list = $6`
-	}
-	tag, err := tx.Exec(ctx, sql, args...)
-	return err == nil && tag.RowsAffected() == 1, err
+	n, err := changed(ctx, tx)(syncrun.FlipSQL(c.kind, c.key, r, sy.Name, first, sharedsql.Numbered(1)))
+	return n == 1, err
 }
 
 func (*syncConn) Commit(ctx context.Context, tx pgx.Tx, run string) error {
-	_, err := tx.Exec(ctx, `UPDATE sync_runs SET committed = true WHERE id = $1`, run)
-	return err
+	return exec(ctx, tx)(syncrun.CommitSQL(run, sharedsql.Numbered(1)))
 }
 
 // MoveOutbox reads the messages and ingests them as Ingest does.
@@ -341,20 +330,32 @@ func (*syncConn) MoveOutbox(ctx context.Context, tx pgx.Tx, r syncrun.Run, limit
 }
 
 func (*syncConn) DropList(ctx context.Context, tx pgx.Tx, list string, limit int) (int, error) {
-	tag, err := tx.Exec(ctx, `DELETE FROM sync_lists WHERE list = $1 AND user_id IN
-		(SELECT user_id FROM sync_lists WHERE list = $1 ORDER BY user_id LIMIT $2)`, list, limit)
-	return int(tag.RowsAffected()), err
+	return changed(ctx, tx)(syncrun.DropListSQL(list, limit, sharedsql.Numbered(1)))
 }
 
 func (*syncConn) DropOutbox(ctx context.Context, tx pgx.Tx, run string, limit int) (int, error) {
-	tag, err := tx.Exec(ctx, `DELETE FROM sync_outbox WHERE id IN
-		(SELECT id FROM sync_outbox WHERE run = $1 ORDER BY id LIMIT $2)`, run, limit)
-	return int(tag.RowsAffected()), err
+	return changed(ctx, tx)(syncrun.DropOutboxSQL(run, limit, sharedsql.Numbered(1)))
 }
 
 func (*syncConn) ForgetRun(ctx context.Context, tx pgx.Tx, run string) error {
-	_, err := tx.Exec(ctx, `DELETE FROM sync_runs WHERE id = $1`, run)
-	return err
+	return exec(ctx, tx)(syncrun.ForgetRunSQL(run, sharedsql.Numbered(1)))
+}
+
+// changed returns a runner of a statement (with its parameters, as
+// syncrun writes them) in tx that reports the rows it changed.
+func changed(ctx context.Context, tx pgx.Tx) func(q string, args []any) (int, error) {
+	return func(q string, args []any) (int, error) {
+		tag, err := tx.Exec(ctx, q, args...)
+		return int(tag.RowsAffected()), err
+	}
+}
+
+// exec is changed for a statement whose count does not matter.
+func exec(ctx context.Context, tx pgx.Tx) func(q string, args []any) error {
+	return func(q string, args []any) error {
+		_, err := changed(ctx, tx)(q, args)
+		return err
+	}
 }
 
 // SyncValues yields the stored list of an audience or computed trait, in
@@ -368,8 +369,8 @@ func (s *Store) SyncValues(ctx context.Context, kind store.SyncKind, key string)
 			return
 		}
 		defer leave()
-		rows, err := s.pool.Query(ctx, `SELECT l.user_id, l.value FROM syncs s JOIN sync_lists l ON l.list = s.list
-			WHERE s.kind = $1 AND s.key = $2 ORDER BY l.user_id`, string(kind), key)
+		q, args := syncrun.ValuesSQL(kind, key, sharedsql.Numbered(1))
+		rows, err := s.pool.Query(ctx, q, args...)
 		if err != nil {
 			yield(store.Value{}, err)
 			return

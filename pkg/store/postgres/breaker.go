@@ -67,18 +67,5 @@ func (s *Store) Release(ctx context.Context, source string, prefixes []string, n
 	}
 	defer s.floors.Reset()
 	defer leave()
-	at := store.Millis(now)
-	total := 0
-	for {
-		var n int64
-		err := retryTransient(func() error {
-			tag, err := s.pool.Exec(ctx, releaseSQL, source, at, prefixes, store.ReleaseStep, s.leaseClock(now))
-			n = tag.RowsAffected()
-			return err
-		})
-		total += int(n)
-		if err != nil || n < store.ReleaseStep {
-			return total, err
-		}
-	}
+	return s.stepped(ctx, releaseSQL, source, store.Millis(now), prefixes, store.ReleaseStep, s.leaseClock(now))
 }

@@ -30,21 +30,25 @@ func (s *Store) CancelPending(ctx context.Context, source, destination, reason s
 		return 0, err
 	}
 	defer leave()
-	at := store.Millis(now)
+	n, err := s.stepped(ctx, cancelSQL, source, destination, store.ReleaseStep, reason, store.Millis(now))
+	return n, classify(err)
+}
+
+// stepped runs q, which changes up to store.ReleaseStep rows, until a run
+// changes fewer, and reports how many rows the runs changed in all: each
+// run is its own transaction, holding few rows for a short time.
+func (s *Store) stepped(ctx context.Context, q string, args ...any) (int, error) {
 	total := 0
 	for {
 		var n int64
 		err := retryTransient(func() error {
-			tag, err := s.pool.Exec(ctx, cancelSQL, source, destination, store.ReleaseStep, reason, at)
+			tag, err := s.pool.Exec(ctx, q, args...)
 			n = tag.RowsAffected()
 			return err
 		})
 		total += int(n)
-		if err != nil {
-			return total, classify(err)
-		}
-		if n < store.ReleaseStep {
-			return total, nil
+		if err != nil || n < store.ReleaseStep {
+			return total, err
 		}
 	}
 }

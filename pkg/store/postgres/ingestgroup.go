@@ -6,6 +6,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/evfwd/evfwd/internal/gather"
 	"github.com/evfwd/evfwd/pkg/store"
 )
 
@@ -81,29 +82,11 @@ type ingestDone struct {
 }
 
 // ingester applies the queued ingests in groups until quit is closed (Close
-// does, once no call is in progress).
+// does, once no call is in progress: what is queued then was abandoned).
 func (s *Store) ingester() {
-	for {
-		var group []*ingestReq
-		select {
-		case r := <-s.ingests:
-			group = append(group, r)
-		case <-s.quit:
-			return
-		}
-		n := len(group[0].in.keep)
-	gather:
-		for n < maxIngestGroup {
-			select {
-			case r := <-s.ingests:
-				group = append(group, r)
-				n += len(r.in.keep)
-			default:
-				break gather
-			}
-		}
-		s.ingestGroup(group)
-	}
+	g := gather.Gatherer[*ingestReq]{In: s.ingests, Stop: s.quit, Max: maxIngestGroup,
+		Weight: func(r *ingestReq) int { return len(r.in.keep) }}
+	g.Run(s.ingestGroup)
 }
 
 // ingestGroup applies group and answers each request.

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/evfwd/evfwd/internal/gather"
 	"github.com/evfwd/evfwd/pkg/store"
 	"github.com/evfwd/evfwd/pkg/store/internal/leasefloor"
 	"github.com/evfwd/evfwd/pkg/store/internal/rowscan"
@@ -289,43 +290,31 @@ const maxGroup = 512
 // committing, as one group, until quit is closed (Close does, once no call
 // is in progress).
 func (s *Store) completer() {
-	for {
-		var group []completion
-		select {
-		case c := <-s.completions:
-			group = append(group, c)
-		case <-s.quit:
-			return
+	g := gather.Gatherer[completion]{In: s.completions, Stop: s.quit, Max: maxGroup,
+		Weight: func(c completion) int { return len(c.cs) }}
+	g.Run(s.completeGroup)
+}
+
+// completeGroup applies group's completions in one transaction and gives
+// each caller its outcome.
+func (s *Store) completeGroup(group []completion) {
+	var (
+		all  []store.Completion
+		last time.Time
+	)
+	for _, c := range group {
+		all = append(all, c.cs...)
+		if c.deadline.After(last) {
+			last = c.deadline
 		}
-		n := len(group[0].cs)
-	gather:
-		for n < maxGroup {
-			select {
-			case c := <-s.completions:
-				group = append(group, c)
-				n += len(c.cs)
-			default:
-				break gather
-			}
-		}
-		var (
-			all  []store.Completion
-			last time.Time
-		)
-		for _, c := range group {
-			all = append(all, c.cs...)
-			if c.deadline.After(last) {
-				last = c.deadline
-			}
-		}
-		// The group's statements end by its callers' latest deadline, as an
-		// ingest group's do (groupDeadline): none fails before its own.
-		ctx, cancel := context.WithDeadline(s.stop, last)
-		err := classify(retryTransient(func() error { return s.complete(ctx, all) }))
-		cancel()
-		for _, c := range group {
-			c.done <- err
-		}
+	}
+	// The group's statements end by its callers' latest deadline, as an
+	// ingest group's do (groupDeadline): none fails before its own.
+	ctx, cancel := context.WithDeadline(s.stop, last)
+	defer cancel()
+	err := classify(retryTransient(func() error { return s.complete(ctx, all) }))
+	for _, c := range group {
+		c.done <- err
 	}
 }
 
@@ -401,21 +390,19 @@ func (s *Store) Retry(ctx context.Context, ids []int64, f store.Filter, now time
 	}
 	defer leave()
 	defer s.floors.Reset()
-	at := store.Millis(now)
-	const set = `UPDATE deliveries SET status = 'pending', attempts = 0, first_attempt_at = 0, next_attempt_at = $1,
-		last_error = '', updated_at = $1 WHERE id IN (SELECT d.id FROM deliveries d`
-	// A live lease is the database's clock's (leaseSQL), $2 after it.
-	const keep = ` AND d.status NOT IN ('delivered', 'cancelled') AND NOT (d.status = 'pending' AND d.lease_expires_at >= ` +
-		clockSQL + ` + $2))`
+	p := sharedsql.Numbered(1)
+	set, args := sharedsql.Retry(store.Millis(now), p)
 	var clause string
-	args := []any{at, s.leaseClock(now)}
 	if len(ids) > 0 {
-		clause, args = ` WHERE d.id = ANY($3)`, append(args, ids)
+		clause, args = ` WHERE d.id = ANY(`+p()+`)`, append(args, ids)
 	} else {
 		var more []any
-		clause, more = sharedsql.Where(f, sharedsql.Numbered(3))
+		clause, more = sharedsql.Where(f, p)
 		args = append(args, more...)
 	}
+	// Not under a live lease: one is the database's clock's (leaseSQL).
+	keep := sharedsql.Retryable + ` AND NOT (d.status = 'pending' AND d.lease_expires_at >= ` + clockSQL + ` + ` + p() + `))`
+	args = append(args, s.leaseClock(now))
 	var n int64
 	err = retryTransient(func() error {
 		tag, err := s.pool.Exec(ctx, set+clause+keep, args...)

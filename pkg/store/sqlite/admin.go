@@ -11,6 +11,7 @@ import (
 
 	"github.com/evfwd/evfwd/pkg/store"
 	"github.com/evfwd/evfwd/pkg/store/internal/rowscan"
+	"github.com/evfwd/evfwd/pkg/store/internal/sharedsql"
 	"github.com/evfwd/evfwd/pkg/store/internal/syncrun"
 )
 
@@ -115,8 +116,9 @@ func (d syncDriver) Step(ctx context.Context, fn func(ctx context.Context, tx *w
 }
 
 func (d syncDriver) Current(ctx context.Context) (string, bool, error) {
+	q, args := syncrun.CurrentSQL(d.kind, d.key, sharedsql.Question)
 	var list string
-	err := d.read.QueryRowContext(ctx, `SELECT list FROM syncs WHERE kind = ? AND key = ?`, d.kind, d.key).Scan(&list)
+	err := d.read.QueryRowContext(ctx, q, args...).Scan(&list)
 	if errors.Is(err, sql.ErrNoRows) {
 		return "", false, nil
 	}
@@ -124,8 +126,8 @@ func (d syncDriver) Current(ctx context.Context) (string, bool, error) {
 }
 
 func (d syncDriver) Runs(ctx context.Context) ([]syncrun.Run, error) {
-	rows, err := d.read.QueryContext(ctx, `SELECT id, replaces, committed, at FROM sync_runs
-		WHERE kind = ? AND key = ? ORDER BY rowid`, d.kind, d.key)
+	q, args := syncrun.RunsSQL(d.kind, d.key, "rowid", sharedsql.Question)
+	rows, err := d.read.QueryContext(ctx, q, args...)
 	if err != nil {
 		return nil, err
 	}
@@ -133,29 +135,26 @@ func (d syncDriver) Runs(ctx context.Context) ([]syncrun.Run, error) {
 }
 
 func (d syncDriver) Listed(ctx context.Context, r syncrun.Run, after string, limit int) ([]syncrun.Row, error) {
-	return d.page(ctx, `SELECT n.user_id, n.value, o.value, 1 FROM sync_lists n
-		LEFT JOIN sync_lists o ON o.list = ? AND o.user_id = n.user_id
-		WHERE n.list = ? AND n.user_id > ? ORDER BY n.user_id LIMIT ?`, r.Replaces, r.ID, after, limit)
+	return d.page(ctx)(syncrun.ListedSQL(r, after, limit, sharedsql.Question))
 }
 
 func (d syncDriver) Replaced(ctx context.Context, r syncrun.Run, after string, limit int) ([]syncrun.Row, error) {
-	return d.page(ctx, `SELECT o.user_id, o.value, NULL, n.user_id IS NOT NULL FROM sync_lists o
-		LEFT JOIN sync_lists n ON n.list = ? AND n.user_id = o.user_id
-		WHERE o.list = ? AND o.user_id > ? ORDER BY o.user_id LIMIT ?`, r.ID, r.Replaces, after, limit)
+	return d.page(ctx)(syncrun.ReplacedSQL(r, after, limit, sharedsql.Question))
 }
 
-func (d syncDriver) page(ctx context.Context, q string, args ...any) ([]syncrun.Row, error) {
-	rows, err := d.read.QueryContext(ctx, q, args...)
-	if err != nil {
-		return nil, err
+// page returns a reader of a diff page by a statement and its parameters.
+func (d syncDriver) page(ctx context.Context) func(q string, args []any) ([]syncrun.Row, error) {
+	return func(q string, args []any) ([]syncrun.Row, error) {
+		rows, err := d.read.QueryContext(ctx, q, args...)
+		if err != nil {
+			return nil, err
+		}
+		return collect(rows, syncrun.ScanRow)
 	}
-	return collect(rows, syncrun.ScanRow)
 }
 
 func (d syncDriver) InsertRun(ctx context.Context, tx *wtx, r syncrun.Run) error {
-	_, err := tx.ExecContext(ctx, `INSERT INTO sync_runs (id, kind, key, replaces, at) VALUES (?, ?, ?, ?, ?)`,
-		r.ID, d.kind, d.key, r.Replaces, r.At)
-	return err
+	return exec(ctx, tx)(syncrun.InsertRunSQL(d.kind, d.key, r, sharedsql.Question))
 }
 
 func (syncDriver) Stage(ctx context.Context, tx *wtx, list string, values []store.Value) error {
@@ -201,21 +200,12 @@ func (syncDriver) WriteOutbox(ctx context.Context, tx *wtx, run string, msgs []s
 }
 
 func (d syncDriver) Flip(ctx context.Context, tx *wtx, r syncrun.Run, sy store.Sync, first bool) (bool, error) {
-	var res sql.Result
-	var err error
-	if first {
-		res, err = tx.ExecContext(ctx, `INSERT INTO syncs (kind, key, name, created_at, synced_at, list) VALUES (?, ?, ?, ?, ?, ?)
-			ON CONFLICT (kind, key) DO NOTHING`, d.kind, d.key, sy.Name, r.At, r.At, r.ID)
-	} else {
-		res, err = tx.ExecContext(ctx, `UPDATE syncs SET name = ?, synced_at = ?, list = ? WHERE kind = ? AND key = ? AND list = ?`,
-			sy.Name, r.At, r.ID, d.kind, d.key, r.Replaces)
-	}
-	return affected(res, err)
+	n, err := changed(ctx, tx)(syncrun.FlipSQL(d.kind, d.key, r, sy.Name, first, sharedsql.Question))
+	return n == 1, err
 }
 
 func (syncDriver) Commit(ctx context.Context, tx *wtx, run string) error {
-	_, err := tx.ExecContext(ctx, `UPDATE sync_runs SET committed = 1 WHERE id = ?`, run)
-	return err
+	return exec(ctx, tx)(syncrun.CommitSQL(run, sharedsql.Question))
 }
 
 // MoveOutbox is Ingest done in SQL, the bodies never leaving the database:
@@ -256,33 +246,36 @@ func (syncDriver) MoveOutbox(ctx context.Context, tx *wtx, r syncrun.Run, limit 
 }
 
 func (syncDriver) DropList(ctx context.Context, tx *wtx, list string, limit int) (int, error) {
-	return count(tx.ExecContext(ctx, `DELETE FROM sync_lists WHERE list = ? AND user_id IN
-		(SELECT user_id FROM sync_lists WHERE list = ? ORDER BY user_id LIMIT ?)`, list, list, limit))
+	return changed(ctx, tx)(syncrun.DropListSQL(list, limit, sharedsql.Question))
 }
 
 func (syncDriver) DropOutbox(ctx context.Context, tx *wtx, run string, limit int) (int, error) {
-	return count(tx.ExecContext(ctx, `DELETE FROM sync_outbox WHERE run = ? AND id IN
-		(SELECT id FROM sync_outbox WHERE run = ? ORDER BY id LIMIT ?)`, run, run, limit))
+	return changed(ctx, tx)(syncrun.DropOutboxSQL(run, limit, sharedsql.Question))
 }
 
 func (syncDriver) ForgetRun(ctx context.Context, tx *wtx, run string) error {
-	_, err := tx.ExecContext(ctx, `DELETE FROM sync_runs WHERE id = ?`, run)
-	return err
+	return exec(ctx, tx)(syncrun.ForgetRunSQL(run, sharedsql.Question))
 }
 
-// count reports the rows a statement changed.
-func count(res sql.Result, err error) (int, error) {
-	if err != nil {
-		return 0, err
+// changed returns a runner of a statement (with its parameters, as
+// syncrun writes them) on tx that reports the rows it changed.
+func changed(ctx context.Context, tx *wtx) func(q string, args []any) (int, error) {
+	return func(q string, args []any) (int, error) {
+		res, err := tx.ExecContext(ctx, q, args...)
+		if err != nil {
+			return 0, err
+		}
+		n, err := res.RowsAffected()
+		return int(n), err
 	}
-	n, err := res.RowsAffected()
-	return int(n), err
 }
 
-// affected reports whether a statement changed exactly one row.
-func affected(res sql.Result, err error) (bool, error) {
-	n, err := count(res, err)
-	return n == 1, err
+// exec is changed for a statement whose count does not matter.
+func exec(ctx context.Context, tx *wtx) func(q string, args []any) error {
+	return func(q string, args []any) error {
+		_, err := changed(ctx, tx)(q, args)
+		return err
+	}
 }
 
 // SyncValues yields the stored list of an audience or computed trait, in
@@ -290,8 +283,8 @@ func affected(res sql.Result, err error) (bool, error) {
 // after any sync, never a mix).
 func (s *Store) SyncValues(ctx context.Context, kind store.SyncKind, key string) iter.Seq2[store.Value, error] {
 	return func(yield func(store.Value, error) bool) {
-		rows, err := s.read.QueryContext(ctx, `SELECT l.user_id, l.value FROM syncs s JOIN sync_lists l ON l.list = s.list
-			WHERE s.kind = ? AND s.key = ? ORDER BY l.user_id`, kind, key)
+		q, args := syncrun.ValuesSQL(kind, key, sharedsql.Question)
+		rows, err := s.read.QueryContext(ctx, q, args...)
 		if err != nil {
 			yield(store.Value{}, err)
 			return

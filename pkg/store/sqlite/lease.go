@@ -364,13 +364,13 @@ func (s *Store) Retry(ctx context.Context, ids []int64, f store.Filter, now time
 	var n int64
 	at := store.Millis(now)
 	err := s.do(ctx, 0, func(ctx context.Context, tx *wtx) error {
-		const set = `UPDATE deliveries SET status = 'pending', attempts = 0, first_attempt_at = 0, next_attempt_at = ?,
-			last_error = '', updated_at = ? WHERE id IN (SELECT d.id FROM deliveries d`
-		const keep = ` AND d.status NOT IN ('delivered', 'cancelled') AND d.id NOT IN (SELECT value FROM json_each(?)))`
+		set, args := sharedsql.Retry(at, sharedsql.Question)
+		// Not under a live lease: the leases are this process's.
+		keep := sharedsql.Retryable + ` AND d.id NOT IN (SELECT value FROM json_each(?)))`
 		live := s.leases.live(at)
 		if len(ids) > 0 {
 			for _, id := range ids {
-				res, err := tx.ExecContext(ctx, set+` WHERE d.id = ?`+keep, at, at, id, live)
+				res, err := tx.ExecContext(ctx, set+` WHERE d.id = ?`+keep, append(args, id, live)...)
 				if err != nil {
 					return err
 				}
@@ -379,8 +379,8 @@ func (s *Store) Retry(ctx context.Context, ids []int64, f store.Filter, now time
 			}
 			return nil
 		}
-		clause, args := sharedsql.Where(f, sharedsql.Question)
-		res, err := tx.ExecContext(ctx, set+clause+keep, append(append([]any{at, at}, args...), live)...)
+		clause, more := sharedsql.Where(f, sharedsql.Question)
+		res, err := tx.ExecContext(ctx, set+clause+keep, append(append(args, more...), live)...)
 		if err != nil {
 			return err
 		}

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/evfwd/evfwd/internal/gather"
 	"github.com/evfwd/evfwd/pkg/store"
 )
 
@@ -91,98 +92,24 @@ func (s *Store) queue(ctx context.Context, o *op) error {
 	return <-o.done
 }
 
-// writer runs group transactions until Close, then drains what is queued.
+// writer runs group transactions until Close, then the groups of what is
+// queued (Close holds mu while closing, so no op is queued after that).
+// A group waits a little for more writes when it holds fewer than the
+// last (gather.Gatherer.Linger): callers of one message each otherwise
+// make small and large groups in turn, the small ones paying a whole
+// fsync for a few ops. Reads and connection ops do not wait; a connection
+// op ends its group (run runs it after the others' transaction).
 func (s *Store) writer() {
 	defer close(s.done)
-	group := make([]*op, 0, s.opts.MaxGroup)
-	var last writes
-	wait := time.NewTimer(time.Hour)
-	wait.Stop()
-	for {
-		group = group[:0]
-		select {
-		case o := <-s.ops:
-			group = append(group, o)
-		case <-s.closing:
-			// Close holds mu while closing, so no op is queued after this.
-			for {
-				select {
-				case o := <-s.ops:
-					s.run([]*op{o})
-				default:
-					return
-				}
-			}
-		}
-	gather:
-		for len(group) < s.opts.MaxGroup && group[len(group)-1].conn == nil {
-			select {
-			case o := <-s.ops:
-				group = append(group, o)
-			default:
-				break gather
-			}
-		}
-		group = s.gatherMore(group, last, wait)
-		start := time.Now()
-		s.run(group)
-		last = writes{ops: countWrites(group), took: time.Since(start)}
-	}
+	g := gather.Gatherer[*op]{In: s.ops, Stop: s.closing, Max: s.opts.MaxGroup, Linger: maxGatherWait,
+		Ends:  func(o *op) bool { return o.conn != nil },
+		Hurry: func(o *op) bool { return o.read }}
+	g.Run(s.run)
 }
 
-// writes is what the writer's last group committed: its write ops and
-// how long its run took.
-type writes struct {
-	ops  int
-	took time.Duration
-}
-
-// maxGatherWait bounds how long gatherMore waits.
+// maxGatherWait bounds how long a group waits for more writes: less than
+// the commit the late callers would otherwise wait for.
 const maxGatherWait = 5 * time.Millisecond
-
-// gatherMore waits a little for more writes when group holds fewer than
-// last: the callers a commit answers come back over the moments after
-// it, and the first of them would otherwise start a transaction of its
-// own, paying a whole fsync for one or two ops while the others queue for
-// the next (16 callers of one message each made groups of 1-3 and 13-15
-// in turn, half of them one fsync apart). It waits until the group holds
-// as many writes as last, a read or connection op arrives (those do not
-// wait), or half of last's run has passed (at most maxGatherWait): less
-// than the commit the late callers would otherwise wait for.
-func (s *Store) gatherMore(group []*op, last writes, wait *time.Timer) []*op {
-	want := min(last.ops, s.opts.MaxGroup)
-	if len(group) >= want || countWrites(group) < len(group) {
-		return group
-	}
-	wait.Reset(min(last.took/2, maxGatherWait))
-	defer wait.Stop() // and no stale tick is left in wait.C (Go 1.23 timers)
-	for len(group) < want {
-		select {
-		case o := <-s.ops:
-			group = append(group, o)
-			if o.read || o.conn != nil {
-				return group
-			}
-		case <-wait.C:
-			return group
-		case <-s.closing:
-			return group
-		}
-	}
-	return group
-}
-
-// countWrites counts group's ops that write in a group transaction: not
-// reads, not connection ops.
-func countWrites(group []*op) int {
-	n := 0
-	for _, o := range group {
-		if !o.read && o.conn == nil {
-			n++
-		}
-	}
-	return n
-}
 
 // run commits group, whose last op may be a connection op: that one runs
 // after the others' transaction, on its own.

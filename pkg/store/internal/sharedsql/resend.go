@@ -13,12 +13,32 @@ const Resendable = ` AND d.status IN ('delivered', 'failed', 'dead') AND length(
 // Resend is the start of Resend's statement, up to the WHERE of the
 // deliveries d (joined to their messages m) it selects, and its
 // parameters: the caller appends a clause, Resendable and ")". The
-// delivery starts afresh (no attempts, a new retry window, no lease), as
-// Retry starts one; its attempt rows are not touched.
+// delivery starts afresh as Retry starts one, its lease gone too; its
+// attempt rows are not touched.
 func Resend(now int64, p Placeholder) (string, []any) {
+	return restart(now, p, `, lease_owner = NULL, lease_expires_at = 0`, ` JOIN messages m ON m.id = d.message`)
+}
+
+// Retry is the start of Retry's statement, up to the WHERE of the
+// deliveries d it selects, and its parameters: the caller appends a
+// clause, Retryable, its engine's test that a delivery is not under a live
+// lease (SQLite's leases are in its memory, PostgreSQL's in the row) and
+// ")". The delivery starts afresh: no attempts, a new retry window, due
+// at now.
+func Retry(now int64, p Placeholder) (string, []any) {
+	return restart(now, p, "", "")
+}
+
+// Retryable narrows a Where clause on deliveries d to what Retry may
+// start again: not delivered, not cancelled.
+const Retryable = ` AND d.status NOT IN ('delivered', 'cancelled')`
+
+// restart is Retry's and Resend's start, set adding to what it sets and
+// join to the deliveries d it selects from.
+func restart(now int64, p Placeholder, set, join string) (string, []any) {
 	return `UPDATE deliveries SET status = 'pending', attempts = 0, first_attempt_at = 0, next_attempt_at = ` + p() + `,
-		last_error = '', lease_owner = NULL, lease_expires_at = 0, updated_at = ` + p() + `
-		WHERE id IN (SELECT d.id FROM deliveries d JOIN messages m ON m.id = d.message`, []any{now, now}
+		last_error = ''` + set + `, updated_at = ` + p() + `
+		WHERE id IN (SELECT d.id FROM deliveries d` + join, []any{now, now}
 }
 
 // ResendSelected is Resend's statement by f, and its parameters: at most

@@ -1,6 +1,6 @@
 // Package sharedsql builds the statements both engines run alike, the
-// delivery filter of List, Retry and Resend, List, Get, Resend and the
-// breaker rows' upsert, so that they are written once. They differ only in how a parameter is
+// delivery filter of List, Retry and Resend, List, Get, the start of Retry
+// and Resend and the breaker rows' upsert, so that they are written once. They differ only in how a parameter is
 // written (Placeholder); what an engine runs its own way (its indexes, its
 // collation, its locking) stays in the engine.
 package sharedsql

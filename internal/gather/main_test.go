@@ -1,0 +1,9 @@
+package gather
+
+import (
+	"testing"
+
+	"github.com/evfwd/evfwd/internal/testmain"
+)
+
+func TestMain(m *testing.M) { testmain.Run(m) }
