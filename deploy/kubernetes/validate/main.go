@@ -6,15 +6,20 @@
 // platform"). A module of its own, so that evfwd's go.mod never carries
 // Kubernetes.
 //
-//	go run . [DIR]    (default: the parent directory)
+// With -evfwd BINARY it also runs `evfwd serve --check` on the Secret's
+// config file and store URL: serve itself judges the config the pods read.
+//
+//	go run . [-evfwd BINARY] [DIR]    (DIR default: the parent directory)
 package main
 
 import (
 	"bytes"
 	"errors"
+	"flag"
 	"fmt"
 	"maps"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -28,9 +33,11 @@ import (
 )
 
 func main() {
+	evfwd := flag.String("evfwd", "", "an evfwd `binary` to check the Secret's config with (serve --check)")
+	flag.Parse()
 	dir := ".."
-	if len(os.Args) > 1 {
-		dir = os.Args[1]
+	if flag.NArg() > 0 {
+		dir = flag.Arg(0)
 	}
 	files, err := filepath.Glob(filepath.Join(dir, "*.yaml"))
 	if err == nil && len(files) == 0 {
@@ -49,7 +56,10 @@ func main() {
 		}
 		docs[filepath.Base(f)] = b
 	}
-	objs, err := validate(docs)
+	objs, secret, err := validate(docs)
+	if err == nil && *evfwd != "" {
+		err = serveCheck(*evfwd, secret)
+	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
@@ -74,8 +84,8 @@ type manifests struct {
 }
 
 // validate decodes docs (file name → content) and checks them, returning
-// the objects it read ("Kind/name").
-func validate(docs map[string][]byte) ([]string, error) {
+// the objects it read ("Kind/name") and the Secret.
+func validate(docs map[string][]byte) ([]string, *corev1.Secret, error) {
 	var m manifests
 	var names []string
 	var errs []error
@@ -102,7 +112,33 @@ func validate(docs map[string][]byte) ([]string, error) {
 	if len(errs) == 0 {
 		errs = m.check()
 	}
-	return names, errors.Join(errs...)
+	return names, m.secret, errors.Join(errs...)
+}
+
+// serveCheck runs `evfwd serve --check` on the Secret's config file, store
+// URL and admin token, as the Deployment hands them to serve.
+func serveCheck(evfwd string, s *corev1.Secret) error {
+	val := func(key string) string {
+		if v, ok := s.StringData[key]; ok {
+			return v
+		}
+		return string(s.Data[key])
+	}
+	dir, err := os.MkdirTemp("", "evfwd-validate-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	cfg := filepath.Join(dir, "config.yaml")
+	if err := os.WriteFile(cfg, []byte(val("config.yaml")), 0o600); err != nil {
+		return err
+	}
+	cmd := exec.Command(evfwd, "serve", "--check", "--config", cfg)
+	cmd.Env = append(os.Environ(), "EVFWD_STORE="+val("store-url"), "EVFWD_ADMIN_TOKEN="+val("admin-token"))
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("evfwd serve --check on the Secret's config: %v\n%s", err, out)
+	}
+	return nil
 }
 
 // decode reads one document strictly into the type its apiVersion and

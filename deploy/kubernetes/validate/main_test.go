@@ -19,7 +19,7 @@ func TestValidate(t *testing.T) {
 		}
 		docs[filepath.Base(f)] = b
 	}
-	if _, err := validate(docs); err != nil {
+	if _, _, err := validate(docs); err != nil {
 		t.Fatalf("the manifests: %v", err)
 	}
 	for _, tt := range []struct {
@@ -47,7 +47,7 @@ func TestValidate(t *testing.T) {
 			t.Fatalf("%s holds no %q", tt.file, tt.old)
 		}
 		broken[tt.file] = []byte(strings.Replace(string(docs[tt.file]), tt.old, tt.new, 1))
-		if _, err := validate(broken); err == nil || !strings.Contains(err.Error(), tt.want) {
+		if _, _, err := validate(broken); err == nil || !strings.Contains(err.Error(), tt.want) {
 			t.Errorf("%s with %q: %v, want an error saying %q", tt.file, tt.new, err, tt.want)
 		}
 	}
