@@ -40,6 +40,7 @@ func commands(f *cli.Factory) []*cobra.Command {
 		NewCmdDeliveries(f),
 		NewCmdDemo(f),
 		NewCmdDestinations(f, nil),
+		NewCmdHealthcheck(f, nil),
 		NewCmdListen(f, nil),
 		NewCmdMan(f),
 		NewCmdRoute(f, nil),

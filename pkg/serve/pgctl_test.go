@@ -42,7 +42,17 @@ type privateCluster struct {
 
 func newPrivateCluster(t *testing.T) *privateCluster {
 	t.Helper()
-	for _, tool := range []string{"initdb", "pg_ctl"} {
+	pg := newClusterDir(t, "initdb", "pg_ctl")
+	pg.run(t, "initdb", "-D", pg.data(), "-A", "trust", "-U", "evfwd", "-E", "UTF8", "--no-sync")
+	pg.start(t)
+	return pg
+}
+
+// newClusterDir is a privateCluster with nothing in its directory yet,
+// after skipping the test unless tools are on PATH.
+func newClusterDir(t *testing.T, tools ...string) *privateCluster {
+	t.Helper()
+	for _, tool := range tools {
 		if _, err := exec.LookPath(tool); err != nil {
 			t.Skipf("no %s on PATH: %v", tool, err)
 		}
@@ -73,11 +83,20 @@ func newPrivateCluster(t *testing.T) *privateCluster {
 	}
 	pg.port = ln.Addr().(*net.TCPAddr).Port
 	ln.Close()
-	pg.run(t, "initdb", "-D", pg.data(), "-A", "trust", "-U", "evfwd", "-E", "UTF8", "--no-sync")
-	pg.ctl(t, "start")
-	t.Cleanup(func() { pg.run(t, "pg_ctl", "-D", pg.data(), "-m", "immediate", "-w", "stop") })
 	pg.url = fmt.Sprintf("postgres://evfwd@127.0.0.1:%d/postgres?sslmode=disable", pg.port)
 	return pg
+}
+
+// start starts the server and stops it when the test ends.
+func (pg *privateCluster) start(t *testing.T) {
+	t.Helper()
+	pg.ctl(t, "start")
+	t.Cleanup(func() {
+		// A test may have stopped it for good (a failover's old primary).
+		if _, err := pg.command("pg_ctl", "-D", pg.data(), "status").CombinedOutput(); err == nil {
+			pg.run(t, "pg_ctl", "-D", pg.data(), "-m", "immediate", "-w", "stop")
+		}
+	})
 }
 
 func (pg *privateCluster) data() string { return filepath.Join(pg.dir, "data") }
@@ -91,11 +110,17 @@ func (pg *privateCluster) ctl(t *testing.T, action string, args ...string) {
 
 func (pg *privateCluster) run(t *testing.T, name string, args ...string) {
 	t.Helper()
+	cmd := pg.command(name, args...)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		log, _ := os.ReadFile(filepath.Join(pg.dir, "log"))
+		t.Fatalf("%v: %v\n%s\nserver log:\n%s", cmd.Args, err, out, log)
+	}
+}
+
+// command is name run as the server's user, in its directory.
+func (pg *privateCluster) command(name string, args ...string) *exec.Cmd {
 	argv := append(append([]string{}, pg.runAs...), append([]string{name}, args...)...)
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Dir = pg.dir
-	if out, err := cmd.CombinedOutput(); err != nil {
-		log, _ := os.ReadFile(filepath.Join(pg.dir, "log"))
-		t.Fatalf("%v: %v\n%s\nserver log:\n%s", argv, err, out, log)
-	}
+	return cmd
 }
