@@ -59,7 +59,7 @@ func TestPostgresFailover(t *testing.T) {
 	waitFor(t, "more events acknowledged after it", func() bool { return c.acks() >= more })
 	c.stop()
 
-	missing, dups := rcv.waitAll(c.acked(), time.Now().Add(waitLimit))
+	missing, dups := rcv.WaitAll(c.acked(), time.Now().Add(waitLimit))
 	t.Logf("%s: pg_ctl stop %v, promote %v; ingest 200 again %v after the promotion, /healthz 200 after %v; "+
 		"clients saw no 200 for %v (%d 503s, all with Retry-After: %v); %d acknowledged, %d missing, %d duplicates",
 		t.Name(), stopTook.Round(time.Millisecond), promoted.Sub(stopped.Add(stopTook)).Round(time.Millisecond),
