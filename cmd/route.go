@@ -16,8 +16,8 @@ import (
 	"github.com/evfwd/evfwd/pkg/importer"
 	"github.com/evfwd/evfwd/pkg/message"
 	"github.com/evfwd/evfwd/pkg/ndjson"
+	"github.com/evfwd/evfwd/pkg/queued"
 	"github.com/evfwd/evfwd/pkg/serve"
-	"github.com/evfwd/evfwd/pkg/stored"
 	"github.com/evfwd/evfwd/pkg/webhook"
 	"github.com/spf13/cobra"
 )
@@ -338,7 +338,7 @@ func (rt *router) message(raw *message.Raw, l *ndjson.Line, now time.Time, newID
 	obj := raw.Object()
 	obj.Delete("writeKey")
 	obj.Delete("_metadata")
-	m, err := stored.New(rt.source, obj, now, nil)
+	m, err := queued.New(rt.source, obj, now, nil)
 	if err != nil {
 		return nil, lineErr(err)
 	}

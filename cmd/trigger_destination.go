@@ -7,9 +7,9 @@ import (
 	"github.com/evfwd/evfwd/internal/cli"
 	"github.com/evfwd/evfwd/pkg/destination"
 	"github.com/evfwd/evfwd/pkg/message"
+	"github.com/evfwd/evfwd/pkg/queued"
 	"github.com/evfwd/evfwd/pkg/serve"
 	"github.com/evfwd/evfwd/pkg/signature"
-	"github.com/evfwd/evfwd/pkg/stored"
 	"github.com/spf13/cobra"
 )
 
@@ -108,8 +108,8 @@ func findDestination(cfg serve.Config, source, name string) (*destination.Destin
 // pause).
 func (ds *destinationSend) body(tr *trigger) error {
 	d, opts := ds.d, tr.opts
-	msg := tr.msg // stored.New adds receivedAt, as serve does
-	m, err := stored.New(d.Source, msg, opts.Now(), nil)
+	msg := tr.msg // queued.New adds receivedAt, as serve does
+	m, err := queued.New(d.Source, msg, opts.Now(), nil)
 	if err != nil {
 		return cli.UsageErrorf("--data: %v", err)
 	}

@@ -11,7 +11,7 @@ import (
 	"github.com/evfwd/evfwd/pkg/message"
 	"github.com/evfwd/evfwd/pkg/rawjson"
 	"github.com/evfwd/evfwd/pkg/store"
-	"github.com/evfwd/evfwd/pkg/stored"
+	"github.com/evfwd/evfwd/pkg/queued"
 	"github.com/evfwd/evfwd/pkg/storeurl"
 )
 
@@ -47,7 +47,7 @@ func preloadFor(ctx context.Context, url string, n int, destinations ...string) 
 		if err != nil {
 			return err
 		}
-		m, err := stored.New("bench", obj, now, destinations)
+		m, err := queued.New("bench", obj, now, destinations)
 		if err != nil {
 			return fmt.Errorf("preload: %w", err)
 		}

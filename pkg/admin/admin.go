@@ -35,8 +35,8 @@ import (
 	"github.com/evfwd/evfwd/internal/lockout"
 	"github.com/evfwd/evfwd/pkg/audience"
 	"github.com/evfwd/evfwd/pkg/message"
+	"github.com/evfwd/evfwd/pkg/queued"
 	"github.com/evfwd/evfwd/pkg/store"
-	"github.com/evfwd/evfwd/pkg/stored"
 	"github.com/evfwd/evfwd/pkg/webhook"
 )
 
@@ -292,7 +292,7 @@ func (a *Handler) createDeletion(w http.ResponseWriter, r *http.Request) {
 		if !a.webhooks(src) {
 			continue
 		}
-		m, err := stored.New(src, webhook.DeleteMessage(req.UserID, dr.ID, now), now, []string{store.DestinationWebhooks})
+		m, err := queued.New(src, webhook.DeleteMessage(req.UserID, dr.ID, now), now, []string{store.DestinationWebhooks})
 		if err != nil {
 			// The message is ours, from a checked userId: not the client's fault.
 			a.internalError(w, "create deletion", err)

@@ -228,7 +228,7 @@ func TestDeletionNarrowedAndInvalid(t *testing.T) {
 // 400, and nothing is stored.
 func TestDeletionMessageFailureIs500(t *testing.T) {
 	a, _ := newAPI(t, token)
-	// Past year 9999 the timestamp has no wire form, so stored.New fails.
+	// Past year 9999 the timestamp has no wire form, so queued.New fails.
 	late := func() time.Time { return time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC) }
 	h, err := admin.New(admin.Config{Token: token, Store: a.store, Sources: sources, Now: late})
 	if err != nil {

@@ -5,8 +5,8 @@ import (
 	"time"
 
 	"github.com/evfwd/evfwd/pkg/message"
+	"github.com/evfwd/evfwd/pkg/queued"
 	"github.com/evfwd/evfwd/pkg/store"
-	"github.com/evfwd/evfwd/pkg/stored"
 	"github.com/evfwd/evfwd/pkg/webhook"
 )
 
@@ -108,7 +108,7 @@ func ViewEndpoint(e store.EndpointState) EndpointView {
 // it in (a store from an older evfwd keeps the collected message); a
 // purged or unusable body is given as stored.
 func SentBody(d store.Delivery) []byte {
-	if b, err := stored.Body(d.Body, d.Form); err == nil {
+	if b, err := queued.Body(d.Body, d.Form); err == nil {
 		return b
 	}
 	return d.Body

@@ -4,9 +4,9 @@ import (
 	"time"
 
 	"github.com/evfwd/evfwd/pkg/message"
+	"github.com/evfwd/evfwd/pkg/queued"
 	"github.com/evfwd/evfwd/pkg/rawjson"
 	"github.com/evfwd/evfwd/pkg/store"
-	"github.com/evfwd/evfwd/pkg/stored"
 )
 
 // Computation classes, as context.personas.computation_class says them.
@@ -57,7 +57,7 @@ func Messages(key, class string, sources []string, now time.Time, newID func() s
 	return func(userID string, value []byte) []store.Message {
 		out := make([]store.Message, 0, len(sources))
 		for _, src := range sources {
-			m, err := stored.New(src, Identify(userID, key, value, class, newID(), now), now,
+			m, err := queued.New(src, Identify(userID, key, value, class, newID(), now), now,
 				[]string{store.DestinationWebhooks})
 			if err != nil {
 				// An identify with a timestamp always has a webhook body.

@@ -15,9 +15,9 @@ import (
 	"unicode/utf8"
 
 	"github.com/evfwd/evfwd/pkg/message"
+	"github.com/evfwd/evfwd/pkg/queued"
 	"github.com/evfwd/evfwd/pkg/rawjson"
 	"github.com/evfwd/evfwd/pkg/store"
-	"github.com/evfwd/evfwd/pkg/stored"
 	"github.com/evfwd/evfwd/pkg/webhook"
 )
 
@@ -410,7 +410,7 @@ func integrationsKey(destination string) string {
 func (b *batch) messages(src *Source, pathType message.Type, now time.Time, newID func() string) (msgs []store.Message, details []Detail, tooLarge bool) {
 	msgs = make([]store.Message, 0, len(b.elems))
 	clock := func() time.Time { return now }
-	var scratch rawjson.Object // each element's members, once stored.New has copied them out
+	var scratch rawjson.Object // each element's members, once queued.New has copied them out
 	for i, e := range b.elems {
 		if e.size > MaxMessageBytes {
 			details = append(details, Detail{Index: i, Reason: (&message.SizeError{Size: e.size, Limit: MaxMessageBytes}).Error()})
@@ -468,7 +468,7 @@ func (b *batch) message(obj *rawjson.Object, src *Source, pathType message.Type,
 		}
 	}
 	raw.Fill(newID, clock)
-	m, err := stored.New(src.Name, obj, now, destinations(src, obj))
+	m, err := queued.New(src.Name, obj, now, destinations(src, obj))
 	if err != nil {
 		var me *webhook.MessageError
 		if errors.As(err, &me) {

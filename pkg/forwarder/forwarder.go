@@ -35,8 +35,8 @@ import (
 	"time"
 
 	"github.com/evfwd/evfwd/pkg/destination"
+	"github.com/evfwd/evfwd/pkg/queued"
 	"github.com/evfwd/evfwd/pkg/store"
-	"github.com/evfwd/evfwd/pkg/stored"
 	"github.com/evfwd/evfwd/pkg/webhook"
 )
 
@@ -825,7 +825,7 @@ func (f *Forwarder) tellLast(l *lane, delivery int64, last undecided, c store.Co
 
 // body is what l sends for d: its webhook body, mapped by l's mapping.
 func (f *Forwarder) body(l *lane, d store.Delivery) ([]byte, error) {
-	body, err := stored.Body(d.Body, d.Form)
+	body, err := queued.Body(d.Body, d.Form)
 	if err != nil {
 		return nil, err
 	}

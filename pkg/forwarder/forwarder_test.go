@@ -13,11 +13,11 @@ import (
 	"github.com/evfwd/evfwd/internal/broadcast"
 	"github.com/evfwd/evfwd/internal/webhooktest"
 
+	"github.com/evfwd/evfwd/pkg/queued"
 	"github.com/evfwd/evfwd/pkg/rawjson"
 	"github.com/evfwd/evfwd/pkg/signature"
 	"github.com/evfwd/evfwd/pkg/store"
 	"github.com/evfwd/evfwd/pkg/store/sqlite"
-	"github.com/evfwd/evfwd/pkg/stored"
 	"github.com/evfwd/evfwd/pkg/webhook"
 )
 
@@ -688,7 +688,7 @@ func TestSendsBothFormsAlike(t *testing.T) {
 	old, cur := newHook(t), newHook(t)
 	collected := msg("old", "m1")
 	wire := msg("cur", "m1")
-	body, err := stored.Body(collected.Body, store.FormCollected)
+	body, err := queued.Body(collected.Body, store.FormCollected)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -726,8 +726,8 @@ func TestPurgedBodyIsNotSent(t *testing.T) {
 	if n := e.Count(); n != 0 {
 		t.Errorf("endpoint got %d requests, want none", n)
 	}
-	if d := list(t, s, store.Filter{})[0]; d.LastError != stored.ErrPurged.Error() {
-		t.Errorf("last error %q, want %q", d.LastError, stored.ErrPurged)
+	if d := list(t, s, store.Filter{})[0]; d.LastError != queued.ErrPurged.Error() {
+		t.Errorf("last error %q, want %q", d.LastError, queued.ErrPurged)
 	}
 }
 
@@ -1203,7 +1203,7 @@ func BenchmarkForwardAttempt(b *testing.B) {
 		`"timestamp":"2024-05-01T12:00:03.000Z","properties":{"order_id":"o_1001","revenue":99.90,"currency":"EUR",` +
 		`"products":[{"sku":"sku-1","quantity":2,"price":49.95}]},"context":{"library":{"name":"analytics-node","version":"2.1.0"},"ip":"203.0.113.7"},` +
 		`"integrations":{},"receivedAt":"2024-05-01T12:00:04.000Z"}`)
-	wire, err := stored.Body(collected, store.FormCollected)
+	wire, err := queued.Body(collected, store.FormCollected)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -1217,7 +1217,7 @@ func BenchmarkForwardAttempt(b *testing.B) {
 		b.Run(bc.name, func(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
-				if _, err := stored.Body(bc.d.Body, bc.d.Form); err != nil {
+				if _, err := queued.Body(bc.d.Body, bc.d.Form); err != nil {
 					b.Fatal(err)
 				}
 			}

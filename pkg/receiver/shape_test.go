@@ -10,8 +10,8 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/evfwd/evfwd/pkg/message"
+	"github.com/evfwd/evfwd/pkg/queued"
 	"github.com/evfwd/evfwd/pkg/rawjson"
-	"github.com/evfwd/evfwd/pkg/stored"
 	"github.com/evfwd/evfwd/pkg/webhook"
 )
 
@@ -99,7 +99,7 @@ func TestCheckShapeClients(t *testing.T) {
 			if err != nil {
 				t.Fatalf("%s: message %d: %v", file, i, err)
 			}
-			m, err := stored.New("app", msg, time.Now(), nil)
+			m, err := queued.New("app", msg, time.Now(), nil)
 			if err != nil {
 				t.Fatalf("%s: message %d: %v", file, i, err)
 			}

@@ -20,10 +20,10 @@ import (
 
 	"github.com/evfwd/evfwd/internal/testsize"
 	"github.com/evfwd/evfwd/pkg/admin"
+	"github.com/evfwd/evfwd/pkg/queued"
 	"github.com/evfwd/evfwd/pkg/rawjson"
 	"github.com/evfwd/evfwd/pkg/store"
 	"github.com/evfwd/evfwd/pkg/store/sqlite"
-	"github.com/evfwd/evfwd/pkg/stored"
 )
 
 // Issue 31, item 4: serve killed in the middle of a large deletion or
@@ -228,7 +228,7 @@ func fillBig(t *testing.T, db string, doomed int) map[string]bool {
 		if err != nil {
 			t.Fatal(err)
 		}
-		m, err := stored.New("big", obj, now, []string{store.DestinationWebhooks})
+		m, err := queued.New("big", obj, now, []string{store.DestinationWebhooks})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -61,7 +61,7 @@ const (
 	// and their rows keep it: the zero value, as their column's default.
 	FormCollected Form = iota
 	// FormWire is the exact webhook body, built once on ingest
-	// (stored.New) and sent as it is.
+	// (queued.New) and sent as it is.
 	FormWire
 )
 

@@ -8,7 +8,7 @@ import (
 )
 
 // DeleteMessage is the delete notification of deletion request messageID
-// for userID (spec 6), to store with stored.New.
+// for userID (spec 6), to store with queued.New.
 func DeleteMessage(userID, messageID string, at time.Time) *rawjson.Object {
 	o := &rawjson.Object{}
 	o.SetString(keyType, string(TypeDelete))

@@ -1,5 +1,5 @@
 // Package webhook is the webhook destination's sender: it turns one
-// collected message into the body of spec 2.1 (AppendBody; pkg/stored
+// collected message into the body of spec 2.1 (AppendBody; pkg/queued
 // does it once, on ingest, for what the store keeps), delivers it to a
 // destination's endpoints (at most five, tried in order, the first 2xx
 // ends delivery), classifies every attempt, and decides when a failed

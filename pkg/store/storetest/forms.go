@@ -95,7 +95,7 @@ const CollectedBody = `{"type":"alias","userId":"u_2","previousId":"a_1","writeK
 // CheckCollectedRow checks a store opened on a database that an older
 // evfwd wrote: one message of source, with a delivery, stored as
 // CollectedBody. Leased, it is still that body, byte for byte, in the
-// collected form (pkg/stored's tests check that such a body becomes the
+// collected form (pkg/queued's tests check that such a body becomes the
 // webhook body evfwd sent for it before).
 func CheckCollectedRow(t *testing.T, s store.Store, source string) {
 	t.Helper()

@@ -1,11 +1,11 @@
-// Package stored is where the webhook body meets the store: the one
+// Package queued is where the webhook body meets the store: the one
 // constructor of the store.Message a collected message, an audience sync's
 // identify or a deletion's delete notification becomes, and the bytes the
 // forwarder sends for a stored message.
 //
 // It sits above both pkg/webhook (the body's layout) and pkg/store (what is
 // kept), so that neither imports the other.
-package stored
+package queued
 
 import (
 	"errors"

@@ -1,14 +1,14 @@
-package stored_test
+package queued_test
 
 import (
 	"errors"
 	"testing"
 	"time"
 
+	"github.com/evfwd/evfwd/pkg/queued"
 	"github.com/evfwd/evfwd/pkg/rawjson"
 	"github.com/evfwd/evfwd/pkg/store"
 	"github.com/evfwd/evfwd/pkg/store/storetest"
-	"github.com/evfwd/evfwd/pkg/stored"
 	"github.com/evfwd/evfwd/pkg/webhook"
 )
 
@@ -17,7 +17,7 @@ import (
 func TestBodyOfCollectedForm(t *testing.T) {
 	const sentBefore = `{"type":"alias","version":1,"User ID":"u_2","Previous ID":"a_1",` +
 		`"timestamp":"2024-05-01T12:00:00.000Z","context":{"ip":"203.0.113.7"},"receivedAt":"2024-05-01T12:00:02.000Z"}`
-	body, err := stored.Body([]byte(storetest.CollectedBody), store.FormCollected)
+	body, err := queued.Body([]byte(storetest.CollectedBody), store.FormCollected)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -28,16 +28,16 @@ func TestBodyOfCollectedForm(t *testing.T) {
 
 func TestBody(t *testing.T) {
 	wire := []byte(`{"type":"track","version":1}`)
-	if b, err := stored.Body(wire, store.FormWire); err != nil || string(b) != string(wire) {
+	if b, err := queued.Body(wire, store.FormWire); err != nil || string(b) != string(wire) {
 		t.Errorf("wire: %s, %v", b, err)
 	}
-	if _, err := stored.Body(nil, store.FormWire); !errors.Is(err, stored.ErrPurged) {
+	if _, err := queued.Body(nil, store.FormWire); !errors.Is(err, queued.ErrPurged) {
 		t.Errorf("purged: %v, want ErrPurged", err)
 	}
-	if _, err := stored.Body(wire, store.Form(99)); err == nil {
+	if _, err := queued.Body(wire, store.Form(99)); err == nil {
 		t.Error("unknown form: no error")
 	}
-	if _, err := stored.Body([]byte(`{"type":`), store.FormCollected); err == nil {
+	if _, err := queued.Body([]byte(`{"type":`), store.FormCollected); err == nil {
 		t.Error("broken collected body: no error")
 	}
 }
@@ -52,7 +52,7 @@ func TestNew(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		m, err := stored.New("web", obj, at, []string{store.DestinationWebhooks})
+		m, err := queued.New("web", obj, at, []string{store.DestinationWebhooks})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -1,4 +1,4 @@
-package stored_test
+package queued_test
 
 import (
 	"testing"
