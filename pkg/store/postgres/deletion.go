@@ -18,10 +18,9 @@ import (
 // PostgreSQL never overwrites a row in place: emptying a body writes a new
 // row version and leaves the old one, body and all, in the table's heap
 // (and, for a body over about 2 KB, its chunks in the TOAST table). VACUUM
-// makes that space reusable but does not zero it: measured on PostgreSQL
-// 15, 992 of 1000 purged bodies were still readable in the heap file after
-// a plain VACUUM. Only new files for the table remove them, so a deletion
-// is two steps:
+// makes that space reusable but does not zero it: nearly every purged body
+// stays readable in the heap file after a plain VACUUM (docs/PERFORMANCE.md, "Figures behind the code").
+// Only new files for the table remove them, so a deletion is two steps:
 //
 //  1. One transaction cancels the user's pending deliveries, empties the
 //     bodies, queues the delete notifications and records the request with
@@ -35,11 +34,8 @@ import (
 // the live rows are copied into a new table while ingest goes on, the rows written
 // meanwhile are copied again, and one short transaction swaps the copy in
 // with the same indexes, constraints, foreign keys, identity position and
-// grants. Ingest waits only for the swap: measured on PostgreSQL 15 (2
-// cores, bodies of 400 bytes; BenchmarkCreateDeletion) while one client
-// ingested without pause, the longest ingest was 35 to 63 ms with 100,000
-// messages (the deletion took 0.9 s) and 139 to 198 ms with 1,000,000 (6.5
-// to 12 s), over two runs on a shared machine. The swap waits for every transaction
+// grants. Ingest waits only for the swap, not for the copy
+// (docs/PERFORMANCE.md, "Figures behind the code"). The swap waits for every transaction
 // that has read the table to end (its lock), asking with a 100 ms
 // lock_timeout and letting writers through between tries. Like TRUNCATE,
 // it is not MVCC-safe for a repeatable-read transaction begun before it

@@ -212,10 +212,9 @@ DROP INDEX deliveries_status;
 	// lease changes no indexed column, so its update is HOT (no index
 	// entry, a WAL record) when the new version fits on the row's page;
 	// pages that ingest packed full (the default fillfactor, 100) had no
-	// room, and every lease wrote an entry in each index of the table:
-	// 23 KB of WAL per 64 deliveries leased against 9 KB, and 0.74 ms
-	// against 0.46 ms (EXPLAIN ANALYZE of a lease). Pages written from now
-	// on keep half their space free.
+	// room, and every lease wrote an entry in each index of the table
+	// (more than twice the WAL: docs/PERFORMANCE.md, "Figures behind the
+	// code"). Pages written from now on keep half their space free.
 	`
 ALTER TABLE deliveries SET (fillfactor = 50);
 `,

@@ -61,7 +61,7 @@ CREATE INDEX attempts_delivery ON attempts (delivery);
 `,
 	// Admin API: deletion requests, audience and computed-trait syncs.
 	// Messages are deliberately not indexed by user: random inserts into
-	// such an index cost ~45% of ingest throughput, while a deletion
+	// such an index cost ingest much of its throughput, while a deletion
 	// request (rare) scans one source's messages instead.
 	2: `
 CREATE TABLE deletions (
@@ -180,8 +180,8 @@ CREATE INDEX deliveries_settled ON deliveries (status, source) WHERE status IN (
 `,
 	// The same index, with its condition written as comparisons: SQLite
 	// evaluates an IN list by building a temporary table, and did so twice
-	// for every delivery row written (for its old and its new values):
-	// 1 µs of the 7.4 µs of recording an outcome (BenchmarkLeaseComplete).
+	// for every delivery row written (for its old and its new values), a
+	// share of recording an outcome that BenchmarkLeaseComplete shows.
 	// A query for one of the three statuses still implies the condition,
 	// so the planner still uses the index.
 	`
@@ -292,9 +292,9 @@ func createNewest(ctx context.Context, tx *sql.Tx) error {
 // as SQLite records them after running every migration on an empty
 // in-memory database: the same tables and indexes, defined by the same
 // text, so migrations stay the one source of the schema. Creating them
-// takes half the time of running the migrations (their ALTER TABLEs and
-// DROPs make SQLite parse the whole schema again each time): 34 ms
-// against 73 ms under -race, where the tests open some 200 new stores.
+// takes about half the time of running the migrations (their ALTER TABLEs
+// and DROPs make SQLite parse the whole schema again each time), which the
+// tests, opening many new stores, feel most.
 // It is worked out once per process, and only by a process that makes a
 // new store.
 var newSchema = sync.OnceValues(func() ([]string, error) {

@@ -5,7 +5,7 @@
 // concurrent callers have asked for (ingests, leases, completions) into one
 // transaction: one fsync acknowledges many requests (group commit). One
 // failing part does not fail the others: a group whose parts may run again
-// runs first without savepoints (they cost a sixth of ingest's time), and
+// runs first without savepoints (they cost ingest dearly), and
 // only when a part fails is it rolled back and run again with a savepoint
 // per part, so that one alone fails; a group with a part that may not run
 // again has a savepoint per part from the start (writer.go). Reads use a

@@ -144,8 +144,8 @@ func readsFirst(group []*op) int {
 }
 
 // commit runs group in one transaction and answers every op. A group
-// whose ops may all run again runs first without savepoints, which cost
-// about a sixth of ingest's time; should one of them fail, the
+// whose ops may all run again runs first without savepoints, a large part
+// of ingest's time (docs/PERFORMANCE.md, "Figures behind the code"); should one of them fail, the
 // transaction is rolled back and the group runs again with a savepoint
 // per op, so that only that op fails. A transaction that fails by itself
 // (BEGIN, COMMIT) fails every op, as it would with savepoints.

@@ -6,12 +6,10 @@ import (
 )
 
 // syncPage is the users read per diff page, in one query outside any
-// step (SQLite: from the read pool, no writer held). Measured on a list of
-// 100,000 users, 1% changed (diff only): the CPU time of SQLite's diffs
-// was the same at 500, 1000, 2000 and 4000 (660-950 ms, within the noise
-// of a shared machine), and PostgreSQL's wall time at 1000 and 2000 alike.
-// So the smaller of the two sizes the stores used: a page's read holds a
-// snapshot (on SQLite, one a checkpoint cannot pass) half as long.
+// step (SQLite: from the read pool, no writer held). A diff costs the
+// same at page sizes from 500 to 4000 (docs/PERFORMANCE.md, "Figures behind the code"), so the smaller
+// of the two sizes the stores used: a page's read holds a snapshot (on
+// SQLite, one a checkpoint cannot pass) half as long.
 const syncPage = 1000
 
 // stepTarget is the time a paced step aims at: on SQLite an ingest that
