@@ -2,12 +2,8 @@ package serve_test
 
 import (
 	"fmt"
-	"log/slog"
 	"testing"
 	"time"
-
-	"github.com/evfwd/evfwd/pkg/serve"
-	"github.com/evfwd/evfwd/pkg/webhook"
 )
 
 // TestPostgresFailover is OPERATIONS.md's "PostgreSQL failover": serve on a
@@ -34,14 +30,8 @@ func TestPostgresFailover(t *testing.T) {
 	dbURL := fmt.Sprintf("postgres://evfwd@127.0.0.1:%d,127.0.0.1:%d/postgres?sslmode=disable&target_session_attrs=read-write",
 		primary.port, replica.port)
 
-	rcv := newIDCounter(t)
 	var logs processLog
-	h := run(t, serve.Config{
-		Addr: "127.0.0.1:0", Store: dbURL,
-		Sources: []serve.Source{{Name: "web", WriteKey: "wk_web", Webhooks: serve.Webhooks{Enabled: true,
-			Destination: webhook.Destination{SharedSecret: secret, Endpoints: []webhook.Endpoint{{URL: rcv.URL}}}}}},
-	}, serve.Options{Poll: 50 * time.Millisecond, LeaseTTL: faultLeaseTTL, StoreTimeout: faultStoreTimeout,
-		Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	h, rcv := runFaulted(t, dbURL, &logs)
 	c := newFaultClients(h.url, 4)
 	defer c.stop()
 	waitFor(t, "events acknowledged before the failover", func() bool { return c.acks() >= 50 })

@@ -13,6 +13,7 @@ import (
 
 	"github.com/evfwd/evfwd/internal/faultproxy"
 	"github.com/evfwd/evfwd/internal/testsize"
+	"github.com/evfwd/evfwd/internal/webhooktest"
 	"github.com/evfwd/evfwd/pkg/serve"
 	"github.com/evfwd/evfwd/pkg/store"
 	"github.com/evfwd/evfwd/pkg/store/postgres/pgtest"
@@ -70,14 +71,8 @@ func TestPostgresFault(t *testing.T) {
 // calls fault, checks and times the answers and health during it, calls
 // heal, and times the recovery; see TestPostgresFault.
 func pgFault(t *testing.T, dbURL string, fault, heal func()) {
-	rcv := newIDCounter(t)
 	var logs processLog
-	h := run(t, serve.Config{
-		Addr: "127.0.0.1:0", Store: dbURL,
-		Sources: []serve.Source{{Name: "web", WriteKey: "wk_web", Webhooks: serve.Webhooks{Enabled: true,
-			Destination: webhook.Destination{SharedSecret: secret, Endpoints: []webhook.Endpoint{{URL: rcv.URL}}}}}},
-	}, serve.Options{Poll: 50 * time.Millisecond, LeaseTTL: faultLeaseTTL, StoreTimeout: faultStoreTimeout,
-		Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	h, rcv := runFaulted(t, dbURL, &logs)
 
 	c := newFaultClients(h.url, 4)
 	defer c.stop()
@@ -149,6 +144,20 @@ func pgFault(t *testing.T, dbURL string, fault, heal func()) {
 	if t.Failed() {
 		t.Log(logs.String())
 	}
+}
+
+// runFaulted runs serve as the fault tests do, on the database at dbURL:
+// one source forwarding to the receiver it returns, the fault tests' lease
+// and store deadline, its log in logs.
+func runFaulted(t *testing.T, dbURL string, logs *processLog) (*harness, *webhooktest.IDCounter) {
+	rcv := newIDCounter(t)
+	h := run(t, serve.Config{
+		Addr: "127.0.0.1:0", Store: dbURL,
+		Sources: []serve.Source{{Name: "web", WriteKey: "wk_web", Webhooks: serve.Webhooks{Enabled: true,
+			Destination: webhook.Destination{SharedSecret: secret, Endpoints: []webhook.Endpoint{{URL: rcv.URL}}}}}},
+	}, serve.Options{Poll: 50 * time.Millisecond, LeaseTTL: faultLeaseTTL, StoreTimeout: faultStoreTimeout,
+		Logger: slog.New(slog.NewTextHandler(logs, nil))})
+	return h, rcv
 }
 
 func getz(u string) (int, string) {
