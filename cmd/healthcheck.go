@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"os"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/evfwd/evfwd/internal/cli"
@@ -86,6 +87,9 @@ func healthcheckRun(opts *HealthcheckOptions) error {
 		return cli.UsageErrorf("--url %q: %v", opts.URL, err)
 	}
 	resp, err := client.Do(req)
+	if errors.Is(err, syscall.ECONNREFUSED) {
+		err = fmt.Errorf("nothing listens at %s (connection refused): is evfwd serve running, on that address?", url)
+	}
 	if err != nil {
 		return &cli.ExitError{Code: cli.ExitFailure, Err: fmt.Errorf("healthcheck: %w", err)}
 	}

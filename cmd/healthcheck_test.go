@@ -55,7 +55,7 @@ func TestHealthcheckFails(t *testing.T) {
 	}{
 		{"503", unready.URL + "/readyz", `: 503 {"status":"unavailable"}`, 1},
 		{"no answer", hung.URL, "context deadline exceeded", 1},
-		{"refused", closed.URL, "connection refused", 1},
+		{"refused", closed.URL, "(connection refused): is evfwd serve running", 1},
 		{"no scheme", "127.0.0.1:8787/readyz", "--url", 2},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
