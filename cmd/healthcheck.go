@@ -5,17 +5,16 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
-	"encoding/pem"
 	"errors"
 	"fmt"
 	"io"
 	"net/http"
-	"os"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/evfwd/evfwd/internal/cli"
+	"github.com/evfwd/evfwd/internal/retry"
+	"github.com/evfwd/evfwd/internal/tlscert"
 	"github.com/evfwd/evfwd/pkg/inspector"
 	"github.com/evfwd/evfwd/pkg/serve"
 	"github.com/spf13/cobra"
@@ -87,7 +86,7 @@ func healthcheckRun(opts *HealthcheckOptions) error {
 		return cli.UsageErrorf("--url %q: %v", opts.URL, err)
 	}
 	resp, err := client.Do(req)
-	if errors.Is(err, syscall.ECONNREFUSED) {
+	if retry.Refused(err) {
 		err = fmt.Errorf("nothing listens at %s (connection refused): is evfwd serve running, on that address?", url)
 	}
 	if err != nil {
@@ -118,7 +117,7 @@ func healthcheckClient(opts *HealthcheckOptions) (string, *http.Client, error) {
 	if opts.TLSCert == "" {
 		return "http://" + inspector.DialAddr(opts.Addr) + opts.URL, client, nil
 	}
-	leaf, err := pemLeaf(opts.TLSCert)
+	leaf, err := tlscert.Leaf(opts.TLSCert)
 	if err != nil {
 		return "", nil, cli.UsageErrorf("--tls-cert: %v", err)
 	}
@@ -132,21 +131,4 @@ func healthcheckClient(opts *HealthcheckOptions) (string, *http.Client, error) {
 		},
 	}}
 	return "https://" + inspector.DialAddr(opts.Addr) + opts.URL, client, nil
-}
-
-// pemLeaf is the DER of the first certificate in a PEM file.
-func pemLeaf(path string) ([]byte, error) {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return nil, err
-	}
-	for {
-		var blk *pem.Block
-		if blk, b = pem.Decode(b); blk == nil {
-			return nil, fmt.Errorf("%s holds no PEM certificate", path)
-		}
-		if blk.Type == "CERTIFICATE" {
-			return blk.Bytes, nil
-		}
-	}
 }

@@ -6,6 +6,7 @@ package retry
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"strconv"
 	"strings"
@@ -76,3 +77,7 @@ func Sleep(ctx context.Context, d time.Duration) error {
 		return ctx.Err()
 	}
 }
+
+// Refused says that err is a dial's "connection refused": nothing listens
+// at the address, on any platform (Windows has a code of its own for it).
+func Refused(err error) bool { return errors.Is(err, errConnRefused) }

@@ -33,16 +33,11 @@ func Load(certFile, keyFile string) (*tls.Certificate, error) {
 	}
 	// The certificate on its own first, so that what remains of
 	// tls.X509KeyPair's complaints are about the key.
-	var block *pem.Block
-	for rest := certPEM; ; {
-		if block, rest = pem.Decode(rest); block == nil || block.Type == "CERTIFICATE" {
-			break
-		}
-	}
-	if block == nil {
+	der := leafDER(certPEM)
+	if der == nil {
 		return nil, fmt.Errorf("certificate %s: no PEM CERTIFICATE block", certFile)
 	}
-	if _, err := x509.ParseCertificate(block.Bytes); err != nil {
+	if _, err := x509.ParseCertificate(der); err != nil {
 		return nil, fmt.Errorf("certificate %s: %v", certFile, err)
 	}
 	cert, err := tls.X509KeyPair(certPEM, keyPEM)
@@ -55,6 +50,34 @@ func Load(certFile, keyFile string) (*tls.Certificate, error) {
 		}
 	}
 	return &cert, nil
+}
+
+// Leaf is the DER of the first certificate in the PEM file certFile (the
+// leaf, when a chain follows it).
+func Leaf(certFile string) ([]byte, error) {
+	b, err := os.ReadFile(certFile)
+	if err != nil {
+		return nil, err
+	}
+	if der := leafDER(b); der != nil {
+		return der, nil
+	}
+	return nil, fmt.Errorf("%s: no PEM CERTIFICATE block", certFile)
+}
+
+// leafDER is the DER of the first CERTIFICATE block of PEM text, nil
+// when it holds none.
+func leafDER(text []byte) []byte {
+	for {
+		block, rest := pem.Decode(text)
+		if block == nil {
+			return nil
+		}
+		if block.Type == "CERTIFICATE" {
+			return block.Bytes
+		}
+		text = rest
+	}
 }
 
 // Reloader holds the pair last loaded from two files.

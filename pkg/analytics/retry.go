@@ -1,7 +1,6 @@
 package analytics
 
 import (
-	"errors"
 	"math/rand/v2"
 	"time"
 
@@ -45,7 +44,7 @@ type RetryEvent struct {
 
 // IsRefused reports whether err is a connection refused by the endpoint's
 // host: nothing listens there.
-func IsRefused(err error) bool { return errors.Is(err, errConnRefused) }
+func IsRefused(err error) bool { return retry.Refused(err) }
 
 // Default retry policy values.
 const (

@@ -11,6 +11,8 @@ import (
 	"net/http"
 	"syscall"
 	"time"
+
+	"github.com/evfwd/evfwd/internal/retry"
 )
 
 // classifyStatus maps an HTTP status to its class and outcome (DESIGN §4).
@@ -44,7 +46,7 @@ func classifyError(parent, attempt context.Context, err error, timeout time.Dura
 		return ClassTLS, TLSError, err
 	case attempt.Err() != nil || isTimeout(err):
 		return ClassTimeout, Retryable, fmt.Errorf("%w (%s)", errTimeout, timeout)
-	case errors.Is(err, syscall.ECONNREFUSED):
+	case retry.Refused(err):
 		return ClassRefused, Retryable, err
 	case errors.Is(err, syscall.ECONNRESET), errors.Is(err, syscall.EPIPE),
 		errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):

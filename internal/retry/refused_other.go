@@ -1,6 +1,6 @@
 //go:build !windows
 
-package analytics
+package retry
 
 import "syscall"
 
