@@ -10,6 +10,7 @@ package collector
 
 import (
 	"context"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"io"
@@ -100,9 +101,9 @@ type Handler struct {
 	draining atomic.Bool
 	mux      *http.ServeMux
 	public   *url.URL // Config.PublicURL, parsed
-	refused  refusals
-	unknown  unknownKeys // write keys no source has, when last reported
-	budget   budget      // Config.BodyBudget, the bodies in flight
+	refused  reported[[2]string]
+	unknown  reported[[sha256.Size]byte] // write keys no source has, by SHA-256
+	budget   budget                      // Config.BodyBudget, the bodies in flight
 }
 
 // New checks cfg and returns a Handler.
@@ -126,6 +127,7 @@ func New(cfg Config) (*Handler, error) {
 		return nil, fmt.Errorf("collector: body budget of %d bytes: at least %d are needed, for one gzipped batch at the limit", cfg.BodyBudget, minBodyBudget)
 	}
 	h := &Handler{cfg: cfg, keys: keyIndex{}, mux: http.NewServeMux()}
+	h.unknown.every = unknownKeyEvery
 	h.budget.limit = cfg.BodyBudget
 	if cfg.PublicURL != "" {
 		u, err := ParsePublicURL(cfg.PublicURL)
@@ -248,7 +250,7 @@ func (h *Handler) fromAllowed(w http.ResponseWriter, r *http.Request, src *Sourc
 			unread(w, r)
 		}
 		err := refuseOrigin(w, src, origin)
-		if h.refused.first(src.Name, origin) {
+		if h.refused.due([2]string{src.Name, origin}, time.Time{}) {
 			h.onError(http.StatusForbidden, err)
 		}
 		return false

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"time"
 )
 
 // CORS. Analytics.js posts from the page's origin with an Authorization
@@ -106,29 +107,41 @@ func refuseOrigin(w http.ResponseWriter, src *Source, origin string) error {
 	return err
 }
 
-// maxRefusals bounds the origins refusals remembers: pages from more
-// origins than that are not logged one by one.
-const maxRefusals = 256
+// maxReported bounds the keys a reported remembers: pages from more
+// origins, or with more unknown write keys, than that are not logged one
+// by one.
+const maxReported = 256
 
-// refusals remembers the (source, origin) pairs refused so far, so that a
-// page that keeps posting is reported once.
-type refusals struct {
-	mu   sync.Mutex
-	seen map[[2]string]bool
+// reported remembers which keys (a refused source and origin, an unknown
+// write key) were logged and when, so that a page that keeps posting is
+// reported once, or once every every (0: once for good).
+type reported[K comparable] struct {
+	every time.Duration
+	mu    sync.Mutex
+	last  map[K]time.Time
 }
 
-// first says whether source refusing origin is new.
-func (r *refusals) first(source, origin string) bool {
+// due says whether key is to be reported at now, and if so notes it.
+func (r *reported[K]) due(key K, now time.Time) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	key := [2]string{source, origin}
-	if r.seen[key] || len(r.seen) >= maxRefusals {
+	if at, ok := r.last[key]; ok && (r.every == 0 || now.Sub(at) < r.every) {
 		return false
 	}
-	if r.seen == nil {
-		r.seen = map[[2]string]bool{}
+	if len(r.last) >= maxReported && r.every > 0 {
+		for k, at := range r.last {
+			if now.Sub(at) >= r.every {
+				delete(r.last, k)
+			}
+		}
 	}
-	r.seen[key] = true
+	if len(r.last) >= maxReported {
+		return false
+	}
+	if r.last == nil {
+		r.last = map[K]time.Time{}
+	}
+	r.last[key] = now
 	return true
 }
 

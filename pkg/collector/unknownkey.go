@@ -4,7 +4,6 @@ import (
 	"crypto/sha256"
 	"fmt"
 	"net/http"
-	"sync"
 	"time"
 )
 
@@ -23,49 +22,16 @@ func MaskWriteKey(key string) string {
 }
 
 // unknownKeyEvery is how often one unknown write key is reported: a page
-// left with an old key sends it on every view.
+// left with an old key sends it on every view. Keys are remembered by
+// their SHA-256: a key is anyone's input, its bytes are not kept.
 const unknownKeyEvery = time.Minute
-
-// unknownKeys remembers when each unknown write key was last reported, by
-// its SHA-256 (a key is anyone's input: its bytes are not kept). At most
-// maxRefusals keys are remembered; with that many reported within the
-// minute, others wait for room.
-type unknownKeys struct {
-	mu   sync.Mutex
-	last map[[sha256.Size]byte]time.Time
-}
-
-// due says whether key is to be reported at now, and if so notes it.
-func (u *unknownKeys) due(key string, now time.Time) bool {
-	sum := sha256.Sum256([]byte(key))
-	u.mu.Lock()
-	defer u.mu.Unlock()
-	if at, ok := u.last[sum]; ok && now.Sub(at) < unknownKeyEvery {
-		return false
-	}
-	if len(u.last) >= maxRefusals {
-		for k, at := range u.last {
-			if now.Sub(at) >= unknownKeyEvery {
-				delete(u.last, k)
-			}
-		}
-		if len(u.last) >= maxRefusals {
-			return false
-		}
-	}
-	if u.last == nil {
-		u.last = map[[sha256.Size]byte]time.Time{}
-	}
-	u.last[sum] = now
-	return true
-}
 
 // unknownKey reports a write key no source has to OnError (masked, with
 // the page's origin and the client's address), at most once a minute per
 // key: the 401 or the settings' 404 shows only in the browser's console,
 // and a page whose settings failed sends nothing more.
 func (h *Handler) unknownKey(r *http.Request, key string, status int) {
-	if key == "" || h.cfg.OnError == nil || !h.unknown.due(key, h.cfg.Now()) {
+	if key == "" || h.cfg.OnError == nil || !h.unknown.due(sha256.Sum256([]byte(key)), h.cfg.Now()) {
 		return
 	}
 	origin := r.Header.Get("Origin")
