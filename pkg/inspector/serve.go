@@ -753,7 +753,7 @@ func (s *Serve) fillStats(ctx context.Context) {
 		}
 		for j, a := range d.Records {
 			if !a.Start.Before(from) && a.Start.Before(s.started) {
-				s.stats.recordAt(d.Source, a.URL, kindOfRecorded(a, j == len(d.Records)-1, d.Status), a.Latency, a.Start)
+				s.stats.add(Endpoint{d.Source, a.URL}, kindOfRecorded(a, j == len(d.Records)-1, d.Status), a.Latency, a.Start)
 			}
 		}
 	}

@@ -116,12 +116,7 @@ func kindOfRecorded(a store.Attempt, last bool, status store.Status) Kind {
 	return CountRetried
 }
 
-// recordAt counts an attempt of kind to source's url in the minute of at:
-// one the store recorded before this process began.
-func (s *Stats) recordAt(source, url string, kind Kind, latency time.Duration, at time.Time) {
-	s.add(Endpoint{source, url}, kind, latency, at)
-}
-
+// add counts an attempt of kind to e in the minute of at.
 func (s *Stats) add(e Endpoint, kind Kind, latency time.Duration, at time.Time) {
 	if kind == NotCounted {
 		return
