@@ -81,6 +81,10 @@ func (p *listenPrinter) line(b *strings.Builder, r *receiver.Request) {
 	if r.Query != "" {
 		b.WriteString("?" + cli.Printable(r.Query))
 	}
+	if r.Batch > 0 {
+		sep()
+		b.WriteString(st.Accent.Sprint("batch") + " of " + strconv.Itoa(r.Batch))
+	}
 	if r.Type != "" {
 		sep()
 		b.WriteString(st.Accent.Sprint(cli.Printable(r.Type)))
@@ -232,6 +236,9 @@ func (t *tally) add(r *receiver.Request) {
 	defer t.mu.Unlock()
 	t.total++
 	typ := r.Type
+	if r.Batch > 0 {
+		typ = "batch"
+	}
 	if typ == "" {
 		typ = "(none)"
 	}

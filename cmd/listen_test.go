@@ -1028,3 +1028,17 @@ func TestListenDelayOutlastsReadTimeout(t *testing.T) {
 		}
 	})
 }
+
+// A batching destination's body is shown as a batch and its messages'
+// shapes checked, not flagged as "not a JSON object".
+func TestListenBatch(t *testing.T) {
+	l := startListen(t, testFactory(t, "", false, nil), "--secret", listenSecret)
+	batch := "[" + trackMsg + "," + identifyMsg + "]"
+	l.post(t, "/", batch, signHex(t, listenSecret, batch))
+	res := l.interrupt(t)
+	for _, want := range []string{"POST /  batch of 2  sig segment ✓  → 200", "by type    batch 1", "shape      1 ok"} {
+		if !strings.Contains(res.Stdout+res.Stderr, want) {
+			t.Errorf("output lacks %q:\n%s\n%s", want, res.Stdout, res.Stderr)
+		}
+	}
+}

@@ -628,6 +628,8 @@ func writeSettings(w io.Writer, st serveSettings) {
 		}
 		hooks := "disabled: messages are stored, none delivered"
 		switch {
+		case !s.Webhooks.Enabled && len(s.Destinations) > 0:
+			hooks = "disabled (the destinations below deliver)"
 		case s.Webhooks.Enabled && s.Webhooks.SharedSecret != "":
 			hooks = "enabled, signed (shared_secret " + s.Webhooks.SharedSecret + ")"
 		case s.Webhooks.Enabled:

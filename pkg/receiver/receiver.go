@@ -280,6 +280,14 @@ func (h *Handler) inspect(req *Request) {
 	req.Signature, req.Replay = h.verify(req.Header, req.Body, req.ReceivedAt)
 	o, err := rawjson.ParseObject(req.Body)
 	if err != nil {
+		if n, err := checkBatch(req.Body); n > 0 {
+			// A batching destination's body: its messages' shapes.
+			req.Batch, req.Shape = n, Shape{OK: err == nil}
+			if err != nil {
+				req.Shape.Reason = err.Error()
+			}
+			return
+		}
 		req.Shape = Shape{Reason: parseShapeErr(req.Body).Error()}
 		req.bodyJSON = jsonNo
 		return

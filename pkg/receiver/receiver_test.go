@@ -290,3 +290,37 @@ func TestConfigErrors(t *testing.T) {
 		}
 	}
 }
+
+// A batching destination's body, a JSON array of messages, is checked
+// message by message and counted, not flagged as not an object.
+func TestReportBatch(t *testing.T) {
+	s := serve(t, Options{})
+	bad := `{"type":"track","version":1,"userId":"u"}`
+	for _, body := range []string{
+		"[" + trackBody + "," + trackBody + "]",
+		"[" + trackBody + "," + bad + "]",
+		`[{"id":"u1"}]`, // a mapped batch: objects, not messages
+		`[1,2]`,         // not a batch of objects
+		`[]`,
+	} {
+		s.post(t, "/hooks", body, "")
+	}
+	type summary struct {
+		Batch int
+		Shape Shape
+	}
+	var got []summary
+	for _, r := range s.reqs {
+		got = append(got, summary{r.Batch, r.Shape})
+	}
+	want := []summary{
+		{2, Shape{OK: true}},
+		{2, Shape{Reason: "message 2 of the batch: missing timestamp"}},
+		{1, Shape{Reason: "message 1 of the batch: missing type"}},
+		{0, Shape{Reason: "not a JSON object"}},
+		{0, Shape{Reason: "not a JSON object"}},
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("mismatch (-want +got):\n%s", diff)
+	}
+}

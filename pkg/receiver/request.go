@@ -70,6 +70,7 @@ type Request struct {
 	Event     string // track's event, or page/screen name
 	UserID    string // userId, alias's "User ID", else anonymousId
 	MessageID string
+	Batch     int // messages in the body when it is a JSON array of them (a batching destination's)
 
 	Signature Signature
 	Shape     Shape

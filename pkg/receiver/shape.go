@@ -31,6 +31,29 @@ func CheckShape(body []byte) error {
 	return checkObject(o)
 }
 
+// checkBatch reports how many elements body has when it is a non-empty
+// JSON array of objects (a batching destination's body, DESTINATIONS.md),
+// 0 otherwise, and the first element whose shape is not a message's.
+func checkBatch(body []byte) (int, error) {
+	if t := bytes.TrimSpace(body); len(t) == 0 || t[0] != '[' {
+		return 0, nil
+	}
+	var items []json.RawMessage
+	if json.Unmarshal(body, &items) != nil || len(items) == 0 {
+		return 0, nil
+	}
+	for i, item := range items {
+		o, err := rawjson.ParseObject(item)
+		if err != nil {
+			return 0, nil // not a batch of messages
+		}
+		if err := checkObject(o); err != nil {
+			return len(items), shapeErr("message " + strconv.Itoa(i+1) + " of the batch: " + err.Error())
+		}
+	}
+	return len(items), nil
+}
+
 // parseShapeErr tells "not JSON" from "JSON but not an object"; it runs
 // only for bodies that failed, so the second validation costs nothing on
 // the common path.
