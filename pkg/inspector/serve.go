@@ -735,8 +735,10 @@ const (
 )
 
 // fillStats counts the attempts the store recorded in the hour before the
-// inspector began, so that the chart of a serve just restarted shows that
-// hour: those of the newest fillDeliveries deliveries created in it. A
+// inspector began, and how each round of them settled its delivery, so
+// that the endpoints' and destinations' charts of a serve just restarted
+// show that hour: those of the newest fillDeliveries deliveries created
+// in it. A
 // store that fails leaves the chart to the attempts from now on.
 func (s *Serve) fillStats(ctx context.Context) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), fillTimeout)
@@ -752,8 +754,16 @@ func (s *Serve) fillStats(ctx context.Context) {
 			break
 		}
 		for j, a := range d.Records {
-			if !a.Start.Before(from) && a.Start.Before(s.started) {
-				s.stats.add(Endpoint{d.Source, a.URL}, kindOfRecorded(a, j == len(d.Records)-1, d.Status), a.Latency, a.Start)
+			if a.Start.Before(from) || !a.Start.Before(s.started) {
+				continue
+			}
+			last := j == len(d.Records)-1
+			s.stats.add(Endpoint{d.Source, a.URL}, kindOfRecorded(a, last, d.Status), a.Latency, a.Start)
+			// A round (its endpoints' attempts) settles the delivery once,
+			// for its destination's chart, when its last attempt ends.
+			if last || d.Records[j+1].Delivery != a.Delivery {
+				lastRound := d.Records[len(d.Records)-1].Delivery == a.Delivery
+				s.stats.settle(Destination{d.Source, d.Destination}, kindOfRound(lastRound, d.Status), a.Start.Add(a.Latency))
 			}
 		}
 	}

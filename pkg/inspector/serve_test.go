@@ -558,7 +558,8 @@ func TestServeResend(t *testing.T) {
 }
 
 type statsAnswer struct {
-	Endpoints []inspector.EndpointStats `json:"endpoints"`
+	Endpoints    []inspector.EndpointStats    `json:"endpoints"`
+	Destinations []inspector.DestinationStats `json:"destinations"`
 }
 
 // Stats count the observed attempts per endpoint and minute on the

@@ -151,16 +151,31 @@ func KindOfSettled(status store.Status, retry bool) Kind {
 // status (retry: another attempt is scheduled) in the minute of the
 // clock's now.
 func (s *Stats) Settle(source, destination string, status store.Status, retry bool) {
-	kind := KindOfSettled(status, retry)
+	s.settle(Destination{source, destination}, KindOfSettled(status, retry), s.now())
+}
+
+// settle counts a delivery of d that settled as kind in the minute of at.
+func (s *Stats) settle(d Destination, kind Kind, at time.Time) {
 	if kind == NotCounted {
 		return
 	}
-	minute := minuteOf(s.now())
+	minute := minuteOf(at)
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if b := slot(s.dests, Destination{source, destination}, minute); b != nil {
+	if b := slot(s.dests, d, minute); b != nil {
 		b.count(kind)
 	}
+}
+
+// kindOfRound says how a recorded round of a delivery's attempts counted
+// when it settled: a round before the last was retried, and so was the
+// last when the delivery is pending, or was cancelled after it;
+// otherwise the delivery's status.
+func kindOfRound(lastRound bool, status store.Status) Kind {
+	if !lastRound || status == store.Pending || status == store.Cancelled {
+		return CountRetried
+	}
+	return KindOfSettled(status, false)
 }
 
 // slot is the bucket of key's ring for minute, emptied when it held an

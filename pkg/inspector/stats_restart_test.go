@@ -89,5 +89,29 @@ func TestServeStatsAfterRestart(t *testing.T) {
 		if total != 5 {
 			t.Errorf("%d attempts counted, want 5 (the one over an hour old left out)", total)
 		}
+		// The destination's chart: each delivery's round once, at its end.
+		if len(s.Destinations) != 1 {
+			t.Fatalf("destinations %+v, want the webhooks block's", s.Destinations)
+		}
+		dm := s.Destinations[0].Minutes
+		for _, c := range []struct {
+			name      string
+			got, want inspector.Counts
+		}{
+			{"09:21", dm[last-39], inspector.Counts{T: "2026-11-23T09:21:00.000Z", Delivered: 1}},
+			{"09:30", dm[last-30], inspector.Counts{T: "2026-11-23T09:30:00.000Z", Failed: 1}},
+			{"09:59", dm[last-1], inspector.Counts{T: "2026-11-23T09:59:00.000Z", Delivered: 1}},
+		} {
+			if c.got != c.want {
+				t.Errorf("destination %s: %+v, want %+v", c.name, c.got, c.want)
+			}
+		}
+		settled := 0
+		for _, m := range dm {
+			settled += m.Delivered + m.Retried + m.Failed
+		}
+		if settled != 3 {
+			t.Errorf("%d rounds settled on the destination's chart, want 3", settled)
+		}
 	}
 }
