@@ -288,3 +288,38 @@ func BenchmarkLeaseDestination(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkIngestDestinations: BenchmarkIngest into a source with one
+// destination, and with ten, each message routed to one of them in turn
+// (bench/serve's destinations row, measured in the store alone).
+func BenchmarkIngestDestinations(b *testing.B) {
+	for _, n := range []int{1, 10} {
+		b.Run(fmt.Sprintf("dests=%d", n), func(b *testing.B) {
+			s := openBench(b)
+			names := make([][]string, n)
+			for i := range names {
+				names[i] = []string{fmt.Sprintf("dest-%02d", i)}
+			}
+			var next atomic.Int64
+			var wg sync.WaitGroup
+			b.ResetTimer()
+			start := time.Now()
+			for c := range 8 {
+				wg.Go(func() {
+					for k := int(next.Add(1)) - 1; k < b.N; k = int(next.Add(1)) - 1 {
+						msgs := benchBatch(c, k, 100)
+						for i := range msgs {
+							msgs[i].Destinations = names[i%n]
+						}
+						if err := s.Ingest(context.Background(), msgs); err != nil {
+							b.Error(err)
+							return
+						}
+					}
+				})
+			}
+			wg.Wait()
+			b.ReportMetric(float64(b.N*100)/time.Since(start).Seconds(), "events/s")
+		})
+	}
+}

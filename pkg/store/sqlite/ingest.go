@@ -105,12 +105,18 @@ func (in *ingestion) chunk(ctx context.Context, tx *wtx, msgs []store.Message) e
 }
 
 // deliverListedSQL makes the deliveries of messages stored with the
-// consecutive ids past ?3, in order, from ?2, a JSON array of each one's
+// consecutive ids past ?3 from ?2, a JSON array of each one's
 // destinations: one statement of the same text for any chunk, prepared
 // once, where a VALUES list of six parameters a delivery was a new
 // statement to parse each time (the cost of a source whose destinations
-// subscribe to different messages).
-const deliverListedSQL = `INSERT INTO deliveries (message, source, destination, status, next_attempt_at, created_at, updated_at)
+// subscribe to different messages). Their ids follow the messages,
+// then each one's destinations in its order, as on PostgreSQL.
+//
+// OR FAIL, here and in ingest's other INSERTs: a statement that may
+// abort half way keeps a statement journal of every page it changes,
+// to undo its own part alone; an op that fails is undone whole by the
+// writer (its savepoint, or the group's transaction), so none is needed.
+const deliverListedSQL = `INSERT OR FAIL INTO deliveries (message, source, destination, status, next_attempt_at, created_at, updated_at)
 	SELECT m.id, m.source, d.value, 'pending', m.received_at, ?1, ?1
 	FROM json_each(?2) AS e, json_each(e.value) AS d, messages AS m
 	WHERE m.id = ?3 + e.key + 1
@@ -148,7 +154,7 @@ func (in *ingestion) deliverListed(ctx context.Context, tx *wtx, msgs []store.Me
 // insertMessagesSQL[n] inserts n messages.
 var insertMessagesSQL = func() (qs [insertChunk + 1]string) {
 	for n := 1; n <= insertChunk; n++ {
-		qs[n] = `INSERT INTO messages (source, message_id, type, user_id, received_at, body, body_form) VALUES ` +
+		qs[n] = `INSERT OR FAIL INTO messages (source, message_id, type, user_id, received_at, body, body_form) VALUES ` +
 			strings.Repeat("(?,?,?,?,?,?,?),", n-1) + `(?,?,?,?,?,?,?) ON CONFLICT (source, message_id) DO NOTHING`
 	}
 	return qs
@@ -181,7 +187,7 @@ func (in *ingestion) deliverAll(ctx context.Context, tx *wtx, msgs []store.Messa
 	if dest == "" {
 		return nil
 	}
-	res, err := tx.ExecContext(ctx, `INSERT INTO deliveries (message, source, destination, status, next_attempt_at, created_at, updated_at)
+	res, err := tx.ExecContext(ctx, `INSERT OR FAIL INTO deliveries (message, source, destination, status, next_attempt_at, created_at, updated_at)
 		SELECT id, source, ?, 'pending', received_at, ?, ? FROM messages WHERE id > ? ORDER BY id`, dest, in.now, in.now, before)
 	if err != nil || in.room == 0 {
 		return err
@@ -267,7 +273,7 @@ func (in *ingestion) deliverEach(ctx context.Context, tx *wtx, msgs []store.Mess
 	}
 	var q strings.Builder
 	var args []any
-	q.WriteString(`INSERT INTO deliveries (message, source, destination, status, next_attempt_at, created_at, updated_at) VALUES `)
+	q.WriteString(`INSERT OR FAIL INTO deliveries (message, source, destination, status, next_attempt_at, created_at, updated_at) VALUES `)
 	// The deliveries to lease: their messages by row id and destination.
 	type leaseKey struct {
 		msg  int64
