@@ -9,7 +9,7 @@ import (
 )
 
 // batchesInFlight is how many batches a batching lane sends at once.
-const batchesInFlight = 4
+const batchesInFlight = 8
 
 // batchWait is the longest a message waits for its batch to fill, from
 // when it was due: a quiet destination still gets each message within a
@@ -172,6 +172,6 @@ func (f *Forwarder) deliverBatch(ctx context.Context, l *lane, ds []store.Delive
 		if i == 0 {
 			f.tellLast(l, d.ID, last, c, retry)
 		}
-		f.complete(finishing{l: l, c: c, retry: retry, closes: g.closes})
+		f.complete(finishing{l: l, c: c, retry: retry, closes: g.closes, rest: len(items) - 1 - i})
 	}
 }

@@ -24,6 +24,10 @@ type finishing struct {
 	// before this outcome was on record (see record).
 	closes uint64
 	fresh  bool // a fresh delivery's: its room is freed once on record
+	// rest is how many outcomes of the same request (a batch's) follow
+	// this one: the completer records them together, in one commit
+	// rather than in pieces as they arrive.
+	rest int
 }
 
 // complete hands x to the completer: the delivery's token is free as soon
@@ -65,6 +69,13 @@ func (f *Forwarder) completer(in <-chan finishing) {
 				return
 			}
 			group = g.More(append(group[:0], first))
+			for group[len(group)-1].rest > 0 {
+				x, ok := <-in // sent by now, or in a moment
+				if !ok {
+					break
+				}
+				group = append(group, x)
+			}
 			if f.unrecorded.waiting() {
 				// Behind the others, written with them.
 				f.unrecorded.keep(group)

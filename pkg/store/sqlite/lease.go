@@ -3,6 +3,7 @@ package sqlite
 import (
 	"context"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -251,14 +252,17 @@ func (s *Store) Complete(ctx context.Context, cs []store.Completion) error {
 		// A completion applies while its owner holds the lease; its
 		// attempts are recorded either way.
 		owned := make([]bool, len(cs))
+		var apply []store.Completion
 		for i, c := range cs {
-			owned[i] = s.leases.ownedBy(c.ID, c.Owner)
-		}
-		for i := 0; i < len(cs); i += completeChunk {
-			j := min(len(cs), i+completeChunk)
-			if err := completeTx(ctx, tx, cs[i:j], owned[i:j], now); err != nil {
-				return err
+			if owned[i] = s.leases.ownedBy(c.ID, c.Owner); owned[i] {
+				apply = append(apply, c)
 			}
+		}
+		if err := applyOutcomes(ctx, tx, apply, now); err != nil {
+			return err
+		}
+		if err := recordAttempts(ctx, tx, cs); err != nil {
+			return err
 		}
 		for i, c := range cs {
 			if owned[i] {
@@ -269,27 +273,104 @@ func (s *Store) Complete(ctx context.Context, cs []store.Completion) error {
 	})
 }
 
-// completeChunk bounds the completions, and the attempts, one statement
-// applies: statements are prepared per row count, and a statement per
-// group rather than per row is what makes recording outcomes cheap.
+// completeChunk bounds the completions, and the attempts, one multi-row
+// statement applies: statements are prepared per row count, and a
+// statement per group rather than per row is what makes recording
+// outcomes cheap.
 const completeChunk = 64
 
-// completeTx applies cs (at most completeChunk), those whose lease is
-// owned by their owner, with one UPDATE, and records all their attempts with a multi-row
-// INSERT per completeChunk attempts.
-func completeTx(ctx context.Context, tx *wtx, cs []store.Completion, owned []bool, now int64) error {
+// sharedMin is how many completions (or attempts) sharing every value
+// but their delivery's id make a group written with one statement over
+// a JSON list of the ids: a batch's deliveries all end alike, and one
+// statement of a few parameters binds far less than a row of six (or
+// eleven) each.
+const sharedMin = 4
+
+// outcome is what a completion sets on its delivery, but which one.
+type outcome struct {
+	status      store.Status
+	attempts    int
+	first, next int64
+	lastError   string
+}
+
+func outcomeOf(c store.Completion) outcome {
+	return outcome{c.Status, c.Attempts, store.Millis(c.FirstAttempt), store.Millis(c.NextAttempt), c.LastError}
+}
+
+// attemptRow is an attempt's row in attempts, but its delivery.
+type attemptRow struct {
+	no, endpoint   int
+	url            string
+	start, latency int64
+	status         int
+	class, err     string
+	excerpt        string
+	outcome        string
+}
+
+func attemptRowOf(a store.Attempt) attemptRow {
+	return attemptRow{a.Delivery, a.Endpoint, a.URL, store.Millis(a.Start), a.Latency.Microseconds(), a.Status, a.Class,
+		a.Error, string(a.Excerpt), a.Outcome}
+}
+
+// idList is ids as a JSON array, for json_each.
+func idList(ids []int64) string {
+	b := make([]byte, 0, 8*len(ids))
+	b = append(b, '[')
+	for i, id := range ids {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = strconv.AppendInt(b, id, 10)
+	}
+	return string(append(b, ']'))
+}
+
+// applyOutcomes sets each completion's outcome on its pending delivery:
+// those that share one in groups (sharedMin or more), the others a
+// completeChunk at a time.
+func applyOutcomes(ctx context.Context, tx *wtx, cs []store.Completion, now int64) error {
+	groups := make(map[outcome][]int64, len(cs))
+	for _, c := range cs {
+		k := outcomeOf(c)
+		groups[k] = append(groups[k], c.ID)
+	}
+	var rest []store.Completion
+	for _, c := range cs {
+		k := outcomeOf(c)
+		ids, ok := groups[k]
+		switch {
+		case !ok: // its group's statement ran
+		case len(ids) < sharedMin:
+			rest = append(rest, c)
+		default:
+			delete(groups, k)
+			if _, err := tx.ExecContext(ctx, `UPDATE OR FAIL deliveries SET status = ?, attempts = ?, first_attempt_at = ?,
+				next_attempt_at = ?, last_error = ?, updated_at = ?
+				WHERE id IN (SELECT value FROM json_each(?)) AND status = 'pending'`,
+				string(k.status), k.attempts, k.first, k.next, k.lastError, now, idList(ids)); err != nil {
+				return err
+			}
+		}
+	}
+	for i := 0; i < len(rest); i += completeChunk {
+		if err := applyOutcomeRows(ctx, tx, rest[i:min(len(rest), i+completeChunk)], now); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// applyOutcomeRows sets cs' outcomes (at most completeChunk) with one UPDATE.
+func applyOutcomeRows(ctx context.Context, tx *wtx, cs []store.Completion, now int64) error {
 	var q strings.Builder
-	q.WriteString(`UPDATE deliveries SET status = c.column2, attempts = c.column3, first_attempt_at = c.column4,
+	q.WriteString(`UPDATE OR FAIL deliveries SET status = c.column2, attempts = c.column3, first_attempt_at = c.column4,
 		next_attempt_at = c.column5, last_error = c.column6, updated_at = ? FROM (VALUES `)
 	args := make([]any, 0, 1+len(cs)*6)
 	args = append(args, now)
-	records := 0
 	for i, c := range cs {
-		records += len(c.Records)
-		if !owned[i] {
-			continue
-		}
-		if len(args) > 1 {
+		if i > 0 {
 			q.WriteByte(',')
 		}
 		q.WriteString("(?,?,?,?,?,?)")
@@ -297,20 +378,28 @@ func completeTx(ctx context.Context, tx *wtx, cs []store.Completion, owned []boo
 			c.LastError)
 	}
 	q.WriteString(`) AS c WHERE deliveries.id = c.column1 AND deliveries.status = 'pending'`)
-	if len(args) > 1 {
-		if _, err := tx.ExecContext(ctx, q.String(), args...); err != nil {
-			return err
+	_, err := tx.ExecContext(ctx, q.String(), args...)
+	return err
+}
+
+// recordAttempts records the attempts of cs: those that share every
+// value but their delivery in groups (sharedMin or more), the others
+// with a multi-row INSERT per completeChunk.
+func recordAttempts(ctx context.Context, tx *wtx, cs []store.Completion) error {
+	groups := map[attemptRow][]int64{}
+	for _, c := range cs {
+		for _, a := range c.Records {
+			k := attemptRowOf(a)
+			groups[k] = append(groups[k], c.ID)
 		}
-	}
-	if records == 0 {
-		return nil
 	}
 	// attemptColumns is the parameters of one attempt row.
 	const attemptColumns = 11
-	args = make([]any, 0, min(records, completeChunk)*attemptColumns)
+	var q strings.Builder
+	args := make([]any, 0, min(len(groups), completeChunk)*attemptColumns)
 	insert := func() error {
 		q.Reset()
-		q.WriteString(`INSERT INTO attempts (delivery, delivery_no, endpoint, url, started_at, latency_us, status, class,
+		q.WriteString(`INSERT OR FAIL INTO attempts (delivery, delivery_no, endpoint, url, started_at, latency_us, status, class,
 			error, excerpt, outcome) VALUES `)
 		for i := range len(args) / attemptColumns {
 			if i > 0 {
@@ -324,10 +413,25 @@ func completeTx(ctx context.Context, tx *wtx, cs []store.Completion, owned []boo
 	}
 	for _, c := range cs {
 		for _, a := range c.Records {
-			args = append(args, c.ID, a.Delivery, a.Endpoint, a.URL, store.Millis(a.Start), a.Latency.Microseconds(), a.Status,
-				a.Class, a.Error, a.Excerpt, a.Outcome)
-			if len(args) == completeChunk*attemptColumns {
-				if err := insert(); err != nil {
+			k := attemptRowOf(a)
+			ids, ok := groups[k]
+			switch {
+			case !ok: // its group's statement ran
+			case len(ids) < sharedMin:
+				args = append(args, c.ID, a.Delivery, a.Endpoint, a.URL, store.Millis(a.Start), a.Latency.Microseconds(),
+					a.Status, a.Class, a.Error, a.Excerpt, a.Outcome)
+				if len(args) == completeChunk*attemptColumns {
+					if err := insert(); err != nil {
+						return err
+					}
+				}
+			default:
+				delete(groups, k)
+				if _, err := tx.ExecContext(ctx, `INSERT OR FAIL INTO attempts (delivery, delivery_no, endpoint, url, started_at,
+					latency_us, status, class, error, excerpt, outcome)
+					SELECT value, ?, ?, ?, ?, ?, ?, ?, ?, ?, ? FROM json_each(?)`,
+					k.no, k.endpoint, k.url, k.start, k.latency, k.status, k.class, k.err, a.Excerpt, k.outcome,
+					idList(ids)); err != nil {
 					return err
 				}
 			}

@@ -43,6 +43,7 @@ func Run(t *testing.T, open Open) {
 		{"LeaseWithinOneMillisecond", testLeaseOneMillisecond},
 		{"CompleteRecordsAttempts", testComplete},
 		{"CompleteWithLostLease", testCompleteLostLease},
+		{"CompleteBatch", testCompleteBatch},
 		{"Reclaim", testReclaim},
 		{"ListFilters", testList},
 		{"ListNewestFirstByEndpoint", testListPages},
@@ -383,5 +384,86 @@ func testConcurrentIngest(t *testing.T, s store.Store) {
 	}
 	if len(ds) != clients*per {
 		t.Errorf("got %d deliveries, want %d", len(ds), clients*per)
+	}
+}
+
+// testCompleteBatch: one Complete holding a batch's outcomes (the same
+// outcome and attempt for many deliveries, one of them leased by another
+// node) beside outcomes of their own: each delivery gets its own, and
+// every attempt is recorded, once, with its delivery.
+func testCompleteBatch(t *testing.T, s store.Store) {
+	ctx := context.Background()
+	var msgs []store.Message
+	for i := range 12 {
+		msgs = append(msgs, Msg("web", fmt.Sprintf("m%02d", i), 0, true))
+	}
+	ingest(t, s, msgs...)
+	mine := lease(t, s, "n1", "web", 10, t0)
+	theirs := lease(t, s, "n2", "web", 2, t0)
+	if len(mine) != 10 || len(theirs) != 2 {
+		t.Fatalf("leased %d and %d, want 10 and 2", len(mine), len(theirs))
+	}
+	sent := t0.Add(time.Second)
+	batch := store.Attempt{Delivery: 1, URL: "https://b.example/hook", Start: sent, Latency: 3 * time.Millisecond,
+		Status: 200, Class: "http_2xx", Excerpt: []byte("ok"), Outcome: "delivered"}
+	retry := t0.Add(time.Minute)
+	var cs []store.Completion
+	want := map[int64]store.Status{}
+	for i, d := range append(mine, theirs...) {
+		c := store.Completion{ID: d.ID, Owner: "n1", Status: store.Delivered, Attempts: 1, FirstAttempt: sent,
+			Records: []store.Attempt{batch}}
+		switch i {
+		case 6, 7: // refused, each in its own words
+			c.Status, c.LastError = store.Failed, fmt.Sprintf("HTTP 40%d", i)
+			c.Records = []store.Attempt{{Delivery: 1, URL: "https://b.example/hook", Start: sent.Add(time.Duration(i) * time.Millisecond),
+				Status: 400 + i, Class: "http_4xx", Outcome: "final"}}
+		case 8: // both endpoints failed: retried later
+			c.Status, c.NextAttempt, c.LastError = store.Pending, retry, "HTTP 503"
+			c.Records = []store.Attempt{
+				{Delivery: 1, Endpoint: 0, URL: "https://a.example/hook", Start: sent, Status: 503, Class: "http_5xx", Outcome: "retryable"},
+				{Delivery: 1, Endpoint: 1, URL: "https://b.example/hook", Start: sent, Status: 503, Class: "http_5xx", Outcome: "retryable"}}
+		}
+		cs = append(cs, c)
+		want[d.ID] = c.Status
+		if i >= 10 {
+			want[d.ID] = store.Pending // n2's: its outcome is n2's to record
+		}
+	}
+	if err := s.Complete(ctx, cs); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range cs {
+		d, err := s.Get(ctx, c.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d.Status != want[c.ID] {
+			t.Errorf("delivery %d: %s, want %s", c.ID, d.Status, want[c.ID])
+		}
+		if want[c.ID] == c.Status && d.Status != store.Pending {
+			if d.Attempts != 1 || !d.FirstAttempt.Equal(sent) || d.LastError != c.LastError {
+				t.Errorf("delivery %d: attempts %d, first %v, last error %q; want 1, %v, %q", c.ID, d.Attempts, d.FirstAttempt, d.LastError, sent, c.LastError)
+			}
+		}
+		if c.Status == store.Pending && !d.NextAttempt.Equal(retry) {
+			t.Errorf("delivery %d: next attempt %v, want %v", c.ID, d.NextAttempt, retry)
+		}
+		type rec struct {
+			No, Endpoint, Status int
+			URL, Class, Outcome  string
+			Start                time.Time
+			Latency              time.Duration
+			Excerpt              string
+		}
+		var got, wantRecs []rec
+		for _, a := range d.Records {
+			got = append(got, rec{a.Delivery, a.Endpoint, a.Status, a.URL, a.Class, a.Outcome, a.Start.UTC(), a.Latency, string(a.Excerpt)})
+		}
+		for _, a := range c.Records {
+			wantRecs = append(wantRecs, rec{a.Delivery, a.Endpoint, a.Status, a.URL, a.Class, a.Outcome, a.Start.UTC(), a.Latency, string(a.Excerpt)})
+		}
+		if diff := cmp.Diff(wantRecs, got); diff != "" {
+			t.Errorf("delivery %d's attempts mismatch (-want +got):\n%s", c.ID, diff)
+		}
 	}
 }
