@@ -122,32 +122,57 @@ const deliverListedSQL = `INSERT OR FAIL INTO deliveries (message, source, desti
 	WHERE m.id = ?3 + e.key + 1
 	ORDER BY e.key, d.key`
 
+// deliverOneEachSQL is deliverListedSQL for messages with one
+// destination or none each: ?2 holds each one's, or null, and is read
+// with one json_each rather than one for each message.
+const deliverOneEachSQL = `INSERT OR FAIL INTO deliveries (message, source, destination, status, next_attempt_at, created_at, updated_at)
+	SELECT m.id, m.source, e.value, 'pending', m.received_at, ?1, ?1
+	FROM json_each(?2) AS e, messages AS m
+	WHERE e.type = 'text' AND m.id = ?3 + e.key + 1
+	ORDER BY e.key`
+
 // deliverListed creates each message's deliveries, to its own
 // destinations, when every message of msgs was stored (none known) with
 // the ids past before, in msgs' order, and none is leased.
 func (in *ingestion) deliverListed(ctx context.Context, tx *wtx, msgs []store.Message, before int64) error {
+	oneEach := true
+	some := false
+	for i := range msgs {
+		oneEach = oneEach && len(msgs[i].Destinations) <= 1
+		some = some || len(msgs[i].Destinations) > 0
+	}
+	if !some {
+		return nil
+	}
 	list := make([]byte, 0, 16*len(msgs))
 	list = append(list, '[')
-	some := false
 	for i := range msgs {
 		if i > 0 {
 			list = append(list, ',')
 		}
-		list = append(list, '[')
-		for j, d := range msgs[i].Destinations {
-			if j > 0 {
-				list = append(list, ',')
+		ds := msgs[i].Destinations
+		switch {
+		case oneEach && len(ds) == 0:
+			list = append(list, "null"...)
+		case oneEach:
+			list = rawjson.AppendString(list, ds[0])
+		default:
+			list = append(list, '[')
+			for j, d := range ds {
+				if j > 0 {
+					list = append(list, ',')
+				}
+				list = rawjson.AppendString(list, d)
 			}
-			list = rawjson.AppendString(list, d)
-			some = true
+			list = append(list, ']')
 		}
-		list = append(list, ']')
 	}
 	list = append(list, ']')
-	if !some {
-		return nil
+	q := deliverListedSQL
+	if oneEach {
+		q = deliverOneEachSQL
 	}
-	_, err := tx.ExecContext(ctx, deliverListedSQL, in.now, string(list), before)
+	_, err := tx.ExecContext(ctx, q, in.now, string(list), before)
 	return err
 }
 
