@@ -2,6 +2,7 @@ package sqlite
 
 import (
 	"context"
+	"encoding/binary"
 	"slices"
 	"strconv"
 	"strings"
@@ -298,20 +299,20 @@ func outcomeOf(c store.Completion) outcome {
 	return outcome{c.Status, c.Attempts, store.Millis(c.FirstAttempt), store.Millis(c.NextAttempt), c.LastError}
 }
 
-// attemptRow is an attempt's row in attempts, but its delivery.
-type attemptRow struct {
-	no, endpoint   int
-	url            string
-	start, latency int64
-	status         int
-	class, err     string
-	excerpt        string
-	outcome        string
-}
-
-func attemptRowOf(a store.Attempt) attemptRow {
-	return attemptRow{a.Delivery, a.Endpoint, a.URL, store.Millis(a.Start), a.Latency.Microseconds(), a.Status, a.Class,
-		a.Error, string(a.Excerpt), a.Outcome}
+// attemptsKey is a completion's attempts but their delivery, as a map
+// key: the completions of one batch request have the same.
+func attemptsKey(as []store.Attempt) string {
+	var b []byte
+	for _, a := range as {
+		for _, n := range []int64{int64(a.Delivery), int64(a.Endpoint), store.Millis(a.Start), a.Latency.Microseconds(), int64(a.Status)} {
+			b = binary.AppendVarint(b, n)
+		}
+		for _, t := range []string{a.URL, a.Class, a.Error, string(a.Excerpt), a.Outcome} {
+			b = binary.AppendUvarint(b, uint64(len(t)))
+			b = append(b, t...)
+		}
+	}
+	return string(b)
 }
 
 // idList is ids as a JSON array, for json_each.
@@ -382,21 +383,24 @@ func applyOutcomeRows(ctx context.Context, tx *wtx, cs []store.Completion, now i
 	return err
 }
 
-// recordAttempts records the attempts of cs: those that share every
-// value but their delivery in groups (sharedMin or more), the others
-// with a multi-row INSERT per completeChunk.
+// recordAttempts records the attempts of cs, each delivery's in its
+// order: those of completions whose attempts are all alike (a batch's)
+// in groups (sharedMin or more), a statement for each attempt over a
+// JSON list of the group's ids; the others with a multi-row INSERT per
+// completeChunk attempts.
 func recordAttempts(ctx context.Context, tx *wtx, cs []store.Completion) error {
-	groups := map[attemptRow][]int64{}
-	for _, c := range cs {
-		for _, a := range c.Records {
-			k := attemptRowOf(a)
-			groups[k] = append(groups[k], c.ID)
+	keys := make([]string, len(cs))
+	alike := map[string]int{}
+	for i, c := range cs {
+		if len(c.Records) > 0 {
+			keys[i] = attemptsKey(c.Records)
+			alike[keys[i]]++
 		}
 	}
 	// attemptColumns is the parameters of one attempt row.
 	const attemptColumns = 11
 	var q strings.Builder
-	args := make([]any, 0, min(len(groups), completeChunk)*attemptColumns)
+	args := make([]any, 0, completeChunk*attemptColumns)
 	insert := func() error {
 		q.Reset()
 		q.WriteString(`INSERT OR FAIL INTO attempts (delivery, delivery_no, endpoint, url, started_at, latency_us, status, class,
@@ -411,13 +415,11 @@ func recordAttempts(ctx context.Context, tx *wtx, cs []store.Completion) error {
 		args = args[:0]
 		return err
 	}
-	for _, c := range cs {
-		for _, a := range c.Records {
-			k := attemptRowOf(a)
-			ids, ok := groups[k]
-			switch {
-			case !ok: // its group's statement ran
-			case len(ids) < sharedMin:
+	for i, c := range cs {
+		switch n := alike[keys[i]]; {
+		case len(c.Records) == 0 || n == 0: // none, or written with its group
+		case n < sharedMin:
+			for _, a := range c.Records {
 				args = append(args, c.ID, a.Delivery, a.Endpoint, a.URL, store.Millis(a.Start), a.Latency.Microseconds(),
 					a.Status, a.Class, a.Error, a.Excerpt, a.Outcome)
 				if len(args) == completeChunk*attemptColumns {
@@ -425,13 +427,22 @@ func recordAttempts(ctx context.Context, tx *wtx, cs []store.Completion) error {
 						return err
 					}
 				}
-			default:
-				delete(groups, k)
+			}
+		default:
+			delete(alike, keys[i])
+			ids := make([]int64, 0, n)
+			for j := i; j < len(cs); j++ {
+				if keys[j] == keys[i] {
+					ids = append(ids, cs[j].ID)
+				}
+			}
+			list := idList(ids)
+			for _, a := range c.Records {
 				if _, err := tx.ExecContext(ctx, `INSERT OR FAIL INTO attempts (delivery, delivery_no, endpoint, url, started_at,
 					latency_us, status, class, error, excerpt, outcome)
 					SELECT value, ?, ?, ?, ?, ?, ?, ?, ?, ?, ? FROM json_each(?)`,
-					k.no, k.endpoint, k.url, k.start, k.latency, k.status, k.class, k.err, a.Excerpt, k.outcome,
-					idList(ids)); err != nil {
+					a.Delivery, a.Endpoint, a.URL, store.Millis(a.Start), a.Latency.Microseconds(), a.Status, a.Class, a.Error,
+					a.Excerpt, a.Outcome, list); err != nil {
 					return err
 				}
 			}

@@ -404,15 +404,22 @@ func testCompleteBatch(t *testing.T, s store.Store) {
 		t.Fatalf("leased %d and %d, want 10 and 2", len(mine), len(theirs))
 	}
 	sent := t0.Add(time.Second)
-	batch := store.Attempt{Delivery: 1, URL: "https://b.example/hook", Start: sent, Latency: 3 * time.Millisecond,
+	// The batch's request: its first endpoint failed, the second took it.
+	first := store.Attempt{Delivery: 1, URL: "https://a.example/hook", Start: sent, Latency: time.Millisecond,
+		Status: 503, Class: "http_5xx", Outcome: "retryable"}
+	batch := store.Attempt{Delivery: 1, Endpoint: 1, URL: "https://b.example/hook", Start: sent, Latency: 3 * time.Millisecond,
 		Status: 200, Class: "http_2xx", Excerpt: []byte("ok"), Outcome: "delivered"}
 	retry := t0.Add(time.Minute)
 	var cs []store.Completion
 	want := map[int64]store.Status{}
 	for i, d := range append(mine, theirs...) {
 		c := store.Completion{ID: d.ID, Owner: "n1", Status: store.Delivered, Attempts: 1, FirstAttempt: sent,
-			Records: []store.Attempt{batch}}
+			Records: []store.Attempt{first, batch}}
 		switch i {
+		case 9: // a first attempt of its own, then the batch's second: its two in their order
+			own := first
+			own.Start = sent.Add(-time.Second)
+			c.Records = []store.Attempt{own, batch}
 		case 6, 7: // refused, each in its own words
 			c.Status, c.LastError = store.Failed, fmt.Sprintf("HTTP 40%d", i)
 			c.Records = []store.Attempt{{Delivery: 1, URL: "https://b.example/hook", Start: sent.Add(time.Duration(i) * time.Millisecond),
