@@ -2,6 +2,7 @@ package forwarder
 
 import (
 	"context"
+	"slices"
 	"time"
 
 	"github.com/evfwd/evfwd/pkg/destination"
@@ -17,15 +18,19 @@ const batchesInFlight = 8
 const batchWait = time.Second
 
 // fillBatch is fill for a destination that sends batches: it leases up to
-// a batch, waits (batchWait at most) for more to fill it, and sends it as
-// one request on one token. Each of the batch's deliveries holds a slot of
-// the lane until its outcome is on record, as a single delivery does.
+// as many batches as the lane has room and the process tokens for, in one
+// Lease (each Lease waits its turn at the store, so one a batch would
+// bound the batches a second by that wait), and sends each as one request
+// on one token. Less than a batch waits (batchWait at most) for more to
+// fill it. Each of a batch's deliveries holds a slot of the lane until its
+// outcome is on record, as a single delivery does.
 func (f *Forwarder) fillBatch(ctx, deliverCtx context.Context, l *lane) (got, full bool) {
 	if f.held(l) {
 		return false, false
 	}
 	size := l.route.Batch.Size
-	if room, _, _ := l.inflight.look(); room < size {
+	room, _, _ := l.inflight.look()
+	if room < size {
 		return false, false // a batch is recorded first
 	}
 	m, probe := l.mode(f.cfg.Now())
@@ -39,10 +44,14 @@ func (f *Forwarder) fillBatch(ctx, deliverCtx context.Context, l *lane) (got, fu
 			return false, false
 		}
 	}
+	n := 1 // batches, and tokens held
+	if probe == nil {
+		n += f.tokens.takeUpTo(room/size - 1)
+	}
 	if probe != nil && !f.admitProbe(l, probe, 1) {
 		return false, false
 	}
-	ds, _ := f.lease(ctx, l, size)
+	ds, _ := f.lease(ctx, l, n*size)
 	if probe != nil && len(ds) == 0 {
 		f.noProbeDue(ctx, l, probe)
 	}
@@ -56,18 +65,19 @@ func (f *Forwarder) fillBatch(ctx, deliverCtx context.Context, l *lane) (got, fu
 		f.letLapse(l, d, nil)
 		f.giveBack(l, l.inflight.forget([]store.Delivery{d}))
 	}
-	if len(kept) == 0 {
-		f.tokens.handBack(1)
-		return false, false
+	sent := 0
+	for batch := range slices.Chunk(kept, size) {
+		l.inflight.startBatch(len(batch))
+		f.workers.run(func() {
+			f.deliverBatch(deliverCtx, l, batch, probe)
+			l.inflight.batchSent()
+			f.tokens.handBack(1)
+			f.roomMade()
+		})
+		sent++
 	}
-	l.inflight.startBatch(len(kept))
-	f.workers.run(func() {
-		f.deliverBatch(deliverCtx, l, kept, probe)
-		l.inflight.batchSent()
-		f.tokens.handBack(1)
-		f.roomMade()
-	})
-	return true, len(kept) == size
+	f.tokens.handBack(n - sent)
+	return sent > 0, len(kept) == n*size
 }
 
 // fillUp leases more of l's due deliveries until ds holds size of them or

@@ -118,6 +118,18 @@ func TestBatchesAreOneRequestEach(t *testing.T) {
 		return n == 12
 	})
 	r.stop(t)
+	// The lane has room for batchesInFlight batches: the three are leased
+	// in one Lease.
+	r.tracer.mu.Lock()
+	for _, p := range r.tracer.lanes["web"].passes {
+		if p.leased > 0 {
+			if p.leased != 12 {
+				t.Errorf("the first Lease took %d deliveries, want all 12", p.leased)
+			}
+			break
+		}
+	}
+	r.tracer.mu.Unlock()
 	seen := map[string]int{}
 	var sizes []int
 	for _, req := range h.Requests() {
