@@ -9,8 +9,11 @@ import (
 	"github.com/evfwd/evfwd/pkg/store"
 )
 
-// batchesInFlight is how many batches a batching lane sends at once.
-const batchesInFlight = 8
+// batchesInFlight is how many batches a batching lane sends at once, and
+// so what a crash may send twice (docs/OPERATIONS.md). Its outcomes wait
+// for the store's one writer, a commit at a time: the more a lane holds,
+// the more each commit records.
+const batchesInFlight = 16
 
 // batchWait is the longest a message waits for its batch to fill, from
 // when it was due: a quiet destination still gets each message within a
