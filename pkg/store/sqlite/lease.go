@@ -10,6 +10,7 @@ import (
 
 	"github.com/evfwd/evfwd/pkg/store"
 	"github.com/evfwd/evfwd/pkg/store/internal/leasefloor"
+	"github.com/evfwd/evfwd/pkg/store/internal/rowscan"
 	"github.com/evfwd/evfwd/pkg/store/internal/sharedsql"
 )
 
@@ -52,76 +53,7 @@ func (s *Store) Lease(ctx context.Context, r store.LeaseRequest) ([]store.Delive
 	if err != nil {
 		return nil, err
 	}
-	// The rest of each delivery is read on the read pool, beside the
-	// writer, which every other store call waits on: by now the leases
-	// are taken, and a lease's holder is all that changes its delivery
-	// but a cancel. The leases are taken whatever ctx does since, so
-	// their deliveries are read too.
-	return s.leased(context.WithoutCancel(ctx), out)
-}
-
-// leasedSQL is what Lease returns of the pending deliveries of a JSON
-// list of ids but what the due index holds: by id, each a seek.
-const leasedSQL = `SELECT d.id, m.message_id, d.attempts, d.first_attempt_at, d.last_error, m.body, m.body_form
-	FROM json_each(?) j JOIN deliveries d ON d.id = j.value JOIN messages m ON m.id = d.message
-	WHERE d.status = 'pending'`
-
-// leased fills in ds, which Lease leased (their ids, due times and
-// destinations), from the read pool, in their order. One cancelled since
-// (a deletion's purge, a removed destination's cancel) is left out, and
-// its lease dropped.
-func (s *Store) leased(ctx context.Context, ds []store.Delivery) ([]store.Delivery, error) {
-	if len(ds) == 0 {
-		return nil, nil
-	}
-	ids := make([]int64, len(ds))
-	at := make(map[int64]int, len(ds))
-	for i, d := range ds {
-		ids[i], at[d.ID] = d.ID, i
-	}
-	q, err := s.prepared.get(ctx, s.read, leasedSQL)
-	if err != nil {
-		return nil, err
-	}
-	rows, err := q.QueryContext(ctx, idList(ids))
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	found := make([]bool, len(ds))
-	for rows.Next() {
-		var id, first int64
-		var form int16
-		var d store.Delivery
-		if err := rows.Scan(&id, &d.MessageID, &d.Attempts, &first, &d.LastError, &d.Body, &form); err != nil {
-			return nil, err
-		}
-		i := at[id]
-		ds[i].MessageID, ds[i].Attempts, ds[i].LastError, ds[i].Body = d.MessageID, d.Attempts, d.LastError, d.Body
-		ds[i].FirstAttempt, ds[i].Form = store.FromMillis(first), store.Form(form)
-		found[i] = true
-	}
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	out := ds[:0]
-	var gone []int64
-	for i, d := range ds {
-		if found[i] {
-			out = append(out, d)
-		} else {
-			gone = append(gone, d.ID)
-		}
-	}
-	if len(gone) > 0 {
-		err = s.doRead(ctx, func(context.Context, *wtx) error {
-			for _, id := range gone {
-				s.leases.drop(id)
-			}
-			return nil
-		})
-	}
-	return out, err
+	return out, nil
 }
 
 // leaseRead reads up to limit due deliveries of k not leased at now, in due
@@ -252,8 +184,7 @@ func (s *Store) firstFree(ctx context.Context, tx *wtx, k leasefloor.Key, now in
 }
 
 // due reads up to limit due deliveries of k (one destination's) that are
-// not leased at now, in the due index's order, after c (their ids and due
-// times: Lease reads the rest once it holds them), and the last row
+// not leased at now, in the due index's order, after c, and the last row
 // it read: a floor, since it took every row before it that was not
 // leased. Two statements, because SQLite seeks the index on
 // (next_attempt_at, id) only through an equality on the first: the rest
@@ -261,6 +192,7 @@ func (s *Store) firstFree(ctx context.Context, tx *wtx, k leasefloor.Key, now in
 // skipped: past the floor, or the first one free, there are few.
 func (s *Store) due(ctx context.Context, tx *wtx, k leasefloor.Key, c leasefloor.Floor, now int64, limit int) ([]store.Delivery, leasefloor.Floor, error) {
 	var out []store.Delivery
+	scan := rowscan.Leased(k.Source)
 	read := func(q string, args ...any) error {
 		rows, err := tx.QueryContext(ctx, q, args...)
 		if err != nil {
@@ -268,12 +200,13 @@ func (s *Store) due(ctx context.Context, tx *wtx, k leasefloor.Key, c leasefloor
 		}
 		defer rows.Close()
 		for len(out) < limit && rows.Next() {
-			if err := rows.Scan(&c.ID, &c.Due); err != nil {
+			d, err := scan(rows)
+			if err != nil {
 				return err
 			}
-			if !s.leases.leasedAt(c.ID, now) {
-				out = append(out, store.Delivery{ID: c.ID, Source: k.Source, Destination: k.Destination,
-					Status: store.Pending, NextAttempt: store.FromMillis(c.Due)})
+			c = leasefloor.Floor{Due: store.Millis(d.NextAttempt), ID: d.ID}
+			if !s.leases.leasedAt(d.ID, now) {
+				out = append(out, d)
 			}
 		}
 		return rows.Err()
@@ -298,17 +231,12 @@ func (s *Store) due(ctx context.Context, tx *wtx, k leasefloor.Key, c leasefloor
 	return out, c, nil
 }
 
-// dueSQL is due's two statements, with the condition held: the ids and
-// due times of a destination's (?, ?) deliveries due at a millisecond (?)
-// after an id (?), and of those due after a millisecond (?) up to now
-// (?). Without a condition they read the due index alone (leased reads
-// the rest).
+// dueSQL is due's two statements, with the condition held: the rows of
+// a destination (?, ?) due at a millisecond (?) after an id (?), and the
+// ones due after a millisecond (?) up to now (?).
 func dueSQL(held string) (same, after string) {
-	from := `SELECT d.id, d.next_attempt_at FROM deliveries d INDEXED BY deliveries_due `
-	if held != "" {
-		from += `JOIN messages m ON m.id = d.message `
-	}
-	from += `WHERE d.source = ? AND d.destination = ? AND d.status = 'pending' AND `
+	const from = `SELECT ` + rowscan.LeasedColumns + ` FROM deliveries d INDEXED BY deliveries_due
+		JOIN messages m ON m.id = d.message WHERE d.source = ? AND d.destination = ? AND d.status = 'pending' AND `
 	return from + `d.next_attempt_at = ? AND d.id > ?` + held + ` ORDER BY d.id`,
 		from + `d.next_attempt_at > ? AND d.next_attempt_at <= ?` + held + ` ORDER BY d.next_attempt_at, d.id`
 }

@@ -4,14 +4,9 @@ import (
 	"context"
 	"errors"
 	"path/filepath"
-	"slices"
-	"strings"
 	"testing"
 	"time"
 
-	"github.com/evfwd/evfwd/pkg/store"
-	"github.com/evfwd/evfwd/pkg/store/internal/leasefloor"
-	"github.com/evfwd/evfwd/pkg/store/storetest"
 	"github.com/google/go-cmp/cmp"
 )
 
@@ -141,73 +136,6 @@ func TestFailingOpInAGroupFailsAlone(t *testing.T) {
 		return nil
 	})
 	if err != nil {
-		t.Fatal(err)
-	}
-}
-
-// Lease reads what it returns of a delivery on the read pool once the
-// lease is taken (leased): one cancelled in between, as a deletion's purge
-// or a removed destination's cancel does, is left out and its lease
-// dropped; the others come whole, in their order.
-func TestLeasedLeavesOutCancelled(t *testing.T) {
-	ctx := context.Background()
-	s, err := Open(ctx, filepath.Join(t.TempDir(), "evfwd.db"), Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	now := time.Now()
-	var msgs []store.Message
-	for _, id := range []string{"a", "b", "c"} {
-		m := storetest.Msg("web", id, 0, true)
-		m.Form = store.FormWire
-		msgs = append(msgs, m)
-	}
-	if err := s.Ingest(ctx, msgs); err != nil {
-		t.Fatal(err)
-	}
-	// Lease's writer part alone: ids and due times, the leases taken.
-	var skel []store.Delivery
-	k := leasefloor.Key{Source: "web", Destination: store.DestinationWebhooks}
-	if err := s.doRead(ctx, func(ctx context.Context, tx *wtx) error {
-		var err error
-		skel, _, err = s.readOne(ctx, tx, k, nil, store.Millis(now), 10)
-		for _, d := range skel {
-			s.leases.take(d.ID, leaseOf{source: "web", owner: "n1", until: store.Millis(now.Add(time.Minute))})
-		}
-		return err
-	}); err != nil || len(skel) != 3 {
-		t.Fatalf("read %d due, %v; want 3", len(skel), err)
-	}
-	slices.Reverse(skel) // any order is kept
-	cancelled := skel[1].ID
-	if err := s.do(ctx, 0, func(ctx context.Context, tx *wtx) error {
-		_, err := tx.ExecContext(ctx, `UPDATE deliveries SET status = 'cancelled' WHERE id = ?`, cancelled)
-		return err
-	}); err != nil {
-		t.Fatal(err)
-	}
-	got, err := s.leased(ctx, slices.Clone(skel))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var gotIDs []string
-	for _, d := range got {
-		gotIDs = append(gotIDs, d.MessageID)
-		if d.Source != "web" || d.Destination != store.DestinationWebhooks || d.Status != store.Pending ||
-			d.Form != store.FormWire || !strings.Contains(string(d.Body), `"messageId":"`+d.MessageID+`"`) {
-			t.Errorf("leased %+v", d)
-		}
-	}
-	if want := []string{"c", "a"}; !slices.Equal(gotIDs, want) {
-		t.Errorf("leased %v, want %v", gotIDs, want)
-	}
-	if err := s.do(ctx, 0, func(ctx context.Context, tx *wtx) error {
-		if s.leases.leasedAt(cancelled, store.Millis(now)) {
-			t.Error("the cancelled delivery's lease was kept")
-		}
-		return nil
-	}); err != nil {
 		t.Fatal(err)
 	}
 }

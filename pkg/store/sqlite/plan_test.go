@@ -13,9 +13,7 @@ import (
 // and on from a floor (with a deletion's condition, held), its cancel,
 // the destinations of a source, Release (a seek per destination, then
 // the entries scheduled after now) and Stats (every pending entry, in the
-// index's order of sources; it sorts only its one row per source). A
-// lease reads the index alone unless a deletion is under way, and the
-// rest of what it took by id (leased).
+// index's order of sources; it sorts only its one row per source).
 func TestDuePlans(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -25,7 +23,6 @@ func TestDuePlans(t *testing.T) {
 	}
 	t.Cleanup(func() { s.Close() })
 	same, after := dueSQL(` AND NOT (m.user_id = ? AND d.message <= ? AND m.type != 'delete')`)
-	sameIndex, afterIndex := dueSQL("")
 	for _, tt := range []struct {
 		name, q string
 		args    []any
@@ -37,12 +34,6 @@ func TestDuePlans(t *testing.T) {
 			[]string{"SEARCH d USING INDEX deliveries_due (source=? AND destination=? AND next_attempt_at=? AND rowid>?)"}},
 		{"due after it", after, []any{"web", "hooks", 0, 0, "u", 0},
 			[]string{"SEARCH d USING INDEX deliveries_due (source=? AND destination=? AND next_attempt_at>? AND next_attempt_at<?)"}},
-		{"due at the floor's ms, no deletion under way", sameIndex, []any{"web", "hooks", 0, 0},
-			[]string{"SEARCH d USING COVERING INDEX deliveries_due (source=? AND destination=? AND next_attempt_at=? AND rowid>?)"}},
-		{"due after it, no deletion under way", afterIndex, []any{"web", "hooks", 0, 0},
-			[]string{"SEARCH d USING COVERING INDEX deliveries_due (source=? AND destination=? AND next_attempt_at>? AND next_attempt_at<?)"}},
-		{"leased", leasedSQL, []any{"[1,2]"},
-			[]string{"SCAN j VIRTUAL TABLE", "SEARCH d USING INTEGER PRIMARY KEY (rowid=?)", "SEARCH m USING INTEGER PRIMARY KEY (rowid=?)"}},
 		{"cancel", cancelSQL, []any{"removed", 0, "web", "hooks", 1000},
 			[]string{"SEARCH deliveries USING COVERING INDEX deliveries_due (source=? AND destination=?)"}},
 		{"destinations", destinationsSQL, []any{"web"},
