@@ -300,13 +300,26 @@ func BenchmarkLeaseDestination(b *testing.B) {
 
 // BenchmarkIngestDestinations: BenchmarkIngest into a source with one
 // destination, and with ten, each message routed to one of them in turn
-// (bench/serve's destinations row, measured in the store alone).
+// (bench/serve's destinations rows, measured in the store alone); with
+// overlap, every other message to the next one too (1.5 deliveries a
+// message).
 func BenchmarkIngestDestinations(b *testing.B) {
-	for _, n := range []int{1, 10} {
-		b.Run(fmt.Sprintf("dests=%d", n), func(b *testing.B) {
+	for _, c := range []struct {
+		n       int
+		overlap bool
+	}{{1, false}, {10, false}, {10, true}} {
+		name := fmt.Sprintf("dests=%d", c.n)
+		if c.overlap {
+			name += "/overlap"
+		}
+		b.Run(name, func(b *testing.B) {
+			n := c.n
 			names := make([][]string, n)
 			for i := range names {
 				names[i] = []string{fmt.Sprintf("dest-%02d", i)}
+				if c.overlap && i%2 == 1 {
+					names[i] = append(names[i], fmt.Sprintf("dest-%02d", (i+1)%n))
+				}
 			}
 			benchIngest(b, openBench(b), func(msgs []store.Message) {
 				for i := range msgs {
