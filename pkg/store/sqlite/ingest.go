@@ -124,12 +124,15 @@ const deliverListedSQL = `INSERT OR FAIL INTO deliveries (message, source, desti
 
 // deliverOneEachSQL is deliverListedSQL for messages with one
 // destination or none each: ?2 holds each one's, or null, and is read
-// with one json_each rather than one for each message.
+// with one json_each rather than one for each message. Ordered by
+// json_each's rowid, which counts its rows in the array's order: json_each
+// yields them in that order and says so to the planner, so this ORDER BY
+// costs nothing, where one by key sorted the rows in a temporary B-tree.
 const deliverOneEachSQL = `INSERT OR FAIL INTO deliveries (message, source, destination, status, next_attempt_at, created_at, updated_at)
 	SELECT m.id, m.source, e.value, 'pending', m.received_at, ?1, ?1
 	FROM json_each(?2) AS e, messages AS m
 	WHERE e.type = 'text' AND m.id = ?3 + e.key + 1
-	ORDER BY e.key`
+	ORDER BY e.rowid`
 
 // deliverListed creates each message's deliveries, to its own
 // destinations, when every message of msgs was stored (none known) with
