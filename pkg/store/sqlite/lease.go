@@ -390,11 +390,11 @@ func applyOutcomeRows(ctx context.Context, tx *wtx, cs []store.Completion, now i
 // completeChunk attempts.
 func recordAttempts(ctx context.Context, tx *wtx, cs []store.Completion) error {
 	keys := make([]string, len(cs))
-	alike := map[string]int{}
+	alike := map[string][]int64{}
 	for i, c := range cs {
 		if len(c.Records) > 0 {
 			keys[i] = attemptsKey(c.Records)
-			alike[keys[i]]++
+			alike[keys[i]] = append(alike[keys[i]], c.ID)
 		}
 	}
 	// attemptColumns is the parameters of one attempt row.
@@ -416,9 +416,10 @@ func recordAttempts(ctx context.Context, tx *wtx, cs []store.Completion) error {
 		return err
 	}
 	for i, c := range cs {
-		switch n := alike[keys[i]]; {
-		case len(c.Records) == 0 || n == 0: // none, or written with its group
-		case n < sharedMin:
+		ids, ok := alike[keys[i]]
+		switch {
+		case len(c.Records) == 0 || !ok: // none, or written with its group
+		case len(ids) < sharedMin:
 			for _, a := range c.Records {
 				args = append(args, c.ID, a.Delivery, a.Endpoint, a.URL, store.Millis(a.Start), a.Latency.Microseconds(),
 					a.Status, a.Class, a.Error, a.Excerpt, a.Outcome)
@@ -430,12 +431,6 @@ func recordAttempts(ctx context.Context, tx *wtx, cs []store.Completion) error {
 			}
 		default:
 			delete(alike, keys[i])
-			ids := make([]int64, 0, n)
-			for j := i; j < len(cs); j++ {
-				if keys[j] == keys[i] {
-					ids = append(ids, cs[j].ID)
-				}
-			}
 			list := idList(ids)
 			for _, a := range c.Records {
 				if _, err := tx.ExecContext(ctx, `INSERT OR FAIL INTO attempts (delivery, delivery_no, endpoint, url, started_at,
